@@ -1,0 +1,109 @@
+//! A small refillable buffer over any `Read`, so that packets can be handed
+//! out as slices of it (no allocation or copy per packet).
+
+use std::io::{self, Read};
+
+/// Initial (and usual) buffer size.
+const INITIAL: usize = 256 * 1024;
+
+pub(crate) struct Input<R> {
+    inner: R,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// File offset of `buf[start]`.
+    pos: u64,
+    eof: bool,
+}
+
+impl<R: Read> Input<R> {
+    pub(crate) fn new(inner: R) -> Self {
+        Input {
+            inner,
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+            pos: 0,
+            eof: false,
+        }
+    }
+
+    /// File offset of the first unconsumed byte.
+    pub(crate) fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    /// The unconsumed bytes currently buffered.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// Makes at least `n` bytes available unless the input ends first.
+    /// Returns how many are available, at most `n`.
+    ///
+    /// The buffer grows by doubling only while it is full of real data, so a
+    /// bogus huge length in a short file cannot allocate much more than the
+    /// file's size.
+    pub(crate) fn fill(&mut self, n: usize) -> io::Result<usize> {
+        loop {
+            let avail = self.end - self.start;
+            if avail >= n || self.eof {
+                return Ok(avail.min(n));
+            }
+            if self.buf.is_empty() {
+                self.buf.resize(INITIAL, 0);
+            }
+            if self.start + n > self.buf.len() {
+                if self.start > 0 {
+                    self.buf.copy_within(self.start..self.end, 0);
+                    self.end -= self.start;
+                    self.start = 0;
+                }
+                if self.end == self.buf.len() {
+                    let grown = self.buf.len().saturating_mul(2).min(n);
+                    self.buf.resize(grown, 0);
+                }
+            }
+            match self.inner.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(k) => self.end += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Marks `n` buffered bytes as used. `n` must not exceed what `fill`
+    /// reported; the bytes stay readable (via `slice`) until the next `fill`.
+    pub(crate) fn consume(&mut self, n: usize) {
+        let n = n.min(self.end - self.start);
+        self.start += n;
+        self.pos += n as u64;
+    }
+
+    /// Buffer slice relative to the current start (before a `consume`).
+    pub(crate) fn abs_range(&self, rel_start: usize, len: usize) -> (usize, usize) {
+        (self.start + rel_start, self.start + rel_start + len)
+    }
+
+    /// The buffer bytes in an absolute range from `abs_range`.
+    pub(crate) fn slice(&self, range: (usize, usize)) -> &[u8] {
+        self.buf.get(range.0..range.1).unwrap_or(&[])
+    }
+
+    /// Skips `n` bytes without buffering them all. Returns how many were
+    /// skipped (fewer than `n` only at end of input).
+    pub(crate) fn skip(&mut self, n: u64) -> io::Result<u64> {
+        let mut done = 0u64;
+        while done < n {
+            let want = (n - done).min(INITIAL as u64) as usize;
+            let got = self.fill(want)?;
+            if got == 0 {
+                break;
+            }
+            self.consume(got);
+            done += got as u64;
+        }
+        Ok(done)
+    }
+}

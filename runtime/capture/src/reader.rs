@@ -1,0 +1,844 @@
+//! Streaming reader for pcap and pcapng files.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+use crate::error::{CaptureError, ErrorKind};
+use crate::format::{
+    max_snaplen_for_linktype, CaptureFormat, InterfaceInfo, BLOCK_EPB, BLOCK_IDB, BLOCK_OPB,
+    BLOCK_SHB, BLOCK_SPB, BYTE_ORDER_MAGIC, MAX_BLOCK_LEN,
+};
+use crate::input::Input;
+use crate::Packet;
+
+/// Most interfaces kept for one pcapng section (keeps memory bounded).
+const MAX_INTERFACES: usize = 1 << 16;
+
+/// Reads packets from a pcap or pcapng file, one at a time, without
+/// allocating per packet.
+///
+/// The format is detected from the magic number. Packets borrow the reader's
+/// buffer, so each one must be dropped before asking for the next
+/// ("lending" iteration). Memory use is constant whatever the file size.
+///
+/// Errors are reported in file order: every complete packet before a
+/// truncated or corrupt spot is returned first. After an error the reader is
+/// finished and [`next_packet`](Self::next_packet) returns `Ok(None)`.
+///
+/// ```
+/// use sluice_capture::{CaptureFormat, CaptureReader, CaptureWriter, Packet};
+///
+/// // Write a small pcap file into memory, then read it back.
+/// let format = CaptureFormat::pcap(1, 65535);
+/// let mut w = CaptureWriter::new(Vec::new(), "mem", &format)?;
+/// w.write_packet(&Packet::new(1, 500_000, 1, &[1, 2, 3]))?;
+/// let bytes = w.finish()?;
+///
+/// let mut r = CaptureReader::from_reader(&bytes[..], "mem")?;
+/// let mut count = 0;
+/// while let Some(p) = r.next_packet()? {
+///     assert_eq!(p.data, &[1, 2, 3]);
+///     assert_eq!(p.ts_nsec, 500_000);
+///     count += 1;
+/// }
+/// assert_eq!(count, 1);
+/// # Ok::<(), sluice_capture::CaptureError>(())
+/// ```
+pub struct CaptureReader<R> {
+    input: Input<R>,
+    name: String,
+    format: CaptureFormat,
+    state: State,
+    done: bool,
+}
+
+enum State {
+    Pcap(PcapState),
+    PcapNg(NgState),
+}
+
+struct PcapState {
+    big_endian: bool,
+    nanos: bool,
+    linktype: u16,
+    snaplen: u32,
+    /// Effective snapshot length: longer records are cut to it (as libpcap does).
+    snapshot: u32,
+    /// Largest sane caplen.
+    max_caplen: u32,
+    /// 0: never swap caplen/len, 1: swap when caplen > len, 2: always swap.
+    swap_lengths: u8,
+    /// 16, or 24 for the "Kuznetzov" modified format.
+    record_header: usize,
+}
+
+#[derive(Clone, Copy)]
+struct Interface {
+    linktype: u16,
+    snaplen: u32,
+    snapshot: u32,
+    units_per_sec: u64,
+    ts_offset: i64,
+}
+
+struct NgState {
+    big_endian: bool,
+    interfaces: Vec<Interface>,
+}
+
+/// Where the packet bytes are, captured before the buffer is released.
+struct Found {
+    range: (usize, usize),
+    ts_sec: i64,
+    ts_nsec: u32,
+    wirelen: u32,
+    linktype: u16,
+    snaplen: u32,
+    interface: u32,
+}
+
+fn u16_at(d: &[u8], off: usize, be: bool) -> Option<u16> {
+    let b: [u8; 2] = d.get(off..off.checked_add(2)?)?.try_into().ok()?;
+    Some(if be {
+        u16::from_be_bytes(b)
+    } else {
+        u16::from_le_bytes(b)
+    })
+}
+
+fn u32_at(d: &[u8], off: usize, be: bool) -> Option<u32> {
+    let b: [u8; 4] = d.get(off..off.checked_add(4)?)?.try_into().ok()?;
+    Some(if be {
+        u32::from_be_bytes(b)
+    } else {
+        u32::from_le_bytes(b)
+    })
+}
+
+fn u64_at(d: &[u8], off: usize, be: bool) -> Option<u64> {
+    let b: [u8; 8] = d.get(off..off.checked_add(8)?)?.try_into().ok()?;
+    Some(if be {
+        u64::from_be_bytes(b)
+    } else {
+        u64::from_le_bytes(b)
+    })
+}
+
+/// Splits a timestamp counted in `units_per_sec` into seconds and nanoseconds.
+fn split_ts(ts: u64, units_per_sec: u64, offset: i64) -> (i64, u32) {
+    let units = units_per_sec.max(1);
+    let secs = i64::try_from(ts / units).unwrap_or(i64::MAX);
+    let frac = u128::from(ts % units);
+    let nsec = (frac * 1_000_000_000 / u128::from(units)) as u32;
+    (secs.saturating_add(offset), nsec)
+}
+
+impl CaptureReader<Box<dyn Read + Send>> {
+    /// Opens a capture file; `-` means standard input (named `<stdin>` in
+    /// errors).
+    ///
+    /// ```no_run
+    /// use sluice_capture::CaptureReader;
+    ///
+    /// let mut r = CaptureReader::open("trace.pcapng")?;
+    /// while let Some(p) = r.next_packet()? {
+    ///     println!("{}.{:09} {} bytes", p.ts_sec, p.ts_nsec, p.caplen);
+    /// }
+    /// # Ok::<(), sluice_capture::CaptureError>(())
+    /// ```
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, CaptureError> {
+        let path = path.as_ref();
+        if path.as_os_str() == "-" {
+            return CaptureReader::from_reader(Box::new(io::stdin()), "<stdin>");
+        }
+        let name = path.display().to_string();
+        let file = File::open(path).map_err(|e| CaptureError::new(&name, 0, e.into()))?;
+        CaptureReader::from_reader(Box::new(file), name)
+    }
+}
+
+impl<R: Read> CaptureReader<R> {
+    /// Starts reading from any reader; `name` is used in error messages.
+    ///
+    /// Reads the file header (for pcapng also the blocks up to the first
+    /// interface description), so the format is known on return. No extra
+    /// buffering is needed around `reader`.
+    ///
+    /// ```
+    /// use sluice_capture::{CaptureFormat, CaptureReader};
+    ///
+    /// // A little-endian, microsecond pcap header for Ethernet, no packets.
+    /// let mut hdr = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
+    /// hdr.extend_from_slice(&[0; 8]);
+    /// hdr.extend_from_slice(&65535u32.to_le_bytes());
+    /// hdr.extend_from_slice(&1u32.to_le_bytes());
+    /// let mut r = CaptureReader::from_reader(&hdr[..], "empty.pcap")?;
+    /// assert!(matches!(r.format(), CaptureFormat::Pcap { linktype: 1, nanos: false, .. }));
+    /// assert!(r.next_packet()?.is_none());
+    /// # Ok::<(), sluice_capture::CaptureError>(())
+    /// ```
+    pub fn from_reader(reader: R, name: impl Into<String>) -> Result<Self, CaptureError> {
+        let mut r = CaptureReader {
+            input: Input::new(reader),
+            name: name.into(),
+            format: CaptureFormat::PcapNg {
+                big_endian: false,
+                first_interface: None,
+            },
+            state: State::PcapNg(NgState {
+                big_endian: false,
+                interfaces: Vec::new(),
+            }),
+            done: false,
+        };
+        let have = r.fill(4)?;
+        if have < 4 {
+            return Err(r.truncated(0, "file magic number", have, 4));
+        }
+        let magic = u32::from_le_bytes([
+            r.input.bytes()[0],
+            r.input.bytes()[1],
+            r.input.bytes()[2],
+            r.input.bytes()[3],
+        ]);
+        if magic == BLOCK_SHB {
+            r.read_section_header()?;
+            r.read_to_first_interface()?;
+            r.update_ng_format();
+        } else {
+            r.read_pcap_header(magic)?;
+        }
+        Ok(r)
+    }
+
+    /// The file's format: pcap with its header fields, or pcapng.
+    ///
+    /// Pass it to [`CaptureWriter::create`](crate::CaptureWriter::create) to
+    /// write output in the same format as the input.
+    ///
+    /// ```
+    /// use sluice_capture::{CaptureFormat, CaptureReader, CaptureWriter};
+    /// let bytes = CaptureWriter::new(Vec::new(), "m", &CaptureFormat::pcapng())?.finish()?;
+    /// let r = CaptureReader::from_reader(&bytes[..], "m")?;
+    /// assert!(matches!(r.format(), CaptureFormat::PcapNg { .. }));
+    /// # Ok::<(), sluice_capture::CaptureError>(())
+    /// ```
+    pub fn format(&self) -> CaptureFormat {
+        self.format
+    }
+
+    /// The link type of a pcap file, or of the first interface of a pcapng
+    /// file (`None` if it declares no interface before its first packet).
+    ///
+    /// ```
+    /// use sluice_capture::{CaptureFormat, CaptureReader, CaptureWriter};
+    /// let bytes = CaptureWriter::new(Vec::new(), "m", &CaptureFormat::pcap(101, 1500))?.finish()?;
+    /// let r = CaptureReader::from_reader(&bytes[..], "m")?;
+    /// assert_eq!(r.linktype(), Some(101));
+    /// # Ok::<(), sluice_capture::CaptureError>(())
+    /// ```
+    pub fn linktype(&self) -> Option<u16> {
+        self.format.linktype()
+    }
+
+    /// The name used in error messages.
+    ///
+    /// ```
+    /// use sluice_capture::{CaptureFormat, CaptureReader, CaptureWriter};
+    /// let bytes = CaptureWriter::new(Vec::new(), "m", &CaptureFormat::pcap(1, 1500))?.finish()?;
+    /// let r = CaptureReader::from_reader(&bytes[..], "in.pcap")?;
+    /// assert_eq!(r.name(), "in.pcap");
+    /// # Ok::<(), sluice_capture::CaptureError>(())
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Number of bytes of the file consumed so far (at the end: the file size).
+    ///
+    /// ```
+    /// use sluice_capture::{CaptureFormat, CaptureReader, CaptureWriter};
+    /// let bytes = CaptureWriter::new(Vec::new(), "m", &CaptureFormat::pcap(1, 1500))?.finish()?;
+    /// let mut r = CaptureReader::from_reader(&bytes[..], "m")?;
+    /// while r.next_packet()?.is_some() {}
+    /// assert_eq!(r.offset(), 24);
+    /// # Ok::<(), sluice_capture::CaptureError>(())
+    /// ```
+    pub fn offset(&self) -> u64 {
+        self.input.pos()
+    }
+
+    /// Returns the next packet, `Ok(None)` at the end of the file, or the
+    /// first problem found after the previous packet.
+    ///
+    /// ```
+    /// use sluice_capture::{CaptureFormat, CaptureReader, CaptureWriter, Packet};
+    /// let mut w = CaptureWriter::new(Vec::new(), "m", &CaptureFormat::pcapng())?;
+    /// w.write_packet(&Packet::new(1, 2, 1, b"abc"))?;
+    /// let bytes = w.finish()?;
+    /// let mut r = CaptureReader::from_reader(&bytes[..], "m")?;
+    /// let p = r.next_packet()?.unwrap();
+    /// assert_eq!((p.ts_sec, p.ts_nsec, p.linktype, p.data), (1, 2, 1, &b"abc"[..]));
+    /// assert!(r.next_packet()?.is_none());
+    /// # Ok::<(), sluice_capture::CaptureError>(())
+    /// ```
+    pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, CaptureError> {
+        if self.done {
+            return Ok(None);
+        }
+        let found = match &self.state {
+            State::Pcap(_) => self.next_pcap(),
+            State::PcapNg(_) => self.next_ng(),
+        };
+        match found {
+            Ok(Some(f)) => {
+                let data = self.input.slice(f.range);
+                Ok(Some(Packet {
+                    ts_sec: f.ts_sec,
+                    ts_nsec: f.ts_nsec,
+                    caplen: data.len() as u32,
+                    wirelen: f.wirelen,
+                    linktype: f.linktype,
+                    snaplen: f.snaplen,
+                    interface: f.interface,
+                    data,
+                }))
+            }
+            Ok(None) => {
+                self.done = true;
+                Ok(None)
+            }
+            Err(e) => {
+                self.done = true;
+                Err(e)
+            }
+        }
+    }
+
+    // ----- helpers -----
+
+    fn err(&self, offset: u64, kind: ErrorKind) -> CaptureError {
+        CaptureError::new(self.name.clone(), offset, kind)
+    }
+
+    fn truncated(&self, offset: u64, what: &'static str, have: usize, need: usize) -> CaptureError {
+        self.err(
+            offset,
+            ErrorKind::Truncated {
+                what,
+                have: have as u64,
+                need: need as u64,
+            },
+        )
+    }
+
+    fn fill(&mut self, n: usize) -> Result<usize, CaptureError> {
+        let pos = self.input.pos();
+        self.input.fill(n).map_err(|e| self.err(pos, e.into()))
+    }
+
+    /// Fills exactly `n` bytes or reports `what` as truncated at the current
+    /// position.
+    fn need(&mut self, n: usize, what: &'static str) -> Result<(), CaptureError> {
+        let have = self.fill(n)?;
+        if have < n {
+            return Err(self.truncated(self.input.pos(), what, have, n));
+        }
+        Ok(())
+    }
+
+    // ----- pcap -----
+
+    fn read_pcap_header(&mut self, magic: u32) -> Result<(), CaptureError> {
+        let (big_endian, nanos, record_header) = match magic {
+            0xa1b2_c3d4 => (false, false, 16),
+            0xd4c3_b2a1 => (true, false, 16),
+            0xa1b2_3c4d => (false, true, 16),
+            0x4d3c_b2a1 => (true, true, 16),
+            0xa1b2_cd34 => (false, false, 24),
+            0x34cd_b2a1 => (true, false, 24),
+            other => return Err(self.err(0, ErrorKind::BadMagic(other.swap_bytes()))),
+        };
+        self.need(24, "pcap file header")?;
+        let h = self.input.bytes();
+        let be = big_endian;
+        let major = u16_at(h, 4, be).unwrap_or(0);
+        let minor = u16_at(h, 6, be).unwrap_or(0);
+        let snaplen = u32_at(h, 16, be).unwrap_or(0);
+        let lt_field = u32_at(h, 20, be).unwrap_or(0);
+        if major < 2 {
+            return Err(self.err(4, ErrorKind::ArchaicVersion { major, minor }));
+        }
+        if major != 2 || minor > 4 {
+            return Err(self.err(
+                4,
+                ErrorKind::UnsupportedVersion {
+                    format: "pcap",
+                    major,
+                    minor,
+                },
+            ));
+        }
+        if lt_field & 0x03ff_0000 != 0 {
+            return Err(self.err(20, ErrorKind::ReservedLinkTypeBits(lt_field)));
+        }
+        let linktype = (lt_field & 0xffff) as u16;
+        let fcs_len = if lt_field & 0x0400_0000 != 0 {
+            Some((lt_field >> 28) as u8)
+        } else {
+            None
+        };
+        let max_caplen = max_snaplen_for_linktype(linktype);
+        let snapshot = if snaplen == 0 || snaplen > max_caplen {
+            max_caplen
+        } else {
+            snaplen
+        };
+        let swap_lengths = match minor {
+            0..=2 => 2,
+            3 => 1,
+            _ => 0,
+        };
+        self.input.consume(24);
+        self.format = CaptureFormat::Pcap {
+            nanos,
+            big_endian,
+            linktype,
+            snaplen,
+            fcs_len,
+        };
+        self.state = State::Pcap(PcapState {
+            big_endian,
+            nanos,
+            linktype,
+            snaplen,
+            snapshot,
+            max_caplen,
+            swap_lengths,
+            record_header,
+        });
+        Ok(())
+    }
+
+    fn next_pcap(&mut self) -> Result<Option<Found>, CaptureError> {
+        let State::Pcap(st) = &self.state else {
+            return Ok(None);
+        };
+        let (be, hl) = (st.big_endian, st.record_header);
+        let at = self.input.pos();
+        let have = self.fill(hl)?;
+        if have == 0 {
+            return Ok(None);
+        }
+        if have < hl {
+            return Err(self.truncated(at, "packet record header", have, hl));
+        }
+        let h = self.input.bytes();
+        let secs = u32_at(h, 0, be).unwrap_or(0);
+        let frac = u32_at(h, 4, be).unwrap_or(0);
+        let mut caplen = u32_at(h, 8, be).unwrap_or(0);
+        let mut wirelen = u32_at(h, 12, be).unwrap_or(0);
+        let State::Pcap(st) = &self.state else {
+            return Ok(None);
+        };
+        if st.swap_lengths == 2 || (st.swap_lengths == 1 && caplen > wirelen) {
+            std::mem::swap(&mut caplen, &mut wirelen);
+        }
+        if caplen > st.max_caplen {
+            let max = st.max_caplen;
+            return Err(self.err(at, ErrorKind::CaplenTooLarge { caplen, max }));
+        }
+        let keep = caplen.min(st.snapshot) as usize;
+        let frac_ns = if st.nanos {
+            u64::from(frac)
+        } else {
+            u64::from(frac) * 1000
+        };
+        let ts_sec = i64::from(secs) + (frac_ns / 1_000_000_000) as i64;
+        let ts_nsec = (frac_ns % 1_000_000_000) as u32;
+        let (linktype, snaplen) = (st.linktype, st.snaplen);
+        let total = hl + caplen as usize;
+        let have = self.fill(total)?;
+        if have < total {
+            return Err(self.truncated(at, "packet record", have, total));
+        }
+        let range = self.input.abs_range(hl, keep);
+        self.input.consume(total);
+        Ok(Some(Found {
+            range,
+            ts_sec,
+            ts_nsec,
+            wirelen,
+            linktype,
+            snaplen,
+            interface: 0,
+        }))
+    }
+
+    // ----- pcapng -----
+
+    fn ng(&mut self) -> &mut NgState {
+        if let State::Pcap(_) = self.state {
+            self.state = State::PcapNg(NgState {
+                big_endian: false,
+                interfaces: Vec::new(),
+            });
+        }
+        match &mut self.state {
+            State::PcapNg(ng) => ng,
+            State::Pcap(_) => unreachable!("state was just set to pcapng"),
+        }
+    }
+
+    fn update_ng_format(&mut self) {
+        if let State::PcapNg(ng) = &self.state {
+            self.format = CaptureFormat::PcapNg {
+                big_endian: ng.big_endian,
+                first_interface: ng.interfaces.first().map(|i| InterfaceInfo {
+                    linktype: i.linktype,
+                    snaplen: i.snaplen,
+                }),
+            };
+        }
+    }
+
+    /// Reads a section header block at the current position.
+    fn read_section_header(&mut self) -> Result<(), CaptureError> {
+        let at = self.input.pos();
+        self.need(12, "section header block")?;
+        let h = self.input.bytes();
+        let bom = u32_at(h, 8, false).unwrap_or(0);
+        let be = match bom {
+            BYTE_ORDER_MAGIC => false,
+            x if x == BYTE_ORDER_MAGIC.swap_bytes() => true,
+            other => return Err(self.err(at + 8, ErrorKind::BadByteOrderMagic(other))),
+        };
+        let len = u32_at(h, 4, be).unwrap_or(0);
+        self.check_block_len(at, BLOCK_SHB, len, 28)?;
+        let body = self.read_block(at, len, be, "section header block")?;
+        let b = self.input.slice(body);
+        let major = u16_at(b, 4, be).unwrap_or(0);
+        let minor = u16_at(b, 6, be).unwrap_or(0);
+        if !(major == 1 && (minor == 0 || minor == 2)) {
+            return Err(self.err(
+                at + 12,
+                ErrorKind::UnsupportedVersion {
+                    format: "pcapng",
+                    major,
+                    minor,
+                },
+            ));
+        }
+        let ng = self.ng();
+        ng.big_endian = be;
+        ng.interfaces.clear();
+        Ok(())
+    }
+
+    fn check_block_len(
+        &self,
+        at: u64,
+        block_type: u32,
+        len: u32,
+        min: u32,
+    ) -> Result<(), CaptureError> {
+        let reason = if len < min {
+            "shorter than the smallest such block"
+        } else if len % 4 != 0 {
+            "not a multiple of 4"
+        } else {
+            return Ok(());
+        };
+        Err(self.err(
+            at + 4,
+            ErrorKind::BadBlockLength {
+                block_type,
+                len,
+                reason,
+            },
+        ))
+    }
+
+    /// Buffers a whole block of `len` bytes at the current position, checks
+    /// its trailer, consumes it and returns the buffer range of its body
+    /// (between the 8-byte header and the 4-byte trailer).
+    fn read_block(
+        &mut self,
+        at: u64,
+        len: u32,
+        be: bool,
+        what: &'static str,
+    ) -> Result<(usize, usize), CaptureError> {
+        if len > MAX_BLOCK_LEN {
+            return Err(self.err(
+                at + 4,
+                ErrorKind::BadBlockLength {
+                    block_type: u32_at(self.input.bytes(), 0, be).unwrap_or(0),
+                    len,
+                    reason: "larger than the 256 MiB limit",
+                },
+            ));
+        }
+        let n = len as usize;
+        let have = self.fill(n)?;
+        if have < n {
+            return Err(self.truncated(at, what, have, n));
+        }
+        let trailer = u32_at(self.input.bytes(), n - 4, be).unwrap_or(0);
+        if trailer != len {
+            return Err(self.err(
+                at + u64::from(len) - 4,
+                ErrorKind::BlockLengthMismatch {
+                    header: len,
+                    trailer,
+                },
+            ));
+        }
+        let range = self.input.abs_range(8, n - 12);
+        self.input.consume(n);
+        Ok(range)
+    }
+
+    /// Skips a block we do not interpret, checking its trailer.
+    fn skip_block(&mut self, at: u64, len: u32, be: bool) -> Result<(), CaptureError> {
+        let body = u64::from(len) - 4;
+        let skipped = {
+            let pos = self.input.pos();
+            self.input.skip(body).map_err(|e| self.err(pos, e.into()))?
+        };
+        if skipped < body {
+            return Err(self.truncated(at, "block", skipped as usize, len as usize));
+        }
+        let have = self.fill(4)?;
+        if have < 4 {
+            return Err(self.truncated(at, "block", body as usize + have, len as usize));
+        }
+        let trailer = u32_at(self.input.bytes(), 0, be).unwrap_or(0);
+        if trailer != len {
+            return Err(self.err(
+                self.input.pos(),
+                ErrorKind::BlockLengthMismatch {
+                    header: len,
+                    trailer,
+                },
+            ));
+        }
+        self.input.consume(4);
+        Ok(())
+    }
+
+    /// After the first section header: read on up to the first interface
+    /// description, so that `format()` can name the first link type. Stops
+    /// before any packet block or new section.
+    fn read_to_first_interface(&mut self) -> Result<(), CaptureError> {
+        loop {
+            if self.fill(8)? < 8 {
+                return Ok(());
+            }
+            let be = self.ng().big_endian;
+            let t = u32_at(self.input.bytes(), 0, be).unwrap_or(0);
+            match t {
+                BLOCK_SHB | BLOCK_EPB | BLOCK_SPB | BLOCK_OPB => return Ok(()),
+                BLOCK_IDB => {
+                    self.next_ng_block()?;
+                    return Ok(());
+                }
+                _ => {
+                    self.next_ng_block()?;
+                }
+            }
+        }
+    }
+
+    fn next_ng(&mut self) -> Result<Option<Found>, CaptureError> {
+        loop {
+            match self.next_ng_block()? {
+                Block::End => return Ok(None),
+                Block::Packet(f) => return Ok(Some(f)),
+                Block::Other => {}
+            }
+        }
+    }
+
+    fn next_ng_block(&mut self) -> Result<Block, CaptureError> {
+        let at = self.input.pos();
+        let have = self.fill(8)?;
+        if have == 0 {
+            return Ok(Block::End);
+        }
+        if have < 8 {
+            return Err(self.truncated(at, "block header", have, 8));
+        }
+        if u32_at(self.input.bytes(), 0, false) == Some(BLOCK_SHB) {
+            self.read_section_header()?;
+            return Ok(Block::Other);
+        }
+        let be = self.ng().big_endian;
+        let t = u32_at(self.input.bytes(), 0, be).unwrap_or(0);
+        let len = u32_at(self.input.bytes(), 4, be).unwrap_or(0);
+        match t {
+            BLOCK_IDB => {
+                self.check_block_len(at, t, len, 20)?;
+                let body = self.read_block(at, len, be, "interface description block")?;
+                self.add_interface(at, body, be)?;
+                if self.ng().interfaces.len() == 1 && self.format.linktype().is_none() {
+                    self.update_ng_format();
+                }
+                Ok(Block::Other)
+            }
+            BLOCK_EPB | BLOCK_OPB => {
+                let what = if t == BLOCK_EPB {
+                    "enhanced packet block"
+                } else {
+                    "packet block"
+                };
+                self.check_block_len(at, t, len, 32)?;
+                let body = self.read_block(at, len, be, what)?;
+                let b = self.input.slice(body);
+                let id = if t == BLOCK_EPB {
+                    u32_at(b, 0, be)
+                } else {
+                    u16_at(b, 0, be).map(u32::from)
+                }
+                .unwrap_or(0);
+                let ts_hi = u32_at(b, 4, be).unwrap_or(0);
+                let ts_lo = u32_at(b, 8, be).unwrap_or(0);
+                let caplen = u32_at(b, 12, be).unwrap_or(0);
+                let wirelen = u32_at(b, 16, be).unwrap_or(0);
+                if caplen as usize > b.len() - 20 {
+                    return Err(self.err(
+                        at,
+                        ErrorKind::BadBlock {
+                            block: what,
+                            reason: "captured length is larger than the block",
+                        },
+                    ));
+                }
+                let iface = self.interface(at, id)?;
+                let ts = (u64::from(ts_hi) << 32) | u64::from(ts_lo);
+                let (ts_sec, ts_nsec) = split_ts(ts, iface.units_per_sec, iface.ts_offset);
+                let keep = caplen.min(iface.snapshot) as usize;
+                Ok(Block::Packet(Found {
+                    range: (body.0 + 20, body.0 + 20 + keep),
+                    ts_sec,
+                    ts_nsec,
+                    wirelen,
+                    linktype: iface.linktype,
+                    snaplen: iface.snaplen,
+                    interface: id,
+                }))
+            }
+            BLOCK_SPB => {
+                self.check_block_len(at, t, len, 16)?;
+                let body = self.read_block(at, len, be, "simple packet block")?;
+                let b = self.input.slice(body);
+                let wirelen = u32_at(b, 0, be).unwrap_or(0);
+                let room = b.len() - 4;
+                let iface = self.interface(at, 0)?;
+                let keep = (wirelen.min(iface.snapshot) as usize).min(room);
+                Ok(Block::Packet(Found {
+                    range: (body.0 + 4, body.0 + 4 + keep),
+                    ts_sec: 0,
+                    ts_nsec: 0,
+                    wirelen,
+                    linktype: iface.linktype,
+                    snaplen: iface.snaplen,
+                    interface: 0,
+                }))
+            }
+            _ => {
+                self.check_block_len(at, t, len, 12)?;
+                self.skip_block(at, len, be)?;
+                Ok(Block::Other)
+            }
+        }
+    }
+
+    fn interface(&mut self, at: u64, id: u32) -> Result<Interface, CaptureError> {
+        let ng = self.ng();
+        match ng.interfaces.get(id as usize) {
+            Some(i) => Ok(*i),
+            None => {
+                let count = ng.interfaces.len();
+                Err(self.err(at, ErrorKind::UnknownInterface { id, count }))
+            }
+        }
+    }
+
+    fn add_interface(
+        &mut self,
+        at: u64,
+        body: (usize, usize),
+        be: bool,
+    ) -> Result<(), CaptureError> {
+        let b = self.input.slice(body);
+        let linktype = u16_at(b, 0, be).unwrap_or(0);
+        let snaplen = u32_at(b, 4, be).unwrap_or(0);
+        let mut units_per_sec = 1_000_000u64;
+        let mut ts_offset = 0i64;
+        let mut off = 8usize;
+        // Options: code (2), length (2), value padded to 4 bytes.
+        while off + 4 <= b.len() {
+            let code = u16_at(b, off, be).unwrap_or(0);
+            let olen = u16_at(b, off + 2, be).unwrap_or(0) as usize;
+            if code == 0 {
+                break;
+            }
+            let value = off + 4;
+            let padded = (olen + 3) & !3;
+            if value + padded > b.len() {
+                return Err(self.err(
+                    at,
+                    ErrorKind::BadBlock {
+                        block: "interface description block",
+                        reason: "an option runs past the end of the block",
+                    },
+                ));
+            }
+            match (code, olen) {
+                (9, 1..) => {
+                    let v = b[value];
+                    let exp = u32::from(v & 0x7f);
+                    let units = if v & 0x80 != 0 {
+                        1u64.checked_shl(exp).filter(|_| exp < 64)
+                    } else {
+                        10u64.checked_pow(exp)
+                    };
+                    match units {
+                        Some(u) => units_per_sec = u,
+                        None => return Err(self.err(at, ErrorKind::BadTsResol(v))),
+                    }
+                }
+                (14, 8..) => ts_offset = u64_at(b, value, be).unwrap_or(0) as i64,
+                _ => {}
+            }
+            off = value + padded;
+        }
+        let max = max_snaplen_for_linktype(linktype);
+        let snapshot = if snaplen == 0 || snaplen > max {
+            max
+        } else {
+            snaplen
+        };
+        let iface = Interface {
+            linktype,
+            snaplen,
+            snapshot,
+            units_per_sec,
+            ts_offset,
+        };
+        let ng = self.ng();
+        if ng.interfaces.len() >= MAX_INTERFACES {
+            return Err(self.err(at, ErrorKind::TooManyInterfaces(MAX_INTERFACES)));
+        }
+        ng.interfaces.push(iface);
+        Ok(())
+    }
+}
+
+enum Block {
+    End,
+    Packet(Found),
+    Other,
+}
