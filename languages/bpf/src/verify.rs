@@ -1,0 +1,396 @@
+//! The verifier: the Linux kernel's classic BPF checks, plus a userland mode.
+
+use crate::insn::{is_valid_code, op::*, Insn};
+use crate::interp::Validated;
+
+/// Why a program was rejected. Instruction indexes start at 0.
+///
+/// ```
+/// use sluice_bpf::{verify, Insn, Limits, VerifyError};
+/// let e = verify(&[Insn::stmt(0x34, 0), Insn::stmt(0x06, 0)], &Limits::KERNEL).unwrap_err();
+/// assert_eq!(e, VerifyError::DivisionByZero { pc: 0 });
+/// assert_eq!(e.to_string(), "instruction 0: division or modulo by constant 0");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum VerifyError {
+    /// The program has no instructions.
+    #[error("empty program")]
+    Empty,
+    /// More instructions than the limit.
+    #[error("program has {len} instructions, more than the limit of {max}")]
+    TooLong {
+        /// Program length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// An opcode that classic BPF does not define.
+    #[error("instruction {pc}: unknown opcode {code:#04x}")]
+    UnknownOpcode {
+        /// Instruction index.
+        pc: usize,
+        /// The opcode.
+        code: u16,
+    },
+    /// A jump whose target is not an instruction of the program.
+    #[error("instruction {pc}: jump target {target} is outside the program ({len} instructions)")]
+    JumpOutOfRange {
+        /// Instruction index.
+        pc: usize,
+        /// Absolute target (`pc + 1 + offset`, without wrap-around).
+        target: u64,
+        /// Program length.
+        len: usize,
+    },
+    /// A `ja` whose offset wraps around to a backward target (only allowed in
+    /// userland mode).
+    #[error("instruction {pc}: backward jump to {target}")]
+    BackwardJump {
+        /// Instruction index.
+        pc: usize,
+        /// Absolute target.
+        target: usize,
+    },
+    /// The last instruction is not `ret`.
+    #[error("instruction {pc}: the last instruction is not a return")]
+    NoFinalReturn {
+        /// Index of the last instruction.
+        pc: usize,
+    },
+    /// `div #0` or `mod #0`.
+    #[error("instruction {pc}: division or modulo by constant 0")]
+    DivisionByZero {
+        /// Instruction index.
+        pc: usize,
+    },
+    /// A constant shift of 32 bits or more (kernel mode only).
+    #[error("instruction {pc}: shift by constant {k} (at least 32)")]
+    ShiftTooLarge {
+        /// Instruction index.
+        pc: usize,
+        /// The shift amount.
+        k: u32,
+    },
+    /// A scratch memory index of 16 or more.
+    #[error("instruction {pc}: scratch memory index M[{k}] out of range 0..16")]
+    MemoryIndex {
+        /// Instruction index.
+        pc: usize,
+        /// The index.
+        k: u32,
+    },
+    /// A scratch memory load that some path reaches before any store.
+    #[error("instruction {pc}: M[{k}] may be read before it is written")]
+    UninitializedMemory {
+        /// Instruction index.
+        pc: usize,
+        /// The index.
+        k: u32,
+    },
+}
+
+/// What the verifier accepts.
+///
+/// ```
+/// use sluice_bpf::Limits;
+/// assert_eq!(Limits::KERNEL.max_len, 4096);
+/// assert!(Limits::USERLAND.max_len > 4096);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Maximum number of instructions.
+    pub max_len: usize,
+    /// Accept `ja` offsets that wrap around to an earlier instruction, as
+    /// libpcap's compiler emits for `protochain` and libpcap's
+    /// `bpf_validate` and `bpf_filter` accept. The kernel rejects them.
+    pub allow_backward_ja: bool,
+    /// Reject `lsh`/`rsh` by a constant >= 32, as Linux does.
+    pub reject_large_shifts: bool,
+    /// Reject loads of scratch memory that some path reaches before a
+    /// store, as Linux does. libpcap's compiler does emit such loads (for
+    /// example `geneve` on radiotap), so userland mode does not check
+    /// (our engines start with zeroed scratch memory).
+    pub check_uninitialized_memory: bool,
+}
+
+impl Limits {
+    /// The Linux kernel's classic BPF checker (`bpf_check_classic`).
+    ///
+    /// ```
+    /// assert!(!sluice_bpf::Limits::KERNEL.allow_backward_ja);
+    /// ```
+    pub const KERNEL: Limits = Limits {
+        max_len: BPF_MAXINSNS,
+        allow_backward_ja: false,
+        reject_large_shifts: true,
+        check_uninitialized_memory: true,
+    };
+
+    /// For programs run in userland by our own engines: any length up to
+    /// `u32::MAX` instructions, libpcap's backward `ja`, constant shifts of
+    /// any amount (they use the amount modulo 32), and loads of scratch
+    /// memory that was not stored (it reads as 0). Everything else is
+    /// checked as in the kernel.
+    ///
+    /// ```
+    /// assert!(sluice_bpf::Limits::USERLAND.allow_backward_ja);
+    /// ```
+    pub const USERLAND: Limits = Limits {
+        max_len: u32::MAX as usize,
+        allow_backward_ja: true,
+        reject_large_shifts: false,
+        check_uninitialized_memory: false,
+    };
+}
+
+/// A verifier with a set of [`Limits`].
+///
+/// ```
+/// use sluice_bpf::{Verifier, Insn};
+/// let prog = vec![Insn::stmt(0x06, 0); 5000];
+/// assert!(Verifier::kernel().verify(&prog).is_err());
+/// assert!(Verifier::userland().verify(&prog).is_ok());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Verifier {
+    /// The limits applied.
+    pub limits: Limits,
+}
+
+impl Verifier {
+    /// The Linux kernel's rules ([`Limits::KERNEL`]).
+    ///
+    /// ```
+    /// assert_eq!(sluice_bpf::Verifier::kernel().limits.max_len, 4096);
+    /// ```
+    pub const fn kernel() -> Verifier {
+        Verifier {
+            limits: Limits::KERNEL,
+        }
+    }
+
+    /// Userland rules ([`Limits::USERLAND`]).
+    ///
+    /// ```
+    /// assert!(sluice_bpf::Verifier::userland().limits.allow_backward_ja);
+    /// ```
+    pub const fn userland() -> Verifier {
+        Verifier {
+            limits: Limits::USERLAND,
+        }
+    }
+
+    /// The same rules with another maximum length.
+    ///
+    /// ```
+    /// use sluice_bpf::{Verifier, Insn};
+    /// let v = Verifier::kernel().max_len(1);
+    /// assert!(v.verify(&[Insn::stmt(0x06, 0); 2]).is_err());
+    /// ```
+    pub const fn max_len(mut self, max_len: usize) -> Verifier {
+        self.limits.max_len = max_len;
+        self
+    }
+
+    /// Checks a program.
+    ///
+    /// ```
+    /// use sluice_bpf::{Verifier, VerifyError, Insn};
+    /// assert_eq!(Verifier::kernel().verify(&[]), Err(VerifyError::Empty));
+    /// ```
+    pub fn verify(&self, prog: &[Insn]) -> Result<(), VerifyError> {
+        verify(prog, &self.limits)
+    }
+
+    /// Checks a program and pre-decodes it for fast execution.
+    ///
+    /// ```
+    /// use sluice_bpf::{Verifier, Insn};
+    /// let v = Verifier::kernel().validate(&[Insn::stmt(0x06, 9)]).unwrap();
+    /// assert_eq!(v.run(&[], 0), 9);
+    /// ```
+    pub fn validate(&self, prog: &[Insn]) -> Result<Validated, VerifyError> {
+        self.verify(prog)?;
+        Ok(Validated::from_verified(prog))
+    }
+}
+
+fn is_cond_jump(code: u16) -> bool {
+    matches!(code, 0x15 | 0x1d | 0x25 | 0x2d | 0x35 | 0x3d | 0x45 | 0x4d)
+}
+
+/// Checks a program against `limits`, in the kernel's order: length, then
+/// each instruction (opcode, constant divisors, shifts, scratch indexes,
+/// jump ranges), then the final `ret`, then (if
+/// [`Limits::check_uninitialized_memory`]) scratch loads before stores.
+///
+/// The scratch-memory check is the kernel's single forward pass when the
+/// program has only forward jumps; with backward jumps (possible only with
+/// custom limits) it is a fixed-point data-flow analysis over all paths.
+///
+/// ```
+/// use sluice_bpf::{verify, Insn, Limits, VerifyError, op::*};
+/// let prog = [Insn::stmt(BPF_LD | BPF_MEM, 3), Insn::stmt(BPF_RET | BPF_A, 0)];
+/// assert_eq!(verify(&prog, &Limits::KERNEL),
+///            Err(VerifyError::UninitializedMemory { pc: 0, k: 3 }));
+/// ```
+pub fn verify(prog: &[Insn], limits: &Limits) -> Result<(), VerifyError> {
+    let len = prog.len();
+    if len == 0 {
+        return Err(VerifyError::Empty);
+    }
+    if len > limits.max_len {
+        return Err(VerifyError::TooLong {
+            len,
+            max: limits.max_len,
+        });
+    }
+    if len > u32::MAX as usize {
+        return Err(VerifyError::TooLong {
+            len,
+            max: u32::MAX as usize,
+        });
+    }
+    let mut backward = false;
+    for (pc, i) in prog.iter().enumerate() {
+        let code = i.code;
+        if !is_valid_code(code) {
+            return Err(VerifyError::UnknownOpcode { pc, code });
+        }
+        match code {
+            0x34 | 0x94 if i.k == 0 => return Err(VerifyError::DivisionByZero { pc }),
+            0x64 | 0x74 if limits.reject_large_shifts && i.k >= 32 => {
+                return Err(VerifyError::ShiftTooLarge { pc, k: i.k })
+            }
+            0x60 | 0x61 | 0x02 | 0x03 if i.k as usize >= BPF_MEMWORDS => {
+                return Err(VerifyError::MemoryIndex { pc, k: i.k })
+            }
+            0x05 => {
+                let straight = pc as u64 + 1 + i.k as u64;
+                if straight >= len as u64 {
+                    let wrapped = (straight as u32) as usize;
+                    if !limits.allow_backward_ja {
+                        return Err(if wrapped < len && straight > u32::MAX as u64 {
+                            VerifyError::BackwardJump {
+                                pc,
+                                target: wrapped,
+                            }
+                        } else {
+                            VerifyError::JumpOutOfRange {
+                                pc,
+                                target: straight,
+                                len,
+                            }
+                        });
+                    }
+                    if straight <= u32::MAX as u64 || wrapped >= len {
+                        return Err(VerifyError::JumpOutOfRange {
+                            pc,
+                            target: straight,
+                            len,
+                        });
+                    }
+                    backward = true;
+                }
+            }
+            c if is_cond_jump(c) => {
+                for off in [i.jt, i.jf] {
+                    let target = pc as u64 + 1 + off as u64;
+                    if target >= len as u64 {
+                        return Err(VerifyError::JumpOutOfRange { pc, target, len });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let last = prog[len - 1].code;
+    if last != (BPF_RET | BPF_K) && last != (BPF_RET | BPF_A) {
+        return Err(VerifyError::NoFinalReturn { pc: len - 1 });
+    }
+    if !limits.check_uninitialized_memory {
+        Ok(())
+    } else if backward {
+        check_memory_fixpoint(prog)
+    } else {
+        check_memory_kernel(prog)
+    }
+}
+
+/// Successors of instruction `pc` of a jump-checked program.
+fn successors(prog: &[Insn], pc: usize) -> [Option<usize>; 2] {
+    let i = prog[pc];
+    match i.code {
+        0x06 | 0x16 => [None, None],
+        0x05 => [
+            Some(((pc as u32).wrapping_add(1).wrapping_add(i.k)) as usize),
+            None,
+        ],
+        c if is_cond_jump(c) => [Some(pc + 1 + i.jt as usize), Some(pc + 1 + i.jf as usize)],
+        _ => [Some(pc + 1), None],
+    }
+}
+
+/// The kernel's forward pass: a load is valid if every jump into the
+/// instruction and the instruction before it carry the stored bit.
+fn check_memory_kernel(prog: &[Insn]) -> Result<(), VerifyError> {
+    let mut masks = vec![u16::MAX; prog.len()];
+    let mut valid: u16 = 0;
+    for (pc, i) in prog.iter().enumerate() {
+        valid &= masks[pc];
+        match i.code {
+            0x02 | 0x03 => valid |= 1 << i.k,
+            0x60 | 0x61 => {
+                if valid & (1 << i.k) == 0 {
+                    return Err(VerifyError::UninitializedMemory { pc, k: i.k });
+                }
+            }
+            c if c == 0x05 || is_cond_jump(c) => {
+                for t in successors(prog, pc).into_iter().flatten() {
+                    masks[t] &= valid;
+                }
+                valid = u16::MAX;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Data-flow version for programs with backward jumps: the set of stored
+/// words at an instruction is the intersection over its predecessors.
+fn check_memory_fixpoint(prog: &[Insn]) -> Result<(), VerifyError> {
+    let len = prog.len();
+    let mut state_in = vec![u16::MAX; len];
+    state_in[0] = 0;
+    let mut reached = vec![false; len];
+    reached[0] = true;
+    let mut work = vec![0usize];
+    let mut queued = vec![false; len];
+    queued[0] = true;
+    while let Some(pc) = work.pop() {
+        queued[pc] = false;
+        let i = prog[pc];
+        let mut out = state_in[pc];
+        if matches!(i.code, 0x02 | 0x03) {
+            out |= 1 << i.k;
+        }
+        for t in successors(prog, pc).into_iter().flatten() {
+            let new = state_in[t] & out;
+            if !reached[t] || new != state_in[t] {
+                reached[t] = true;
+                state_in[t] = new;
+                if !queued[t] {
+                    queued[t] = true;
+                    work.push(t);
+                }
+            }
+        }
+    }
+    for (pc, i) in prog.iter().enumerate() {
+        if reached[pc] && matches!(i.code, 0x60 | 0x61) && state_in[pc] & (1 << i.k) == 0 {
+            return Err(VerifyError::UninitializedMemory { pc, k: i.k });
+        }
+    }
+    Ok(())
+}
