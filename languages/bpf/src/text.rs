@@ -7,8 +7,22 @@ use std::fmt::Write as _;
 /// libpcap's names for the Linux "ancillary data" offsets
 /// (`SKF_AD_OFF + 4 * i`), printed instead of the number in absolute loads.
 const ANCILLARY: [&str; 16] = [
-    "proto", "type", "ifidx", "nla", "nlan", "mark", "queue", "hatype", "rxhash", "cpu", "xor_x",
-    "vlan_tci", "vlanp", "poff", "random", "vlan_tpid",
+    "proto",
+    "type",
+    "ifidx",
+    "nla",
+    "nlan",
+    "mark",
+    "queue",
+    "hatype",
+    "rxhash",
+    "cpu",
+    "xor_x",
+    "vlan_tci",
+    "vlanp",
+    "poff",
+    "random",
+    "vlan_tpid",
 ];
 
 /// `SKF_AD_OFF`: the start of Linux's ancillary data offsets.

@@ -7,6 +7,7 @@
  *   P <n>                       start a program of n instructions
  *   <code> <jt> <jf> <k>        n lines, decimal (tcpdump -ddd body)
  *   K <wirelen> <hex|->         run the current program on one packet
+ *   I <n> <code> <jt> <jf> <k>  print bpf_image() of one instruction at n
  *
  * libpcap aborts on an unknown opcode and traps on a division by a
  * constant zero; such runs print "A" (SIGABRT), "F" (SIGFPE) or
@@ -59,6 +60,15 @@ int main(void)
 				prog[i].jf = (unsigned char)jf;
 				prog[i].k = (bpf_u_int32)k;
 			}
+		} else if (line[0] == 'I') {
+			unsigned long nn, c, jt, jf, k;
+			struct bpf_insn insn;
+			if (sscanf(line + 1, "%lu %lu %lu %lu %lu", &nn, &c, &jt, &jf, &k) != 5) return 4;
+			insn.code = (unsigned short)c;
+			insn.jt = (unsigned char)jt;
+			insn.jf = (unsigned char)jf;
+			insn.k = (bpf_u_int32)k;
+			printf("%s\n", bpf_image(&insn, (int)nn));
 		} else if (line[0] == 'K') {
 			char *p = line + 1, *hex;
 			unsigned long wirelen = strtoul(p, &hex, 10);
