@@ -16,6 +16,13 @@ pub(crate) struct Input<R> {
     eof: bool,
 }
 
+impl<R> Input<R> {
+    /// File offset of the first unconsumed byte.
+    pub(crate) fn pos(&self) -> u64 {
+        self.pos
+    }
+}
+
 impl<R: Read> Input<R> {
     pub(crate) fn new(inner: R) -> Self {
         Input {
@@ -26,11 +33,6 @@ impl<R: Read> Input<R> {
             pos: 0,
             eof: false,
         }
-    }
-
-    /// File offset of the first unconsumed byte.
-    pub(crate) fn pos(&self) -> u64 {
-        self.pos
     }
 
     /// The unconsumed bytes currently buffered.

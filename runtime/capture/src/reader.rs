@@ -53,6 +53,16 @@ pub struct CaptureReader<R> {
     done: bool,
 }
 
+impl<R> std::fmt::Debug for CaptureReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaptureReader")
+            .field("name", &self.name)
+            .field("format", &self.format)
+            .field("offset", &self.input.pos())
+            .finish_non_exhaustive()
+    }
+}
+
 enum State {
     Pcap(PcapState),
     PcapNg(NgState),

@@ -681,7 +681,8 @@ fn pcapng_corrupt_block_lengths() {
 
     // Each corruption of the second EPB: the first packet comes out, then an
     // error at the second block.
-    let cases: Vec<(Box<dyn Fn(&mut Vec<u8>)>, &str)> = vec![
+    type Corrupt = Box<dyn Fn(&mut Vec<u8>)>;
+    let cases: Vec<(Corrupt, &str)> = vec![
         (
             Box::new(|b: &mut Vec<u8>| b[4..8].copy_from_slice(&33u32.to_le_bytes())),
             "not a multiple of 4",

@@ -43,6 +43,15 @@ pub struct CaptureWriter<W: Write> {
     kind: Kind,
 }
 
+impl<W: Write> std::fmt::Debug for CaptureWriter<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaptureWriter")
+            .field("name", &self.name)
+            .field("offset", &self.pos)
+            .finish_non_exhaustive()
+    }
+}
+
 enum Kind {
     Pcap {
         be: bool,
