@@ -1,0 +1,573 @@
+//! Lowering must agree with the IR's reference interpreter on every packet.
+
+use proptest::prelude::*;
+use sluice_bpf::{op::*, run};
+use sluice_ir::{BinOp, CmpOp, Filter, Pred, Size, Val};
+
+use crate::{lower, lower_with, Insn, LowerError, Options};
+
+const ACCEPT: u32 = 262144;
+const NO_OPT: Options = Options { optimize: false };
+
+fn both(f: &Filter) -> [(bool, Result<Vec<Insn>, LowerError>); 2] {
+    [
+        (false, lower_with(f, NO_OPT)),
+        (true, lower_with(f, Options::default())),
+    ]
+}
+
+/// Check the lowered programs on every prefix of `pkt`, with two wire lengths.
+fn check_on(f: &Filter, progs: &[(bool, Result<Vec<Insn>, LowerError>)], pkt: &[u8]) {
+    for cut in 0..=pkt.len() {
+        let p = &pkt[..cut];
+        for wirelen in [cut as u32, pkt.len() as u32 + 7] {
+            let want = f.run(p, wirelen);
+            for (opt, prog) in progs {
+                let got = match prog {
+                    Ok(prog) => run(prog, p, wirelen),
+                    Err(LowerError::RejectsAll) if *opt => 0,
+                    Err(e) => panic!("lowering failed: {e}"),
+                };
+                assert_eq!(
+                    got,
+                    want,
+                    "optimize={opt} len={cut} wirelen={wirelen}\nfilter {:?}\npacket {:02x?}\n{}",
+                    f.pred,
+                    p,
+                    prog.as_ref()
+                        .map(|p| sluice_bpf::disasm_d(p))
+                        .unwrap_or_default()
+                );
+            }
+        }
+    }
+}
+
+fn check(f: &Filter, pkts: &[Vec<u8>]) {
+    let progs = both(f);
+    for pkt in pkts {
+        check_on(f, &progs, pkt);
+    }
+}
+
+fn ld(off: u32, size: Size) -> Val {
+    Val::load_abs(off, size)
+}
+fn eq(v: Val, k: u32) -> Pred {
+    Pred::eq(v, k)
+}
+fn bin(op: BinOp, a: Val, b: Val) -> Val {
+    Val::Bin(op, Box::new(a), Box::new(b))
+}
+fn ether_type(k: u32) -> Pred {
+    eq(ld(12, Size::Half), k)
+}
+fn host(a: u32) -> Pred {
+    Pred::And(vec![
+        ether_type(0x800),
+        Pred::Or(vec![eq(ld(26, Size::Word), a), eq(ld(30, Size::Word), a)]),
+    ])
+}
+
+/// A deterministic pseudo-random generator for packet bytes.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn sample_packets() -> Vec<Vec<u8>> {
+    let mut pkts = Vec::new();
+    let mut rng = Rng(0x9e3779b97f4a7c15);
+    // Ethernet + IPv4 + TCP-ish.
+    let mut ip4 = vec![0u8; 80];
+    ip4[12] = 0x08;
+    ip4[14] = 0x45;
+    ip4[23] = 6;
+    ip4[26..30].copy_from_slice(&[10, 0, 0, 1]);
+    ip4[30..34].copy_from_slice(&[10, 0, 0, 2]);
+    pkts.push(ip4.clone());
+    ip4[14] = 0x46;
+    ip4[23] = 17;
+    pkts.push(ip4);
+    let mut ip6 = vec![0u8; 80];
+    ip6[12] = 0x86;
+    ip6[13] = 0xdd;
+    ip6[20] = 6;
+    pkts.push(ip6);
+    for _ in 0..20 {
+        let mut p = vec![0u8; 80];
+        for b in p.iter_mut() {
+            let r = rng.next();
+            *b = if r % 3 == 0 {
+                (r >> 8) as u8
+            } else {
+                (r >> 8) as u8 % 4
+            };
+        }
+        pkts.push(p);
+    }
+    pkts
+}
+
+#[test]
+fn hand_built_filters() {
+    let pkts = sample_packets();
+    let oob = eq(ld(100, Size::Byte), 0);
+    let div0 = Pred::cmp(
+        CmpOp::Eq,
+        bin(BinOp::Div, Val::Len, ld(0, Size::Byte)),
+        Val::Const(0),
+    );
+    let filters = vec![
+        Pred::True,
+        Pred::False,
+        ether_type(0x800),
+        Pred::not(ether_type(0x800)),
+        host(0x0a000001),
+        Pred::Or(vec![host(0x0a000001), host(0x0a000002), host(0x0a000003)]),
+        Pred::And(vec![ether_type(0x800), ether_type(0x86dd)]),
+        Pred::Or(vec![ether_type(0x86dd), ether_type(0x800)]),
+        Pred::not(oob.clone()),
+        Pred::Or(vec![oob.clone(), Pred::True]),
+        Pred::Or(vec![Pred::True, oob.clone()]),
+        Pred::And(vec![Pred::False, oob]),
+        div0.clone(),
+        Pred::not(div0),
+        Pred::cmp(
+            CmpOp::Eq,
+            bin(BinOp::Mod, ld(14, Size::Byte), Val::Const(0)),
+            Val::Const(0),
+        ),
+        // ip[0] & 0xf > 5 via the ip header length
+        Pred::cmp(CmpOp::Gt, Val::ip_hdr_len(14), Val::Const(20)),
+        // tcp port 0 at a variable offset
+        eq(Val::load(Val::ip_hdr_len(14), 16, Size::Half), 0),
+        eq(Val::load(Val::ip_hdr_len(14), 14, Size::Half), 0),
+        // loads whose constant address overflows
+        eq(ld(0xffff_ffff, Size::Byte), 0),
+        Pred::not(eq(
+            Val::Load {
+                base: Box::new(Val::Const(5)),
+                offset: 0xffff_fffe,
+                size: Size::Word,
+            },
+            0,
+        )),
+        Pred::not(eq(
+            Val::Load {
+                base: Box::new(Val::Len),
+                offset: 0xffff_fff0,
+                size: Size::Half,
+            },
+            0,
+        )),
+        Pred::cmp(CmpOp::Set, ld(0, Size::Byte), ld(1, Size::Byte)),
+        Pred::cmp(CmpOp::Ge, Val::Len, ld(1, Size::Half)),
+        Pred::cmp(
+            CmpOp::Gt,
+            bin(BinOp::Shl, ld(0, Size::Word), ld(1, Size::Byte)),
+            bin(BinOp::Shr, ld(2, Size::Word), ld(3, Size::Byte)),
+        ),
+        Pred::cmp(
+            CmpOp::Eq,
+            bin(BinOp::Shl, Val::Const(1), Val::Len),
+            Val::Const(0),
+        ),
+        eq(bin(BinOp::Shl, ld(0, Size::Byte), Val::Const(40)), 0),
+        eq(Val::Neg(Box::new(ld(0, Size::Byte))), 0xffff_ffff),
+        Pred::cmp(CmpOp::Gt, Val::Len, Val::Const(60)),
+        Pred::Or(vec![
+            Pred::cmp(CmpOp::Gt, ld(0, Size::Byte), Val::Const(2)),
+            Pred::cmp(CmpOp::Gt, ld(0, Size::Byte), Val::Const(1)),
+            Pred::cmp(CmpOp::Ge, ld(0, Size::Byte), Val::Const(1)),
+            Pred::cmp(CmpOp::Set, ld(0, Size::Byte), Val::Const(3)),
+            eq(ld(0, Size::Byte), 0),
+        ]),
+        Pred::Cmp {
+            op: CmpOp::Eq,
+            lhs: Val::Const(3),
+            rhs: Val::Const(3),
+        },
+    ];
+    for p in filters {
+        check(&Filter::new(p, ACCEPT), &pkts);
+    }
+}
+
+fn protochain(v6: bool, start: Val, proto: u8) -> Pred {
+    Pred::ProtoChain { v6, start, proto }
+}
+
+#[test]
+fn protochain_matches_ir() {
+    let mut pkts = sample_packets();
+    // IPv6 + hop-by-hop + routing + AH + TCP.
+    let mut p = vec![0u8; 120];
+    p[12] = 0x86;
+    p[13] = 0xdd;
+    p[20] = 0; // hop-by-hop
+    p[54] = 43; // routing
+    p[55] = 0; // 8 bytes
+    p[62] = 51; // AH
+    p[63] = 0;
+    p[70] = 6;
+    p[71] = 4; // AH length
+    pkts.push(p.clone());
+    // AH pointing at itself (IR aborts after 65536 steps).
+    let mut q = vec![0u8; 40];
+    q[14] = 0x45;
+    q[23] = 51;
+    q[14 + 8] = 51;
+    q[14 + 9] = 0;
+    pkts.push(q);
+    let mut v4 = vec![0u8; 80];
+    v4[14] = 0x45;
+    v4[23] = 51;
+    v4[34] = 59;
+    v4[35] = 1;
+    pkts.push(v4);
+    for v6 in [false, true] {
+        for proto in [6, 17, 51, 59, 0, 43] {
+            for start in [
+                Val::Const(14),
+                Val::Const(u32::MAX),
+                bin(BinOp::Add, Val::Const(10), ld(0, Size::Byte)),
+                bin(BinOp::Add, Val::Const(u32::MAX - 10), ld(0, Size::Byte)),
+            ] {
+                let f = Filter::new(protochain(v6, start.clone(), proto), ACCEPT);
+                check(&f, &pkts);
+                let f = Filter::new(
+                    Pred::And(vec![
+                        ether_type(if v6 { 0x86dd } else { 0x800 }),
+                        protochain(v6, start, proto),
+                    ]),
+                    ACCEPT,
+                );
+                check(&f, &pkts);
+            }
+        }
+    }
+}
+
+#[test]
+fn libpcap_shape() {
+    // ether[12:2] == 0x86dd or ether[12:2] == 0x800: the second test reuses A.
+    let f = Filter::new(
+        Pred::Or(vec![ether_type(0x86dd), ether_type(0x800)]),
+        ACCEPT,
+    );
+    let prog = lower(&f).unwrap();
+    assert_eq!(
+        sluice_bpf::disasm_d(&prog),
+        "(000) ldh      [12]\n\
+         (001) jeq      #0x86dd          jt 3\tjf 2\n\
+         (002) jeq      #0x800           jt 3\tjf 4\n\
+         (003) ret      #262144\n\
+         (004) ret      #0\n"
+    );
+    // The IP header length uses ldxb.
+    let f = Filter::new(
+        eq(Val::load(Val::ip_hdr_len(14), 16, Size::Half), 80),
+        ACCEPT,
+    );
+    let prog = lower(&f).unwrap();
+    assert_eq!(prog[0], Insn::stmt(BPF_LDX | BPF_B | BPF_MSH, 14));
+    assert_eq!(prog[1], Insn::stmt(BPF_LD | BPF_H | BPF_IND, 16));
+}
+
+#[test]
+fn rejects_all() {
+    let f = Filter::new(
+        Pred::And(vec![ether_type(0x800), ether_type(0x86dd)]),
+        ACCEPT,
+    );
+    assert_eq!(lower(&f), Err(LowerError::RejectsAll));
+    assert!(lower_with(&f, NO_OPT).is_ok());
+    assert_eq!(
+        lower(&Filter::new(Pred::False, 1)),
+        Err(LowerError::RejectsAll)
+    );
+    // A test that can abort is not a rejection of everything.
+    let f = Filter::new(Pred::not(ether_type(0x800)), ACCEPT);
+    assert!(lower(&f).is_ok());
+}
+
+#[test]
+fn too_complex() {
+    // Sums whose both sides need scratch, nested on both sides: one scratch
+    // word per level whichever side goes first.
+    let leaf = |i: u32| bin(BinOp::Add, ld(i, Size::Byte), ld(i + 1, Size::Byte));
+    let deep = |n: u32| {
+        let mut v = leaf(0);
+        for i in 0..n {
+            v = bin(BinOp::Add, bin(BinOp::Add, leaf(i), leaf(i + 1)), v);
+            v = bin(BinOp::Add, v, bin(BinOp::Add, leaf(i), leaf(i + 2)));
+        }
+        v
+    };
+    // Balanced trees need log2(leaves) words.
+    fn balanced(n: u32, at: u32) -> Val {
+        if n == 0 {
+            bin(BinOp::Add, ld(at, Size::Byte), ld(at + 1, Size::Byte))
+        } else {
+            bin(BinOp::Sub, balanced(n - 1, at), balanced(n - 1, at + 2))
+        }
+    }
+    let f = Filter::new(eq(balanced(17, 0), 0), 1);
+    assert_eq!(lower(&f), Err(LowerError::TooComplex));
+    let f = Filter::new(eq(balanced(5, 0), 0), 1);
+    check(&f, &sample_packets());
+    // Long chains need few words: the deeper side goes first.
+    let f = Filter::new(eq(deep(40), 0), 1);
+    let prog = lower(&f).unwrap();
+    assert!(prog.iter().all(|i| i.code != BPF_ST || i.k < 3));
+    check(&f, &sample_packets());
+    // Right-nested sums with simple left sides need none.
+    let mut v = ld(0, Size::Byte);
+    for i in 0..20 {
+        v = bin(BinOp::Add, ld(i, Size::Byte), v);
+    }
+    let f = Filter::new(eq(v, 0), 1);
+    let prog = lower(&f).unwrap();
+    assert!(prog.iter().all(|i| i.code != BPF_ST));
+    check(&f, &sample_packets());
+}
+
+/// `host a_1 or ... or host a_n`, each guarded by the ethertype test.
+fn many_hosts(n: u32) -> Filter {
+    Filter::new(
+        Pred::Or((0..n).map(|i| host(0x0a00_0000 + i)).collect()),
+        ACCEPT,
+    )
+}
+
+#[test]
+fn long_jumps() {
+    let f = many_hosts(300);
+    let mut pkts = sample_packets();
+    for i in [0u32, 1, 150, 299, 300] {
+        let mut p = pkts[0].clone();
+        p[30..34].copy_from_slice(&(0x0a00_0000 + i).to_be_bytes());
+        pkts.push(p.clone());
+        p[26..30].copy_from_slice(&(0x0a00_0000 + i).to_be_bytes());
+        pkts.push(p);
+    }
+    for (opt, prog) in both(&f) {
+        let prog = prog.unwrap();
+        assert!(prog.len() > 600, "optimize={opt}: {}", prog.len());
+        // Every jump stays inside the program and moves forward.
+        for (pc, i) in prog.iter().enumerate() {
+            if i.code & 0x07 == BPF_JMP {
+                if i.code == BPF_JMP | BPF_JA {
+                    assert!(pc + 1 + (i.k as usize) < prog.len());
+                } else {
+                    assert!(pc + 1 + (i.jt.max(i.jf) as usize) < prog.len());
+                }
+            }
+        }
+        assert!(
+            prog.iter().any(|i| i.code == BPF_JMP | BPF_JA)
+                || prog.iter().filter(|i| i.code == BPF_RET | BPF_K).count() > 2,
+            "trampolines expected"
+        );
+    }
+    for pkt in &pkts {
+        check_on(&f, &both(&f), pkt);
+    }
+}
+
+#[test]
+fn optimiser_removes_repeated_guards() {
+    let f = many_hosts(50);
+    let plain = lower_with(&f, NO_OPT).unwrap();
+    let opt = lower(&f).unwrap();
+    let guards = |p: &[Insn]| p.iter().filter(|i| **i == Insn::stmt(0x28, 12)).count();
+    println!(
+        "50 hosts: {} insns unoptimised, {} optimised; ldh [12]: {} vs {}",
+        plain.len(),
+        opt.len(),
+        guards(&plain),
+        guards(&opt)
+    );
+    assert!(opt.len() < plain.len());
+    assert_eq!(guards(&opt), 1);
+    assert_eq!(guards(&plain), 50);
+}
+
+#[test]
+fn hundred_thousand_terms() {
+    let f = many_hosts(100_000);
+    for opts in [Options::default(), NO_OPT] {
+        let t = std::time::Instant::now();
+        let prog = lower_with(&f, opts).unwrap();
+        println!(
+            "100000 hosts, optimize={}: {} insns in {:?}",
+            opts.optimize,
+            prog.len(),
+            t.elapsed()
+        );
+        let mut pkt = sample_packets()[0].clone();
+        assert_eq!(run(&prog, &pkt, 80), ACCEPT); // 10.0.0.1
+        pkt[26..30].copy_from_slice(&[10, 1, 0x86, 0x9f]); // 10.1.134.159 = 99999
+        pkt[30..34].copy_from_slice(&[1, 1, 1, 1]);
+        assert_eq!(run(&prog, &pkt, 80), ACCEPT);
+        pkt[29] = 0xa0;
+        assert_eq!(run(&prog, &pkt, 80), 0);
+        pkt[12] = 0x86;
+        assert_eq!(run(&prog, &pkt, 80), 0);
+    }
+}
+
+// ---------------------------------------------------------------- random
+
+fn arb_const() -> impl Strategy<Value = u32> {
+    prop_oneof![
+        4 => 0u32..4,
+        1 => Just(0xf),
+        1 => Just(31),
+        1 => Just(32),
+        1 => Just(33),
+        1 => Just(0x800),
+        1 => Just(u32::MAX),
+        1 => Just(u32::MAX - 1),
+        2 => any::<u32>(),
+    ]
+}
+
+fn arb_size() -> impl Strategy<Value = Size> {
+    prop_oneof![Just(Size::Byte), Just(Size::Half), Just(Size::Word)]
+}
+
+fn arb_offset() -> impl Strategy<Value = u32> {
+    prop_oneof![
+        10 => 0u32..84,
+        1 => Just(u32::MAX),
+        1 => Just(u32::MAX - 3),
+    ]
+}
+
+fn arb_binop() -> impl Strategy<Value = BinOp> {
+    prop_oneof![
+        Just(BinOp::Add),
+        Just(BinOp::Sub),
+        Just(BinOp::Mul),
+        Just(BinOp::Div),
+        Just(BinOp::Mod),
+        Just(BinOp::And),
+        Just(BinOp::Or),
+        Just(BinOp::Xor),
+        Just(BinOp::Shl),
+        Just(BinOp::Shr),
+    ]
+}
+
+fn arb_val() -> impl Strategy<Value = Val> {
+    let leaf = prop_oneof![
+        3 => arb_const().prop_map(Val::Const),
+        1 => Just(Val::Len),
+        6 => (arb_offset(), arb_size()).prop_map(|(o, s)| Val::load_abs(o, s)),
+        1 => (0u32..80).prop_map(Val::ip_hdr_len),
+    ];
+    leaf.prop_recursive(4, 24, 2, |inner| {
+        prop_oneof![
+            3 => (inner.clone(), 0u32..40, arb_size()).prop_map(|(b, o, s)| Val::Load {
+                base: Box::new(b),
+                offset: o,
+                size: s,
+            }),
+            4 => (arb_binop(), inner.clone(), inner.clone())
+                .prop_map(|(op, a, b)| Val::Bin(op, Box::new(a), Box::new(b))),
+            3 => (arb_binop(), inner.clone(), arb_const())
+                .prop_map(|(op, a, k)| Val::Bin(op, Box::new(a), Box::new(Val::Const(k)))),
+            1 => inner.prop_map(|a| Val::Neg(Box::new(a))),
+        ]
+    })
+}
+
+fn arb_cmpop() -> impl Strategy<Value = CmpOp> {
+    prop_oneof![
+        Just(CmpOp::Eq),
+        Just(CmpOp::Gt),
+        Just(CmpOp::Ge),
+        Just(CmpOp::Set)
+    ]
+}
+
+fn arb_pred() -> impl Strategy<Value = Pred> {
+    // A small pool of shared values makes facts and register reuse kick in.
+    let pooled = prop_oneof![
+        Just(ld(12, Size::Half)),
+        Just(ld(14, Size::Byte)),
+        Just(ld(20, Size::Word)),
+        Just(Val::Len),
+    ];
+    let leaf = prop_oneof![
+        1 => Just(Pred::True),
+        1 => Just(Pred::False),
+        6 => (arb_cmpop(), pooled, arb_const())
+            .prop_map(|(op, v, k)| Pred::Cmp { op, lhs: v, rhs: Val::Const(k) }),
+        4 => (arb_cmpop(), arb_val(), arb_const())
+            .prop_map(|(op, v, k)| Pred::Cmp { op, lhs: v, rhs: Val::Const(k) }),
+        2 => (arb_cmpop(), arb_val(), arb_val())
+            .prop_map(|(op, lhs, rhs)| Pred::Cmp { op, lhs, rhs }),
+        1 => (any::<bool>(), prop_oneof![
+                (0u32..20).prop_map(Val::Const),
+                arb_val(),
+            ], prop_oneof![Just(6u8), Just(51), Just(59), Just(0), any::<u8>()])
+            .prop_map(|(v6, start, proto)| Pred::ProtoChain { v6, start, proto }),
+    ];
+    leaf.prop_recursive(5, 40, 5, |inner| {
+        prop_oneof![
+            1 => inner.clone().prop_map(|p| Pred::Not(Box::new(p))),
+            2 => prop::collection::vec(inner.clone(), 0..5).prop_map(Pred::And),
+            2 => prop::collection::vec(inner, 0..5).prop_map(Pred::Or),
+        ]
+    })
+}
+
+fn arb_packet() -> impl Strategy<Value = Vec<u8>> {
+    let byte = prop_oneof![
+        6 => 0u8..4,
+        1 => Just(0x08),
+        1 => Just(0x45),
+        1 => Just(51),
+        1 => Just(59),
+        1 => Just(6),
+        1 => Just(43),
+        4 => any::<u8>(),
+    ];
+    prop::collection::vec(byte, 80)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 768, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_filters_agree_with_ir(
+        pred in arb_pred(),
+        accept in prop_oneof![Just(ACCEPT), 1u32..],
+        pkts in prop::collection::vec(arb_packet(), 3),
+    ) {
+        let f = Filter::new(pred, accept);
+        let progs = both(&f);
+        for (opt, p) in &progs {
+            if let Err(e) = p {
+                prop_assert!(*opt && *e == LowerError::RejectsAll, "{e}");
+            }
+        }
+        for pkt in &pkts {
+            check_on(&f, &progs, pkt);
+        }
+    }
+}
+
+#[test]
+fn dbg_hosts() {
+    let f = many_hosts(12);
+    println!("{}", sluice_bpf::disasm_d(&lower(&f).unwrap()));
+}
