@@ -10,6 +10,8 @@ use std::collections::HashMap;
 
 use sluice_ir::{CmpOp, Filter, Pred, Val};
 
+use crate::opt::FxBuild;
+
 pub(crate) type NodeId = u32;
 pub(crate) type ValId = u32;
 
@@ -44,7 +46,7 @@ pub(crate) enum Node {
 pub(crate) struct Dag {
     /// Interned values: the same expression always has the same id.
     pub vals: Vec<Val>,
-    val_ids: HashMap<Val, ValId>,
+    val_ids: HashMap<Val, ValId, FxBuild>,
     pub nodes: Vec<Node>,
     pub entry: NodeId,
 }
@@ -53,7 +55,7 @@ impl Dag {
     pub fn build(filter: &Filter) -> Dag {
         let mut dag = Dag {
             vals: Vec::new(),
-            val_ids: HashMap::new(),
+            val_ids: HashMap::default(),
             nodes: vec![Node::Leaf(0), Node::Leaf(filter.accept)],
             entry: REJECT,
         };

@@ -15,6 +15,7 @@
 //! linear in the size of the DAG.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use sluice_ir::CmpOp;
 
@@ -166,10 +167,8 @@ fn decide_one(f: &Fact, op: CmpOp, rhs: Rhs) -> Option<bool> {
 }
 
 pub(crate) fn optimize(dag: &mut Dag) {
-    for _ in 0..2 {
-        thread(dag);
-        merge(dag);
-    }
+    thread(dag);
+    merge(dag);
 }
 
 fn succ(node: &Node, d: bool) -> NodeId {
@@ -218,8 +217,14 @@ fn thread(dag: &mut Dag) {
             continue;
         }
         let mut new = [jt, jf];
+        let mut spare = Some(facts);
         for (slot, truth) in new.iter_mut().zip([true, false]) {
-            let mut e = facts.clone();
+            // The last edge takes the set itself.
+            let mut e = if truth {
+                spare.clone().expect("set present")
+            } else {
+                spare.take().expect("set present")
+            };
             gen += 1;
             if let Some(f) = fact_of(&test, truth) {
                 e.add(f, gen);
@@ -272,7 +277,8 @@ fn thread(dag: &mut Dag) {
 fn merge(dag: &mut Dag) {
     let n = dag.nodes.len();
     let mut canon: Vec<NodeId> = (0..n as NodeId).collect();
-    let mut seen: HashMap<Node, NodeId> = HashMap::new();
+    let mut seen: HashMap<Node, NodeId, FxBuild> =
+        HashMap::with_capacity_and_hasher(n, FxBuild::default());
     for id in 0..n {
         let node = match dag.nodes[id] {
             Node::Leaf(k) => Node::Leaf(k),
@@ -295,3 +301,36 @@ fn merge(dag: &mut Dag) {
     }
     dag.entry = canon[dag.entry as usize];
 }
+
+/// A fast non-cryptographic hasher for small keys (the DAG's own nodes; no
+/// outside input can make it degenerate beyond what the filter itself is).
+#[derive(Default)]
+pub(crate) struct Fx(u64);
+
+impl Hasher for Fx {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(i as u64);
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(i as u64);
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+    fn write_isize(&mut self, i: isize) {
+        self.write_u64(i as u64);
+    }
+}
+
+pub(crate) type FxBuild = BuildHasherDefault<Fx>;

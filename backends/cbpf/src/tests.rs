@@ -346,6 +346,45 @@ fn many_hosts(n: u32) -> Filter {
     )
 }
 
+/// Every jump stays inside the program and goes forward.
+fn assert_forward(prog: &[Insn]) {
+    for (pc, i) in prog.iter().enumerate() {
+        if i.code & 0x07 == BPF_JMP {
+            if i.code == BPF_JMP | BPF_JA {
+                assert!(pc + 1 + (i.k as usize) < prog.len());
+            } else {
+                assert!(pc + 1 + (i.jt.max(i.jf) as usize) < prog.len());
+            }
+        }
+    }
+}
+
+#[test]
+fn long_jumps_through_ja() {
+    // The `or`'s true edges all go to the final test, far away: `ja`.
+    let f = Filter::new(
+        Pred::And(vec![
+            Pred::Or((0..300).map(|i| eq(ld(26, Size::Word), i)).collect()),
+            eq(ld(14, Size::Byte), 0x45),
+        ]),
+        ACCEPT,
+    );
+    let mut pkts = sample_packets();
+    for i in [0u32, 1, 299, 300] {
+        let mut p = pkts[0].clone();
+        p[26..30].copy_from_slice(&i.to_be_bytes());
+        pkts.push(p.clone());
+        p[14] = 0x46;
+        pkts.push(p);
+    }
+    for (_, prog) in both(&f) {
+        let prog = prog.unwrap();
+        assert_forward(&prog);
+        assert!(prog.iter().any(|i| i.code == BPF_JMP | BPF_JA));
+    }
+    check(&f, &pkts);
+}
+
 #[test]
 fn long_jumps() {
     let f = many_hosts(300);
@@ -360,21 +399,9 @@ fn long_jumps() {
     for (opt, prog) in both(&f) {
         let prog = prog.unwrap();
         assert!(prog.len() > 600, "optimize={opt}: {}", prog.len());
-        // Every jump stays inside the program and moves forward.
-        for (pc, i) in prog.iter().enumerate() {
-            if i.code & 0x07 == BPF_JMP {
-                if i.code == BPF_JMP | BPF_JA {
-                    assert!(pc + 1 + (i.k as usize) < prog.len());
-                } else {
-                    assert!(pc + 1 + (i.jt.max(i.jf) as usize) < prog.len());
-                }
-            }
-        }
-        assert!(
-            prog.iter().any(|i| i.code == BPF_JMP | BPF_JA)
-                || prog.iter().filter(|i| i.code == BPF_RET | BPF_K).count() > 2,
-            "trampolines expected"
-        );
+        assert_forward(&prog);
+        // Far jumps to `ret` go to nearby copies of it.
+        assert!(prog.iter().filter(|i| i.code == BPF_RET | BPF_K).count() > 2);
     }
     for pkt in &pkts {
         check_on(&f, &both(&f), pkt);
@@ -564,10 +591,4 @@ proptest! {
             check_on(&f, &progs, pkt);
         }
     }
-}
-
-#[test]
-fn dbg_hosts() {
-    let f = many_hosts(12);
-    println!("{}", sluice_bpf::disasm_d(&lower(&f).unwrap()));
 }
