@@ -441,3 +441,286 @@ impl Validated {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::insn::op::*;
+
+    fn ret_a(mut prog: Vec<Insn>) -> Vec<Insn> {
+        prog.push(Insn::stmt(BPF_RET | BPF_A, 0));
+        prog
+    }
+
+    /// Runs with both engines (the fast one when the program verifies) and
+    /// checks that they agree.
+    fn both(prog: &[Insn], pkt: &[u8], wirelen: u32) -> u32 {
+        let r = run(prog, pkt, wirelen);
+        if let Ok(v) = Validated::new(prog) {
+            assert_eq!(v.run(pkt, wirelen), r, "{prog:?}");
+        }
+        r
+    }
+
+    fn alu(a: u32, x: u32, code: u16, k: u32) -> u32 {
+        let prog = ret_a(vec![
+            Insn::stmt(BPF_LDX | BPF_IMM, x),
+            Insn::stmt(BPF_LD | BPF_IMM, a),
+            Insn::stmt(code, k),
+        ]);
+        both(&prog, &[], 0)
+    }
+
+    #[test]
+    fn alu_semantics() {
+        let a = 0xf000_0007u32;
+        let cases: [(u16, u32, u32); 11] = [
+            (BPF_ADD, 0x1000_0001, a.wrapping_add(0x1000_0001)),
+            (BPF_SUB, 9, a.wrapping_sub(9)),
+            (BPF_MUL, 3, a.wrapping_mul(3)),
+            (BPF_DIV, 7, a / 7),
+            (BPF_MOD, 7, a % 7),
+            (BPF_OR, 0x0f00, a | 0x0f00),
+            (BPF_AND, 0xff, a & 0xff),
+            (BPF_XOR, 0xffff, a ^ 0xffff),
+            (BPF_LSH, 4, a << 4),
+            (BPF_RSH, 4, a >> 4),
+            (BPF_LSH, 31, a << 31),
+        ];
+        for (op, v, want) in cases {
+            assert_eq!(alu(a, 0, BPF_ALU | op | BPF_K, v), want, "{op:#x} k");
+            assert_eq!(alu(a, v, BPF_ALU | op | BPF_X, 0), want, "{op:#x} x");
+        }
+        assert_eq!(alu(5, 0, BPF_ALU | BPF_NEG, 0), 5u32.wrapping_neg());
+    }
+
+    #[test]
+    fn shifts_by_32_or_more() {
+        // Constant: amount modulo 32, as libpcap 1.10.3 on x86-64.
+        assert_eq!(alu(3, 0, BPF_ALU | BPF_LSH | BPF_K, 33), 6);
+        assert_eq!(alu(12, 0, BPF_ALU | BPF_RSH | BPF_K, 33), 6);
+        assert_eq!(alu(3, 0, BPF_ALU | BPF_LSH | BPF_K, 32), 3);
+        // X: 0 for 32 and more.
+        for x in [32, 33, 64, u32::MAX] {
+            assert_eq!(alu(3, x, BPF_ALU | BPF_LSH | BPF_X, 0), 0);
+            assert_eq!(alu(u32::MAX, x, BPF_ALU | BPF_RSH | BPF_X, 0), 0);
+        }
+        assert_eq!(alu(1, 31, BPF_ALU | BPF_LSH | BPF_X, 0), 1 << 31);
+    }
+
+    #[test]
+    fn division_by_zero_returns_zero() {
+        for code in [BPF_DIV, BPF_MOD] {
+            assert_eq!(alu(10, 0, BPF_ALU | code | BPF_X, 0), 0);
+            // Constant zero: rejected by the verifier, 0 from `run`.
+            let prog = ret_a(vec![
+                Insn::stmt(BPF_LD | BPF_IMM, 10),
+                Insn::stmt(BPF_ALU | code | BPF_K, 0),
+            ]);
+            assert_eq!(run(&prog, &[], 0), 0);
+            assert!(Validated::new(&prog).is_err());
+        }
+        // The run stops: no later instruction executes.
+        let prog = [
+            Insn::stmt(BPF_ALU | BPF_DIV | BPF_X, 0),
+            Insn::stmt(BPF_RET | BPF_K, 7),
+        ];
+        assert_eq!(both(&prog, &[], 0), 0);
+    }
+
+    #[test]
+    fn loads_and_bounds_at_every_length() {
+        let data: Vec<u8> = (1..=20).collect();
+        for len in 0..=data.len() {
+            let pkt = &data[..len];
+            for (size, code, width) in [(4, 0x20u16, 4usize), (2, 0x28, 2), (1, 0x30, 1)] {
+                let _ = size;
+                for k in 0..=len as u32 + 2 {
+                    let want = if k as usize + width <= len {
+                        pkt[k as usize..k as usize + width]
+                            .iter()
+                            .fold(0u32, |acc, &b| acc << 8 | b as u32)
+                    } else {
+                        0
+                    };
+                    let abs = ret_a(vec![Insn::stmt(code, k)]);
+                    assert_eq!(both(&abs, pkt, 99), want, "abs {code:#x} k={k} len={len}");
+                    // Indirect: split the offset between X and k.
+                    for x in [0, k / 2, k] {
+                        let ind = ret_a(vec![
+                            Insn::stmt(BPF_LDX | BPF_IMM, x),
+                            Insn::stmt(code + 0x20, k - x),
+                        ]);
+                        assert_eq!(
+                            both(&ind, pkt, 99),
+                            want,
+                            "ind {code:#x} x={x} k={} len={len}",
+                            k - x
+                        );
+                    }
+                }
+            }
+            // MSH.
+            for k in 0..=len as u32 {
+                let prog = vec![
+                    Insn::stmt(0xb1, k),
+                    Insn::stmt(BPF_MISC | BPF_TXA, 0),
+                    Insn::stmt(0x16, 0),
+                ];
+                let want = pkt.get(k as usize).map_or(0, |&b| (b as u32 & 0xf) * 4);
+                assert_eq!(both(&prog, pkt, 0), want);
+            }
+        }
+    }
+
+    #[test]
+    fn indirect_offsets_do_not_wrap() {
+        let pkt = [0xaau8; 16];
+        for (x, k) in [
+            (u32::MAX, 1),
+            (1, u32::MAX),
+            (0x8000_0000, 0x8000_0000),
+            (u32::MAX, u32::MAX),
+        ] {
+            for code in [0x40u16, 0x48, 0x50] {
+                let prog = [
+                    Insn::stmt(BPF_LDX | BPF_IMM, x),
+                    Insn::stmt(code, k),
+                    Insn::stmt(BPF_RET | BPF_K, 1),
+                ];
+                assert_eq!(both(&prog, &pkt, 16), 0);
+            }
+        }
+        for k in [u32::MAX, u32::MAX - 1, u32::MAX - 3] {
+            for code in [0x20u16, 0x28, 0x30, 0xb1] {
+                let prog = [Insn::stmt(code, k), Insn::stmt(BPF_RET | BPF_K, 1)];
+                assert_eq!(both(&prog, &pkt, 16), 0);
+            }
+        }
+    }
+
+    #[test]
+    fn len_imm_mem_misc() {
+        assert_eq!(both(&ret_a(vec![Insn::stmt(0x80, 0)]), &[1, 2], 1514), 1514);
+        assert_eq!(
+            both(
+                &ret_a(vec![Insn::stmt(0x81, 0), Insn::stmt(0x87, 0)]),
+                &[],
+                77
+            ),
+            77
+        );
+        assert_eq!(both(&ret_a(vec![Insn::stmt(0x00, 0xdead)]), &[], 0), 0xdead);
+        let prog = ret_a(vec![
+            Insn::stmt(0x00, 5),
+            Insn::stmt(0x02, 15), // M[15] = 5
+            Insn::stmt(0x01, 6),
+            Insn::stmt(0x03, 0),  // M[0] = 6
+            Insn::stmt(0x61, 15), // X = 5
+            Insn::stmt(0x60, 0),  // A = 6
+            Insn::stmt(0x0c, 0),  // A = 11
+            Insn::stmt(0x07, 0),  // X = 11
+            Insn::stmt(0x00, 0),
+            Insn::stmt(0x87, 0), // A = 11
+        ]);
+        assert_eq!(both(&prog, &[], 0), 11);
+        // Scratch memory starts zeroed (an unverifiable program).
+        assert_eq!(run(&ret_a(vec![Insn::stmt(0x60, 3)]), &[], 0), 0);
+        // Index out of range: 0.
+        assert_eq!(run(&[Insn::stmt(0x02, 16), Insn::stmt(0x06, 1)], &[], 0), 0);
+        assert_eq!(run(&[Insn::stmt(0x61, 99), Insn::stmt(0x06, 1)], &[], 0), 0);
+    }
+
+    #[test]
+    fn ret_and_jumps() {
+        assert_eq!(both(&[Insn::stmt(0x06, 42)], &[], 0), 42);
+        assert_eq!(both(&[Insn::stmt(0x00, 9), Insn::stmt(0x16, 0)], &[], 0), 9);
+        // ret x is not executable.
+        assert_eq!(run(&[Insn::stmt(0x0e, 0)], &[], 0), 0);
+        type Cond = fn(u32, u32) -> bool;
+        let conds: [(u16, Cond); 4] = [
+            (BPF_JEQ, |a, b| a == b),
+            (BPF_JGT, |a, b| a > b),
+            (BPF_JGE, |a, b| a >= b),
+            (BPF_JSET, |a, b| a & b != 0),
+        ];
+        for (op, f) in conds {
+            for (a, b) in [
+                (1u32, 1u32),
+                (2, 1),
+                (1, 2),
+                (0x80, 0x81),
+                (0, 0),
+                (u32::MAX, 0),
+            ] {
+                for src in [BPF_K, BPF_X] {
+                    let prog = [
+                        Insn::stmt(BPF_LDX | BPF_IMM, b),
+                        Insn::stmt(BPF_LD | BPF_IMM, a),
+                        Insn::jump(BPF_JMP | op | src, b, 1, 2),
+                        Insn::stmt(BPF_RET | BPF_K, 100),
+                        Insn::stmt(BPF_RET | BPF_K, 1),
+                        Insn::stmt(BPF_RET | BPF_K, 2),
+                    ];
+                    let want = if f(a, b) { 1 } else { 2 };
+                    assert_eq!(both(&prog, &[], 0), want, "{op:#x} {src:#x} {a} {b}");
+                }
+            }
+        }
+        let ja = [
+            Insn::stmt(0x05, 1),
+            Insn::stmt(0x06, 1),
+            Insn::stmt(0x06, 2),
+        ];
+        assert_eq!(both(&ja, &[], 0), 2);
+    }
+
+    #[test]
+    fn backward_ja_runs_and_bad_jumps_return_zero() {
+        // 0: ja +1 -> 2; 2: ja -2 -> 1; 1: ret 7
+        let prog = [
+            Insn::stmt(0x05, 1),
+            Insn::stmt(0x06, 7),
+            Insn::stmt(0x05, (-2i32) as u32),
+            Insn::stmt(0x06, 9),
+        ];
+        assert_eq!(both(&prog, &[], 0), 7);
+        // Out of range, forwards and backwards, and off the end.
+        assert_eq!(run(&[Insn::stmt(0x05, 5), Insn::stmt(0x06, 1)], &[], 0), 0);
+        assert_eq!(
+            run(
+                &[Insn::stmt(0x05, (-5i32) as u32), Insn::stmt(0x06, 1)],
+                &[],
+                0
+            ),
+            0
+        );
+        assert_eq!(
+            run(
+                &[Insn::jump(0x15, 0, 200, 200), Insn::stmt(0x06, 1)],
+                &[],
+                0
+            ),
+            0
+        );
+        assert_eq!(run(&[Insn::stmt(0x00, 1)], &[], 0), 0);
+        assert_eq!(run(&[], &[], 0), 0);
+        // Unknown opcode.
+        assert_eq!(run(&[Insn::stmt(0xff, 1), Insn::stmt(0x06, 1)], &[], 0), 0);
+    }
+
+    #[test]
+    fn infinite_loop_stops_at_the_budget() {
+        // ja -1: jumps to itself forever.
+        let prog = [Insn::stmt(0x05, u32::MAX), Insn::stmt(0x06, 1)];
+        assert_eq!(run(&prog, &[], 0), 0);
+        assert_eq!(Validated::new(&prog).unwrap().run(&[], 0), 0);
+        // A longer loop that stores a counter terminates with the budget too.
+        let prog = [
+            Insn::stmt(0x04, 1),
+            Insn::stmt(0x05, (-2i32) as u32),
+            Insn::stmt(0x16, 0),
+        ];
+        assert_eq!(both(&prog, &[], 0), 0);
+    }
+}

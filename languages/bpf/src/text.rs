@@ -794,3 +794,131 @@ pub fn parse_ddd(text: &str) -> Result<Vec<Insn>, ParseError> {
         Some(_) => Ok(prog),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<Insn> {
+        let mut p: Vec<Insn> = crate::VALID_CODES
+            .iter()
+            .enumerate()
+            .map(|(n, &c)| {
+                Insn::jump(
+                    c,
+                    (n as u32).wrapping_mul(0x9e37_79b9),
+                    (n % 3) as u8,
+                    (n % 5) as u8,
+                )
+            })
+            .collect();
+        p.push(Insn::jump(0x55, 1, 2, 3));
+        p.push(Insn::stmt(0x105, 1));
+        p.push(Insn::stmt(0x20, 0xffff_f000 + 48));
+        p.push(Insn::stmt(0x28, 0xffff_f004));
+        p
+    }
+
+    #[test]
+    fn d_round_trip() {
+        let prog = sample();
+        let text = disasm_d(&prog);
+        let back = parse_program(&text).unwrap();
+        assert_eq!(disasm_d(&back), text);
+        let ann = disasm_d_annotated(&prog);
+        let back2 = parse_program(&ann).unwrap();
+        assert_eq!(disasm_d_annotated(&back2), ann);
+        assert_eq!(back, back2);
+    }
+
+    #[test]
+    fn dd_ddd_round_trip_exactly() {
+        let prog = sample();
+        assert_eq!(parse_program(&disasm_dd(&prog)).unwrap(), prog);
+        assert_eq!(parse_program(&disasm_ddd(&prog)).unwrap(), prog);
+        assert_eq!(parse_dd(&disasm_dd(&prog)).unwrap(), prog);
+        assert_eq!(parse_ddd(&disasm_ddd(&prog)).unwrap(), prog);
+        assert_eq!(disasm_ddd(&[]), "0\n");
+        assert_eq!(parse_ddd("0\n").unwrap(), vec![]);
+    }
+
+    #[test]
+    fn images() {
+        let cases = [
+            (Insn::stmt(0xb1, 14), 13, "(013) ldxb     4*([14]&0xf)"),
+            (Insn::stmt(0x48, 14), 14, "(014) ldh      [x + 14]"),
+            (Insn::stmt(0x06, 262144), 18, "(018) ret      #262144"),
+            (Insn::stmt(0x06, u32::MAX), 2, "(002) ret      #-1"),
+            (
+                Insn::stmt(0x04, 3_000_000_000),
+                1,
+                "(001) add      #-1294967296",
+            ),
+            (Insn::stmt(0x05, 4294967281), 18, "(018) ja       4"),
+            (Insn::stmt(0x16, 0), 0, "(000) ret      "),
+            (Insn::stmt(0x30, 0xffff_f030), 0, "(000) ldb      [vlanp]"),
+            (Insn::stmt(0x30, 0xffff_f031), 0, "(000) ldb      [-4047]"),
+            (
+                Insn::jump(0x4d, 0, 0, 255),
+                1000,
+                "(1000) jset     x                jt 1001\tjf 1256",
+            ),
+        ];
+        for (i, n, want) in cases {
+            assert_eq!(image(&i, n), want);
+        }
+    }
+
+    #[test]
+    fn tolerant_d_parsing() {
+        let text = "  (000)   ldh [ 12 ]\n\n(001) JEQ #2048 jt 2 jf 3 ; comment\n\
+                    ret #1\n(003) ret\t#0x0\n";
+        let p = parse_program(text).unwrap();
+        assert_eq!(
+            p,
+            vec![
+                Insn::stmt(0x28, 12),
+                Insn::jump(0x15, 2048, 0, 1),
+                Insn::stmt(0x06, 1),
+                Insn::stmt(0x06, 0)
+            ]
+        );
+        assert_eq!(
+            parse_program("ldx 4*([14]&0xf)\nret a").unwrap()[0].code,
+            0xb1
+        );
+        assert_eq!(parse_program("ld #-1\nret a").unwrap()[0].k, u32::MAX);
+        assert_eq!(parse_program("unimp 0x81\nret a").unwrap()[0].code, 0x81);
+    }
+
+    #[test]
+    fn errors_have_positions() {
+        let e = |t: &str| parse_program(t).unwrap_err();
+        let x = e("(000) ret      #0\n(002) ret      #0\n");
+        assert_eq!((x.line, x.column), (2, 2), "{x}");
+        let x = e("(000) ldh      [12\n");
+        assert_eq!((x.line, x.column), (1, 16), "{x}");
+        let x = e("(000) jeq      #1\n");
+        assert!(x.message.contains("jt"), "{x}");
+        let x = e("(000) jeq      #1  jt 0 jf 1\n");
+        assert_eq!((x.line, x.column), (1, 20), "{x}");
+        let x = e("(000) ret      #0  jt 1 jf 1\n");
+        assert!(x.message.contains("no jt"), "{x}");
+        let x = e("(000) ldh      M[1]\n");
+        assert!(x.message.contains("bad operand"), "{x}");
+        let x = e("{ 0x28, 0, 0, 0xc },\n{ 0x10000, 0, 0, 0 },\n");
+        assert_eq!((x.line, x.column), (2, 3), "{x}");
+        let x = e("{ 0x28, 0, 0 },\n");
+        assert_eq!(x.line, 1, "{x}");
+        let x = e("2\n6 0 0 0\n");
+        assert!(x.message.contains("count 2"), "{x}");
+        let x = e("1\n6 0 256 0\n");
+        assert_eq!((x.line, x.column), (2, 5), "{x}");
+        let x = e("1\n6 0 0\n");
+        assert_eq!(x.line, 2, "{x}");
+        let x = e("   \n");
+        assert_eq!(x.message, "empty program text");
+        let x = e("%%%");
+        assert!(x.message.contains("unrecognized"), "{x}");
+    }
+}

@@ -340,10 +340,8 @@ fn check_memory_kernel(prog: &[Insn]) -> Result<(), VerifyError> {
         valid &= masks[pc];
         match i.code {
             0x02 | 0x03 => valid |= 1 << i.k,
-            0x60 | 0x61 => {
-                if valid & (1 << i.k) == 0 {
-                    return Err(VerifyError::UninitializedMemory { pc, k: i.k });
-                }
+            0x60 | 0x61 if valid & (1 << i.k) == 0 => {
+                return Err(VerifyError::UninitializedMemory { pc, k: i.k });
             }
             c if c == 0x05 || is_cond_jump(c) => {
                 for t in successors(prog, pc).into_iter().flatten() {
@@ -393,4 +391,204 @@ fn check_memory_fixpoint(prog: &[Insn]) -> Result<(), VerifyError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(prog: &[Insn]) -> Result<(), VerifyError> {
+        Verifier::kernel().verify(prog)
+    }
+    fn u(prog: &[Insn]) -> Result<(), VerifyError> {
+        Verifier::userland().verify(prog)
+    }
+    const RET: Insn = Insn::stmt(BPF_RET | BPF_K, 0);
+
+    #[test]
+    fn accepts_good_programs() {
+        let prog = [
+            Insn::stmt(0x28, 12),
+            Insn::jump(0x15, 0x800, 0, 3),
+            Insn::stmt(0x02, 0),
+            Insn::stmt(0x60, 0),
+            Insn::stmt(0x16, 0),
+            RET,
+        ];
+        assert_eq!(k(&prog), Ok(()));
+        assert_eq!(u(&prog), Ok(()));
+        // Every valid opcode with harmless operands.
+        let mut all = vec![Insn::stmt(0x02, 0), Insn::stmt(0x03, 1)];
+        for c in crate::VALID_CODES {
+            all.push(Insn::jump(
+                c,
+                if matches!(c, 0x34 | 0x94) { 3 } else { 1 },
+                0,
+                0,
+            ));
+        }
+        all.retain(|i| !matches!(i.code, 0x06 | 0x16));
+        all.push(RET);
+        assert_eq!(k(&all), Ok(()));
+    }
+
+    #[test]
+    fn rejects_with_reasons() {
+        assert_eq!(k(&[]), Err(VerifyError::Empty));
+        let long = vec![RET; 4097];
+        assert_eq!(
+            k(&long),
+            Err(VerifyError::TooLong {
+                len: 4097,
+                max: 4096
+            })
+        );
+        assert_eq!(k(&long[..4096]), Ok(()));
+        assert_eq!(u(&long), Ok(()));
+        assert_eq!(
+            k(&[Insn::stmt(0x0e, 0), RET]),
+            Err(VerifyError::UnknownOpcode { pc: 0, code: 0x0e })
+        );
+        assert_eq!(
+            k(&[RET, Insn::stmt(0x108, 0), RET]),
+            Err(VerifyError::UnknownOpcode { pc: 1, code: 0x108 })
+        );
+        assert_eq!(
+            k(&[Insn::jump(0x15, 0, 0, 1), RET]),
+            Err(VerifyError::JumpOutOfRange {
+                pc: 0,
+                target: 2,
+                len: 2
+            })
+        );
+        assert_eq!(
+            k(&[Insn::stmt(0x05, 1), RET]),
+            Err(VerifyError::JumpOutOfRange {
+                pc: 0,
+                target: 2,
+                len: 2
+            })
+        );
+        assert_eq!(
+            u(&[Insn::stmt(0x05, u32::MAX - 5), RET]),
+            Err(VerifyError::JumpOutOfRange {
+                pc: 0,
+                target: u32::MAX as u64 - 4,
+                len: 2
+            })
+        );
+        assert_eq!(
+            k(&[Insn::stmt(0x00, 0)]),
+            Err(VerifyError::NoFinalReturn { pc: 0 })
+        );
+        assert_eq!(
+            k(&[RET, Insn::stmt(0x0e, 0)]),
+            Err(VerifyError::UnknownOpcode { pc: 1, code: 0x0e })
+        );
+        for code in [0x34, 0x94] {
+            assert_eq!(
+                k(&[Insn::stmt(code, 0), RET]),
+                Err(VerifyError::DivisionByZero { pc: 0 })
+            );
+            assert_eq!(
+                u(&[Insn::stmt(code, 0), RET]),
+                Err(VerifyError::DivisionByZero { pc: 0 })
+            );
+        }
+        for code in [0x60, 0x61, 0x02, 0x03] {
+            assert_eq!(
+                u(&[Insn::stmt(code, 16), RET]),
+                Err(VerifyError::MemoryIndex { pc: 0, k: 16 })
+            );
+        }
+        assert_eq!(
+            k(&[Insn::stmt(0x64, 32), RET]),
+            Err(VerifyError::ShiftTooLarge { pc: 0, k: 32 })
+        );
+        assert_eq!(u(&[Insn::stmt(0x64, 32), RET]), Ok(()));
+        assert_eq!(
+            k(&[Insn::stmt(0x61, 2), RET]),
+            Err(VerifyError::UninitializedMemory { pc: 0, k: 2 })
+        );
+        assert_eq!(u(&[Insn::stmt(0x61, 2), RET]), Ok(()));
+    }
+
+    #[test]
+    fn backward_ja() {
+        let prog = [
+            Insn::stmt(0x05, 1),
+            RET,
+            Insn::stmt(0x05, (-2i32) as u32),
+            RET,
+        ];
+        assert_eq!(
+            k(&prog),
+            Err(VerifyError::BackwardJump { pc: 2, target: 1 })
+        );
+        assert_eq!(u(&prog), Ok(()));
+    }
+
+    #[test]
+    fn memory_paths() {
+        // Stored on one branch only.
+        let prog = [
+            Insn::jump(0x15, 0, 0, 1),
+            Insn::stmt(0x02, 4),
+            Insn::stmt(0x60, 4),
+            RET,
+        ];
+        assert_eq!(
+            k(&prog),
+            Err(VerifyError::UninitializedMemory { pc: 2, k: 4 })
+        );
+        // Stored on both branches.
+        let prog = [
+            Insn::jump(0x15, 0, 0, 2),
+            Insn::stmt(0x02, 4),
+            Insn::stmt(0x05, 1),
+            Insn::stmt(0x03, 4),
+            Insn::stmt(0x60, 4),
+            RET,
+        ];
+        assert_eq!(k(&prog), Ok(()));
+        // The kernel carries the state across a `ret` into the next
+        // instruction, which is stricter than path analysis.
+        let prog = [
+            Insn::jump(0x15, 0, 0, 2),
+            Insn::stmt(0x02, 0),
+            Insn::jump(0x15, 0, 1, 1),
+            RET,
+            Insn::stmt(0x60, 0),
+            RET,
+        ];
+        assert_eq!(
+            k(&prog),
+            Err(VerifyError::UninitializedMemory { pc: 4, k: 0 })
+        );
+        // Fixed point with a loop: the load in the loop is after the store.
+        let custom = Verifier {
+            limits: Limits {
+                check_uninitialized_memory: true,
+                ..Limits::USERLAND
+            },
+        };
+        let prog = [
+            Insn::stmt(0x02, 1),
+            Insn::stmt(0x60, 1),
+            Insn::jump(0x15, 0, 0, 1),
+            Insn::stmt(0x05, (-3i32) as u32),
+            RET,
+        ];
+        assert_eq!(custom.verify(&prog), Ok(()));
+        let prog = [
+            Insn::stmt(0x05, 1),
+            Insn::stmt(0x60, 1),
+            Insn::stmt(0x05, (-2i32) as u32),
+            RET,
+        ];
+        assert_eq!(
+            custom.verify(&prog),
+            Err(VerifyError::UninitializedMemory { pc: 1, k: 1 })
+        );
+    }
 }
