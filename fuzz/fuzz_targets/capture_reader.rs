@@ -20,7 +20,10 @@ fuzz_target!(|data: &[u8]| {
         assert!(packet.ts_nsec < 1_000_000_000);
         if let Err(e) = writer.write_packet(&packet) {
             assert!(
-                matches!(e.kind(), ErrorKind::Unwritable(_) | ErrorKind::LinkTypeMismatch { .. }),
+                matches!(
+                    e.kind(),
+                    ErrorKind::Unwritable(_) | ErrorKind::LinkTypeMismatch { .. }
+                ),
                 "{e}"
             );
         }
