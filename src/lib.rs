@@ -1,1 +1,162 @@
-//! sluice
+//! sluice: packet filters with libpcap's exact meaning, many at once, fast.
+//!
+//! This crate is the library face of the pipeline:
+//! languages ([`sluice_pcap`], [`sluice_bpf`]) → intermediate form
+//! ([`sluice_ir`]) → back ends ([`sluice_cbpf`] lowers to classic BPF, which
+//! [`sluice_bpf`] interprets) → runtime ([`sluice_capture`]).
+//!
+//! ```
+//! use sluice::{Program, LinkType};
+//! let p = Program::from_expression("udp port 53", LinkType::EN10MB, 262144, true).unwrap();
+//! assert_eq!(p.run(&[0u8; 60], 60), 0);
+//! ```
+
+#![warn(missing_docs)]
+
+pub use sluice_bpf as bpf;
+pub use sluice_capture as capture;
+pub use sluice_cbpf as cbpf;
+pub use sluice_ir as ir;
+pub use sluice_pcap as pcap;
+pub use sluice_pcap::link::LinkType;
+
+use std::fmt;
+
+/// Why a filter could not be built.
+///
+/// ```
+/// use sluice::{Program, LinkType};
+/// let e = Program::from_expression("port", LinkType::EN10MB, 65535, true).unwrap_err();
+/// assert!(e.to_string().contains("column"));
+/// ```
+#[derive(Debug)]
+pub enum Error {
+    /// The expression is not valid.
+    Expression(sluice_pcap::CompileError),
+    /// The expression is valid but accepts no packet at all (libpcap refuses these too).
+    RejectsAll,
+    /// The program could not be lowered to classic BPF.
+    Lower(String),
+    /// A BPF program text could not be parsed.
+    BpfText(sluice_bpf::ParseError),
+    /// A BPF program failed verification.
+    BpfVerify(sluice_bpf::VerifyError),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Expression(e) => write!(f, "{e}"),
+            Error::RejectsAll => write!(f, "expression rejects all packets"),
+            Error::Lower(e) => write!(f, "{e}"),
+            Error::BpfText(e) => write!(f, "{e}"),
+            Error::BpfVerify(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// A compiled filter, ready to run on packets.
+///
+/// It keeps the intermediate form (the reference meaning, when the filter
+/// came from an expression) and the classic BPF program that the interpreter
+/// runs and `-d` prints.
+///
+/// ```
+/// use sluice::{Program, LinkType};
+/// let p = Program::from_expression("ip", LinkType::RAW, 100, true).unwrap();
+/// assert_eq!(p.run(&[0x45, 0, 0, 20], 20), 100);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Program {
+    ir: Option<sluice_ir::Filter>,
+    bpf: Vec<sluice_bpf::Insn>,
+}
+
+impl Program {
+    /// Compile a pcap filter expression for a link type; accepted packets get
+    /// `snaplen` as the return value. `optimize` is tcpdump's default (`-O`
+    /// turns it off).
+    ///
+    /// ```
+    /// use sluice::{Program, LinkType};
+    /// assert!(Program::from_expression("tcp", LinkType::EN10MB, 65535, false).is_ok());
+    /// ```
+    pub fn from_expression(
+        text: &str,
+        linktype: LinkType,
+        snaplen: u32,
+        optimize: bool,
+    ) -> Result<Program, Error> {
+        let ir = sluice_pcap::compile(text, linktype, snaplen).map_err(Error::Expression)?;
+        let opts = sluice_cbpf::Options { optimize };
+        let bpf = match sluice_cbpf::lower_with(&ir, opts) {
+            Ok(b) => b,
+            Err(sluice_cbpf::LowerError::RejectsAll) => return Err(Error::RejectsAll),
+            Err(e) => return Err(Error::Lower(e.to_string())),
+        };
+        Ok(Program { ir: Some(ir), bpf })
+    }
+
+    /// Load a classic BPF program in any of tcpdump's `-d`, `-dd` or `-ddd`
+    /// formats; it must pass the (userland) verifier.
+    ///
+    /// ```
+    /// let p = sluice::Program::from_bpf_text("1\n6 0 0 65535\n").unwrap();
+    /// assert_eq!(p.run(&[], 0), 65535);
+    /// ```
+    pub fn from_bpf_text(text: &str) -> Result<Program, Error> {
+        let bpf = sluice_bpf::parse_program(text).map_err(Error::BpfText)?;
+        sluice_bpf::Verifier::userland()
+            .verify(&bpf)
+            .map_err(Error::BpfVerify)?;
+        Ok(Program { ir: None, bpf })
+    }
+
+    /// The classic BPF program.
+    ///
+    /// ```
+    /// let p = sluice::Program::from_bpf_text("1\n6 0 0 1\n").unwrap();
+    /// assert_eq!(p.bpf().len(), 1);
+    /// ```
+    pub fn bpf(&self) -> &[sluice_bpf::Insn] {
+        &self.bpf
+    }
+
+    /// The intermediate form, when the program came from an expression.
+    ///
+    /// ```
+    /// use sluice::{Program, LinkType};
+    /// assert!(Program::from_expression("ip", LinkType::RAW, 1, true).unwrap().ir().is_some());
+    /// ```
+    pub fn ir(&self) -> Option<&sluice_ir::Filter> {
+        self.ir.as_ref()
+    }
+
+    /// Run the filter on one packet (captured bytes and wire length): the
+    /// return value, 0 for reject.
+    ///
+    /// ```
+    /// let p = sluice::Program::from_bpf_text("1\n6 0 0 0\n").unwrap();
+    /// assert_eq!(p.run(&[1, 2, 3], 3), 0);
+    /// ```
+    pub fn run(&self, pkt: &[u8], wirelen: u32) -> u32 {
+        sluice_bpf::run(&self.bpf, pkt, wirelen)
+    }
+
+    /// Run the reference interpreter of the intermediate form (for expression
+    /// programs); falls back to [`Program::run`] otherwise.
+    ///
+    /// ```
+    /// use sluice::{Program, LinkType};
+    /// let p = Program::from_expression("ip6", LinkType::RAW, 9, true).unwrap();
+    /// assert_eq!(p.run_reference(&[0x60], 1), 9);
+    /// ```
+    pub fn run_reference(&self, pkt: &[u8], wirelen: u32) -> u32 {
+        match &self.ir {
+            Some(f) => f.run(pkt, wirelen),
+            None => self.run(pkt, wirelen),
+        }
+    }
+}

@@ -11,7 +11,7 @@
 //! assert_eq!(eval_pred(&p, &[0; 10], 10), Err(Abort)); // not "true"
 //! ```
 
-use crate::{BinOp, Pred, Val};
+use crate::{Pred, Val};
 
 /// The filter aborted: an out-of-bounds load or a division by zero.
 ///
@@ -147,7 +147,7 @@ fn protochain(pkt: &[u8], start: u32, v6: bool, want: u8) -> Result<bool, Abort>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CmpOp, Size};
+    use crate::{BinOp, CmpOp, Size};
 
     #[test]
     fn abort_under_not_and_or() {

@@ -194,7 +194,11 @@ impl Val {
     pub fn ip_hdr_len(offset: u32) -> Val {
         Val::bin(
             BinOp::Shl,
-            Val::bin(BinOp::And, Val::load_abs(offset, Size::Byte), Val::Const(0xf)),
+            Val::bin(
+                BinOp::And,
+                Val::load_abs(offset, Size::Byte),
+                Val::Const(0xf),
+            ),
             Val::Const(2),
         )
     }
@@ -218,9 +222,9 @@ impl Val {
     ///
     /// ```
     /// use sluice_ir::Val;
-    /// assert_eq!(Val::add(Val::Len, 0), Val::Len);
+    /// assert_eq!(Val::plus(Val::Len, 0), Val::Len);
     /// ```
-    pub fn add(base: Val, k: u32) -> Val {
+    pub fn plus(base: Val, k: u32) -> Val {
         if k == 0 {
             return base;
         }

@@ -1,0 +1,114 @@
+//! The code generator: pcap syntax tree → sluice IR, with libpcap's meaning.
+//!
+//! The generator walks the expression left to right, as libpcap does, because
+//! some keywords (`vlan`, `mpls`, `pppoes`, `geneve`, `vxlan`) move the
+//! headers that every later primitive looks at, whichever branch of an `or`
+//! they are in. That moving state is [`Offsets`]; everything else is a pure
+//! function of the node and the offsets at that point.
+//!
+//! ```
+//! use sluice_pcap::{compile, link::LinkType};
+//! let f = compile("tcp port 80", LinkType::EN10MB, 262144).unwrap();
+//! assert_eq!(f.accept, 262144);
+//! ```
+
+mod arith;
+mod net;
+mod proto;
+
+use crate::ast::{Expr, Span};
+use crate::error::CompileError;
+use crate::link::{Layout, LinkType, ProtoField};
+use sluice_ir::{Filter, Pred, Val};
+
+/// Where the headers are at a point in the expression.
+#[derive(Clone, Debug)]
+pub(crate) struct Offsets {
+    /// How the current link header names its payload.
+    pub field: ProtoField,
+    /// Start of the current link header (moves for tunnels).
+    pub link: Val,
+    /// The protocol field, relative to the packet start.
+    pub proto_at: Option<Val>,
+    /// The network header (the link payload), relative to the packet start.
+    pub net: Val,
+    /// MAC address offsets relative to the packet start.
+    pub macs: Option<(Val, Val)>,
+    /// How many MPLS labels have been stepped over.
+    pub mpls_depth: u32,
+    /// How many VLAN tags have been stepped over.
+    pub vlan_depth: u32,
+    /// The link type of the capture.
+    pub dlt: LinkType,
+}
+
+impl Offsets {
+    fn new(dlt: LinkType) -> Offsets {
+        let l = Layout::of(dlt);
+        Offsets {
+            field: l.field,
+            link: Val::Const(0),
+            proto_at: l.proto_at.map(Val::Const),
+            net: Val::Const(l.payload),
+            macs: l.mac_src_dst.map(|(s, d)| (Val::Const(s), Val::Const(d))),
+            mpls_depth: 0,
+            vlan_depth: 0,
+            dlt,
+        }
+    }
+}
+
+/// The state of one compilation.
+pub(crate) struct Gen {
+    pub off: Offsets,
+}
+
+pub(crate) type GResult<T> = Result<T, CompileError>;
+
+/// Compile a parsed expression for a link type into a filter that returns
+/// `snaplen` on accept.
+///
+/// ```
+/// use sluice_pcap::{parser::parse, gen::generate, link::LinkType};
+/// let e = parse("ip").unwrap();
+/// let f = generate(&e, LinkType::RAW, 65535).unwrap();
+/// assert_eq!(f.run(&[0x45, 0, 0, 20], 20), 65535);
+/// ```
+pub fn generate(e: &Expr, dlt: LinkType, snaplen: u32) -> Result<Filter, CompileError> {
+    let mut g = Gen {
+        off: Offsets::new(dlt),
+    };
+    let pred = g.expr(e)?;
+    Ok(Filter::new(pred, snaplen))
+}
+
+pub(crate) fn err<T>(span: Span, msg: impl Into<String>) -> GResult<T> {
+    Err(CompileError::new(msg.into(), span))
+}
+
+impl Gen {
+    fn expr(&mut self, e: &Expr) -> GResult<Pred> {
+        Ok(match e {
+            Expr::True(_) => Pred::True,
+            Expr::And(v) => {
+                let mut out = Vec::with_capacity(v.len());
+                for x in v {
+                    out.push(self.expr(x)?);
+                }
+                Pred::and(out)
+            }
+            Expr::Or(v) => {
+                let mut out = Vec::with_capacity(v.len());
+                for x in v {
+                    out.push(self.expr(x)?);
+                }
+                Pred::or(out)
+            }
+            Expr::Not(x, _) => Pred::not(self.expr(x)?),
+            Expr::Prim(p) => self.prim(p)?,
+            Expr::Proto(p, span) => self.proto_abbrev(*p, *span)?,
+            Expr::Rel(op, a, b, span) => self.relation(*op, a, b, *span)?,
+            Expr::Other(o, span) => self.other(o, *span)?,
+        })
+    }
+}

@@ -1,0 +1,40 @@
+//! The pcap filter language (tcpdump's expressions) with libpcap's meaning.
+//!
+//! The pipeline is text → [`lexer`] → [`parser`] (a syntax tree, [`ast`],
+//! with libpcap's qualifier inheritance resolved) → [`gen`] (sluice's
+//! intermediate form, `sluice_ir`). Link types and where their headers are
+//! live in [`link`]; the protocol and service names in [`names`], inside
+//! sluice: no `/etc` files, no DNS.
+//!
+//! ```
+//! use sluice_pcap::{compile, link::LinkType};
+//! let f = compile("ip and udp port 53", LinkType::EN10MB, 262144).unwrap();
+//! assert_eq!(f.run(&[0u8; 60], 60), 0);
+//! ```
+
+pub mod ast;
+pub mod error;
+pub mod gen;
+pub mod lexer;
+pub mod link;
+pub mod names;
+pub mod parser;
+
+pub use error::CompileError;
+
+/// Parse and compile an expression for a link type; the filter returns
+/// `snaplen` on accept, as libpcap's do.
+///
+/// ```
+/// use sluice_pcap::{compile, link::LinkType};
+/// let err = compile("tcp port", LinkType::EN10MB, 65535).unwrap_err();
+/// assert!(err.to_string().starts_with("column"));
+/// ```
+pub fn compile(
+    text: &str,
+    linktype: link::LinkType,
+    snaplen: u32,
+) -> Result<sluice_ir::Filter, CompileError> {
+    let e = parser::parse(text)?;
+    gen::generate(&e, linktype, snaplen)
+}
