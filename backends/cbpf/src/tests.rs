@@ -1,7 +1,7 @@
 //! Lowering must agree with the IR's reference interpreter on every packet.
 
 use proptest::prelude::*;
-use sluice_bpf::{op::*, run};
+use sluice_bpf::{op::*, run, Verifier};
 use sluice_ir::{BinOp, CmpOp, Filter, Pred, Size, Val};
 
 use crate::{lower, lower_with, Insn, LowerError, Options};
@@ -14,6 +14,23 @@ fn both(f: &Filter) -> [(bool, Result<Vec<Insn>, LowerError>); 2] {
         (false, lower_with(f, NO_OPT)),
         (true, lower_with(f, Options::default())),
     ]
+}
+
+/// Programs pass the kernel's checks (but for their length), unless they
+/// contain `protochain`'s backward jump, which only userland accepts.
+fn verify(prog: &[Insn]) {
+    let backward = prog
+        .iter()
+        .enumerate()
+        .any(|(pc, i)| i.code == BPF_JMP | BPF_JA && (pc as u32 + 1).checked_add(i.k).is_none());
+    let v = if backward {
+        Verifier::userland()
+    } else {
+        Verifier::kernel().max_len(usize::MAX)
+    };
+    if let Err(e) = v.verify(prog) {
+        panic!("{e}\n{}", sluice_bpf::disasm_d(prog));
+    }
 }
 
 /// Check the lowered programs on every prefix of `pkt`, with two wire lengths.
@@ -45,6 +62,9 @@ fn check_on(f: &Filter, progs: &[(bool, Result<Vec<Insn>, LowerError>)], pkt: &[
 
 fn check(f: &Filter, pkts: &[Vec<u8>]) {
     let progs = both(f);
+    for p in progs.iter().filter_map(|p| p.1.as_ref().ok()) {
+        verify(p);
+    }
     for pkt in pkts {
         check_on(f, &progs, pkt);
     }
@@ -572,7 +592,10 @@ fn arb_packet() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 768, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(768),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn random_filters_agree_with_ir(
@@ -583,8 +606,9 @@ proptest! {
         let f = Filter::new(pred, accept);
         let progs = both(&f);
         for (opt, p) in &progs {
-            if let Err(e) = p {
-                prop_assert!(*opt && *e == LowerError::RejectsAll, "{e}");
+            match p {
+                Err(e) => prop_assert!(*opt && *e == LowerError::RejectsAll, "{e}"),
+                Ok(p) => verify(p),
             }
         }
         for pkt in &pkts {
