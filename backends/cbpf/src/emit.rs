@@ -561,86 +561,111 @@ pub(crate) fn emit(dag: &Dag, optimize: bool) -> Result<Vec<Insn>, LowerError> {
     }))
 }
 
-/// Place the blocks in order; a conditional jump further than 255
-/// instructions goes through a trampoline right after it (`ja`, or a copy of
-/// the `ret` when the target is a leaf). Iterates until no jump is too long.
+/// Place the blocks in order. A conditional jump further than 255
+/// instructions goes through a trampoline: one already placed by a later
+/// block when in reach, else a new one right after the jump (`ja`, or a copy
+/// of the `ret` when the target is a leaf).
+///
+/// One pass from the end: positions are counted from the end of the program,
+/// so everything a block jumps to is already placed when the block is.
 fn layout(
     blocks: &[Block],
     index: &[u32],
     code: &[Insn],
     leaf: impl Fn(NodeId) -> Option<u32>,
 ) -> Vec<Insn> {
-    // tramp[b] = (jt needs one, jf needs one)
-    let mut tramp = vec![(false, false); blocks.len()];
-    let mut addr = vec![0usize; blocks.len() + 1];
-    let ntramp = |t: (bool, bool), s: Option<(NodeId, NodeId)>| -> usize {
-        match (t, s) {
-            ((true, true), Some((a, b))) if a == b => 1,
-            ((a, b), _) => a as usize + b as usize,
-        }
-    };
-    loop {
-        let mut pc = 0;
-        for (i, b) in blocks.iter().enumerate() {
-            addr[i] = pc;
-            pc += b.code.len() + 1 + ntramp(tramp[i], b.succ);
-        }
-        addr[blocks.len()] = pc;
-        let mut changed = false;
-        for (i, b) in blocks.iter().enumerate() {
-            let Some((jt, jf)) = b.succ else { continue };
-            let jpc = addr[i] + b.code.len();
-            for (is_t, target) in [(true, jt), (false, jf)] {
-                let need = if is_t {
-                    &mut tramp[i].0
-                } else {
-                    &mut tramp[i].1
-                };
-                if !*need && addr[index[target as usize] as usize] - (jpc + 1) > 255 {
-                    *need = true;
-                    changed = true;
-                }
-            }
-        }
-        if !changed {
-            break;
-        }
+    /// Where an edge goes, as a distance from the end of the program.
+    struct Placed {
+        /// Distance from the end of the block's first instruction.
+        start: usize,
+        /// Distances of the jt and jf destinations.
+        dest: (usize, usize),
+        /// New trampolines right after the jump, by target.
+        tramps: Vec<NodeId>,
     }
-    let mut out = Vec::with_capacity(addr[blocks.len()]);
-    for (i, b) in blocks.iter().enumerate() {
-        debug_assert_eq!(out.len(), addr[i]);
-        out.extend_from_slice(&code[b.code.clone()]);
-        let mut last = b.last;
+    let mut placed: Vec<Placed> = Vec::with_capacity(blocks.len());
+    // Nearest trampoline to each target node, by distance from the end.
+    let mut near: std::collections::HashMap<NodeId, usize, crate::opt::FxBuild> =
+        Default::default();
+    let mut cur = 0usize; // size of everything after the current block
+    for b in blocks.iter().rev() {
         let Some((jt, jf)) = b.succ else {
-            out.push(last);
+            cur += 1;
+            placed.push(Placed {
+                start: cur,
+                dest: (0, 0),
+                tramps: Vec::new(),
+            });
             continue;
         };
-        let jpc = out.len();
-        let target = |t: NodeId| addr[index[t as usize] as usize];
-        let (tt, tf) = tramp[i];
+        // Nearest existing destination for a target.
+        let best = |t: NodeId| {
+            let direct = placed[blocks.len() - 1 - index[t as usize] as usize].start;
+            near.get(&t).map_or(direct, |&d| d.max(direct))
+        };
+        let (bt, bf) = (best(jt), best(jf));
+        // The jump is at distance cur + ntr + 1; a destination at distance d
+        // is at offset cur + ntr - d.
+        let mut need = (false, false);
         let mut tramps: Vec<NodeId> = Vec::new();
-        if tt {
-            last.jt = 0;
-            tramps.push(jt);
-        } else {
-            last.jt = (target(jt) - (jpc + 1)) as u8;
-        }
-        if tf {
-            if tt && jt == jf {
-                last.jf = 0;
-            } else {
-                last.jf = tramps.len() as u8;
+        loop {
+            tramps.clear();
+            if need.0 {
+                tramps.push(jt);
+            }
+            if need.1 && !(need.0 && jt == jf) {
                 tramps.push(jf);
             }
-        } else {
-            last.jf = (target(jf) - (jpc + 1)) as u8;
+            let ntr = tramps.len();
+            let far = |d: usize| cur + ntr - d > 255;
+            let next = (need.0 || far(bt), need.1 || far(bf));
+            if next == need {
+                break;
+            }
+            need = next;
+        }
+        let ntr = tramps.len();
+        let jump = cur + ntr + 1;
+        let dest_of = |t: NodeId, is_far: bool, best: usize| {
+            if is_far {
+                let k = tramps.iter().position(|&x| x == t).expect("trampoline");
+                jump - 1 - k
+            } else {
+                best
+            }
+        };
+        let dest = (dest_of(jt, need.0, bt), dest_of(jf, need.1, bf));
+        for (k, &t) in tramps.iter().enumerate() {
+            near.insert(t, jump - 1 - k);
+        }
+        cur = jump + b.code.len();
+        placed.push(Placed {
+            start: cur,
+            dest,
+            tramps,
+        });
+    }
+    placed.reverse();
+
+    let total = cur;
+    let addr = |d: usize| total - d;
+    let mut out = Vec::with_capacity(total);
+    for (b, p) in blocks.iter().zip(&placed) {
+        debug_assert_eq!(out.len(), addr(p.start));
+        out.extend_from_slice(&code[b.code.clone()]);
+        let mut last = b.last;
+        if b.succ.is_some() {
+            let next = out.len() + 1;
+            last.jt = (addr(p.dest.0) - next) as u8;
+            last.jf = (addr(p.dest.1) - next) as u8;
         }
         out.push(last);
-        for t in tramps {
+        for &t in &p.tramps {
             let here = out.len();
+            let target = addr(placed[index[t as usize] as usize].start);
             out.push(match leaf(t) {
                 Some(k) => Insn::stmt(BPF_RET | BPF_K, k),
-                None => Insn::stmt(BPF_JMP | BPF_JA, (target(t) - (here + 1)) as u32),
+                None => Insn::stmt(BPF_JMP | BPF_JA, (target - (here + 1)) as u32),
             });
         }
     }

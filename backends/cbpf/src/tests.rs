@@ -616,3 +616,31 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(256) / 8,
+        ..ProptestConfig::default()
+    })]
+
+    /// Big random filters: their programs need trampolines.
+    #[test]
+    fn big_random_filters_agree_with_ir(
+        ps in prop::collection::vec(arb_pred(), 60..150),
+        and in any::<bool>(),
+        pkts in prop::collection::vec(arb_packet(), 2),
+    ) {
+        let pred = if and { Pred::And(ps) } else { Pred::Or(ps) };
+        let f = Filter::new(Pred::not(pred), ACCEPT);
+        let progs = both(&f);
+        for (opt, p) in &progs {
+            match p {
+                Err(e) => prop_assert!(*opt && *e == LowerError::RejectsAll, "{e}"),
+                Ok(p) => verify(p),
+            }
+        }
+        for pkt in &pkts {
+            check_on(&f, &progs, pkt);
+        }
+    }
+}
