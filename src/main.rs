@@ -195,7 +195,11 @@ fn filter(args: FilterArgs) -> Result<(), Fail> {
                     Ok(lt) => lt,
                     Err(e) => break Err(e),
                 };
-                let snaplen = if pkt.snaplen == 0 { 262144 } else { pkt.snaplen };
+                let snaplen = if pkt.snaplen == 0 {
+                    262144
+                } else {
+                    pkt.snaplen
+                };
                 match source.program(lt, snaplen, optimize) {
                     Ok(p) => v.insert(p),
                     Err(e) => break Err(e),

@@ -46,6 +46,9 @@ fn load_capture(path: &Path) -> Capture {
     }
     while let Ok(Some(p)) = r.next_packet() {
         c.linktype = p.linktype;
+        if p.snaplen != 0 {
+            c.snaplen = p.snaplen;
+        }
         c.packets.push(Pkt {
             data: p.data.to_vec(),
             wirelen: p.wirelen,

@@ -47,8 +47,6 @@ const TABLE: &[(LinkType, &str, u32, &[u32])] = &[
     (LinkType::LINUX_SLL2, "LINUX_SLL2", 276, &[]),
     (LinkType::IPV4, "IPV4", 228, &[]),
     (LinkType::IPV6, "IPV6", 229, &[]),
-    (LinkType::IEEE802_11, "IEEE802_11", 105, &[]),
-    (LinkType::IEEE802_11_RADIO, "IEEE802_11_RADIO", 127, &[]),
     (LinkType::PPP_ETHER, "PPP_ETHER", 51, &[]),
     (LinkType::C_HDLC, "C_HDLC", 104, &[]),
 ];

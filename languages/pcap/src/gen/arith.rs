@@ -104,13 +104,12 @@ impl Gen {
         let at = |base: &Val| Gen::at(idx.clone(), base, 0, size);
         Ok(match proto {
             Link => at(&self.off.link.clone()),
-            Ip | Arp | Rarp | Atalk | Aarp | Decnet | Sca | Lat | Mopdl | Moprc | Ip6 => {
+            Ip | Arp | Rarp | Atalk | Decnet | Sca | Lat | Mopdl | Moprc | Ip6 => {
                 let ethertype = match proto {
                     Ip => et::IP,
                     Arp => et::ARP,
                     Rarp => et::RARP,
                     Atalk => et::ATALK,
-                    Aarp => et::AARP,
                     Decnet => et::DECNET,
                     Sca => et::SCA,
                     Lat => et::LAT,
@@ -139,7 +138,7 @@ impl Gen {
                 return err(
                     span,
                     format!(
-                        "'{}[...]' is not supported",
+                        "'{}' does not support the index operation",
                         format!("{other:?}").to_ascii_lowercase()
                     ),
                 )

@@ -15,6 +15,7 @@
 mod arith;
 mod net;
 mod proto;
+mod tunnel;
 
 use crate::ast::{Expr, Span};
 use crate::error::CompileError;
@@ -90,19 +91,31 @@ impl Gen {
     fn expr(&mut self, e: &Expr) -> GResult<Pred> {
         Ok(match e {
             Expr::True(_) => Pred::True,
+            // libpcap master reduces constant operands while it generates
+            // code: on a link where `ip` is always true, `igmp or ip` is
+            // true without loading anything. So a constant that decides a
+            // junction decides it whatever the other operands would load.
             Expr::And(v) => {
                 let mut out = Vec::with_capacity(v.len());
                 for x in v {
                     out.push(self.expr(x)?);
                 }
-                Pred::and(out)
+                if out.contains(&Pred::False) {
+                    Pred::False
+                } else {
+                    Pred::and(out)
+                }
             }
             Expr::Or(v) => {
                 let mut out = Vec::with_capacity(v.len());
                 for x in v {
                     out.push(self.expr(x)?);
                 }
-                Pred::or(out)
+                if out.contains(&Pred::True) {
+                    Pred::True
+                } else {
+                    Pred::or(out)
+                }
             }
             Expr::Not(x, _) => Pred::not(self.expr(x)?),
             Expr::Prim(p) => self.prim(p)?,

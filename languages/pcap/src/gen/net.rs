@@ -247,7 +247,6 @@ impl Gen {
         }
         let addr = match &p.value {
             Value::Dotted { text, .. } => parse_decnet(text),
-            Value::Num(n) if *n <= 0xffff => Some(*n),
             _ => None,
         };
         let Some(addr) = addr else {
@@ -306,8 +305,6 @@ impl Gen {
             Some(Proto::Tcp) => (true, true, PortProtos::One(ipproto::TCP)),
             Some(Proto::Udp) => (true, true, PortProtos::One(ipproto::UDP)),
             Some(Proto::Sctp) => (true, true, PortProtos::One(ipproto::SCTP)),
-            Some(Proto::Ip) => (true, false, PortProtos::All),
-            Some(Proto::Ip6) => (false, true, PortProtos::All),
             Some(other) => {
                 return err(
                     span,
@@ -451,7 +448,7 @@ impl Gen {
                 };
                 Ok(Pred::and(vec![
                     self.linktype(et::SAP_ISONS),
-                    Pred::eq(ld(&self.off.net, 3, Size::Byte), n),
+                    Pred::eq(ld(&self.off.net, self.osi_nlpid_at(), Size::Byte), n),
                 ]))
             }
             Some(Proto::Isis) => {
@@ -486,6 +483,12 @@ impl Gen {
     fn protochain(&mut self, p: &Prim) -> GResult<Pred> {
         let span = p.value_span;
         let n = self.ip_proto_number(&p.value, span)? as u8;
+        if !self.off.net.is_const() {
+            return err(
+                span,
+                "'protochain' not supported with variable length headers",
+            );
+        }
         let v4 = || {
             Pred::and(vec![
                 self.linktype(et::IP),

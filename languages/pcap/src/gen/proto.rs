@@ -276,10 +276,21 @@ impl Gen {
         ))
     }
 
+    /// Where the OSI network-layer protocol id sits, relative to the link
+    /// payload: after the 3-byte LLC header on LANs, after C-HDLC's one
+    /// padding byte, right away on PPP and Linux cooked captures.
+    pub(crate) fn osi_nlpid_at(&self) -> u32 {
+        match self.off.field {
+            ProtoField::CiscoHdlc => 1,
+            ProtoField::Ppp | ProtoField::Sll => 0,
+            _ => 3,
+        }
+    }
+
     fn iso_proto(&self, nlpid: u32) -> Pred {
         Pred::and(vec![
             self.linktype(et::SAP_ISONS),
-            Pred::eq(ld(&self.off.net, 3, Size::Byte), nlpid),
+            Pred::eq(ld(&self.off.net, self.osi_nlpid_at(), Size::Byte), nlpid),
         ])
     }
 
@@ -290,7 +301,7 @@ impl Gen {
                 .map(|&t| {
                     Pred::and(vec![
                         self.iso_proto(ISO10589_ISIS),
-                        Pred::eq(ld(&self.off.net, 7, Size::Byte), t),
+                        Pred::eq(ld(&self.off.net, self.osi_nlpid_at() + 4, Size::Byte), t),
                     ])
                 })
                 .collect(),
@@ -348,6 +359,9 @@ impl Gen {
             Other::Less(n) => Ok(Pred::not(Pred::cmp(CmpOp::Gt, Val::Len, Val::Const(*n)))),
             Other::Greater(n) => Ok(Pred::cmp(CmpOp::Ge, Val::Len, Val::Const(*n))),
             Other::Byte(idx, op, v) => {
+                if *v > 255 {
+                    return err(span, format!("byte argument {v} greater than maximum 255"));
+                }
                 let b = ld(&self.off.link, *idx, Size::Byte);
                 Ok(match op {
                     ByteOp::Eq => Pred::eq(b, *v),
@@ -364,19 +378,22 @@ impl Gen {
             Other::Pppoed => Ok(self.linktype(et::PPPOED)),
             Other::Pppoes(sess) => self.pppoes(*sess, span),
             Other::Llc(sub) => self.llc(*sub, span),
+            Other::Geneve(vni) => self.geneve(*vni, span),
+            Other::Vxlan(vni) => self.vxlan(*vni, span),
             Other::Inbound | Other::Outbound => {
                 let out = matches!(o, Other::Outbound);
-                let dir =
-                    match self.off.dlt {
-                        LinkType::LINUX_SLL => ld(&Val::Const(0), 0, Size::Half),
-                        LinkType::LINUX_SLL2 => ld(&Val::Const(0), 10, Size::Byte),
-                        dlt => return err(
+                let dir = match self.off.dlt {
+                    LinkType::LINUX_SLL => ld(&Val::Const(0), 0, Size::Half),
+                    LinkType::LINUX_SLL2 => ld(&Val::Const(0), 10, Size::Byte),
+                    dlt => {
+                        return err(
                             span,
                             format!(
                                 "not a live capture, 'inbound'/'outbound' not supported on {dlt}"
                             ),
-                        ),
-                    };
+                        )
+                    }
+                };
                 const PACKET_OUTGOING: u32 = 4;
                 let p = Pred::eq(dir, PACKET_OUTGOING);
                 Ok(if out { p } else { Pred::not(p) })
@@ -480,11 +497,11 @@ impl Gen {
             Pred::masked_eq(ld(&self.off.net, 0, Size::Byte).sub_off(2), 1, 0)
         } else {
             match self.off.field {
-                ProtoField::EtherType | ProtoField::Sll | ProtoField::CiscoHdlc => {
+                ProtoField::EtherType | ProtoField::CiscoHdlc => {
                     let at = self.off.proto_at.clone().expect("type field");
                     Pred::eq(ld(&at, 0, Size::Half), et::MPLS)
                 }
-                ProtoField::Ppp => {
+                ProtoField::Ppp if self.off.dlt != LinkType::PPP_ETHER => {
                     let at = self.off.proto_at.clone().expect("PPP protocol field");
                     Pred::eq(ld(&at, 0, Size::Half), 0x0281)
                 }
