@@ -20,6 +20,8 @@ pub use sluice_ir as ir;
 pub use sluice_pcap as pcap;
 pub use sluice_pcap::link::LinkType;
 
+pub mod summary;
+
 use std::fmt;
 
 /// Why a filter could not be built.

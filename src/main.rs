@@ -66,7 +66,7 @@ struct FilterArgs {
     #[arg(long)]
     json: bool,
     /// The filter expression (the words are joined with spaces, as tcpdump does).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    #[arg(trailing_var_arg = true)]
     expression: Vec<String>,
 }
 
@@ -220,8 +220,11 @@ fn filter(args: FilterArgs) -> Result<(), Fail> {
             } else if !args.count && !args.verdicts {
                 let _ = writeln!(
                     out,
-                    "{}.{:09} {} bytes (captured {})",
-                    pkt.ts_sec, pkt.ts_nsec, pkt.wirelen, pkt.caplen
+                    "{}.{:06} {}, length {}",
+                    pkt.ts_sec,
+                    pkt.ts_nsec / 1000,
+                    sluice::summary::summarize(pkt.linktype, pkt.data),
+                    pkt.wirelen
                 );
             }
         }

@@ -1,0 +1,51 @@
+//! How compile cost grows with the size of an expression: `host a or host b
+//! or ...` with N terms (libpcap issue 1255), split into parsing, code
+//! generation and lowering to classic BPF (with its optimiser).
+//!
+//! `cargo bench --bench compile` prints a Markdown table; each figure is the
+//! best of 3 runs.
+
+use std::time::{Duration, Instant};
+
+fn expression(n: u32) -> String {
+    let terms: Vec<String> = (1..=n)
+        .map(|i| format!("host 10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255))
+        .collect();
+    terms.join(" or ")
+}
+
+fn best<T>(mut f: impl FnMut() -> T) -> (Duration, T) {
+    let mut best = None;
+    let mut out = None;
+    for _ in 0..3 {
+        let t = Instant::now();
+        let r = f();
+        let d = t.elapsed();
+        if best.is_none_or(|b| d < b) {
+            best = Some(d);
+        }
+        out = Some(r);
+    }
+    (best.unwrap(), out.unwrap())
+}
+
+fn main() {
+    println!("| terms | parse | generate IR | lower + optimise | total | BPF instructions |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    for n in [10u32, 100, 1_000, 10_000, 100_000] {
+        let text = expression(n);
+        let (tp, ast) = best(|| sluice::pcap::parser::parse(&text).unwrap());
+        let (tg, ir) =
+            best(|| sluice::pcap::gen::generate(&ast, sluice::LinkType::EN10MB, 262144).unwrap());
+        let (tl, prog) = best(|| sluice::cbpf::lower(&ir).unwrap());
+        let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);
+        println!(
+            "| {n} | {} | {} | {} | {} | {} |",
+            ms(tp),
+            ms(tg),
+            ms(tl),
+            ms(tp + tg + tl),
+            prog.len()
+        );
+    }
+}

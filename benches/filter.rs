@@ -1,0 +1,85 @@
+//! ns per packet of sluice's engines next to libpcap's `bpf_filter`, on the
+//! same packets and the same expressions, in one run.
+//!
+//! `cargo bench --bench filter` prints a Markdown table. The packets are every
+//! packet of the shared corpus captures, held in memory (warm in cache, as in
+//! the seeds' measurements). Each figure is the median of 9 timed passes.
+//! libpcap is the system one (Debian's libpcap-dev), through the `pcap` crate.
+
+use sluice::capture::CaptureReader;
+use sluice::{LinkType, Program};
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Instant;
+
+const EXPRESSIONS: &[&str] = &[
+    "tcp",
+    "tcp src port 80",
+    "ip src 192.168.1.3 and udp and dst port 54321",
+    "tcp and src host 10.0.0.1 and dst host 10.0.0.2 and src port 1234 and dst port 80",
+    "host 192.168.1.1 or host 10.0.0.1 or host 172.16.0.1",
+    "vlan and tcp",
+    "ip6 and udp port 53",
+    "not arp and greater 100",
+];
+
+fn load_packets() -> Vec<(Vec<u8>, u32)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/pcaps");
+    let mut files: Vec<_> = match std::fs::read_dir(&dir) {
+        Ok(d) => d.flatten().map(|e| e.path()).collect(),
+        Err(_) => vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample.pcap")],
+    };
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let Ok(mut r) = CaptureReader::open(&f) else {
+            continue;
+        };
+        if r.linktype() != Some(1) {
+            continue;
+        }
+        while let Ok(Some(p)) = r.next_packet() {
+            out.push((p.data.to_vec(), p.wirelen));
+        }
+    }
+    out
+}
+
+/// Median ns per packet of `f` over all packets.
+fn time(pkts: &[(Vec<u8>, u32)], mut f: impl FnMut(&[u8], u32) -> bool) -> f64 {
+    let mut runs = Vec::new();
+    for _ in 0..9 {
+        let t = Instant::now();
+        let mut n = 0usize;
+        for _ in 0..20 {
+            for (p, w) in pkts {
+                n += f(black_box(p), *w) as usize;
+            }
+        }
+        black_box(n);
+        runs.push(t.elapsed().as_nanos() as f64 / (20 * pkts.len()) as f64);
+    }
+    runs.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    runs[runs.len() / 2]
+}
+
+fn main() {
+    let pkts = load_packets();
+    println!("{} packets in memory\n", pkts.len());
+    println!("| expression | sluice BPF interpreter | sluice IR interpreter | libpcap bpf_filter | libpcap / sluice |");
+    println!("| --- | --- | --- | --- | --- |");
+    let dead = pcap::Capture::dead(pcap::Linktype(1)).expect("libpcap");
+    for e in EXPRESSIONS {
+        let prog = Program::from_expression(e, LinkType::EN10MB, 262144, true).expect("compiles");
+        let ours = time(&pkts, |p, w| prog.run(p, w) != 0);
+        let reference = time(&pkts, |p, w| prog.run_reference(p, w) != 0);
+        let theirs = match dead.compile(e, true) {
+            Ok(bpf) => time(&pkts, |p, _| bpf.filter(p)),
+            Err(_) => f64::NAN,
+        };
+        println!(
+            "| `{e}` | {ours:.1} ns | {reference:.1} ns | {theirs:.1} ns | {:.2}× |",
+            theirs / ours
+        );
+    }
+}

@@ -1,0 +1,193 @@
+//! The `sluice` command as a user runs it: flags, outputs, exit codes.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn sluice(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .output()
+        .expect("run sluice")
+}
+
+fn sluice_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run sluice");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn sample() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/sample.pcap")
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sluice-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn text(o: &[u8]) -> String {
+    String::from_utf8_lossy(o).into_owned()
+}
+
+#[test]
+fn count_and_verdicts_agree() {
+    let s = sample();
+    let c = sluice(&["filter", "-r", &s, "--count", "tcp port 80"]);
+    assert!(c.status.success());
+    assert_eq!(text(&c.stdout).trim(), "5");
+    let v = sluice(&["filter", "-r", &s, "--verdicts", "tcp", "port", "80"]);
+    let lines: Vec<String> = text(&v.stdout).lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 14, "one line per packet");
+    assert_eq!(lines.iter().filter(|l| *l == "1").count(), 5);
+    assert_eq!(lines.join(""), "00011111000000");
+}
+
+#[test]
+fn json_count() {
+    let o = sluice(&["filter", "-r", &sample(), "--count", "--json", "arp"]);
+    assert_eq!(text(&o.stdout).trim(), "{\"packets\": 14, \"accepted\": 1}");
+}
+
+#[test]
+fn write_keeps_format_and_reads_back() {
+    let out = tmp("w.pcap");
+    let o = sluice(&[
+        "filter",
+        "-r",
+        &sample(),
+        "-w",
+        out.to_str().unwrap(),
+        "udp",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // The output has the input's header and only the accepted packets.
+    let input = std::fs::read(sample()).unwrap();
+    let written = std::fs::read(&out).unwrap();
+    assert_eq!(written[..24], input[..24]);
+    let n = sluice(&["filter", "-r", out.to_str().unwrap(), "--count", ""]);
+    assert_eq!(text(&n.stdout).trim(), "3");
+    let again = sluice(&["filter", "-r", out.to_str().unwrap(), "--count", "not udp"]);
+    assert_eq!(text(&again.stdout).trim(), "0");
+}
+
+#[test]
+fn stdin_to_stdout() {
+    let input = std::fs::read(sample()).unwrap();
+    let o = sluice_stdin(&["filter", "-r", "-", "-w", "-", "icmp"], &input);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let back = sluice_stdin(&["filter", "--count", ""], &o.stdout);
+    assert_eq!(text(&back.stdout).trim(), "2");
+}
+
+#[test]
+fn dump_formats_load_back() {
+    for flag in ["-d", "-dd", "-ddd"] {
+        let d = sluice(&["filter", flag, "tcp port 80"]);
+        assert!(d.status.success());
+        let prog = tmp(&format!("prog{flag}.txt"));
+        std::fs::write(&prog, &d.stdout).unwrap();
+        let o = sluice(&[
+            "filter",
+            "-r",
+            &sample(),
+            "--bpf-file",
+            prog.to_str().unwrap(),
+            "--count",
+        ]);
+        assert!(o.status.success(), "{flag}: {}", text(&o.stderr));
+        assert_eq!(text(&o.stdout).trim(), "5", "{flag}");
+    }
+}
+
+#[test]
+fn dump_for_another_link_type() {
+    let o = sluice(&["filter", "-y", "RAW", "-d", "ip"]);
+    assert!(o.status.success());
+    assert!(text(&o.stdout).contains("ldb      [0]"));
+    let bad = sluice(&["filter", "-y", "NOSUCH", "-d", "ip"]);
+    assert_eq!(bad.status.code(), Some(1));
+}
+
+#[test]
+fn expression_file() {
+    let f = tmp("expr.txt");
+    std::fs::write(&f, "# web traffic\ntcp port 80\n").unwrap();
+    let o = sluice(&[
+        "filter",
+        "-r",
+        &sample(),
+        "-F",
+        f.to_str().unwrap(),
+        "--count",
+    ]);
+    assert_eq!(text(&o.stdout).trim(), "5");
+}
+
+#[test]
+fn bad_expression_exits_1_with_column() {
+    let o = sluice(&["filter", "-r", &sample(), "tcp port"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("column 9"), "{}", text(&o.stderr));
+    let dns = sluice(&["filter", "-r", &sample(), "host example.com"]);
+    assert_eq!(dns.status.code(), Some(1));
+    assert!(text(&dns.stderr).contains("DNS"), "{}", text(&dns.stderr));
+}
+
+#[test]
+fn bad_usage_exits_2() {
+    assert_eq!(sluice(&["filter", "--no-such-flag"]).status.code(), Some(2));
+    assert_eq!(sluice(&["frobnicate"]).status.code(), Some(2));
+}
+
+#[test]
+fn truncated_file_keeps_what_came_before() {
+    let input = std::fs::read(sample()).unwrap();
+    let cut = tmp("cut.pcap");
+    // Cut in the middle of the fourth packet's bytes.
+    std::fs::write(&cut, &input[..300]).unwrap();
+    let out = tmp("cut-out.pcap");
+    let o = sluice(&[
+        "filter",
+        "-r",
+        cut.to_str().unwrap(),
+        "-w",
+        out.to_str().unwrap(),
+        "",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("cut.pcap") && err.contains("byte offset"),
+        "{err}"
+    );
+    let n = sluice(&["filter", "-r", out.to_str().unwrap(), "--count", ""]);
+    assert_eq!(
+        text(&n.stdout).trim(),
+        "3",
+        "the complete packets were written"
+    );
+    let missing = sluice(&["filter", "-r", "/no/such/file.pcap", ""]);
+    assert_eq!(missing.status.code(), Some(1));
+}
+
+#[test]
+fn default_output_summarises_packets() {
+    let o = sluice(&["filter", "-r", &sample(), "arp or icmp6"]);
+    let t = text(&o.stdout);
+    assert!(
+        t.contains("ARP, Request who-has 192.168.1.1 tell 192.168.1.10"),
+        "{t}"
+    );
+    assert!(t.contains("IP6 fe80::1 > ff02::1: icmp6"), "{t}");
+}
