@@ -21,7 +21,7 @@ fn best<T>(mut f: impl FnMut() -> T) -> (Duration, T) {
         let t = Instant::now();
         let r = f();
         let d = t.elapsed();
-        if best.is_none_or(|b| d < b) {
+        if best.map_or(true, |b| d < b) {
             best = Some(d);
         }
         out = Some(r);
