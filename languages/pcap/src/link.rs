@@ -33,6 +33,33 @@ pub enum LinkType {
     IEEE802_11_RADIO,
     PPP_ETHER,
     C_HDLC,
+    FDDI,
+    IEEE802,
+    IP_OVER_FC,
+    ATM_RFC1483,
+    ATM_CLIP,
+    SUNATM,
+    MTP2,
+    PFLOG,
+    DSA_TAG_BRCM,
+    DSA_TAG_DSA,
+    ARCNET,
+    ARCNET_LINUX,
+    BACNET_MS_TP,
+    PPP_BSDOS,
+    PPP_PPPD,
+    PPP_SERIAL,
+    SLIP,
+    SLIP_BSDOS,
+    IPNET,
+    FRELAY,
+    ENC,
+    SYMANTEC_FIREWALL,
+    APPLE_IP_OVER_IEEE1394,
+    LTALK,
+    NETANALYZER,
+    NETANALYZER_TRANSPARENT,
+    JUNIPER_MFR,
 }
 
 /// (variant, libpcap DLT name, LINKTYPE number written in capture files,
@@ -49,6 +76,43 @@ const TABLE: &[(LinkType, &str, u32, &[u32])] = &[
     (LinkType::IPV6, "IPV6", 229, &[]),
     (LinkType::PPP_ETHER, "PPP_ETHER", 51, &[]),
     (LinkType::C_HDLC, "C_HDLC", 104, &[]),
+    (LinkType::FDDI, "FDDI", 10, &[]),
+    (LinkType::IEEE802, "IEEE802", 6, &[]),
+    (LinkType::IP_OVER_FC, "IP_OVER_FC", 122, &[]),
+    (LinkType::ATM_RFC1483, "ATM_RFC1483", 100, &[11]),
+    (LinkType::ATM_CLIP, "ATM_CLIP", 106, &[19]),
+    (LinkType::SUNATM, "SUNATM", 123, &[]),
+    (LinkType::MTP2, "MTP2", 140, &[]),
+    (LinkType::PFLOG, "PFLOG", 117, &[]),
+    (LinkType::DSA_TAG_BRCM, "DSA_TAG_BRCM", 281, &[]),
+    (LinkType::DSA_TAG_DSA, "DSA_TAG_DSA", 284, &[]),
+    (LinkType::ARCNET, "ARCNET", 7, &[]),
+    (LinkType::ARCNET_LINUX, "ARCNET_LINUX", 129, &[]),
+    (LinkType::BACNET_MS_TP, "BACNET_MS_TP", 165, &[]),
+    (LinkType::PPP_BSDOS, "PPP_BSDOS", 103, &[16]),
+    (LinkType::PPP_PPPD, "PPP_PPPD", 166, &[]),
+    (LinkType::PPP_SERIAL, "PPP_SERIAL", 50, &[]),
+    (LinkType::SLIP, "SLIP", 8, &[]),
+    (LinkType::SLIP_BSDOS, "SLIP_BSDOS", 102, &[15]),
+    (LinkType::IPNET, "IPNET", 226, &[]),
+    (LinkType::FRELAY, "FRELAY", 107, &[]),
+    (LinkType::ENC, "ENC", 109, &[]),
+    (LinkType::SYMANTEC_FIREWALL, "SYMANTEC_FIREWALL", 99, &[]),
+    (
+        LinkType::APPLE_IP_OVER_IEEE1394,
+        "APPLE_IP_OVER_IEEE1394",
+        138,
+        &[],
+    ),
+    (LinkType::LTALK, "LTALK", 114, &[]),
+    (LinkType::NETANALYZER, "NETANALYZER", 240, &[]),
+    (
+        LinkType::NETANALYZER_TRANSPARENT,
+        "NETANALYZER_TRANSPARENT",
+        241,
+        &[],
+    ),
+    (LinkType::JUNIPER_MFR, "JUNIPER_MFR", 134, &[]),
 ];
 
 impl LinkType {
@@ -148,6 +212,35 @@ pub enum ProtoField {
     OnlyIpv6,
     /// 802.11: an LLC/SNAP header after a variable-length MAC header.
     Ieee80211,
+    /// An 802.2 LLC header (FDDI, token ring, IP over Fibre Channel, ATM
+    /// RFC 1483): SAPs, and Ethernet types where a SNAP header would hold
+    /// them. The protocol field is that SNAP type, 6 bytes into the LLC header.
+    Llc,
+    /// SunATM: a 4-byte ATM pseudo-header, then LLC-multiplexed traffic.
+    SunAtm,
+    /// Ethernet over ATM LAN emulation (SunATM after `lane`): LE control
+    /// frames (0xff00) carry no Ethernet frame.
+    LaneEther,
+    /// BSD/OS PPP: PPP protocol numbers, with IPv4 also as VJ-compressed (0x2d, 0x2f).
+    PppBsdos,
+    /// SLIP: the IP version nibble, read (as libpcap does) from the first byte of the link header.
+    SlipIp,
+    /// pflog and Solaris ipnet: an address family byte at offset 1.
+    FamilyByte,
+    /// OpenBSD enc: an address family word in the capturing host's byte order.
+    EncFamily,
+    /// Frame Relay: a Q.933 NLPID after the 2-byte address.
+    Frelay,
+    /// Ethernet types without 802.3 lengths or LLC.
+    PlainEtherType,
+    /// LocalTalk: only AppleTalk.
+    OnlyAtalk,
+    /// ARCnet: a one-byte ARCnet protocol id.
+    Arcnet,
+    /// Juniper MFR: one magic-cookie test stands for every protocol.
+    JuniperCookie,
+    /// No link-layer protocol tests at all (MTP2, BACnet MS/TP).
+    NoLinkType,
 }
 
 /// Fixed layout of a link type: where its protocol field and payload are,
@@ -204,6 +297,32 @@ impl Layout {
             LinkType::IPV6 => (OnlyIpv6, None, 0, None),
             LinkType::LINUX_SLL => (Sll, Some(14), 16, None),
             LinkType::LINUX_SLL2 => (Sll, Some(0), 20, None),
+            LinkType::FDDI => (Llc, Some(13 + 6), 13 + 8, Some((7, 1))),
+            LinkType::IEEE802 => (Llc, Some(14 + 6), 14 + 8, Some((8, 2))),
+            LinkType::IP_OVER_FC => (Llc, Some(16 + 6), 16 + 8, Some((10, 2))),
+            LinkType::ATM_RFC1483 | LinkType::ATM_CLIP => (Llc, Some(6), 8, None),
+            LinkType::SUNATM => (SunAtm, Some(4 + 6), 4 + 8, None),
+            LinkType::MTP2 | LinkType::BACNET_MS_TP => (NoLinkType, None, 0, None),
+            // The pflog header's length is in its first byte: see gen/pflog.rs.
+            LinkType::PFLOG => (FamilyByte, Some(1), 0, None),
+            LinkType::IPNET => (FamilyByte, Some(1), 24, None),
+            LinkType::DSA_TAG_BRCM | LinkType::DSA_TAG_DSA => {
+                (EtherType, Some(16), 18, Some((6, 0)))
+            }
+            LinkType::NETANALYZER => (EtherType, Some(16), 18, Some((10, 4))),
+            LinkType::NETANALYZER_TRANSPARENT => (EtherType, Some(24), 26, Some((18, 12))),
+            LinkType::ARCNET => (Arcnet, Some(2), 6, None),
+            LinkType::ARCNET_LINUX => (Arcnet, Some(4), 8, None),
+            LinkType::PPP_BSDOS => (PppBsdos, Some(5), 24, None),
+            LinkType::PPP_PPPD | LinkType::PPP_SERIAL => (Ppp, Some(2), 4, None),
+            LinkType::SLIP => (SlipIp, None, 16, None),
+            LinkType::SLIP_BSDOS => (SlipIp, None, 24, None),
+            LinkType::FRELAY => (Frelay, Some(2), 0, None),
+            LinkType::ENC => (EncFamily, Some(0), 12, None),
+            LinkType::SYMANTEC_FIREWALL => (PlainEtherType, Some(6), 44, None),
+            LinkType::APPLE_IP_OVER_IEEE1394 => (PlainEtherType, Some(16), 18, None),
+            LinkType::LTALK => (OnlyAtalk, None, 0, None),
+            LinkType::JUNIPER_MFR => (JuniperCookie, None, 4, None),
             LinkType::IEEE802_11 | LinkType::IEEE802_11_RADIO => (Ieee80211, None, 0, None),
         };
         let (field, proto_at, payload) = match lt {

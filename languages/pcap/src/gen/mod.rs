@@ -13,7 +13,11 @@
 //! ```
 
 mod arith;
+mod atm;
+mod links;
+mod mtp;
 mod net;
+mod pflog;
 mod proto;
 mod tunnel;
 
@@ -79,7 +83,14 @@ pub fn generate(e: &Expr, dlt: LinkType, snaplen: u32) -> Result<Filter, Compile
     let mut g = Gen {
         off: Offsets::new(dlt),
     };
+    g.link_setup();
     let pred = g.expr(e)?;
+    if links::take_refused() {
+        return err(
+            e.span(),
+            format!("{dlt} link-layer type filtering not implemented"),
+        );
+    }
     Ok(Filter::new(pred, snaplen))
 }
 

@@ -134,7 +134,10 @@ impl Gen {
                     ),
                 )
             }
-            Value::Arcnet(_) => err(span, "ARCnet addresses are only supported on ARCnet links"),
+            Value::Arcnet(a) => match q.proto {
+                None | Some(Proto::Link) if !is_net => self.arcnet_host(*a, q.dir, span),
+                _ => err(span, "ARCnet addresses are only supported as link hosts"),
+            },
         }
     }
 
@@ -448,7 +451,7 @@ impl Gen {
                 };
                 Ok(Pred::and(vec![
                     self.linktype(et::SAP_ISONS),
-                    Pred::eq(ld(&self.off.net, self.osi_nlpid_at(), Size::Byte), n),
+                    Pred::eq(self.osi_load(0), n),
                 ]))
             }
             Some(Proto::Isis) => {

@@ -27,6 +27,7 @@ pub(crate) mod ethertype {
     /// Largest 802.3 length: type fields above it are Ethernet types.
     pub const ETHERMTU: u32 = 1500;
     pub const SAP_ISONS: u32 = 0xfe;
+    pub const SAP_IP: u32 = 0x06;
     pub const SAP_NETBEUI: u32 = 0xf0;
     pub const SAP_IPX: u32 = 0xe0;
     pub const SAP_8021D: u32 = 0x42;
@@ -58,7 +59,7 @@ pub(crate) fn ld(at: &Val, off: u32, size: Size) -> Val {
     Val::load(at.clone(), off, size)
 }
 
-fn ppp_proto(ethertype: u32) -> u32 {
+pub(crate) fn ppp_proto(ethertype: u32) -> u32 {
     match ethertype {
         et::IP => 0x0021,
         et::IPV6 => 0x0057,
@@ -137,10 +138,11 @@ impl Gen {
                 }
             }
             ProtoField::Ieee80211 => Pred::False,
+            _ => self.link_linktype(proto),
         }
     }
 
-    fn ether_linktype(&self, proto: u32) -> Pred {
+    pub(crate) fn ether_linktype(&self, proto: u32) -> Pred {
         let at = self
             .off
             .proto_at
@@ -150,7 +152,7 @@ impl Gen {
         let pl = self.off.net.clone();
         let is_llc = || Pred::not(Pred::cmp(CmpOp::Gt, ty.clone(), Val::Const(et::ETHERMTU)));
         match proto {
-            et::SAP_ISONS | et::SAP_NETBEUI => Pred::and(vec![
+            et::SAP_IP | et::SAP_ISONS | et::SAP_NETBEUI => Pred::and(vec![
                 is_llc(),
                 Pred::eq(ld(&pl, 0, Size::Half), proto << 8 | proto),
             ]),
@@ -287,10 +289,18 @@ impl Gen {
         }
     }
 
+    /// A load `k` bytes after the OSI network-layer protocol id.
+    pub(crate) fn osi_load(&self, k: u32) -> Val {
+        match self.link_osi_at() {
+            Some(at) => ld(&at, k, Size::Byte),
+            None => ld(&self.off.net, self.osi_nlpid_at() + k, Size::Byte),
+        }
+    }
+
     fn iso_proto(&self, nlpid: u32) -> Pred {
         Pred::and(vec![
             self.linktype(et::SAP_ISONS),
-            Pred::eq(ld(&self.off.net, self.osi_nlpid_at(), Size::Byte), nlpid),
+            Pred::eq(self.osi_load(0), nlpid),
         ])
     }
 
@@ -301,7 +311,7 @@ impl Gen {
                 .map(|&t| {
                     Pred::and(vec![
                         self.iso_proto(ISO10589_ISIS),
-                        Pred::eq(ld(&self.off.net, self.osi_nlpid_at() + 4, Size::Byte), t),
+                        Pred::eq(self.osi_load(4), t),
                     ])
                 })
                 .collect(),
@@ -379,20 +389,23 @@ impl Gen {
             Other::Pppoes(sess) => self.pppoes(*sess, span),
             Other::Llc(sub) => self.llc(*sub, span),
             Other::Geneve(vni) => self.geneve(*vni, span),
+            Other::Atm(a) => self.atm(*a, span),
+            Other::AtmField(f, list) => self.atm_field(*f, list, span),
+            Other::Mtp2(t) => self.mtp2(*t, span),
+            Other::Mtp3Field(f, list) => self.mtp3_field(*f, list, span),
+            Other::PfIfname(_)
+            | Other::PfRuleset(_)
+            | Other::PfRulenum(_)
+            | Other::PfSubrulenum(_)
+            | Other::PfReason(_)
+            | Other::PfAction(_) => self.pflog_field(o, span),
             Other::Vxlan(vni) => self.vxlan(*vni, span),
             Other::Inbound | Other::Outbound => {
                 let out = matches!(o, Other::Outbound);
                 let dir = match self.off.dlt {
                     LinkType::LINUX_SLL => ld(&Val::Const(0), 0, Size::Half),
                     LinkType::LINUX_SLL2 => ld(&Val::Const(0), 10, Size::Byte),
-                    dlt => {
-                        return err(
-                            span,
-                            format!(
-                                "not a live capture, 'inbound'/'outbound' not supported on {dlt}"
-                            ),
-                        )
-                    }
+                    _ => return self.link_direction(out, span),
                 };
                 const PACKET_OUTGOING: u32 = 4;
                 let p = Pred::eq(dir, PACKET_OUTGOING);
@@ -415,6 +428,9 @@ impl Gen {
 
     fn broadcast(&self, p: Option<Proto>, span: Span) -> GResult<Pred> {
         match p {
+            None | Some(Proto::Link) if self.link_cast(false, span).is_some() => {
+                self.link_cast(false, span).expect("checked")
+            }
             None | Some(Proto::Link) => match &self.off.macs {
                 Some((_, dst)) => Ok(self.mac_eq(dst, [0xff; 6])),
                 None => err(span, format!("not a broadcast link ({})", self.off.dlt)),
@@ -429,6 +445,9 @@ impl Gen {
 
     fn multicast(&self, p: Option<Proto>, span: Span) -> GResult<Pred> {
         match p {
+            None | Some(Proto::Link) if self.link_cast(true, span).is_some() => {
+                self.link_cast(true, span).expect("checked")
+            }
             None | Some(Proto::Link) => match &self.off.macs {
                 Some((_, dst)) => Ok(Pred::cmp(CmpOp::Set, ld(dst, 0, Size::Byte), Val::Const(1))),
                 None => err(span, format!("not a multicast link ({})", self.off.dlt)),
@@ -501,7 +520,12 @@ impl Gen {
                     let at = self.off.proto_at.clone().expect("type field");
                     Pred::eq(ld(&at, 0, Size::Half), et::MPLS)
                 }
-                ProtoField::Ppp if self.off.dlt != LinkType::PPP_ETHER => {
+                ProtoField::Ppp
+                    if !matches!(
+                        self.off.dlt,
+                        LinkType::PPP_ETHER | LinkType::PPP_PPPD | LinkType::PPP_SERIAL
+                    ) =>
+                {
                     let at = self.off.proto_at.clone().expect("PPP protocol field");
                     Pred::eq(ld(&at, 0, Size::Half), 0x0281)
                 }
@@ -544,6 +568,10 @@ impl Gen {
     }
 
     fn llc(&self, sub: Option<Llc>, span: Span) -> GResult<Pred> {
+        if let Some(r) = self.link_llc(span) {
+            let (base, llc) = r?;
+            return Ok(Pred::and(vec![base, llc_control(&llc, sub)]));
+        }
         let base = match self.off.field {
             ProtoField::EtherType => {
                 let at = self.off.proto_at.clone().expect("type field");
@@ -565,6 +593,19 @@ impl Gen {
             Some(Llc::USub(v)) => Pred::masked_eq(ctl, 0xef, v),
         };
         Ok(Pred::and(vec![base, test]))
+    }
+}
+
+/// The test of an LLC control byte (2 bytes into the LLC header at `llc`).
+fn llc_control(llc: &Val, sub: Option<Llc>) -> Pred {
+    let ctl = ld(llc, 2, Size::Byte);
+    match sub {
+        None => Pred::True,
+        Some(Llc::I) => Pred::not(Pred::cmp(CmpOp::Set, ctl, Val::Const(1))),
+        Some(Llc::S) => Pred::masked_eq(ctl, 3, 1),
+        Some(Llc::U) => Pred::masked_eq(ctl, 3, 3),
+        Some(Llc::SSub(v)) => Pred::masked_eq(ctl, 0x0f, v),
+        Some(Llc::USub(v)) => Pred::masked_eq(ctl, 0xef, v),
     }
 }
 

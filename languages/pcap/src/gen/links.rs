@@ -1,0 +1,301 @@
+//! Link types beyond Ethernet and the IP-only links: 802.2 LLC links (FDDI,
+//! token ring, IP over Fibre Channel, ATM RFC 1483), SunATM, ARCnet, BSD/OS
+//! PPP, SLIP, pflog, ipnet, Frame Relay, enc, LocalTalk, Juniper MFR, and
+//! the links that have no protocol field at all (MTP2, BACnet MS/TP).
+//!
+//! Each function here answers one question the generator asks of the link
+//! ("does it carry protocol P", "where is the OSI protocol id", "which way
+//! did the packet go") for the links whose answer is not Ethernet's.
+
+use super::proto::{ethertype as et, ld, ppp_proto};
+use super::{err, GResult, Gen};
+use crate::ast::{Dir, Span};
+use crate::link::{LinkType, ProtoField};
+use sluice_ir::{CmpOp, Pred, Size, Val};
+
+/// ARCnet protocol ids (RFC 1201 numbering).
+mod arctype {
+    pub const IP: u32 = 0xd4;
+    pub const ARP: u32 = 0xd5;
+    pub const REVARP: u32 = 0xd6;
+    pub const ATALK: u32 = 0xdd;
+    pub const INET6: u32 = 0xc4;
+}
+
+thread_local! {
+    /// Set when a primitive needed a link-layer protocol test on a link
+    /// that has none (MTP2, BACnet MS/TP): the expression is then refused.
+    static REFUSED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the compilation that just ended needed a protocol test the link
+/// cannot make; clears the flag.
+pub(crate) fn take_refused() -> bool {
+    REFUSED.with(|r| r.replace(false))
+}
+
+/// SunATM: the traffic type in the low nibble of the first byte.
+const SUNATM_LANE: u32 = 1;
+const SUNATM_LLC: u32 = 2;
+
+impl Gen {
+    /// Set up offsets that the fixed layout table cannot express.
+    pub(crate) fn link_setup(&mut self) {
+        take_refused();
+        if self.off.dlt == LinkType::PFLOG {
+            self.off.net = self.pflog_payload();
+        }
+    }
+
+    /// Start of the 802.2 LLC header on an LLC link: the SNAP type field is
+    /// 6 bytes into it.
+    fn llc_start(&self) -> Val {
+        match self
+            .off
+            .proto_at
+            .clone()
+            .expect("LLC links have a type field")
+        {
+            Val::Const(c) => Val::Const(c - 6),
+            v => Val::bin(sluice_ir::BinOp::Sub, v, Val::Const(6)),
+        }
+    }
+
+    /// libpcap's test of an 802.2 LLC header for `proto`: SAPs compared in
+    /// the DSAP (both SAPs for IP, ISO and NetBEUI), AppleTalk by its SNAP
+    /// header, other Ethernet types where a SNAP header would carry them.
+    fn llc_linktype(&self, proto: u32) -> Pred {
+        let llc = self.llc_start();
+        match proto {
+            et::SAP_IP | et::SAP_ISONS | et::SAP_NETBEUI => {
+                Pred::eq(ld(&llc, 0, Size::Half), proto << 8 | proto)
+            }
+            et::SAP_IPX => Pred::eq(ld(&llc, 0, Size::Byte), et::SAP_IPX),
+            et::ATALK => Pred::and(vec![
+                Pred::eq(ld(&llc, 4, Size::Word), 0x0007_809b),
+                Pred::eq(ld(&llc, 0, Size::Word), 0xaaaa_0308),
+            ]),
+            p if p <= et::ETHERMTU => Pred::eq(ld(&llc, 0, Size::Byte), p),
+            p => Pred::eq(ld(&llc, 6, Size::Half), p),
+        }
+    }
+
+    fn sunatm_kind(&self, kind: u32) -> Pred {
+        Pred::masked_eq(ld(&Val::Const(0), 0, Size::Byte), 0xf, kind)
+    }
+
+    /// Not a LAN-emulation control frame (their first two bytes are 0xff00).
+    fn not_le_control(&self) -> Pred {
+        Pred::not(Pred::eq(ld(&Val::Const(4), 0, Size::Half), 0xff00))
+    }
+
+    /// "The link carries `proto`" for the link types of this module.
+    pub(crate) fn link_linktype(&self, proto: u32) -> Pred {
+        let o = &self.off;
+        let at = || o.proto_at.clone().expect("protocol field");
+        match o.field {
+            ProtoField::Llc => self.llc_linktype(proto),
+            ProtoField::SunAtm => {
+                Pred::and(vec![self.sunatm_kind(SUNATM_LLC), self.llc_linktype(proto)])
+            }
+            ProtoField::LaneEther => {
+                Pred::and(vec![self.not_le_control(), self.ether_linktype(proto)])
+            }
+            ProtoField::PppBsdos => {
+                let f = ld(&at(), 0, Size::Half);
+                if proto == et::IP {
+                    Pred::or(vec![
+                        Pred::eq(f.clone(), 0x21),
+                        Pred::eq(f.clone(), 0x2d),
+                        Pred::eq(f, 0x2f),
+                    ])
+                } else {
+                    Pred::eq(f, ppp_proto(proto))
+                }
+            }
+            ProtoField::SlipIp => match proto {
+                et::IP => Pred::masked_eq(ld(&o.link, 0, Size::Byte), 0xf0, 0x40),
+                et::IPV6 => Pred::masked_eq(ld(&o.link, 0, Size::Byte), 0xf0, 0x60),
+                _ => Pred::False,
+            },
+            ProtoField::FamilyByte => {
+                let f = ld(&at(), 0, Size::Byte);
+                let families: &[u32] = match (o.dlt, proto) {
+                    (LinkType::IPNET, et::IP) => &[2],
+                    (LinkType::IPNET, et::IPV6) => &[26],
+                    (_, et::IP) => &[2],
+                    // A capture file may come from any BSD: every AF_INET6.
+                    (_, et::IPV6) => &[30, 24, 28],
+                    _ => return Pred::False,
+                };
+                Pred::or(families.iter().map(|&v| Pred::eq(f.clone(), v)).collect())
+            }
+            ProtoField::EncFamily => {
+                let af: u32 = match proto {
+                    et::IP => 2,
+                    et::IPV6 => 10,
+                    _ => return Pred::False,
+                };
+                Pred::eq(ld(&at(), 0, Size::Word), af.swap_bytes())
+            }
+            ProtoField::Frelay => {
+                let f = ld(&at(), 0, Size::Half);
+                match proto {
+                    et::IP => Pred::eq(f, 0x03cc),
+                    et::IPV6 => Pred::eq(f, 0x038e),
+                    et::SAP_ISONS => Pred::or(vec![
+                        Pred::eq(f.clone(), 0x0381),
+                        Pred::eq(f.clone(), 0x0382),
+                        Pred::eq(f, 0x0383),
+                    ]),
+                    _ => Pred::False,
+                }
+            }
+            ProtoField::PlainEtherType => Pred::eq(ld(&at(), 0, Size::Half), proto),
+            ProtoField::OnlyAtalk => {
+                if proto == et::ATALK {
+                    Pred::True
+                } else {
+                    Pred::False
+                }
+            }
+            ProtoField::Arcnet => {
+                let t = match proto {
+                    et::IP => arctype::IP,
+                    et::ARP => arctype::ARP,
+                    et::RARP => arctype::REVARP,
+                    et::ATALK => arctype::ATALK,
+                    et::IPV6 => arctype::INET6,
+                    _ => return Pred::False,
+                };
+                Pred::eq(ld(&at(), 0, Size::Byte), t)
+            }
+            ProtoField::JuniperCookie => {
+                Pred::masked_eq(ld(&Val::Const(0), 0, Size::Word), 0xffff_ff00, 0x4d47_4300)
+            }
+            _ => {
+                REFUSED.with(|r| r.set(true));
+                Pred::False
+            }
+        }
+    }
+
+    /// Where the OSI network-layer protocol id is, for the links of this
+    /// module (`None`: ask the general rule).
+    pub(crate) fn link_osi_at(&self) -> Option<Val> {
+        match self.off.field {
+            ProtoField::Llc | ProtoField::SunAtm => Some(Val::plus(self.llc_start(), 3)),
+            ProtoField::Frelay => Some(Val::Const(3)),
+            ProtoField::PppBsdos | ProtoField::PlainEtherType => Some(self.off.net.clone()),
+            _ => None,
+        }
+    }
+
+    /// `inbound` / `outbound` on links whose header records the direction.
+    pub(crate) fn link_direction(&self, outbound: bool, span: Span) -> GResult<Pred> {
+        let b = |off: u32| ld(&Val::Const(0), off, Size::Byte);
+        let pick = |inb: Pred, outb: Pred| if outbound { outb } else { inb };
+        Ok(match self.off.dlt {
+            LinkType::SLIP | LinkType::PPP_PPPD => pick(Pred::eq(b(0), 0), Pred::eq(b(0), 1)),
+            LinkType::IPNET => {
+                let h = ld(&Val::Const(0), 2, Size::Half);
+                pick(Pred::eq(h.clone(), 2), Pred::eq(h, 1))
+            }
+            LinkType::PFLOG => pick(Pred::eq(b(60), 1), Pred::eq(b(60), 2)),
+            LinkType::JUNIPER_MFR => {
+                let set = Pred::cmp(CmpOp::Set, b(3), Val::Const(1));
+                pick(set.clone(), Pred::not(set))
+            }
+            LinkType::DSA_TAG_BRCM => pick(
+                Pred::not(Pred::cmp(CmpOp::Set, b(12), Val::Const(0xe0))),
+                Pred::masked_eq(b(12), 0xe0, 0x20),
+            ),
+            LinkType::DSA_TAG_DSA => pick(
+                Pred::not(Pred::cmp(CmpOp::Set, b(12), Val::Const(0x40))),
+                Pred::masked_eq(b(12), 0xc0, 0x40),
+            ),
+            dlt => {
+                return err(
+                    span,
+                    format!("not a live capture, 'inbound'/'outbound' not supported on {dlt}"),
+                )
+            }
+        })
+    }
+
+    /// Link broadcast/multicast on links whose addresses are not 6-byte
+    /// MACs at fixed places (`None`: the general rule).
+    pub(crate) fn link_cast(&self, multicast: bool, span: Span) -> Option<GResult<Pred>> {
+        let b = |off: u32| ld(&Val::Const(0), off, Size::Byte);
+        Some(match self.off.field {
+            ProtoField::Arcnet => Ok(Pred::eq(b(1), 0)),
+            _ if self.off.dlt == LinkType::BACNET_MS_TP => {
+                if multicast {
+                    err(span, "not a multicast link (BACNET_MS_TP)")
+                } else {
+                    Ok(Pred::eq(b(3), 0xff))
+                }
+            }
+            ProtoField::LaneEther => {
+                let (_, dst) = self.off.macs.clone().expect("LANE has MACs");
+                let test = if multicast {
+                    Pred::cmp(CmpOp::Set, ld(&dst, 0, Size::Byte), Val::Const(1))
+                } else {
+                    self.mac_eq(&dst, [0xff; 6])
+                };
+                Ok(Pred::and(vec![self.not_le_control(), test]))
+            }
+            _ => return None,
+        })
+    }
+
+    /// `link host $xx`: an ARCnet (or BACnet MS/TP) station address.
+    pub(crate) fn arcnet_host(&self, addr: u8, dir: Option<Dir>, span: Span) -> GResult<Pred> {
+        let (src, dst) = match self.off.dlt {
+            LinkType::ARCNET | LinkType::ARCNET_LINUX => (0, 1),
+            LinkType::BACNET_MS_TP => (4, 3),
+            _ => return err(span, "ARCnet addresses are only supported on ARCnet links"),
+        };
+        let t = |off: u32| Pred::eq(ld(&Val::Const(0), off, Size::Byte), addr as u32);
+        Ok(match dir {
+            Some(Dir::Src) => t(src),
+            Some(Dir::Dst) => t(dst),
+            Some(Dir::SrcAndDst) => Pred::and(vec![t(src), t(dst)]),
+            None | Some(Dir::SrcOrDst) => Pred::or(vec![t(src), t(dst)]),
+            Some(_) => return err(span, "this direction is only supported on 802.11"),
+        })
+    }
+
+    /// `llc` on links of this module (`None`: the general rule).
+    pub(crate) fn link_llc(&self, span: Span) -> Option<GResult<(Pred, Val)>> {
+        Some(Ok(match self.off.dlt {
+            LinkType::FDDI | LinkType::IEEE802 | LinkType::ATM_RFC1483 => {
+                (Pred::True, self.llc_start())
+            }
+            LinkType::SUNATM if self.off.field == ProtoField::SunAtm => {
+                (self.sunatm_kind(SUNATM_LLC), self.llc_start())
+            }
+            LinkType::ATM_CLIP
+            | LinkType::IP_OVER_FC
+            | LinkType::NETANALYZER
+            | LinkType::NETANALYZER_TRANSPARENT => {
+                return Some(err(
+                    span,
+                    format!("'llc' not supported on {}", self.off.dlt),
+                ))
+            }
+            _ => return None,
+        }))
+    }
+
+    /// `lane`: SunATM LAN emulation; later primitives see the Ethernet frame
+    /// after the 2-byte LE header.
+    pub(crate) fn lane(&mut self) -> Pred {
+        let p = self.sunatm_kind(SUNATM_LANE);
+        self.off.field = ProtoField::LaneEther;
+        self.off.macs = Some((Val::Const(4 + 2 + 6), Val::Const(4 + 2)));
+        self.off.proto_at = Some(Val::Const(4 + 2 + 12));
+        self.off.net = Val::Const(4 + 2 + 14);
+        p
+    }
+}
