@@ -31,6 +31,9 @@ pub enum LinkType {
     IPV6,
     IEEE802_11,
     IEEE802_11_RADIO,
+    IEEE802_11_RADIO_AVS,
+    PRISM_HEADER,
+    PPI,
     PPP_ETHER,
     C_HDLC,
     FDDI,
@@ -113,6 +116,16 @@ const TABLE: &[(LinkType, &str, u32, &[u32])] = &[
         &[],
     ),
     (LinkType::JUNIPER_MFR, "JUNIPER_MFR", 134, &[]),
+    (LinkType::IEEE802_11, "IEEE802_11", 105, &[]),
+    (LinkType::IEEE802_11_RADIO, "IEEE802_11_RADIO", 127, &[]),
+    (
+        LinkType::IEEE802_11_RADIO_AVS,
+        "IEEE802_11_RADIO_AVS",
+        163,
+        &[],
+    ),
+    (LinkType::PRISM_HEADER, "PRISM_HEADER", 119, &[]),
+    (LinkType::PPI, "PPI", 192, &[]),
 ];
 
 impl LinkType {
@@ -323,7 +336,12 @@ impl Layout {
             LinkType::APPLE_IP_OVER_IEEE1394 => (PlainEtherType, Some(16), 18, None),
             LinkType::LTALK => (OnlyAtalk, None, 0, None),
             LinkType::JUNIPER_MFR => (JuniperCookie, None, 4, None),
-            LinkType::IEEE802_11 | LinkType::IEEE802_11_RADIO => (Ieee80211, None, 0, None),
+            // The 802.11 offsets vary per packet: see gen/wlan.rs.
+            LinkType::IEEE802_11
+            | LinkType::IEEE802_11_RADIO
+            | LinkType::IEEE802_11_RADIO_AVS
+            | LinkType::PRISM_HEADER
+            | LinkType::PPI => (Ieee80211, None, 0, None),
         };
         let (field, proto_at, payload) = match lt {
             LinkType::PPP_ETHER => (field, Some(6), 8),

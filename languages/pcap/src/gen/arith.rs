@@ -103,7 +103,9 @@ impl Gen {
         let net = self.off.net.clone();
         let at = |base: &Val| Gen::at(idx.clone(), base, 0, size);
         Ok(match proto {
+            Link if self.off.field == crate::link::ProtoField::Ieee80211 => at(&self.wlan_header()),
             Link => at(&self.off.link.clone()),
+            Radio => self.radio_load(idx, size, span)?,
             Ip | Arp | Rarp | Atalk | Decnet | Sca | Lat | Mopdl | Moprc | Ip6 => {
                 let ethertype = match proto {
                     Ip => et::IP,

@@ -20,6 +20,7 @@ mod net;
 mod pflog;
 mod proto;
 mod tunnel;
+mod wlan;
 
 use crate::ast::{Expr, Span};
 use crate::error::CompileError;
@@ -50,6 +51,9 @@ pub(crate) struct Offsets {
 impl Offsets {
     fn new(dlt: LinkType) -> Offsets {
         let l = Layout::of(dlt);
+        if l.field == ProtoField::Ieee80211 {
+            return wlan::offsets(dlt, wlan::Variant::default());
+        }
         Offsets {
             field: l.field,
             link: Val::Const(0),
@@ -66,6 +70,10 @@ impl Offsets {
 /// The state of one compilation.
 pub(crate) struct Gen {
     pub off: Offsets,
+    /// Which 802.11 offsets the filter used.
+    wlan_uses: wlan::Uses,
+    /// The 802.11 layout being generated for.
+    wlan_variant: wlan::Variant,
 }
 
 pub(crate) type GResult<T> = Result<T, CompileError>;
@@ -82,6 +90,8 @@ pub(crate) type GResult<T> = Result<T, CompileError>;
 pub fn generate(e: &Expr, dlt: LinkType, snaplen: u32) -> Result<Filter, CompileError> {
     let mut g = Gen {
         off: Offsets::new(dlt),
+        wlan_uses: wlan::Uses::default(),
+        wlan_variant: wlan::Variant::default(),
     };
     g.link_setup();
     let pred = g.expr(e)?;
@@ -91,6 +101,7 @@ pub fn generate(e: &Expr, dlt: LinkType, snaplen: u32) -> Result<Filter, Compile
             format!("{dlt} link-layer type filtering not implemented"),
         );
     }
+    let pred = g.wlan_finish(pred, e)?;
     Ok(Filter::new(pred, snaplen))
 }
 

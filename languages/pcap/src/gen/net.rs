@@ -148,6 +148,9 @@ impl Gen {
     }
 
     fn link_host(&self, mac: [u8; 6], dir: Option<Dir>, span: Span) -> GResult<Pred> {
+        if self.off.field == crate::link::ProtoField::Ieee80211 {
+            return Ok(self.wlan_host(mac, dir));
+        }
         check_dir(dir, span)?;
         let Some((src, dst)) = self.off.macs.clone() else {
             return err(

@@ -137,7 +137,7 @@ impl Gen {
                     Pred::False
                 }
             }
-            ProtoField::Ieee80211 => Pred::False,
+            ProtoField::Ieee80211 => self.wlan_linktype(proto),
             _ => self.link_linktype(proto),
         }
     }
@@ -388,6 +388,7 @@ impl Gen {
             Other::Pppoed => Ok(self.linktype(et::PPPOED)),
             Other::Pppoes(sess) => self.pppoes(*sess, span),
             Other::Llc(sub) => self.llc(*sub, span),
+            Other::Wlan(_, w) => self.wlan_frame(*w, span),
             Other::Geneve(vni) => self.geneve(*vni, span),
             Other::Atm(a) => self.atm(*a, span),
             Other::AtmField(f, list) => self.atm_field(*f, list, span),
@@ -415,19 +416,14 @@ impl Gen {
                 LinkType::LINUX_SLL2 => Ok(Pred::eq(ld(&Val::Const(0), 4, Size::Word), *n)),
                 dlt => err(span, format!("'ifindex' not supported on {dlt}")),
             },
-            other => err(
-                span,
-                format!(
-                    "{} is not supported on {} yet",
-                    describe(other),
-                    self.off.dlt
-                ),
-            ),
         }
     }
 
     fn broadcast(&self, p: Option<Proto>, span: Span) -> GResult<Pred> {
         match p {
+            None | Some(Proto::Link) if self.off.field == ProtoField::Ieee80211 => {
+                Ok(self.wlan_broadcast())
+            }
             None | Some(Proto::Link) if self.link_cast(false, span).is_some() => {
                 self.link_cast(false, span).expect("checked")
             }
@@ -445,6 +441,9 @@ impl Gen {
 
     fn multicast(&self, p: Option<Proto>, span: Span) -> GResult<Pred> {
         match p {
+            None | Some(Proto::Link) if self.off.field == ProtoField::Ieee80211 => {
+                Ok(self.wlan_multicast())
+            }
             None | Some(Proto::Link) if self.link_cast(true, span).is_some() => {
                 self.link_cast(true, span).expect("checked")
             }
@@ -482,7 +481,11 @@ impl Gen {
     }
 
     fn vlan(&mut self, id: Option<u32>, span: Span) -> GResult<Pred> {
-        self.require_ethernet_like("vlan", span)?;
+        // libpcap allows VLAN tags in 802.11 frames, but not behind PPI.
+        let wlan = self.off.field == ProtoField::Ieee80211 && self.off.dlt != LinkType::PPI;
+        if !wlan {
+            self.require_ethernet_like("vlan", span)?;
+        }
         if let Some(id) = id {
             if id > 4095 {
                 return err(span, format!("VLAN tag {id} greater than maximum 4095"));
@@ -493,7 +496,10 @@ impl Gen {
         let mut parts = vec![Pred::or(
             et::VLAN_TPIDS
                 .iter()
-                .map(|&t| Pred::eq(ty.clone(), t))
+                .map(|&t| match wlan {
+                    true => self.linktype(t),
+                    false => Pred::eq(ty.clone(), t),
+                })
                 .collect(),
         )];
         if let Some(id) = id {
@@ -581,6 +587,7 @@ impl Gen {
                     Pred::not(Pred::eq(ld(&self.off.net, 0, Size::Half), 0xffff)),
                 ])
             }
+            ProtoField::Ieee80211 => return Ok(self.wlan_llc(sub)),
             _ => return err(span, format!("'llc' not supported on {}", self.off.dlt)),
         };
         let ctl = ld(&self.off.net, 2, Size::Byte);
@@ -607,12 +614,6 @@ fn llc_control(llc: &Val, sub: Option<Llc>) -> Pred {
         Some(Llc::SSub(v)) => Pred::masked_eq(ctl, 0x0f, v),
         Some(Llc::USub(v)) => Pred::masked_eq(ctl, 0xef, v),
     }
-}
-
-fn describe(o: &Other) -> String {
-    let s = format!("{o:?}");
-    let name = s.split(['(', ' ', '{']).next().unwrap_or("this primitive");
-    format!("'{}'", name.to_ascii_lowercase())
 }
 
 /// Small helpers on values used by the generator.

@@ -93,7 +93,11 @@ impl Gen {
     }
 
     fn require_tunnel_link(&self, what: &str, span: Span) -> GResult<()> {
-        if self.off.field != ProtoField::EtherType || self.off.proto_at.is_none() {
+        let link_ok = matches!(
+            self.off.field,
+            ProtoField::EtherType | ProtoField::Ieee80211
+        );
+        if !link_ok || self.off.proto_at.is_none() {
             return err(
                 span,
                 format!("'{what}' is not supported on {} yet", self.off.dlt),
