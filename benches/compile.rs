@@ -1,11 +1,16 @@
 //! How compile cost grows with the size of an expression: `host a or host b
 //! or ...` with N terms (libpcap issue 1255), split into parsing, code
-//! generation and lowering to classic BPF (with its optimiser).
+//! generation, the IR's disjunction rewrite (sets), and lowering to classic
+//! BPF with its optimiser.
 //!
 //! `cargo bench --bench compile` prints a Markdown table; each figure is the
 //! best of 3 runs.
 
 use std::time::{Duration, Instant};
+
+// The same allocator as the `sluice` command.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn expression(n: u32) -> String {
     let terms: Vec<String> = (1..=n)
@@ -30,21 +35,40 @@ fn best<T>(mut f: impl FnMut() -> T) -> (Duration, T) {
 }
 
 fn main() {
-    println!("| terms | parse | generate IR | lower + optimise | total | BPF instructions |");
-    println!("| --- | --- | --- | --- | --- | --- |");
-    for n in [10u32, 100, 1_000, 10_000, 100_000] {
+    println!(
+        "| terms | parse | generate IR | sets | lower + optimise | total | BPF instructions |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    // SLUICE_BENCH_SIZES="1000 50000" picks other sizes.
+    let sizes: Vec<u32> = std::env::var("SLUICE_BENCH_SIZES")
+        .ok()
+        .map(|s| {
+            s.split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect()
+        })
+        .unwrap_or_else(|| vec![10, 100, 1_000, 10_000, 100_000]);
+    for n in sizes {
         let text = expression(n);
         let (tp, ast) = best(|| sluice::pcap::parser::parse(&text).unwrap());
         let (tg, ir) =
             best(|| sluice::pcap::gen::generate(&ast, sluice::LinkType::EN10MB, 262144).unwrap());
+        // The rewrite consumes its input: time it on fresh copies.
+        let mut copies: Vec<_> = (0..3).map(|_| ir.clone()).collect();
+        let (ts, ir) = best(|| {
+            let mut f = copies.pop().expect("a copy per run");
+            f.pred = sluice::ir::simplify::fast_disjunctions(f.pred);
+            f
+        });
         let (tl, prog) = best(|| sluice::cbpf::lower(&ir).unwrap());
         let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);
         println!(
-            "| {n} | {} | {} | {} | {} | {} |",
+            "| {n} | {} | {} | {} | {} | {} | {} |",
             ms(tp),
             ms(tg),
+            ms(ts),
             ms(tl),
-            ms(tp + tg + tl),
+            ms(tp + tg + ts + tl),
             prog.len()
         );
     }

@@ -91,7 +91,10 @@ impl Program {
         snaplen: u32,
         optimize: bool,
     ) -> Result<Program, Error> {
-        let ir = sluice_pcap::compile(text, linktype, snaplen).map_err(Error::Expression)?;
+        let mut ir = sluice_pcap::compile(text, linktype, snaplen).map_err(Error::Expression)?;
+        if optimize {
+            ir.pred = sluice_ir::simplify::fast_disjunctions(ir.pred);
+        }
         let opts = sluice_cbpf::Options { optimize };
         let bpf = match sluice_cbpf::lower_with(&ir, opts) {
             Ok(b) => b,

@@ -97,6 +97,10 @@ pub fn eval_pred(p: &Pred, pkt: &[u8], wirelen: u32) -> Result<bool, Abort> {
             }
             Ok(false)
         }
+        Pred::In { val, keys } => {
+            let v = eval_val(val, pkt, wirelen)?;
+            Ok(keys.binary_search(&v).is_ok())
+        }
         Pred::ProtoChain { v6, start, proto } => {
             let start = eval_val(start, pkt, wirelen)?;
             protochain(pkt, start, *v6, *proto)

@@ -338,6 +338,15 @@ pub enum Pred {
     And(Vec<Pred>),
     /// Any of them, left to right, stopping at the first true.
     Or(Vec<Pred>),
+    /// `val` is one of `keys` (sorted, without duplicates): DPF's "fast
+    /// disjunction", what an `or` of many equality tests on one field
+    /// becomes. Evaluates `val` once.
+    In {
+        /// The value looked up.
+        val: Val,
+        /// The constants, sorted ascending, no duplicates.
+        keys: std::sync::Arc<[u32]>,
+    },
     /// libpcap's `protochain`: follow the chain of IPv4 or IPv6 headers
     /// (IPv6 extension headers and AH) that starts at `start` with the
     /// next-protocol number at `proto_at`, and test whether it reaches
@@ -434,6 +443,16 @@ impl Pred {
     }
 
     fn junction(ps: Vec<Pred>, is_and: bool) -> Pred {
+        // Already flat and free of constants: keep the vector as it is.
+        let plain = |p: &Pred| match p {
+            Pred::True | Pred::False => false,
+            Pred::And(_) => !is_and,
+            Pred::Or(_) => is_and,
+            _ => true,
+        };
+        if ps.len() >= 2 && ps.iter().all(plain) {
+            return if is_and { Pred::And(ps) } else { Pred::Or(ps) };
+        }
         // `unit` is the neutral element, `zero` the absorbing one.
         let (unit, zero) = if is_and {
             (Pred::True, Pred::False)
@@ -488,6 +507,28 @@ impl Pred {
             Pred::Not(p) => p.can_abort(),
             Pred::And(ps) | Pred::Or(ps) => ps.iter().any(Pred::can_abort),
             Pred::ProtoChain { .. } => true,
+            Pred::In { val, .. } => val.can_abort(),
+        }
+    }
+
+    /// `val ∈ keys`; the keys are sorted and deduplicated here. One key is a
+    /// plain comparison, none is false (the value is still evaluated).
+    ///
+    /// ```
+    /// use sluice_ir::{Pred, Val};
+    /// let p = Pred::is_in(Val::Len, vec![60, 40, 60]);
+    /// assert!(matches!(&p, Pred::In { keys, .. } if keys.len() == 2));
+    /// assert_eq!(sluice_ir::eval_pred(&p, &[], 40), Ok(true));
+    /// ```
+    pub fn is_in(val: Val, mut keys: Vec<u32>) -> Pred {
+        keys.sort_unstable();
+        keys.dedup();
+        match keys.len() {
+            1 => Pred::eq(val, keys[0]),
+            _ => Pred::In {
+                val,
+                keys: keys.into(),
+            },
         }
     }
 }

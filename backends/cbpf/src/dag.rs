@@ -112,6 +112,10 @@ impl Dag {
                 }
                 cur
             }
+            Pred::In { val, keys } => {
+                let lhs = self.intern(val);
+                self.lower_set(lhs, keys, t, f)
+            }
             Pred::ProtoChain { v6, start, proto } => {
                 let start = self.intern(start);
                 let test = Test::ProtoChain {
@@ -122,6 +126,42 @@ impl Dag {
                 self.push(Node::Test { test, jt: t, jf: f })
             }
         }
+    }
+
+    /// Membership of a value in sorted keys as a balanced search tree:
+    /// `jge` splits a range in two, small ranges end in `jeq` chains, so a
+    /// packet takes O(log n) tests. Recursion depth is O(log n).
+    fn lower_set(&mut self, lhs: ValId, keys: &[u32], t: NodeId, f: NodeId) -> NodeId {
+        const CHAIN: usize = 4;
+        if keys.len() <= CHAIN {
+            let mut cur = f;
+            for &k in keys.iter().rev() {
+                let test = Test::Cmp {
+                    lhs,
+                    op: CmpOp::Eq,
+                    rhs: Rhs::K(k),
+                };
+                cur = self.push(Node::Test {
+                    test,
+                    jt: t,
+                    jf: cur,
+                });
+            }
+            return cur;
+        }
+        let mid = keys.len() / 2;
+        let high = self.lower_set(lhs, &keys[mid..], t, f);
+        let low = self.lower_set(lhs, &keys[..mid], t, f);
+        let test = Test::Cmp {
+            lhs,
+            op: CmpOp::Ge,
+            rhs: Rhs::K(keys[mid]),
+        };
+        self.push(Node::Test {
+            test,
+            jt: high,
+            jf: low,
+        })
     }
 
     /// True if evaluating the test can abort the filter.
