@@ -644,3 +644,48 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn sets_lower_to_search_trees_that_agree_with_the_ir() {
+    // Sets of every size around the chain/tree boundary, values inside,
+    // between and outside the keys, on every packet length.
+    for n in [2usize, 3, 4, 5, 8, 9, 31, 100] {
+        let keys: Vec<u32> = (0..n as u32).map(|i| i * 7 + 3).collect();
+        let word = ld(10, Size::Word);
+        let set = Pred::is_in(word.clone(), keys.clone());
+        let filters = [
+            Filter::new(set.clone(), 1),
+            Filter::new(Pred::not(set.clone()), 1),
+            Filter::new(Pred::or(vec![eq(ld(0, Size::Byte), 9), set.clone()]), 1),
+            Filter::new(Pred::and(vec![set, eq(ld(14, Size::Byte), 1)]), 1),
+        ];
+        let mut pkts = Vec::new();
+        for v in [
+            0u32,
+            3,
+            4,
+            10,
+            keys[n / 2],
+            keys[n - 1],
+            keys[n - 1] + 1,
+            u32::MAX,
+        ] {
+            let mut p = vec![1u8; 15];
+            p[10..14].copy_from_slice(&v.to_be_bytes());
+            for len in 0..=p.len() {
+                pkts.push(p[..len].to_vec());
+            }
+        }
+        for f in &filters {
+            check(f, &pkts);
+        }
+        let prog = crate::lower(&filters[0]).unwrap();
+        if n > 8 {
+            assert!(
+                prog.len() < 2 * n + 8,
+                "{} instructions for {n} keys",
+                prog.len()
+            );
+        }
+    }
+}
