@@ -317,7 +317,7 @@ impl CmpOp {
 /// let p = Pred::and(vec![Pred::True, Pred::cmp(CmpOp::Eq, Val::Len, Val::Const(60))]);
 /// assert!(matches!(p, Pred::Cmp { .. }));
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Pred {
     /// Always true.
     True,

@@ -1,0 +1,627 @@
+//! The merged decision structure (single-threaded; [`crate::Classifier`]
+//! shares it between a writer and many readers).
+//!
+//! Every filter's accepting paths are split into *guards* and a *key*. The
+//! key is the constants of the path's `field == constant` atoms (and of
+//! `field ∈ set` atoms, expanded); the guards are everything else. Paths
+//! with the same guards and the same key fields form a group — MPF's
+//! "filters that differ only in constants" — and a group is one hash table
+//! from key to filters. A packet costs one pass over the groups: check the
+//! guards, read the key fields, one probe. The number of filters does not
+//! enter. Filters whose paths are too many run whole, after the groups.
+//!
+//! ```
+//! use sluice_classifier::merged::{Merged, Compiled};
+//! use sluice_ir::{Filter, Pred, Val, Size};
+//! let mut m = Merged::default();
+//! let port = |p| Filter::new(Pred::eq(Val::load_abs(2, Size::Half), p), 1);
+//! m.insert(0, &Compiled::new(port(80)), 0);
+//! m.insert(1, &Compiled::new(port(443)), 0);
+//! let mut out = Vec::new();
+//! m.classify(&[0, 0, 1, 187], 4, &mut Default::default(), &mut out);
+//! assert_eq!(out, vec![1]);
+//! assert_eq!(m.groups(), 1);
+//! ```
+
+use crate::field::{FieldId, Fields, Memo};
+use crate::path::{paths, Atom, Path, Test};
+use crate::table::{hash, KeyTable};
+use sluice_bpf::Insn;
+use sluice_ir::{Filter, Pred};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The most keys one path may expand into (sets times sets); beyond it a set
+/// stays a guard.
+pub const MAX_EXPANSION: usize = 1 << 20;
+
+/// A filter prepared for insertion (compiled outside any lock).
+///
+/// ```
+/// let c = sluice_classifier::merged::Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1));
+/// assert!(c.paths().is_some());
+/// ```
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    filter: Filter,
+    paths: Option<Vec<Path>>,
+    program: Arc<[Insn]>,
+}
+
+impl Compiled {
+    /// Prepare an IR filter: its paths, and a BPF program for running it whole.
+    ///
+    /// ```
+    /// use sluice_ir::{Filter, Pred};
+    /// let c = sluice_classifier::merged::Compiled::new(Filter::new(Pred::False, 1));
+    /// assert_eq!(c.paths().unwrap().len(), 0);
+    /// ```
+    pub fn new(filter: Filter) -> Compiled {
+        let pred = sluice_ir::simplify::fast_disjunctions(filter.pred.clone());
+        let paths = paths(&pred, filter.accept).ok();
+        let lowered = sluice_cbpf::lower_with(
+            &Filter::new(pred, filter.accept),
+            sluice_cbpf::Options { optimize: true },
+        );
+        let program: Arc<[Insn]> = match lowered {
+            Ok(p) => p.into(),
+            // Rejects everything: a program that says so.
+            Err(_) => vec![Insn::stmt(
+                sluice_bpf::op::BPF_RET | sluice_bpf::op::BPF_K,
+                0,
+            )]
+            .into(),
+        };
+        Compiled {
+            filter,
+            paths,
+            program,
+        }
+    }
+
+    /// A filter given as a classic BPF program: it runs whole.
+    ///
+    /// ```
+    /// use sluice_bpf::{Insn, op};
+    /// let c = sluice_classifier::merged::Compiled::from_bpf(&[Insn::stmt(op::BPF_RET | op::BPF_K, 1)]);
+    /// assert!(c.paths().is_none());
+    /// ```
+    pub fn from_bpf(prog: &[Insn]) -> Compiled {
+        Compiled {
+            filter: Filter::new(Pred::False, 0),
+            paths: None,
+            program: prog.into(),
+        }
+    }
+
+    /// The accepting paths, when the filter can be merged.
+    ///
+    /// ```
+    /// let c = sluice_classifier::merged::Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1));
+    /// assert_eq!(c.paths().unwrap().len(), 1);
+    /// ```
+    pub fn paths(&self) -> Option<&[Path]> {
+        self.paths.as_deref()
+    }
+
+    /// The filter this was made from (for expressions).
+    ///
+    /// ```
+    /// let c = sluice_classifier::merged::Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 3));
+    /// assert_eq!(c.filter().accept, 3);
+    /// ```
+    pub fn filter(&self) -> &Filter {
+        &self.filter
+    }
+}
+
+/// A guard, compiled against the interned fields.
+#[derive(Clone, Debug)]
+enum Guard {
+    Field(FieldId, Test, bool),
+    Pred(Pred, bool),
+}
+
+/// One filter's place in a group's table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Entry {
+    filter: u32,
+    priority: i32,
+}
+
+/// Paths with the same guards and key fields.
+#[derive(Clone, Debug)]
+struct Group {
+    guards: Vec<Guard>,
+    key: Vec<FieldId>,
+    table: KeyTable,
+    /// The filters of each key (a table value is an index here, plus one).
+    lists: Vec<Vec<Entry>>,
+    free: Vec<u32>,
+}
+
+/// What identifies a group: its guard atoms and key values.
+type Shape = (Vec<Atom>, Vec<sluice_ir::Val>);
+
+/// A filter that runs whole.
+#[derive(Clone, Debug)]
+struct Whole {
+    filter: u32,
+    priority: i32,
+    program: Arc<[Insn]>,
+}
+
+/// Where a filter is, for removal.
+#[derive(Clone, Debug)]
+enum Placement {
+    Keys(Vec<(u32, Vec<u32>)>),
+    Whole,
+}
+
+/// The merged classifier's data.
+///
+/// ```
+/// let m = sluice_classifier::merged::Merged::default();
+/// assert_eq!(m.len(), 0);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Merged {
+    fields: Fields,
+    groups: Vec<Group>,
+    shapes: HashMap<Shape, u32>,
+    whole: Vec<Whole>,
+    filters: HashMap<u32, (i32, Placement)>,
+}
+
+/// Reusable per-reader memory for classification.
+///
+/// ```
+/// let s = sluice_classifier::merged::Scratch::default();
+/// drop(s);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Scratch {
+    memo: Memo,
+    key: Vec<u32>,
+    batch: Vec<Probe>,
+}
+
+/// A pending probe of a batch.
+#[derive(Clone, Copy, Debug)]
+struct Probe {
+    packet: u32,
+    group: u32,
+    key_at: u32,
+    hash: u64,
+}
+
+impl Merged {
+    /// Number of filters.
+    ///
+    /// ```
+    /// assert!(sluice_classifier::merged::Merged::default().is_empty());
+    /// ```
+    pub fn len(&self) -> usize {
+        self.filters.len()
+    }
+
+    /// True when there are no filters.
+    ///
+    /// ```
+    /// assert!(sluice_classifier::merged::Merged::default().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.filters.is_empty()
+    }
+
+    /// Number of groups (distinct shapes).
+    ///
+    /// ```
+    /// assert_eq!(sluice_classifier::merged::Merged::default().groups(), 0);
+    /// ```
+    pub fn groups(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Number of filters that run whole.
+    ///
+    /// ```
+    /// assert_eq!(sluice_classifier::merged::Merged::default().whole(), 0);
+    /// ```
+    pub fn whole(&self) -> usize {
+        self.whole.len()
+    }
+
+    /// Approximate bytes of the groups' tables and lists.
+    ///
+    /// ```
+    /// assert_eq!(sluice_classifier::merged::Merged::default().table_bytes(), 0);
+    /// ```
+    pub fn table_bytes(&self) -> usize {
+        self.groups
+            .iter()
+            .map(|g| g.table.bytes() + g.lists.iter().map(|l| 24 + l.capacity() * 8).sum::<usize>())
+            .sum()
+    }
+
+    fn group_for(&mut self, guards: Vec<Atom>, key_vals: Vec<sluice_ir::Val>) -> u32 {
+        let shape = (guards, key_vals);
+        if let Some(&g) = self.shapes.get(&shape) {
+            return g;
+        }
+        let compiled: Vec<Guard> = shape
+            .0
+            .iter()
+            .map(|a| match a {
+                Atom::Field { val, test, truth } => {
+                    Guard::Field(self.fields.intern(val), test.clone(), *truth)
+                }
+                Atom::Pred { pred, truth } => Guard::Pred(pred.clone(), *truth),
+            })
+            .collect();
+        let key: Vec<FieldId> = shape.1.iter().map(|v| self.fields.intern(v)).collect();
+        let id = self.groups.len() as u32;
+        self.groups.push(Group {
+            guards: compiled,
+            table: KeyTable::new(key.len()),
+            key,
+            lists: Vec::new(),
+            free: Vec::new(),
+        });
+        self.shapes.insert(shape, id);
+        id
+    }
+
+    fn add_key(&mut self, group: u32, key: &[u32], e: Entry) {
+        let g = &mut self.groups[group as usize];
+        match g.table.get(key) {
+            Some(v) => {
+                let list = &mut g.lists[v as usize - 1];
+                if !list.contains(&e) {
+                    list.push(e);
+                }
+            }
+            None => {
+                let idx = match g.free.pop() {
+                    Some(i) => {
+                        g.lists[i as usize] = vec![e];
+                        i
+                    }
+                    None => {
+                        g.lists.push(vec![e]);
+                        (g.lists.len() - 1) as u32
+                    }
+                };
+                g.table.insert(key, idx + 1);
+            }
+        }
+    }
+
+    fn drop_key(&mut self, group: u32, key: &[u32], filter: u32) {
+        let g = &mut self.groups[group as usize];
+        let Some(v) = g.table.get(key) else { return };
+        let list = &mut g.lists[v as usize - 1];
+        list.retain(|e| e.filter != filter);
+        if list.is_empty() {
+            g.table.remove(key);
+            g.free.push(v - 1);
+        }
+    }
+
+    /// Split one path into its group and keys (sets expanded).
+    fn place(&mut self, path: &Path) -> (u32, Vec<Vec<u32>>) {
+        let mut guards = Vec::new();
+        let mut key_vals = Vec::new();
+        let mut choices: Vec<Vec<u32>> = Vec::new();
+        let mut expansion = 1usize;
+        for a in &path.atoms {
+            match a {
+                Atom::Field {
+                    val,
+                    test: Test::Eq(k),
+                    truth: true,
+                } => {
+                    key_vals.push(val.clone());
+                    choices.push(vec![*k]);
+                }
+                Atom::Field {
+                    val,
+                    test: Test::In(keys),
+                    truth: true,
+                } if expansion.saturating_mul(keys.len()) <= MAX_EXPANSION => {
+                    expansion *= keys.len();
+                    key_vals.push(val.clone());
+                    choices.push(keys.to_vec());
+                }
+                a => guards.push(a.clone()),
+            }
+        }
+        let group = self.group_for(guards, key_vals);
+        let mut keys: Vec<Vec<u32>> = vec![Vec::new()];
+        for c in choices {
+            keys = keys
+                .into_iter()
+                .flat_map(|k| {
+                    c.iter().map(move |&x| {
+                        let mut k = k.clone();
+                        k.push(x);
+                        k
+                    })
+                })
+                .collect();
+        }
+        (group, keys)
+    }
+
+    /// Add a filter with an id (ids must be new) and a priority.
+    ///
+    /// ```
+    /// use sluice_classifier::merged::{Merged, Compiled};
+    /// let mut m = Merged::default();
+    /// m.insert(5, &Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
+    /// assert_eq!(m.len(), 1);
+    /// ```
+    pub fn insert(&mut self, id: u32, c: &Compiled, priority: i32) {
+        let e = Entry {
+            filter: id,
+            priority,
+        };
+        let placement = match &c.paths {
+            Some(paths) => {
+                let mut placed = Vec::new();
+                for p in paths {
+                    let (g, keys) = self.place(p);
+                    for k in keys {
+                        self.add_key(g, &k, e);
+                        placed.push((g, k));
+                    }
+                }
+                Placement::Keys(placed)
+            }
+            None => {
+                self.whole.push(Whole {
+                    filter: id,
+                    priority,
+                    program: c.program.clone(),
+                });
+                Placement::Whole
+            }
+        };
+        self.filters.insert(id, (priority, placement));
+    }
+
+    /// Add a filter equal to `like` but for its key: valid when `like` sits
+    /// in exactly one group under exactly one key of the same length. This
+    /// is the cheap path (MPF's collapsed filters): one table insert.
+    ///
+    /// ```
+    /// use sluice_classifier::merged::{Merged, Compiled};
+    /// use sluice_ir::{Filter, Pred, Val, Size};
+    /// let mut m = Merged::default();
+    /// m.insert(0, &Compiled::new(Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 1), 1)), 0);
+    /// assert!(m.insert_keyed(1, 0, &[2], 0));
+    /// let mut out = Vec::new();
+    /// m.classify(&[2], 1, &mut Default::default(), &mut out);
+    /// assert_eq!(out, vec![1]);
+    /// ```
+    pub fn insert_keyed(&mut self, id: u32, like: u32, key: &[u32], priority: i32) -> bool {
+        if !self.accepts_key_like(like, key.len()) {
+            return false;
+        }
+        let group = match self.filters.get(&like) {
+            Some((_, Placement::Keys(v))) => v[0].0,
+            _ => return false,
+        };
+        self.add_key(
+            group,
+            key,
+            Entry {
+                filter: id,
+                priority,
+            },
+        );
+        self.filters
+            .insert(id, (priority, Placement::Keys(vec![(group, key.to_vec())])));
+        true
+    }
+
+    /// True if [`Merged::insert_keyed`] with `like` and a key of `width`
+    /// words would succeed.
+    ///
+    /// ```
+    /// assert!(!sluice_classifier::merged::Merged::default().accepts_key_like(0, 1));
+    /// ```
+    pub fn accepts_key_like(&self, like: u32, width: usize) -> bool {
+        matches!(self.filters.get(&like), Some((_, Placement::Keys(v))) if v.len() == 1 && v[0].1.len() == width)
+    }
+
+    /// Remove a filter; unknown ids are ignored.
+    ///
+    /// ```
+    /// use sluice_classifier::merged::{Merged, Compiled};
+    /// let mut m = Merged::default();
+    /// m.insert(5, &Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
+    /// m.remove(5);
+    /// assert!(m.is_empty());
+    /// ```
+    pub fn remove(&mut self, id: u32) {
+        match self.filters.remove(&id) {
+            Some((_, Placement::Keys(placed))) => {
+                for (g, k) in placed {
+                    self.drop_key(g, &k, id);
+                }
+            }
+            Some((_, Placement::Whole)) => self.whole.retain(|w| w.filter != id),
+            None => {}
+        }
+    }
+
+    #[inline]
+    fn guards_hold(&self, g: &Group, pkt: &[u8], wirelen: u32, memo: &mut Memo) -> bool {
+        g.guards.iter().all(|guard| match guard {
+            Guard::Field(f, test, truth) => {
+                matches!(memo.get(&self.fields, *f, pkt, wirelen), Some(v) if test.apply(v) == *truth)
+            }
+            Guard::Pred(p, truth) => {
+                matches!(sluice_ir::eval_pred(p, pkt, wirelen), Ok(b) if b == *truth)
+            }
+        })
+    }
+
+    /// Read a group's key into `key`; false when a read aborts.
+    #[inline]
+    fn read_key(
+        &self,
+        g: &Group,
+        pkt: &[u8],
+        wirelen: u32,
+        memo: &mut Memo,
+        key: &mut Vec<u32>,
+    ) -> bool {
+        for &f in &g.key {
+            match memo.get(&self.fields, f, pkt, wirelen) {
+                Some(v) => key.push(v),
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// Every filter that accepts the packet, as ids in increasing order.
+    ///
+    /// ```
+    /// let m = sluice_classifier::merged::Merged::default();
+    /// let mut out = vec![9];
+    /// m.classify(&[], 0, &mut Default::default(), &mut out);
+    /// assert!(out.is_empty());
+    /// ```
+    pub fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch, out: &mut Vec<u32>) {
+        out.clear();
+        s.memo.next_packet(self.fields.len());
+        for g in &self.groups {
+            if g.table.is_empty() || !self.guards_hold(g, pkt, wirelen, &mut s.memo) {
+                continue;
+            }
+            s.key.clear();
+            if !self.read_key(g, pkt, wirelen, &mut s.memo, &mut s.key) {
+                continue;
+            }
+            if let Some(v) = g.table.get(&s.key) {
+                out.extend(g.lists[v as usize - 1].iter().map(|e| e.filter));
+            }
+        }
+        for w in &self.whole {
+            if sluice_bpf::run(&w.program, pkt, wirelen) != 0 {
+                out.push(w.filter);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+    }
+
+    /// The single winner (demultiplexing): the accepting filter of highest
+    /// priority, the earliest inserted (lowest id) among equals.
+    ///
+    /// ```
+    /// let m = sluice_classifier::merged::Merged::default();
+    /// assert_eq!(m.classify_first(&[], 0, &mut Default::default()), None);
+    /// ```
+    pub fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch) -> Option<u32> {
+        fn consider(best: &mut Option<Entry>, e: Entry) {
+            let better = match best {
+                None => true,
+                Some(b) => {
+                    (e.priority, std::cmp::Reverse(e.filter))
+                        > (b.priority, std::cmp::Reverse(b.filter))
+                }
+            };
+            if better {
+                *best = Some(e);
+            }
+        }
+        let mut best: Option<Entry> = None;
+        s.memo.next_packet(self.fields.len());
+        for g in &self.groups {
+            if g.table.is_empty() || !self.guards_hold(g, pkt, wirelen, &mut s.memo) {
+                continue;
+            }
+            s.key.clear();
+            if !self.read_key(g, pkt, wirelen, &mut s.memo, &mut s.key) {
+                continue;
+            }
+            if let Some(v) = g.table.get(&s.key) {
+                g.lists[v as usize - 1]
+                    .iter()
+                    .for_each(|e| consider(&mut best, *e));
+            }
+        }
+        for w in &self.whole {
+            let could_win = best.map_or(true, |b| w.priority >= b.priority);
+            if could_win && sluice_bpf::run(&w.program, pkt, wirelen) != 0 {
+                consider(
+                    &mut best,
+                    Entry {
+                        filter: w.filter,
+                        priority: w.priority,
+                    },
+                );
+            }
+        }
+        best.map(|e| e.filter)
+    }
+
+    /// Classify many packets at once: the keys of all packets are read and
+    /// their table slots touched first, so the cache misses of the probes
+    /// overlap; then the probes run. `out[i]` gets packet `i`'s filters.
+    ///
+    /// ```
+    /// let m = sluice_classifier::merged::Merged::default();
+    /// let mut out = vec![Vec::new(); 2];
+    /// m.classify_batch(&[(&[][..], 0), (&[1][..], 1)], &mut Default::default(), &mut out);
+    /// assert!(out.iter().all(|o| o.is_empty()));
+    /// ```
+    pub fn classify_batch(&self, pkts: &[(&[u8], u32)], s: &mut Scratch, out: &mut [Vec<u32>]) {
+        s.batch.clear();
+        s.key.clear();
+        let mut touched = 0u32;
+        for (i, (pkt, wirelen)) in pkts.iter().enumerate() {
+            out[i].clear();
+            s.memo.next_packet(self.fields.len());
+            for (gi, g) in self.groups.iter().enumerate() {
+                if g.table.is_empty() || !self.guards_hold(g, pkt, *wirelen, &mut s.memo) {
+                    continue;
+                }
+                let at = s.key.len();
+                if !self.read_key(g, pkt, *wirelen, &mut s.memo, &mut s.key) {
+                    s.key.truncate(at);
+                    continue;
+                }
+                let h = hash(&s.key[at..]);
+                touched = touched.wrapping_add(g.table.touch(g.table.home(h)));
+                s.batch.push(Probe {
+                    packet: i as u32,
+                    group: gi as u32,
+                    key_at: at as u32,
+                    hash: h,
+                });
+            }
+        }
+        std::hint::black_box(touched);
+        for p in &s.batch {
+            let g = &self.groups[p.group as usize];
+            let key = &s.key[p.key_at as usize..p.key_at as usize + g.key.len()];
+            if let Some(v) = g.table.get_hashed(key, p.hash) {
+                out[p.packet as usize].extend(g.lists[v as usize - 1].iter().map(|e| e.filter));
+            }
+        }
+        for (i, (pkt, wirelen)) in pkts.iter().enumerate() {
+            for w in &self.whole {
+                if sluice_bpf::run(&w.program, pkt, *wirelen) != 0 {
+                    out[i].push(w.filter);
+                }
+            }
+            out[i].sort_unstable();
+            out[i].dedup();
+        }
+    }
+}

@@ -1,0 +1,399 @@
+//! A filter as a set of accepting paths, each a conjunction of atoms.
+//!
+//! A filter's predicate becomes a decision DAG (tests with a true and a
+//! false successor, accept and reject leaves). Evaluating the filter walks
+//! exactly one path through it. So the filter accepts a packet exactly when
+//! some accepting path has every atom *hold* on it, where an atom holds when
+//! its value loads without aborting and its test comes out as the path says.
+//! This is exact, aborts included, and it does not depend on the order the
+//! atoms are checked in, which is what lets many filters share their tests.
+//!
+//! Paths are enumerated depth first with the facts known along the path: a
+//! test decided by earlier atoms on the same value is followed without a new
+//! atom (its load is the same load, so it cannot abort on its own), and
+//! contradictory paths disappear. Filters with too many paths are not split
+//! up; the classifier runs them as whole programs.
+//!
+//! ```
+//! use sluice_ir::{Pred, Val, Size};
+//! use sluice_classifier::path::paths;
+//! let eth = Val::load_abs(12, Size::Half);
+//! let p = Pred::and(vec![Pred::eq(eth.clone(), 0x800), Pred::not(Pred::eq(eth, 0x86dd))]);
+//! let ps = paths(&p, 1).unwrap();
+//! assert_eq!(ps.len(), 1);
+//! assert_eq!(ps[0].atoms.len(), 1); // the second test is decided by the first
+//! ```
+
+use sluice_ir::{CmpOp, Pred, Val};
+use std::sync::Arc;
+
+/// What an atom tests about its value.
+///
+/// ```
+/// use sluice_classifier::path::Test;
+/// assert!(Test::Eq(5).apply(5));
+/// assert!(Test::Set(4).apply(6));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Test {
+    /// `v == k`.
+    Eq(u32),
+    /// `v > k`.
+    Gt(u32),
+    /// `v >= k`.
+    Ge(u32),
+    /// `v & k != 0`.
+    Set(u32),
+    /// `v` is one of the sorted keys.
+    In(Arc<[u32]>),
+}
+
+impl Test {
+    /// The test's outcome for a known value.
+    ///
+    /// ```
+    /// assert!(!sluice_classifier::path::Test::Gt(5).apply(5));
+    /// ```
+    pub fn apply(&self, v: u32) -> bool {
+        match self {
+            Test::Eq(k) => v == *k,
+            Test::Gt(k) => v > *k,
+            Test::Ge(k) => v >= *k,
+            Test::Set(k) => v & k != 0,
+            Test::In(keys) => keys.binary_search(&v).is_ok(),
+        }
+    }
+}
+
+/// One condition of a path.
+///
+/// ```
+/// use sluice_classifier::path::{Atom, Test};
+/// let a = Atom::Field { val: sluice_ir::Val::Len, test: Test::Eq(60), truth: false };
+/// assert!(matches!(a, Atom::Field { truth: false, .. }));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Atom {
+    /// `test(val) == truth`, the value loading without an abort.
+    Field {
+        /// The value tested.
+        val: Val,
+        /// The test.
+        test: Test,
+        /// The outcome the path needs.
+        truth: bool,
+    },
+    /// A test with a computed right side or a `protochain`: evaluated as a
+    /// predicate, it must give `truth` without aborting.
+    Pred {
+        /// The predicate (a comparison or a protochain).
+        pred: Pred,
+        /// The outcome the path needs.
+        truth: bool,
+    },
+}
+
+impl Atom {
+    /// Does the atom hold on the packet?
+    ///
+    /// ```
+    /// use sluice_classifier::path::{Atom, Test};
+    /// let a = Atom::Field { val: sluice_ir::Val::Len, test: Test::Eq(60), truth: true };
+    /// assert!(a.holds(&[], 60));
+    /// ```
+    pub fn holds(&self, pkt: &[u8], wirelen: u32) -> bool {
+        match self {
+            Atom::Field { val, test, truth } => {
+                matches!(sluice_ir::eval_val(val, pkt, wirelen), Ok(v) if test.apply(v) == *truth)
+            }
+            Atom::Pred { pred, truth } => {
+                matches!(sluice_ir::eval_pred(pred, pkt, wirelen), Ok(b) if b == *truth)
+            }
+        }
+    }
+}
+
+/// An accepting path: every atom must hold; the filter then returns `accept`.
+///
+/// ```
+/// let p = sluice_classifier::path::Path { atoms: vec![], accept: 1 };
+/// assert!(p.atoms.is_empty());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Path {
+    /// The conditions, sorted (a canonical order, so equal paths compare equal).
+    pub atoms: Vec<Atom>,
+    /// The filter's return value on this path (non-zero).
+    pub accept: u32,
+}
+
+/// Limits that keep path enumeration small; a filter over them is run whole.
+pub const MAX_PATHS: usize = 256;
+/// Longest path kept.
+pub const MAX_ATOMS: usize = 64;
+/// Work budget of one enumeration (DAG nodes visited).
+pub const MAX_STEPS: usize = 1 << 16;
+
+/// Why a filter has no path form.
+///
+/// ```
+/// assert_eq!(sluice_classifier::path::TooComplex.to_string(), "too many paths to merge");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooComplex;
+
+impl std::fmt::Display for TooComplex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("too many paths to merge")
+    }
+}
+
+/// The accepting paths of a predicate whose filter returns `accept`.
+///
+/// ```
+/// use sluice_ir::Pred;
+/// assert_eq!(sluice_classifier::path::paths(&Pred::False, 1).unwrap().len(), 0);
+/// assert_eq!(sluice_classifier::path::paths(&Pred::True, 1).unwrap().len(), 1);
+/// ```
+pub fn paths(pred: &Pred, accept: u32) -> Result<Vec<Path>, TooComplex> {
+    if accept == 0 {
+        return Ok(Vec::new());
+    }
+    let mut dag = Dag::default();
+    let entry = dag.lower(pred, ACCEPT, REJECT);
+    let mut walk = Walk {
+        dag: &dag,
+        stack: Vec::new(),
+        out: Vec::new(),
+        steps: 0,
+        accept,
+    };
+    walk.visit(entry)?;
+    let mut out = walk.out;
+    out.sort_by(|a, b| a.atoms.cmp(&b.atoms));
+    out.dedup();
+    Ok(out)
+}
+
+type NodeId = u32;
+const REJECT: NodeId = 0;
+const ACCEPT: NodeId = 1;
+
+#[derive(Clone, Debug)]
+enum Cond {
+    Field(Val, Test),
+    Pred(Pred),
+}
+
+#[derive(Clone, Debug)]
+enum Node {
+    Leaf,
+    Test { cond: Cond, t: NodeId, f: NodeId },
+}
+
+#[derive(Default)]
+struct Dag {
+    nodes: Vec<Node>,
+}
+
+impl Dag {
+    fn push(&mut self, n: Node) -> NodeId {
+        if self.nodes.is_empty() {
+            self.nodes = vec![Node::Leaf, Node::Leaf];
+        }
+        self.nodes.push(n);
+        (self.nodes.len() - 1) as NodeId
+    }
+
+    fn test(&mut self, cond: Cond, t: NodeId, f: NodeId) -> NodeId {
+        self.push(Node::Test { cond, t, f })
+    }
+
+    /// Continuation passing, as the BPF back end does.
+    fn lower(&mut self, p: &Pred, t: NodeId, f: NodeId) -> NodeId {
+        match p {
+            Pred::True => t,
+            Pred::False => f,
+            Pred::Not(q) => self.lower(q, f, t),
+            Pred::And(ps) => ps.iter().rev().fold(t, |cur, q| self.lower(q, cur, f)),
+            Pred::Or(ps) => ps.iter().rev().fold(f, |cur, q| self.lower(q, t, cur)),
+            Pred::Cmp { op, lhs, rhs } => match rhs {
+                Val::Const(k) => {
+                    let test = match op {
+                        CmpOp::Eq => Test::Eq(*k),
+                        CmpOp::Gt => Test::Gt(*k),
+                        CmpOp::Ge => Test::Ge(*k),
+                        CmpOp::Set => Test::Set(*k),
+                    };
+                    self.test(Cond::Field(lhs.clone(), test), t, f)
+                }
+                _ => self.test(Cond::Pred(p.clone()), t, f),
+            },
+            Pred::In { val, keys } => {
+                self.test(Cond::Field(val.clone(), Test::In(keys.clone())), t, f)
+            }
+            Pred::ProtoChain { .. } => self.test(Cond::Pred(p.clone()), t, f),
+        }
+    }
+}
+
+struct Walk<'a> {
+    dag: &'a Dag,
+    /// The atoms of the current path.
+    stack: Vec<Atom>,
+    out: Vec<Path>,
+    steps: usize,
+    accept: u32,
+}
+
+impl Walk<'_> {
+    fn visit(&mut self, mut id: NodeId) -> Result<(), TooComplex> {
+        loop {
+            self.steps += 1;
+            if self.steps > MAX_STEPS {
+                return Err(TooComplex);
+            }
+            let Some(Node::Test { cond, t, f }) = self.dag.nodes.get(id as usize) else {
+                if id == ACCEPT {
+                    if self.out.len() == MAX_PATHS {
+                        return Err(TooComplex);
+                    }
+                    let mut atoms = self.stack.clone();
+                    atoms.sort();
+                    atoms.dedup();
+                    self.out.push(Path {
+                        atoms,
+                        accept: self.accept,
+                    });
+                }
+                return Ok(());
+            };
+            if let Some(d) = self.decide(cond) {
+                id = if d { *t } else { *f };
+                continue;
+            }
+            if self.stack.len() == MAX_ATOMS {
+                return Err(TooComplex);
+            }
+            for (truth, next) in [(true, *t), (false, *f)] {
+                self.stack.push(match cond {
+                    Cond::Field(val, test) => Atom::Field {
+                        val: val.clone(),
+                        test: test.clone(),
+                        truth,
+                    },
+                    Cond::Pred(pred) => Atom::Pred {
+                        pred: pred.clone(),
+                        truth,
+                    },
+                });
+                let r = self.visit(next);
+                self.stack.pop();
+                r?;
+            }
+            return Ok(());
+        }
+    }
+
+    /// The outcome of a test if the path's atoms already decide it.
+    fn decide(&self, cond: &Cond) -> Option<bool> {
+        match cond {
+            Cond::Pred(p) => self.stack.iter().find_map(|a| match a {
+                Atom::Pred { pred, truth } if pred == p => Some(*truth),
+                _ => None,
+            }),
+            Cond::Field(v, test) => {
+                for a in &self.stack {
+                    let Atom::Field {
+                        val,
+                        test: known,
+                        truth,
+                    } = a
+                    else {
+                        continue;
+                    };
+                    if val != v {
+                        continue;
+                    }
+                    if known == test {
+                        return Some(*truth);
+                    }
+                    // A known value decides every test.
+                    if let (Test::Eq(k), true) = (known, truth) {
+                        return Some(test.apply(*k));
+                    }
+                    // v is not in a set: an equality with a member is false.
+                    if let (Test::In(keys), false, Test::Eq(k)) = (known, truth, test) {
+                        if keys.binary_search(k).is_ok() {
+                            return Some(false);
+                        }
+                    }
+                }
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_ir::Size;
+
+    fn holds_all(p: &Path, pkt: &[u8]) -> bool {
+        p.atoms.iter().all(|a| a.holds(pkt, pkt.len() as u32))
+    }
+
+    /// The defining property: the filter accepts iff some path holds.
+    fn check(pred: &Pred, pkts: &[Vec<u8>]) {
+        let ps = paths(pred, 7).unwrap();
+        for pkt in pkts {
+            let want = matches!(sluice_ir::eval_pred(pred, pkt, pkt.len() as u32), Ok(true));
+            let got = ps.iter().any(|p| holds_all(p, pkt));
+            assert_eq!(got, want, "{pred:?} on {pkt:?}");
+        }
+    }
+
+    fn packets() -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for a in [0u8, 1, 2, 8] {
+            for b in [0u8, 1, 6] {
+                let p = [a, b, 8, 0, 6, 1];
+                for len in 0..=p.len() {
+                    out.push(p[..len].to_vec());
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn paths_are_exact_with_aborts() {
+        let b = |o| Val::load_abs(o, Size::Byte);
+        let preds = [
+            Pred::or(vec![Pred::eq(b(5), 1), Pred::eq(b(0), 1)]),
+            Pred::not(Pred::eq(b(5), 1)),
+            Pred::and(vec![
+                Pred::eq(b(0), 1),
+                Pred::not(Pred::or(vec![Pred::eq(b(1), 6), Pred::eq(b(9), 0)])),
+            ]),
+            Pred::or(vec![
+                Pred::and(vec![Pred::eq(b(0), 8), Pred::eq(b(1), 0)]),
+                Pred::and(vec![Pred::eq(b(0), 1), Pred::eq(b(4), 6)]),
+                Pred::eq(b(2), 8),
+            ]),
+            Pred::is_in(b(1), vec![1, 6]),
+            Pred::cmp(CmpOp::Eq, b(0), b(1)),
+        ];
+        for p in &preds {
+            check(p, &packets());
+        }
+    }
+
+    #[test]
+    fn contradictions_disappear() {
+        let eth = Val::load_abs(12, Size::Half);
+        let p = Pred::and(vec![Pred::eq(eth.clone(), 0x800), Pred::eq(eth, 0x86dd)]);
+        assert!(paths(&p, 1).unwrap().is_empty());
+    }
+}

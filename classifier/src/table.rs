@@ -1,0 +1,292 @@
+//! An open-addressing hash table from fixed-length keys of 32-bit words to a
+//! 32-bit value, stored flat: each slot is `[value, key words...]`, so a
+//! lookup touches one cache line (keys of up to 15 words) and a batch of
+//! lookups can all be in flight at once.
+//!
+//! ```
+//! use sluice_classifier::table::KeyTable;
+//! let mut t = KeyTable::new(2);
+//! t.insert(&[10, 20], 7);
+//! assert_eq!(t.get(&[10, 20]), Some(7));
+//! assert_eq!(t.get(&[10, 21]), None);
+//! t.remove(&[10, 20]);
+//! assert_eq!(t.get(&[10, 20]), None);
+//! ```
+
+/// Value word of an empty slot.
+const EMPTY: u32 = 0;
+/// Value word of a slot whose key was removed (lookups probe past it).
+const GONE: u32 = u32::MAX;
+
+/// A hash table from `width`-word keys to non-zero values below `u32::MAX`.
+///
+/// ```
+/// let t = sluice_classifier::table::KeyTable::new(3);
+/// assert!(t.is_empty());
+/// ```
+#[derive(Clone, Debug)]
+pub struct KeyTable {
+    width: usize,
+    /// `mask + 1` slots of `width + 1` words.
+    words: Vec<u32>,
+    mask: usize,
+    len: usize,
+    used: usize,
+}
+
+/// The hash of a key (64-bit multiply-and-fold, seeded per word).
+///
+/// ```
+/// use sluice_classifier::table::hash;
+/// assert_ne!(hash(&[1, 2]), hash(&[2, 1]));
+/// ```
+#[inline]
+pub fn hash(key: &[u32]) -> u64 {
+    let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
+    for &w in key {
+        h = (h ^ w as u64).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 29;
+    }
+    h ^ (h >> 32)
+}
+
+impl KeyTable {
+    /// An empty table for keys of `width` words.
+    ///
+    /// ```
+    /// assert_eq!(sluice_classifier::table::KeyTable::new(1).len(), 0);
+    /// ```
+    pub fn new(width: usize) -> KeyTable {
+        KeyTable {
+            width,
+            words: vec![EMPTY; 8 * (width + 1)],
+            mask: 7,
+            len: 0,
+            used: 0,
+        }
+    }
+
+    /// Number of keys.
+    ///
+    /// ```
+    /// let mut t = sluice_classifier::table::KeyTable::new(1);
+    /// t.insert(&[1], 1);
+    /// assert_eq!(t.len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the table has no keys.
+    ///
+    /// ```
+    /// assert!(sluice_classifier::table::KeyTable::new(1).is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes of memory the slots take.
+    ///
+    /// ```
+    /// assert!(sluice_classifier::table::KeyTable::new(1).bytes() > 0);
+    /// ```
+    pub fn bytes(&self) -> usize {
+        self.words.len() * 4
+    }
+
+    /// The first slot to probe for a hash.
+    ///
+    /// ```
+    /// let t = sluice_classifier::table::KeyTable::new(1);
+    /// assert!(t.home(12345) < 8);
+    /// ```
+    #[inline]
+    pub fn home(&self, h: u64) -> usize {
+        h as usize & self.mask
+    }
+
+    /// Read the home slot's first word: issuing this for a batch of packets
+    /// before their lookups lets the cache misses overlap.
+    ///
+    /// ```
+    /// let t = sluice_classifier::table::KeyTable::new(1);
+    /// let _ = t.touch(0);
+    /// ```
+    #[inline]
+    pub fn touch(&self, slot: usize) -> u32 {
+        self.words[slot * (self.width + 1)]
+    }
+
+    /// Look a key up.
+    ///
+    /// ```
+    /// let mut t = sluice_classifier::table::KeyTable::new(1);
+    /// t.insert(&[5], 9);
+    /// assert_eq!(t.get(&[5]), Some(9));
+    /// ```
+    #[inline]
+    pub fn get(&self, key: &[u32]) -> Option<u32> {
+        self.get_hashed(key, hash(key))
+    }
+
+    /// Look a key up with its precomputed [`hash`].
+    ///
+    /// ```
+    /// use sluice_classifier::table::{KeyTable, hash};
+    /// let mut t = KeyTable::new(1);
+    /// t.insert(&[5], 9);
+    /// assert_eq!(t.get_hashed(&[5], hash(&[5])), Some(9));
+    /// ```
+    #[inline]
+    pub fn get_hashed(&self, key: &[u32], h: u64) -> Option<u32> {
+        debug_assert_eq!(key.len(), self.width);
+        let stride = self.width + 1;
+        let mut i = self.home(h);
+        loop {
+            let s = &self.words[i * stride..(i + 1) * stride];
+            match s[0] {
+                EMPTY => return None,
+                GONE => {}
+                v if &s[1..] == key => return Some(v),
+                _ => {}
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Insert or replace; `value` must be neither 0 nor `u32::MAX`.
+    ///
+    /// ```
+    /// let mut t = sluice_classifier::table::KeyTable::new(1);
+    /// t.insert(&[5], 9);
+    /// t.insert(&[5], 10);
+    /// assert_eq!((t.get(&[5]), t.len()), (Some(10), 1));
+    /// ```
+    pub fn insert(&mut self, key: &[u32], value: u32) {
+        assert!(value != EMPTY && value != GONE, "reserved value");
+        assert_eq!(key.len(), self.width, "key width");
+        if (self.used + 1) * 2 > self.mask + 1 {
+            self.grow();
+        }
+        let stride = self.width + 1;
+        let mut i = self.home(hash(key));
+        let mut reuse = None;
+        loop {
+            let at = i * stride;
+            match self.words[at] {
+                EMPTY => break,
+                GONE => {
+                    reuse.get_or_insert(i);
+                }
+                _ if &self.words[at + 1..at + stride] == key => {
+                    self.words[at] = value;
+                    return;
+                }
+                _ => {}
+            }
+            i = (i + 1) & self.mask;
+        }
+        let slot = match reuse {
+            Some(r) => r,
+            None => {
+                self.used += 1;
+                i
+            }
+        };
+        let at = slot * stride;
+        self.words[at] = value;
+        self.words[at + 1..at + stride].copy_from_slice(key);
+        self.len += 1;
+    }
+
+    /// Remove a key, returning its value.
+    ///
+    /// ```
+    /// let mut t = sluice_classifier::table::KeyTable::new(1);
+    /// t.insert(&[5], 9);
+    /// assert_eq!(t.remove(&[5]), Some(9));
+    /// assert_eq!(t.remove(&[5]), None);
+    /// ```
+    pub fn remove(&mut self, key: &[u32]) -> Option<u32> {
+        let stride = self.width + 1;
+        let mut i = self.home(hash(key));
+        loop {
+            let at = i * stride;
+            match self.words[at] {
+                EMPTY => return None,
+                GONE => {}
+                v if &self.words[at + 1..at + stride] == key => {
+                    self.words[at] = GONE;
+                    self.len -= 1;
+                    return Some(v);
+                }
+                _ => {}
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Every (key, value), in slot order.
+    ///
+    /// ```
+    /// let mut t = sluice_classifier::table::KeyTable::new(1);
+    /// t.insert(&[5], 9);
+    /// assert_eq!(t.iter().collect::<Vec<_>>(), vec![(&[5u32][..], 9)]);
+    /// ```
+    pub fn iter(&self) -> impl Iterator<Item = (&[u32], u32)> {
+        self.words
+            .chunks_exact(self.width + 1)
+            .filter(|s| s[0] != EMPTY && s[0] != GONE)
+            .map(|s| (&s[1..], s[0]))
+    }
+
+    fn grow(&mut self) {
+        // Double when more than a quarter of the slots hold keys; otherwise
+        // the slots are mostly removed keys and a rebuild at this size will do.
+        let slots = if self.len * 4 > self.mask + 1 {
+            (self.mask + 1) * 2
+        } else {
+            self.mask + 1
+        };
+        let old = std::mem::replace(&mut self.words, vec![EMPTY; slots * (self.width + 1)]);
+        self.mask = slots - 1;
+        self.len = 0;
+        self.used = 0;
+        for s in old.chunks_exact(self.width + 1) {
+            if s[0] != EMPTY && s[0] != GONE {
+                self.insert(&s[1..], s[0]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn behaves_like_a_map_under_random_operations() {
+        let mut t = KeyTable::new(2);
+        let mut m: HashMap<[u32; 2], u32> = HashMap::new();
+        let mut x: u64 = 12345;
+        for step in 0..50_000u32 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let key = [(x >> 40) as u32 % 300, (x >> 20) as u32 % 3];
+            if x % 3 == 0 {
+                assert_eq!(t.remove(&key), m.remove(&key));
+            } else {
+                t.insert(&key, step + 1);
+                m.insert(key, step + 1);
+            }
+            assert_eq!(t.len(), m.len());
+        }
+        for (k, v) in &m {
+            assert_eq!(t.get(k), Some(*v));
+        }
+        assert_eq!(t.iter().count(), m.len());
+    }
+}

@@ -1,0 +1,191 @@
+//! The merged classifier against each filter run alone, on the shared
+//! captures: every filter's verdict from the merged structure must equal its
+//! own (which the conformance tests tie to libpcap's).
+
+use sluice::capture::CaptureReader;
+use sluice::LinkType;
+use sluice_classifier::merged::{Compiled, Merged, Scratch};
+use sluice_classifier::Classifier;
+use std::path::Path;
+use std::sync::Arc;
+
+fn shared() -> Option<std::path::PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance");
+    p.is_dir().then_some(p)
+}
+
+fn packets(root: &Path, every: usize) -> Vec<(Vec<u8>, u32)> {
+    let mut files: Vec<_> = std::fs::read_dir(root.join("pcaps"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files.iter().step_by(every) {
+        let Ok(mut r) = CaptureReader::open(f) else {
+            continue;
+        };
+        while let Ok(Some(p)) = r.next_packet() {
+            if p.linktype == 1 {
+                out.push((p.data.to_vec(), p.wirelen));
+            }
+        }
+    }
+    out
+}
+
+fn expressions(root: &Path) -> Vec<String> {
+    std::fs::read_to_string(root.join("expressions.txt"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn merged_verdicts_equal_each_filter_alone() {
+    let Some(root) = shared() else {
+        println!("skipped: ../shared/conformance not found");
+        return;
+    };
+    let pkts = packets(&root, 3);
+    let filters: Vec<sluice_ir::Filter> = expressions(&root)
+        .iter()
+        .filter_map(|e| sluice_pcap::compile(e, LinkType::EN10MB, 262144).ok())
+        .collect();
+    let compiled: Vec<Compiled> = filters.iter().map(|f| Compiled::new(f.clone())).collect();
+    let merged_count = compiled.iter().filter(|c| c.paths().is_some()).count();
+    let mut m = Merged::default();
+    for (i, c) in compiled.iter().enumerate() {
+        m.insert(i as u32, c, 0);
+    }
+    println!(
+        "{} filters: {} merged into {} groups, {} run whole; {} packets",
+        filters.len(),
+        merged_count,
+        m.groups(),
+        m.whole(),
+        pkts.len()
+    );
+    let mut s = Scratch::default();
+    let mut got = Vec::new();
+    let mut batch_out = vec![Vec::new(); 16];
+    for chunk in pkts.chunks(16) {
+        let refs: Vec<(&[u8], u32)> = chunk.iter().map(|(d, w)| (&d[..], *w)).collect();
+        m.classify_batch(&refs, &mut s, &mut batch_out[..chunk.len()]);
+        for (k, (pkt, wirelen)) in chunk.iter().enumerate() {
+            m.classify(pkt, *wirelen, &mut s, &mut got);
+            let want: Vec<u32> = filters
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.run(pkt, *wirelen) != 0)
+                .map(|(i, _)| i as u32)
+                .collect();
+            assert_eq!(got, want, "packet {pkt:02x?}");
+            assert_eq!(batch_out[k], want, "batch, packet {pkt:02x?}");
+            let first = m.classify_first(pkt, *wirelen, &mut s);
+            assert_eq!(first, want.first().copied());
+        }
+    }
+    assert!(merged_count * 10 > filters.len() * 9, "most filters merge");
+}
+
+#[test]
+fn insert_and_remove_in_any_order_equals_building_from_scratch() {
+    let Some(root) = shared() else {
+        println!("skipped: ../shared/conformance not found");
+        return;
+    };
+    let pkts = packets(&root, 11);
+    let exprs = expressions(&root);
+    let compiled: Vec<Arc<Compiled>> = exprs
+        .iter()
+        .step_by(3)
+        .filter_map(|e| sluice_pcap::compile(e, LinkType::EN10MB, 262144).ok())
+        .map(|f| Arc::new(Compiled::new(f)))
+        .collect();
+    let mut c = Classifier::new();
+    let r = c.reader();
+    let mut live: Vec<(sluice_classifier::FilterId, usize)> = Vec::new();
+    let mut x: u64 = 7;
+    for round in 0..6 {
+        for _ in 0..40 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            let i = (x >> 33) as usize % compiled.len();
+            if x % 3 == 0 && !live.is_empty() {
+                let (id, _) = live.remove((x >> 7) as usize % live.len());
+                c.remove(id);
+            } else {
+                live.push((c.insert_compiled(compiled[i].clone(), 0), i));
+            }
+        }
+        c.publish();
+        // A fresh build of the same live set.
+        let mut fresh = Merged::default();
+        for (id, i) in &live {
+            fresh.insert(id.0, &compiled[*i], 0);
+        }
+        let mut s = Scratch::default();
+        let mut want = Vec::new();
+        for (pkt, w) in &pkts {
+            fresh.classify(pkt, *w, &mut s, &mut want);
+            let got: Vec<u32> = r.classify(pkt, *w).into_iter().map(|f| f.0).collect();
+            assert_eq!(got, want, "round {round}");
+        }
+    }
+}
+
+#[test]
+fn readers_never_see_a_torn_classifier() {
+    // Readers on other threads classify while the writer inserts and removes;
+    // every answer must be one the filters could give (a subset of the ids
+    // ever installed, each of which matches the packet).
+    use sluice_ir::{Filter, Pred, Size, Val};
+    let mut c = Classifier::new();
+    let port = |p: u32| Filter::new(Pred::eq(Val::load_abs(2, Size::Half), p), 1);
+    let base = c.insert(&port(1), 0);
+    c.publish();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let done = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut threads = Vec::new();
+    for t in 0..2u32 {
+        let r = c.reader();
+        let stop = stop.clone();
+        let done = done.clone();
+        threads.push(std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let p = (n as u32 + t) % 64;
+                let pkt = [0, 0, (p >> 8) as u8, p as u8];
+                for id in r.classify(&pkt, 4) {
+                    // Filter i (i >= 1) was keyed on port i + 1; filter 0 on port 1.
+                    let want_port = if id.0 == 0 { 1 } else { id.0 + 1 };
+                    assert_eq!(want_port, p, "filter {id:?} on port {p}");
+                }
+                n += 1;
+            }
+            n
+        }));
+    }
+    let mut ids = Vec::new();
+    // Wait until the readers are running, so the changes race with them.
+    while done.load(std::sync::atomic::Ordering::Relaxed) < 100 {
+        std::thread::yield_now();
+    }
+    for k in 2..64u32 {
+        ids.push(c.insert_keyed(base, &[k], 0).unwrap());
+        if k % 8 == 0 {
+            c.publish();
+        }
+        if k % 5 == 0 {
+            c.remove(ids.remove(0));
+        }
+    }
+    c.publish();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in threads {
+        assert!(t.join().unwrap() > 0);
+    }
+}
