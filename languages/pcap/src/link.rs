@@ -63,6 +63,132 @@ pub enum LinkType {
     NETANALYZER,
     NETANALYZER_TRANSPARENT,
     JUNIPER_MFR,
+    JUNIPER_MLPPP,
+    JUNIPER_MLFR,
+    JUNIPER_ES,
+    JUNIPER_GGSN,
+    JUNIPER_ATM2,
+    JUNIPER_SERVICES,
+    JUNIPER_ATM1,
+    JUNIPER_MONITOR,
+    JUNIPER_PPPOE,
+    JUNIPER_PPPOE_ATM,
+    JUNIPER_ETHER,
+    JUNIPER_PPP,
+    JUNIPER_FRELAY,
+    JUNIPER_CHDLC,
+    JUNIPER_VP,
+    JUNIPER_ISM,
+    JUNIPER_ST,
+    JUNIPER_VS,
+    JUNIPER_SRX_E2E,
+    JUNIPER_FIBRECHANNEL,
+    JUNIPER_ATM_CEMIC,
+    JUNIPER_PIC_PEER,
+    ERF,
+    MTP2_WITH_PHDR,
+    DSA_TAG_EDSA,
+    DSA_TAG_BRCM_PREPEND,
+    EN3MB,
+    AX25,
+    PRONET,
+    CHAOS,
+    REDBACK_SMARTEDGE,
+    MTP3,
+    SCCP,
+    DOCSIS,
+    LINUX_IRDA,
+    GPRS_LLC,
+    GPF_T,
+    GPF_F,
+    ERF_ETH,
+    ERF_POS,
+    LINUX_LAPD,
+    MFR,
+    A429,
+    A653_ICM,
+    USB_FREEBSD,
+    BLUETOOTH_HCI_H4,
+    IEEE802_16_MAC_CPS,
+    USB_LINUX,
+    CAN20B,
+    IEEE802_15_4_LINUX,
+    IEEE802_16_MAC_CPS_RADIO,
+    IEEE802_15_4,
+    SITA,
+    RAIF1,
+    IPMB_KONTRON,
+    BLUETOOTH_HCI_H4_WITH_PHDR,
+    AX25_KISS,
+    I2C_LINUX,
+    IEEE802_15_4_NONASK_PHY,
+    LINUX_EVDEV,
+    MPLS,
+    USB_LINUX_MMAPPED,
+    DECT,
+    AOS,
+    WIHART,
+    FC_2,
+    FC_2_WITH_FRAME_DELIMS,
+    CAN_SOCKETCAN,
+    IEEE802_15_4_NOFCS,
+    DBUS,
+    DVB_CI,
+    MUX27010,
+    STANAG_5066_D_PDU,
+    NFLOG,
+    IPOIB,
+    MPEG_2_TS,
+    NG40,
+    NFC_LLCP,
+    PFSYNC,
+    INFINIBAND,
+    SCTP,
+    USBPCAP,
+    RTAC_SERIAL,
+    BLUETOOTH_LE_LL,
+    NETLINK,
+    BLUETOOTH_LINUX_MONITOR,
+    BLUETOOTH_BREDR_BB,
+    BLUETOOTH_LE_LL_WITH_PHDR,
+    PROFIBUS_DL,
+    PKTAP,
+    EPON,
+    IPMI_HPM_2,
+    ZWAVE_R1_R2,
+    ZWAVE_R3,
+    WATTSTOPPER_DLM,
+    ISO_14443,
+    RDS,
+    USB_DARWIN,
+    OPENFLOW,
+    SDLC,
+    TI_LLN_SNIFFER,
+    VSOCK,
+    NORDIC_BLE,
+    DOCSIS31_XRA31,
+    ETHERNET_MPACKET,
+    DISPLAYPORT_AUX,
+    OPENVIZSLA,
+    EBHSCR,
+    VPP_DISPATCH,
+    ELEE,
+    Z_WAVE_SERIAL,
+    USB_2_0,
+    ATSC_ALP,
+    ETW,
+    NETANALYZER_NG,
+    ZBOSS_NCP,
+    USB_2_0_LOW_SPEED,
+    USB_2_0_FULL_SPEED,
+    USB_2_0_HIGH_SPEED,
+    AUERSWALD_LOG,
+    ZWAVE_TAP,
+    SILABS_DEBUG_CHANNEL,
+    FIRA_UCI,
+    MDB,
+    DECT_NR,
+    IEEE802_15_4_TAP,
 }
 
 /// (variant, libpcap DLT name, LINKTYPE number written in capture files,
@@ -116,6 +242,177 @@ const TABLE: &[(LinkType, &str, u32, &[u32])] = &[
         &[],
     ),
     (LinkType::JUNIPER_MFR, "JUNIPER_MFR", 134, &[]),
+    (LinkType::JUNIPER_MLPPP, "JUNIPER_MLPPP", 130, &[]),
+    (LinkType::JUNIPER_MLFR, "JUNIPER_MLFR", 131, &[]),
+    (LinkType::JUNIPER_ES, "JUNIPER_ES", 132, &[]),
+    (LinkType::JUNIPER_GGSN, "JUNIPER_GGSN", 133, &[]),
+    (LinkType::JUNIPER_ATM2, "JUNIPER_ATM2", 135, &[]),
+    (LinkType::JUNIPER_SERVICES, "JUNIPER_SERVICES", 136, &[]),
+    (LinkType::JUNIPER_ATM1, "JUNIPER_ATM1", 137, &[]),
+    (LinkType::JUNIPER_MONITOR, "JUNIPER_MONITOR", 164, &[]),
+    (LinkType::JUNIPER_PPPOE, "JUNIPER_PPPOE", 167, &[]),
+    (LinkType::JUNIPER_PPPOE_ATM, "JUNIPER_PPPOE_ATM", 168, &[]),
+    (LinkType::JUNIPER_ETHER, "JUNIPER_ETHER", 178, &[]),
+    (LinkType::JUNIPER_PPP, "JUNIPER_PPP", 179, &[]),
+    (LinkType::JUNIPER_FRELAY, "JUNIPER_FRELAY", 180, &[]),
+    (LinkType::JUNIPER_CHDLC, "JUNIPER_CHDLC", 181, &[]),
+    (LinkType::JUNIPER_VP, "JUNIPER_VP", 183, &[]),
+    (LinkType::JUNIPER_ISM, "JUNIPER_ISM", 194, &[]),
+    (LinkType::JUNIPER_ST, "JUNIPER_ST", 200, &[]),
+    (LinkType::JUNIPER_VS, "JUNIPER_VS", 232, &[]),
+    (LinkType::JUNIPER_SRX_E2E, "JUNIPER_SRX_E2E", 233, &[]),
+    (
+        LinkType::JUNIPER_FIBRECHANNEL,
+        "JUNIPER_FIBRECHANNEL",
+        234,
+        &[],
+    ),
+    (LinkType::JUNIPER_ATM_CEMIC, "JUNIPER_ATM_CEMIC", 238, &[]),
+    (LinkType::JUNIPER_PIC_PEER, "JUNIPER_PIC_PEER", 174, &[]),
+    (LinkType::ERF, "ERF", 197, &[]),
+    (LinkType::MTP2_WITH_PHDR, "MTP2_WITH_PHDR", 139, &[]),
+    (LinkType::DSA_TAG_EDSA, "DSA_TAG_EDSA", 285, &[]),
+    (
+        LinkType::DSA_TAG_BRCM_PREPEND,
+        "DSA_TAG_BRCM_PREPEND",
+        282,
+        &[],
+    ),
+    (LinkType::EN3MB, "EN3MB", 2, &[]),
+    (LinkType::AX25, "AX25", 3, &[]),
+    (LinkType::PRONET, "PRONET", 4, &[]),
+    (LinkType::CHAOS, "CHAOS", 5, &[]),
+    (LinkType::REDBACK_SMARTEDGE, "REDBACK_SMARTEDGE", 32, &[]),
+    (LinkType::MTP3, "MTP3", 141, &[]),
+    (LinkType::SCCP, "SCCP", 142, &[]),
+    (LinkType::DOCSIS, "DOCSIS", 143, &[]),
+    (LinkType::LINUX_IRDA, "LINUX_IRDA", 144, &[]),
+    (LinkType::GPRS_LLC, "GPRS_LLC", 169, &[]),
+    (LinkType::GPF_T, "GPF_T", 170, &[]),
+    (LinkType::GPF_F, "GPF_F", 171, &[]),
+    (LinkType::ERF_ETH, "ERF_ETH", 175, &[]),
+    (LinkType::ERF_POS, "ERF_POS", 176, &[]),
+    (LinkType::LINUX_LAPD, "LINUX_LAPD", 177, &[]),
+    (LinkType::MFR, "MFR", 182, &[]),
+    (LinkType::A429, "A429", 184, &[]),
+    (LinkType::A653_ICM, "A653_ICM", 185, &[]),
+    (LinkType::USB_FREEBSD, "USB_FREEBSD", 186, &[]),
+    (LinkType::BLUETOOTH_HCI_H4, "BLUETOOTH_HCI_H4", 187, &[]),
+    (LinkType::IEEE802_16_MAC_CPS, "IEEE802_16_MAC_CPS", 188, &[]),
+    (LinkType::USB_LINUX, "USB_LINUX", 189, &[]),
+    (LinkType::CAN20B, "CAN20B", 190, &[]),
+    (LinkType::IEEE802_15_4_LINUX, "IEEE802_15_4_LINUX", 191, &[]),
+    (
+        LinkType::IEEE802_16_MAC_CPS_RADIO,
+        "IEEE802_16_MAC_CPS_RADIO",
+        193,
+        &[],
+    ),
+    (LinkType::IEEE802_15_4, "IEEE802_15_4", 195, &[]),
+    (LinkType::SITA, "SITA", 196, &[]),
+    (LinkType::RAIF1, "RAIF1", 198, &[]),
+    (LinkType::IPMB_KONTRON, "IPMB_KONTRON", 199, &[]),
+    (
+        LinkType::BLUETOOTH_HCI_H4_WITH_PHDR,
+        "BLUETOOTH_HCI_H4_WITH_PHDR",
+        201,
+        &[],
+    ),
+    (LinkType::AX25_KISS, "AX25_KISS", 202, &[]),
+    (LinkType::I2C_LINUX, "I2C_LINUX", 209, &[]),
+    (
+        LinkType::IEEE802_15_4_NONASK_PHY,
+        "IEEE802_15_4_NONASK_PHY",
+        215,
+        &[],
+    ),
+    (LinkType::LINUX_EVDEV, "LINUX_EVDEV", 216, &[]),
+    (LinkType::MPLS, "MPLS", 219, &[]),
+    (LinkType::USB_LINUX_MMAPPED, "USB_LINUX_MMAPPED", 220, &[]),
+    (LinkType::DECT, "DECT", 221, &[]),
+    (LinkType::AOS, "AOS", 222, &[]),
+    (LinkType::WIHART, "WIHART", 223, &[]),
+    (LinkType::FC_2, "FC_2", 224, &[]),
+    (
+        LinkType::FC_2_WITH_FRAME_DELIMS,
+        "FC_2_WITH_FRAME_DELIMS",
+        225,
+        &[],
+    ),
+    (LinkType::CAN_SOCKETCAN, "CAN_SOCKETCAN", 227, &[]),
+    (LinkType::IEEE802_15_4_NOFCS, "IEEE802_15_4_NOFCS", 230, &[]),
+    (LinkType::DBUS, "DBUS", 231, &[]),
+    (LinkType::DVB_CI, "DVB_CI", 235, &[]),
+    (LinkType::MUX27010, "MUX27010", 236, &[]),
+    (LinkType::STANAG_5066_D_PDU, "STANAG_5066_D_PDU", 237, &[]),
+    (LinkType::NFLOG, "NFLOG", 239, &[]),
+    (LinkType::IPOIB, "IPOIB", 242, &[]),
+    (LinkType::MPEG_2_TS, "MPEG_2_TS", 243, &[]),
+    (LinkType::NG40, "NG40", 244, &[]),
+    (LinkType::NFC_LLCP, "NFC_LLCP", 245, &[]),
+    (LinkType::PFSYNC, "PFSYNC", 246, &[]),
+    (LinkType::INFINIBAND, "INFINIBAND", 247, &[]),
+    (LinkType::SCTP, "SCTP", 248, &[]),
+    (LinkType::USBPCAP, "USBPCAP", 249, &[]),
+    (LinkType::RTAC_SERIAL, "RTAC_SERIAL", 250, &[]),
+    (LinkType::BLUETOOTH_LE_LL, "BLUETOOTH_LE_LL", 251, &[]),
+    (LinkType::NETLINK, "NETLINK", 253, &[]),
+    (
+        LinkType::BLUETOOTH_LINUX_MONITOR,
+        "BLUETOOTH_LINUX_MONITOR",
+        254,
+        &[],
+    ),
+    (LinkType::BLUETOOTH_BREDR_BB, "BLUETOOTH_BREDR_BB", 255, &[]),
+    (
+        LinkType::BLUETOOTH_LE_LL_WITH_PHDR,
+        "BLUETOOTH_LE_LL_WITH_PHDR",
+        256,
+        &[],
+    ),
+    (LinkType::PROFIBUS_DL, "PROFIBUS_DL", 257, &[]),
+    (LinkType::PKTAP, "PKTAP", 258, &[]),
+    (LinkType::EPON, "EPON", 259, &[]),
+    (LinkType::IPMI_HPM_2, "IPMI_HPM_2", 260, &[]),
+    (LinkType::ZWAVE_R1_R2, "ZWAVE_R1_R2", 261, &[]),
+    (LinkType::ZWAVE_R3, "ZWAVE_R3", 262, &[]),
+    (LinkType::WATTSTOPPER_DLM, "WATTSTOPPER_DLM", 263, &[]),
+    (LinkType::ISO_14443, "ISO_14443", 264, &[]),
+    (LinkType::RDS, "RDS", 265, &[]),
+    (LinkType::USB_DARWIN, "USB_DARWIN", 266, &[]),
+    (LinkType::OPENFLOW, "OPENFLOW", 267, &[]),
+    (LinkType::SDLC, "SDLC", 268, &[]),
+    (LinkType::TI_LLN_SNIFFER, "TI_LLN_SNIFFER", 269, &[]),
+    (LinkType::VSOCK, "VSOCK", 271, &[]),
+    (LinkType::NORDIC_BLE, "NORDIC_BLE", 272, &[]),
+    (LinkType::DOCSIS31_XRA31, "DOCSIS31_XRA31", 273, &[]),
+    (LinkType::ETHERNET_MPACKET, "ETHERNET_MPACKET", 274, &[]),
+    (LinkType::DISPLAYPORT_AUX, "DISPLAYPORT_AUX", 275, &[]),
+    (LinkType::OPENVIZSLA, "OPENVIZSLA", 278, &[]),
+    (LinkType::EBHSCR, "EBHSCR", 279, &[]),
+    (LinkType::VPP_DISPATCH, "VPP_DISPATCH", 280, &[]),
+    (LinkType::ELEE, "ELEE", 286, &[]),
+    (LinkType::Z_WAVE_SERIAL, "Z_WAVE_SERIAL", 287, &[]),
+    (LinkType::USB_2_0, "USB_2_0", 288, &[]),
+    (LinkType::ATSC_ALP, "ATSC_ALP", 289, &[]),
+    (LinkType::ETW, "ETW", 290, &[]),
+    (LinkType::NETANALYZER_NG, "NETANALYZER_NG", 291, &[]),
+    (LinkType::ZBOSS_NCP, "ZBOSS_NCP", 292, &[]),
+    (LinkType::USB_2_0_LOW_SPEED, "USB_2_0_LOW_SPEED", 293, &[]),
+    (LinkType::USB_2_0_FULL_SPEED, "USB_2_0_FULL_SPEED", 294, &[]),
+    (LinkType::USB_2_0_HIGH_SPEED, "USB_2_0_HIGH_SPEED", 295, &[]),
+    (LinkType::AUERSWALD_LOG, "AUERSWALD_LOG", 296, &[]),
+    (LinkType::ZWAVE_TAP, "ZWAVE_TAP", 297, &[]),
+    (
+        LinkType::SILABS_DEBUG_CHANNEL,
+        "SILABS_DEBUG_CHANNEL",
+        298,
+        &[],
+    ),
+    (LinkType::FIRA_UCI, "FIRA_UCI", 299, &[]),
+    (LinkType::MDB, "MDB", 300, &[]),
+    (LinkType::DECT_NR, "DECT_NR", 301, &[]),
+    (LinkType::IEEE802_15_4_TAP, "IEEE802_15_4_TAP", 283, &[]),
     (LinkType::IEEE802_11, "IEEE802_11", 105, &[]),
     (LinkType::IEEE802_11_RADIO, "IEEE802_11_RADIO", 127, &[]),
     (
@@ -252,7 +549,9 @@ pub enum ProtoField {
     Arcnet,
     /// Juniper MFR: one magic-cookie test stands for every protocol.
     JuniperCookie,
-    /// No link-layer protocol tests at all (MTP2, BACnet MS/TP).
+    /// No protocol field: every link-layer protocol test is refused
+    /// (MTP2, BACnet MS/TP, USB, Bluetooth, CAN, D-Bus and the other links
+    /// where libpcap filters only on raw bytes, lengths and `link[...]`).
     NoLinkType,
 }
 
@@ -336,6 +635,133 @@ impl Layout {
             LinkType::APPLE_IP_OVER_IEEE1394 => (PlainEtherType, Some(16), 18, None),
             LinkType::LTALK => (OnlyAtalk, None, 0, None),
             LinkType::JUNIPER_MFR => (JuniperCookie, None, 4, None),
+            LinkType::JUNIPER_MLPPP
+            | LinkType::JUNIPER_MLFR
+            | LinkType::JUNIPER_PPP
+            | LinkType::JUNIPER_CHDLC
+            | LinkType::JUNIPER_FRELAY
+            | LinkType::JUNIPER_ATM1 => (JuniperCookie, None, 4, None),
+            LinkType::JUNIPER_PPPOE_ATM => (JuniperCookie, None, 6, None),
+            LinkType::JUNIPER_ATM2 => (JuniperCookie, None, 8, None),
+            LinkType::JUNIPER_GGSN | LinkType::JUNIPER_MONITOR => (JuniperCookie, None, 12, None),
+            LinkType::JUNIPER_ETHER | LinkType::JUNIPER_PPPOE => (JuniperCookie, None, 32, None),
+            // No network-layer offset: libpcap adds its "not set" marker (-1)
+            // twice and loads at 2^32 - 2 + k, wrapping as its constants do.
+            LinkType::JUNIPER_ES
+            | LinkType::JUNIPER_SERVICES
+            | LinkType::JUNIPER_VP
+            | LinkType::JUNIPER_ISM
+            | LinkType::JUNIPER_ST
+            | LinkType::JUNIPER_VS
+            | LinkType::JUNIPER_SRX_E2E
+            | LinkType::JUNIPER_FIBRECHANNEL
+            | LinkType::JUNIPER_ATM_CEMIC => (JuniperCookie, None, 0u32.wrapping_sub(2), None),
+            // MTP2 behind a pseudo-header (4 bytes) or an ERF record header (20 bytes).
+            LinkType::MTP2_WITH_PHDR | LinkType::ERF => (NoLinkType, None, 0, None),
+            // Links where libpcap master filters on nothing but the raw bytes.
+            LinkType::JUNIPER_PIC_PEER
+            | LinkType::DSA_TAG_EDSA
+            | LinkType::DSA_TAG_BRCM_PREPEND
+            | LinkType::EN3MB
+            | LinkType::AX25
+            | LinkType::PRONET
+            | LinkType::CHAOS
+            | LinkType::REDBACK_SMARTEDGE
+            | LinkType::MTP3
+            | LinkType::SCCP
+            | LinkType::DOCSIS
+            | LinkType::LINUX_IRDA
+            | LinkType::GPRS_LLC
+            | LinkType::GPF_T
+            | LinkType::GPF_F
+            | LinkType::ERF_ETH
+            | LinkType::ERF_POS
+            | LinkType::LINUX_LAPD
+            | LinkType::MFR
+            | LinkType::A429
+            | LinkType::A653_ICM
+            | LinkType::USB_FREEBSD
+            | LinkType::BLUETOOTH_HCI_H4
+            | LinkType::IEEE802_16_MAC_CPS
+            | LinkType::USB_LINUX
+            | LinkType::CAN20B
+            | LinkType::IEEE802_15_4_LINUX
+            | LinkType::IEEE802_16_MAC_CPS_RADIO
+            | LinkType::IEEE802_15_4
+            | LinkType::SITA
+            | LinkType::RAIF1
+            | LinkType::IPMB_KONTRON
+            | LinkType::BLUETOOTH_HCI_H4_WITH_PHDR
+            | LinkType::AX25_KISS
+            | LinkType::I2C_LINUX
+            | LinkType::IEEE802_15_4_NONASK_PHY
+            | LinkType::LINUX_EVDEV
+            | LinkType::MPLS
+            | LinkType::USB_LINUX_MMAPPED
+            | LinkType::DECT
+            | LinkType::AOS
+            | LinkType::WIHART
+            | LinkType::FC_2
+            | LinkType::FC_2_WITH_FRAME_DELIMS
+            | LinkType::CAN_SOCKETCAN
+            | LinkType::IEEE802_15_4_NOFCS
+            | LinkType::DBUS
+            | LinkType::DVB_CI
+            | LinkType::MUX27010
+            | LinkType::STANAG_5066_D_PDU
+            | LinkType::NFLOG
+            | LinkType::IPOIB
+            | LinkType::MPEG_2_TS
+            | LinkType::NG40
+            | LinkType::NFC_LLCP
+            | LinkType::PFSYNC
+            | LinkType::INFINIBAND
+            | LinkType::SCTP
+            | LinkType::USBPCAP
+            | LinkType::RTAC_SERIAL
+            | LinkType::BLUETOOTH_LE_LL
+            | LinkType::NETLINK
+            | LinkType::BLUETOOTH_LINUX_MONITOR
+            | LinkType::BLUETOOTH_BREDR_BB
+            | LinkType::BLUETOOTH_LE_LL_WITH_PHDR
+            | LinkType::PROFIBUS_DL
+            | LinkType::PKTAP
+            | LinkType::EPON
+            | LinkType::IPMI_HPM_2
+            | LinkType::ZWAVE_R1_R2
+            | LinkType::ZWAVE_R3
+            | LinkType::WATTSTOPPER_DLM
+            | LinkType::ISO_14443
+            | LinkType::RDS
+            | LinkType::USB_DARWIN
+            | LinkType::OPENFLOW
+            | LinkType::SDLC
+            | LinkType::TI_LLN_SNIFFER
+            | LinkType::VSOCK
+            | LinkType::NORDIC_BLE
+            | LinkType::DOCSIS31_XRA31
+            | LinkType::ETHERNET_MPACKET
+            | LinkType::DISPLAYPORT_AUX
+            | LinkType::OPENVIZSLA
+            | LinkType::EBHSCR
+            | LinkType::VPP_DISPATCH
+            | LinkType::ELEE
+            | LinkType::Z_WAVE_SERIAL
+            | LinkType::USB_2_0
+            | LinkType::ATSC_ALP
+            | LinkType::ETW
+            | LinkType::NETANALYZER_NG
+            | LinkType::ZBOSS_NCP
+            | LinkType::USB_2_0_LOW_SPEED
+            | LinkType::USB_2_0_FULL_SPEED
+            | LinkType::USB_2_0_HIGH_SPEED
+            | LinkType::AUERSWALD_LOG
+            | LinkType::ZWAVE_TAP
+            | LinkType::SILABS_DEBUG_CHANNEL
+            | LinkType::FIRA_UCI
+            | LinkType::MDB
+            | LinkType::DECT_NR
+            | LinkType::IEEE802_15_4_TAP => (NoLinkType, None, 0, None),
             // The 802.11 offsets vary per packet: see gen/wlan.rs.
             LinkType::IEEE802_11
             | LinkType::IEEE802_11_RADIO

@@ -131,7 +131,7 @@ impl Gen {
             Icmp6 => {
                 guards.push(self.linktype(et::IPV6));
                 guards.push(Pred::eq(
-                    Val::load(net.clone(), 6, Size::Byte),
+                    super::proto::ld(&net, 6, Size::Byte),
                     ipproto::ICMPV6,
                 ));
                 Gen::at(idx, &net, 40, size)

@@ -1,7 +1,8 @@
 //! Link types beyond Ethernet and the IP-only links: 802.2 LLC links (FDDI,
 //! token ring, IP over Fibre Channel, ATM RFC 1483), SunATM, ARCnet, BSD/OS
-//! PPP, SLIP, pflog, ipnet, Frame Relay, enc, LocalTalk, Juniper MFR, and
-//! the links that have no protocol field at all (MTP2, BACnet MS/TP).
+//! PPP, SLIP, pflog, ipnet, Frame Relay, enc, LocalTalk, the Juniper
+//! family, and the links that have no protocol field at all (MTP2, BACnet
+//! MS/TP, USB, Bluetooth, CAN and the other raw-byte links).
 //!
 //! Each function here answers one question the generator asks of the link
 //! ("does it carry protocol P", "where is the OSI protocol id", "which way
@@ -10,7 +11,7 @@
 use super::proto::{ethertype as et, ld, ppp_proto};
 use super::{err, GResult, Gen};
 use crate::ast::{Dir, Span};
-use crate::link::{LinkType, ProtoField};
+use crate::link::{Layout, LinkType, ProtoField};
 use sluice_ir::{CmpOp, Pred, Size, Val};
 
 /// ARCnet protocol ids (RFC 1201 numbering).
@@ -22,26 +23,30 @@ mod arctype {
     pub const INET6: u32 = 0xc4;
 }
 
-thread_local! {
-    /// Set when a primitive needed a link-layer protocol test on a link
-    /// that has none (MTP2, BACnet MS/TP): the expression is then refused.
-    static REFUSED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether the compilation that just ended needed a protocol test the link
-/// cannot make; clears the flag.
-pub(crate) fn take_refused() -> bool {
-    REFUSED.with(|r| r.replace(false))
-}
-
 /// SunATM: the traffic type in the low nibble of the first byte.
 const SUNATM_LANE: u32 = 1;
 const SUNATM_LLC: u32 = 2;
 
+/// Where libpcap reads the OSI protocol id on a Juniper link: its link
+/// payload offset plus its "no SNAP" network offset, where either may be
+/// libpcap's "not set" marker (-1), added modulo 2^32.
+fn juniper_osi_at(dlt: LinkType) -> u32 {
+    use LinkType::*;
+    match dlt {
+        JUNIPER_MFR | JUNIPER_MLFR | JUNIPER_MLPPP | JUNIPER_PPP | JUNIPER_CHDLC
+        | JUNIPER_FRELAY => 3,
+        JUNIPER_PPPOE_ATM => 5,
+        JUNIPER_GGSN | JUNIPER_MONITOR => 11,
+        JUNIPER_ATM1 => 14,
+        JUNIPER_ATM2 => 18,
+        JUNIPER_ETHER | JUNIPER_PPPOE => 35,
+        _ => 0u32.wrapping_sub(2),
+    }
+}
+
 impl Gen {
     /// Set up offsets that the fixed layout table cannot express.
     pub(crate) fn link_setup(&mut self) {
-        take_refused();
         if self.off.dlt == LinkType::PFLOG {
             self.off.net = self.pflog_payload();
         }
@@ -174,7 +179,7 @@ impl Gen {
                 Pred::masked_eq(ld(&Val::Const(0), 0, Size::Word), 0xffff_ff00, 0x4d47_4300)
             }
             _ => {
-                REFUSED.with(|r| r.set(true));
+                self.refused.set(true);
                 Pred::False
             }
         }
@@ -187,6 +192,7 @@ impl Gen {
             ProtoField::Llc | ProtoField::SunAtm => Some(Val::plus(self.llc_start(), 3)),
             ProtoField::Frelay => Some(Val::Const(3)),
             ProtoField::PppBsdos | ProtoField::PlainEtherType => Some(self.off.net.clone()),
+            ProtoField::JuniperCookie => Some(Val::Const(juniper_osi_at(self.off.dlt))),
             _ => None,
         }
     }
@@ -202,7 +208,8 @@ impl Gen {
                 pick(Pred::eq(h.clone(), 2), Pred::eq(h, 1))
             }
             LinkType::PFLOG => pick(Pred::eq(b(60), 1), Pred::eq(b(60), 2)),
-            LinkType::JUNIPER_MFR => {
+            // Juniper: the flags byte after the 3-byte magic cookie.
+            dlt if Layout::of(dlt).field == ProtoField::JuniperCookie => {
                 let set = Pred::cmp(CmpOp::Set, b(3), Val::Const(1));
                 pick(set.clone(), Pred::not(set))
             }

@@ -74,6 +74,21 @@ pub(crate) struct Gen {
     wlan_uses: wlan::Uses,
     /// The 802.11 layout being generated for.
     wlan_variant: wlan::Variant,
+    /// Set when a primitive needed a link-layer protocol test on a link
+    /// that has none (MTP2, USB, ...): the expression is then refused.
+    refused: std::cell::Cell<bool>,
+}
+
+impl Gen {
+    /// A generator starting at `off`, for the default 802.11 layout.
+    fn new(off: Offsets) -> Gen {
+        Gen {
+            off,
+            wlan_uses: wlan::Uses::default(),
+            wlan_variant: wlan::Variant::default(),
+            refused: std::cell::Cell::new(false),
+        }
+    }
 }
 
 pub(crate) type GResult<T> = Result<T, CompileError>;
@@ -88,14 +103,10 @@ pub(crate) type GResult<T> = Result<T, CompileError>;
 /// assert_eq!(f.run(&[0x45, 0, 0, 20], 20), 65535);
 /// ```
 pub fn generate(e: &Expr, dlt: LinkType, snaplen: u32) -> Result<Filter, CompileError> {
-    let mut g = Gen {
-        off: Offsets::new(dlt),
-        wlan_uses: wlan::Uses::default(),
-        wlan_variant: wlan::Variant::default(),
-    };
+    let mut g = Gen::new(Offsets::new(dlt));
     g.link_setup();
     let pred = g.expr(e)?;
-    if links::take_refused() {
+    if g.refused.get() {
         return err(
             e.span(),
             format!("{dlt} link-layer type filtering not implemented"),

@@ -34,21 +34,27 @@ fn li_range(v: Val, lo: u32, hi: Option<u32>) -> Pred {
 }
 
 impl Gen {
-    fn require_mtp2(&self, span: Span) -> GResult<()> {
-        if self.off.dlt != LinkType::MTP2 {
-            return err(
-                span,
-                format!("MTP2/MTP3 primitives are not supported on {}", self.off.dlt),
-            );
-        }
-        Ok(())
+    /// Where the MTP2 header starts: right away, after a 4-byte pseudo-header,
+    /// or after a 20-byte ERF record header.
+    fn mtp2_start(&self, span: Span) -> GResult<Val> {
+        Ok(Val::Const(match self.off.dlt {
+            LinkType::MTP2 => 0,
+            LinkType::MTP2_WITH_PHDR => 4,
+            LinkType::ERF => 20,
+            dlt => {
+                return err(
+                    span,
+                    format!("MTP2/MTP3 primitives are not supported on {dlt}"),
+                )
+            }
+        }))
     }
 
     /// An MTP2 message type: FISU (length 0), LSSU (1 or 2), MSU (more).
     pub(crate) fn mtp2(&mut self, t: Mtp2Type, span: Span) -> GResult<Pred> {
-        self.require_mtp2(span)?;
-        let li = masked(ld(&Val::Const(0), LI_AT, Size::Byte), 0x3f);
-        let hli = masked(ld(&Val::Const(0), HLI_AT, Size::Half), 0xff80);
+        let z = self.mtp2_start(span)?;
+        let li = masked(ld(&z, LI_AT, Size::Byte), 0x3f);
+        let hli = masked(ld(&z, HLI_AT, Size::Half), 0xff80);
         let none = |v: Val, m: u32| {
             let Val::Bin(_, load, _) = v else {
                 unreachable!()
@@ -72,14 +78,13 @@ impl Gen {
         list: &[(RelOp, u32)],
         span: Span,
     ) -> GResult<Pred> {
-        self.require_mtp2(span)?;
+        let z = self.mtp2_start(span)?;
         use Mtp3Field::*;
         let extra = match f {
             Hsio | Hopc | Hdpc | Hsls => H_EXTRA,
             _ => 0,
         };
         let at = SIO_AT + extra;
-        let z = Val::Const(0);
         let (name, max, v, enc): (&str, u32, Val, fn(u32) -> u32) = match f {
             Sio | Hsio => ("sio", 255, ld(&z, at, Size::Byte), |k| k),
             Dpc | Hdpc => (

@@ -55,8 +55,14 @@ const ISO8473_CLNP: u32 = 0x81;
 const ISO9542_ESIS: u32 = 0x82;
 const ISO10589_ISIS: u32 = 0x83;
 
+/// A load `off` bytes after `at`. A constant address is computed modulo
+/// 2^32, as libpcap computes its constant offsets (this matters only for
+/// the Juniper links whose network layer is at libpcap's "not set" offset).
 pub(crate) fn ld(at: &Val, off: u32, size: Size) -> Val {
-    Val::load(at.clone(), off, size)
+    match at {
+        Val::Const(c) => Val::load_abs(c.wrapping_add(off), size),
+        at => Val::load(at.clone(), off, size),
+    }
 }
 
 pub(crate) fn ppp_proto(ethertype: u32) -> u32 {
@@ -552,7 +558,11 @@ impl Gen {
     }
 
     fn pppoes(&mut self, sess: Option<u32>, span: Span) -> GResult<Pred> {
-        self.require_ethernet_like("pppoes", span)?;
+        // Juniper links test only their magic cookie for PPPoE, as for
+        // every protocol, and then read the PPPoE header at the payload.
+        if self.off.field != ProtoField::JuniperCookie {
+            self.require_ethernet_like("pppoes", span)?;
+        }
         if let Some(s) = sess {
             if s > 0xffff {
                 return err(

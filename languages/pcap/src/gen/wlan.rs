@@ -379,9 +379,8 @@ impl Gen {
     /// The same expression generated for another layout variant.
     fn variant(&self, e: &Expr, v: Variant) -> GResult<Pred> {
         let mut g = Gen {
-            off: offsets(self.off.dlt, v),
-            wlan_uses: Uses::default(),
             wlan_variant: v,
+            ..Gen::new(offsets(self.off.dlt, v))
         };
         g.expr(e)
     }
