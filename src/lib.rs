@@ -116,7 +116,10 @@ impl Program {
         sluice_bpf::Verifier::userland()
             .verify(&bpf)
             .map_err(Error::BpfVerify)?;
-        Ok(Program { ir: None, bpf })
+        Ok(Program {
+            ir: sluice_bpf::lift(&bpf).ok(),
+            bpf,
+        })
     }
 
     /// The classic BPF program.
@@ -129,7 +132,8 @@ impl Program {
         &self.bpf
     }
 
-    /// The intermediate form, when the program came from an expression.
+    /// The intermediate form: from an expression, or lifted from a BPF
+    /// program whose control flow allows it.
     ///
     /// ```
     /// use sluice::{Program, LinkType};

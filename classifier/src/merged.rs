@@ -79,18 +79,32 @@ impl Compiled {
         }
     }
 
-    /// A filter given as a classic BPF program: it runs whole.
+    /// A filter given as a classic BPF program: lifted into the IR and
+    /// merged like any other when its control flow allows
+    /// ([`sluice_bpf::lift`]), otherwise run whole.
     ///
     /// ```
     /// use sluice_bpf::{Insn, op};
     /// let c = sluice_classifier::merged::Compiled::from_bpf(&[Insn::stmt(op::BPF_RET | op::BPF_K, 1)]);
-    /// assert!(c.paths().is_none());
+    /// assert!(c.paths().is_some());
+    /// let ret_a = [Insn::stmt(op::BPF_RET | op::BPF_A, 0)];
+    /// assert!(sluice_classifier::merged::Compiled::from_bpf(&ret_a).paths().is_none());
     /// ```
     pub fn from_bpf(prog: &[Insn]) -> Compiled {
-        Compiled {
-            filter: Filter::new(Pred::False, 0),
-            paths: None,
-            program: prog.into(),
+        match sluice_bpf::lift(prog) {
+            Ok(filter) => {
+                let pred = sluice_ir::simplify::fast_disjunctions(filter.pred.clone());
+                Compiled {
+                    paths: paths(&pred, filter.accept).ok(),
+                    filter,
+                    program: prog.into(),
+                }
+            }
+            Err(_) => Compiled {
+                filter: Filter::new(Pred::False, 0),
+                paths: None,
+                program: prog.into(),
+            },
         }
     }
 

@@ -25,6 +25,7 @@
 
 mod insn;
 mod interp;
+mod lift;
 mod text;
 mod verify;
 
@@ -33,6 +34,7 @@ pub use insn::{
     VALID_CODES,
 };
 pub use interp::{run, Validated, STEP_BUDGET};
+pub use lift::{lift, LiftError};
 pub use text::{
     disasm_d, disasm_d_annotated, disasm_dd, disasm_ddd, image, parse_d, parse_dd, parse_ddd,
     parse_program, ParseError, TextFormat,
