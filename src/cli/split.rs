@@ -1,0 +1,425 @@
+//! `sluice split`: many named filters over a capture in one pass, with one
+//! merged classifier per link type (not one program per filter).
+
+use super::{cached, for_each_packet, linktype_of, open_capture, read_text, Fail};
+use clap::ArgGroup;
+use sluice::capture::{CaptureFormat, CaptureWriter};
+use sluice::{LinkType, Program};
+use sluice_classifier::merged::{Compiled, Merged, Scratch};
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The arguments of `sluice split`.
+#[derive(clap::Args)]
+#[command(group(ArgGroup::new("output").required(true).multiple(true).args(["out_dir", "count", "verdicts"])))]
+#[command(group(ArgGroup::new("report").multiple(true).args(["count", "verdicts"])))]
+pub struct SplitArgs {
+    /// Capture file to read (pcap or pcapng; `-` for standard input).
+    #[arg(short = 'r', value_name = "FILE")]
+    read: Option<String>,
+    /// The filters: one `name<TAB>expression` per line; `#` starts a comment.
+    #[arg(long, value_name = "FILTERS")]
+    filters: String,
+    /// Write each filter's packets to DIR/name.pcap (name.pcapng for pcapng input).
+    #[arg(long = "out-dir", value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+    /// Print `name<TAB>count` per filter, in file order.
+    #[arg(long)]
+    count: bool,
+    /// Print `name<TAB>` and one 0/1 per packet, per filter, in file order.
+    #[arg(long)]
+    verdicts: bool,
+    /// Give each packet only to the first matching filter in file order.
+    #[arg(long = "first-match")]
+    first_match: bool,
+    /// Print --count and --verdicts as one JSON object.
+    #[arg(long, requires = "report")]
+    json: bool,
+}
+
+/// One line of a filters file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FilterLine {
+    /// Line number, from 1.
+    pub line: usize,
+    /// The filter's name (also its output file's name).
+    pub name: String,
+    /// The pcap expression (empty: every packet).
+    pub expression: String,
+}
+
+/// Parse a filters file: `name<TAB>expression` per line, blank lines and
+/// `#` comments ignored. Returns the filters and one message per bad line
+/// (line number, `file:line: what`).
+pub fn parse_filters(text: &str, file: &str) -> (Vec<FilterLine>, Vec<(usize, String)>) {
+    let mut filters = Vec::new();
+    let mut errors = Vec::new();
+    let mut names = HashSet::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+        if raw.trim().is_empty() || raw.trim_start().starts_with('#') {
+            continue;
+        }
+        let Some((name, expression)) = raw.split_once('\t') else {
+            errors.push((
+                line,
+                format!("{file}:{line}: expected name<TAB>expression, found no tab"),
+            ));
+            continue;
+        };
+        let name = name.trim();
+        if let Err(why) = check_name(name) {
+            errors.push((line, format!("{file}:{line}: bad name '{name}': {why}")));
+            continue;
+        }
+        if !names.insert(name.to_string()) {
+            errors.push((line, format!("{file}:{line}: duplicate name '{name}'")));
+            continue;
+        }
+        filters.push(FilterLine {
+            line,
+            name: name.to_string(),
+            expression: super::strip_comment(expression).trim().to_string(),
+        });
+    }
+    (filters, errors)
+}
+
+/// Names become file names: no path separators, no `.`/`..`, no control
+/// characters, not too long.
+fn check_name(name: &str) -> Result<(), &'static str> {
+    if name.is_empty() {
+        Err("empty")
+    } else if name == "." || name == ".." {
+        Err("not a file name")
+    } else if name.contains(['/', '\\']) {
+        Err("contains a path separator")
+    } else if name.chars().any(char::is_control) {
+        Err("contains a control character")
+    } else if name.len() > 200 {
+        Err("longer than 200 bytes")
+    } else {
+        Ok(())
+    }
+}
+
+/// All filters merged for one link type; earlier lines get higher
+/// priorities, so the first-match winner is the first line that matches.
+/// Errors name the line and the compile error's column.
+fn build(filters: &[FilterLine], lt: LinkType, file: &str) -> Result<Merged, Vec<(usize, String)>> {
+    let mut merged = Merged::default();
+    let mut errors = Vec::new();
+    let n = filters.len();
+    for (i, f) in filters.iter().enumerate() {
+        // The same compilation as `sluice filter`, so the same expressions
+        // are refused (including those that reject every packet).
+        match Program::from_expression(&f.expression, lt, super::DEFAULT_SNAPLEN, true) {
+            Ok(p) => {
+                if let Some(ir) = p.ir() {
+                    let priority = i32::try_from(n - i).unwrap_or(i32::MAX);
+                    merged.insert(i as u32, &Compiled::new(ir.clone()), priority);
+                }
+            }
+            Err(e) => errors.push((
+                f.line,
+                format!(
+                    "{file}:{}: {}: {e} (link type {})",
+                    f.line,
+                    f.name,
+                    lt.name()
+                ),
+            )),
+        }
+    }
+    if errors.is_empty() {
+        Ok(merged)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Every bad line, in line order, one per line of the message.
+fn many(mut errors: Vec<(usize, String)>, before_output: bool) -> Fail {
+    errors.sort_by_key(|e| e.0);
+    let n = errors.len();
+    let mut lines: Vec<String> = errors.into_iter().map(|e| e.1).collect();
+    let s = if n == 1 { "" } else { "s" };
+    lines.push(if before_output {
+        format!("{n} bad line{s}, nothing written")
+    } else {
+        format!("{n} bad line{s} for a link type met in the capture; stopped there")
+    });
+    Fail(lines.join("\nsluice: "))
+}
+
+/// The per-filter output files.
+struct Outputs {
+    writers: Vec<CaptureWriter<Box<dyn Write + Send>>>,
+}
+
+impl Outputs {
+    fn create(dir: &Path, filters: &[FilterLine], format: &CaptureFormat) -> Result<Outputs, Fail> {
+        std::fs::create_dir_all(dir).map_err(|e| Fail(format!("{}: {e}", dir.display())))?;
+        let ext = if format.is_pcapng() { "pcapng" } else { "pcap" };
+        let writers = filters
+            .iter()
+            .map(|f| CaptureWriter::create(dir.join(format!("{}.{ext}", f.name)), format))
+            .collect::<Result<_, _>>()?;
+        Ok(Outputs { writers })
+    }
+
+    /// Flush and close every file; the first error, if any.
+    fn finish(self) -> Result<(), Fail> {
+        let mut first = Ok(());
+        for w in self.writers {
+            if let Err(e) = w.finish() {
+                if first.is_ok() {
+                    first = Err(e.into());
+                }
+            }
+        }
+        first
+    }
+}
+
+/// One bit per packet.
+#[derive(Default)]
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn set(&mut self, i: u64) {
+        let w = (i / 64) as usize;
+        if self.0.len() <= w {
+            self.0.resize(w + 1, 0);
+        }
+        self.0[w] |= 1 << (i % 64);
+    }
+
+    fn row(&self, len: u64) -> Vec<u8> {
+        (0..len)
+            .map(|i| {
+                let on = self
+                    .0
+                    .get((i / 64) as usize)
+                    .map_or(0, |w| (w >> (i % 64)) & 1);
+                b'0' + on as u8
+            })
+            .collect()
+    }
+}
+
+/// Run `sluice split`.
+pub fn run(args: SplitArgs) -> Result<(), Fail> {
+    let file = args.filters.as_str();
+    let (filters, mut errors) = parse_filters(&read_text(file)?, file);
+    let (mut reader, size) = open_capture(args.read.as_deref())?;
+    let name = reader.name().to_string();
+    let format = reader.format();
+
+    // Compile everything for the capture's link type before writing anything.
+    let mut classifiers: HashMap<u16, Merged> = HashMap::new();
+    if let Some(n) = reader.linktype() {
+        match build(&filters, linktype_of(n, &name)?, file) {
+            Ok(m) => {
+                classifiers.insert(n, m);
+            }
+            Err(e) => errors.extend(e),
+        }
+    }
+    // (A pcapng file without an interface before its first packet: the
+    // filters compile when that packet comes, still before any output.)
+    if !errors.is_empty() {
+        return Err(many(errors, true));
+    }
+    if filters.is_empty() {
+        return Err(Fail(format!("{file}: no filters")));
+    }
+
+    let mut outputs: Option<Outputs> = None;
+    let open_outputs = |outputs: &mut Option<Outputs>| -> Result<(), Fail> {
+        if let (None, Some(dir)) = (&outputs, &args.out_dir) {
+            *outputs = Some(Outputs::create(dir, &filters, &format)?);
+        }
+        Ok(())
+    };
+    if !classifiers.is_empty() {
+        open_outputs(&mut outputs)?;
+    }
+
+    let mut counts = vec![0u64; filters.len()];
+    let mut bits: Vec<Bits> = (0..filters.len()).map(|_| Bits::default()).collect();
+    let mut seen = 0u64;
+    let mut scratch = Scratch::default();
+    let mut ids: Vec<u32> = Vec::new();
+    let status = for_each_packet(&mut reader, size, |pkt| {
+        let first = classifiers.is_empty();
+        let merged = cached(&mut classifiers, pkt.linktype, || {
+            build(&filters, linktype_of(pkt.linktype, &name)?, file).map_err(|e| many(e, first))
+        })?;
+        if args.first_match {
+            ids.clear();
+            ids.extend(merged.classify_first(pkt.data, pkt.wirelen, &mut scratch));
+        } else {
+            merged.classify(pkt.data, pkt.wirelen, &mut scratch, &mut ids);
+        }
+        open_outputs(&mut outputs)?;
+        for &id in &ids {
+            let i = id as usize;
+            counts[i] += 1;
+            if args.verdicts {
+                bits[i].set(seen);
+            }
+            if let Some(o) = outputs.as_mut() {
+                o.writers[i].write_packet(pkt)?;
+            }
+        }
+        seen += 1;
+        Ok(())
+    });
+    // A capture without packets and without an interface: check the filters
+    // for Ethernet before creating the (empty) outputs.
+    if status.is_ok() && outputs.is_none() && classifiers.is_empty() {
+        build(&filters, LinkType::EN10MB, file).map_err(|e| many(e, true))?;
+        open_outputs(&mut outputs)?;
+    }
+    // Whatever happened, keep everything processed so far.
+    let finished = outputs.map_or(Ok(()), Outputs::finish);
+    report(&args, &filters, &counts, &bits, seen)?;
+    status.and(finished)
+}
+
+/// Print the counts and verdicts on standard output.
+fn report(
+    args: &SplitArgs,
+    filters: &[FilterLine],
+    counts: &[u64],
+    bits: &[Bits],
+    seen: u64,
+) -> Result<(), Fail> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let result = if args.json {
+        json(&mut out, args, filters, counts, bits, seen)
+    } else {
+        text(&mut out, args, filters, counts, bits, seen)
+    };
+    match result.and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+fn text(
+    out: &mut impl Write,
+    args: &SplitArgs,
+    filters: &[FilterLine],
+    counts: &[u64],
+    bits: &[Bits],
+    seen: u64,
+) -> std::io::Result<()> {
+    if args.count {
+        for (f, c) in filters.iter().zip(counts) {
+            writeln!(out, "{}\t{c}", f.name)?;
+        }
+    }
+    if args.verdicts {
+        for (f, b) in filters.iter().zip(bits) {
+            write!(out, "{}\t", f.name)?;
+            out.write_all(&b.row(seen))?;
+            writeln!(out)?;
+        }
+    }
+    Ok(())
+}
+
+fn json(
+    out: &mut impl Write,
+    args: &SplitArgs,
+    filters: &[FilterLine],
+    counts: &[u64],
+    bits: &[Bits],
+    seen: u64,
+) -> std::io::Result<()> {
+    write!(out, "{{\"packets\": {seen}, \"filters\": [")?;
+    for (i, f) in filters.iter().enumerate() {
+        if i > 0 {
+            write!(out, ", ")?;
+        }
+        write!(out, "{{\"name\": {}", json_string(&f.name))?;
+        if args.count {
+            write!(out, ", \"accepted\": {}", counts[i])?;
+        }
+        if args.verdicts {
+            write!(out, ", \"verdicts\": \"")?;
+            out.write_all(&bits[i].row(seen))?;
+            write!(out, "\"")?;
+        }
+        write!(out, "}}")?;
+    }
+    writeln!(out, "]}}")
+}
+
+/// A JSON string literal.
+fn json_string(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_lines_and_reports_bad_ones() {
+        let text =
+            "# comment\n\nweb\ttcp port 80 # http\nall\t\nnotab\n\tip\nweb\tudp\na/b\tip\n..\tip\n";
+        let (f, e) = parse_filters(text, "f");
+        assert_eq!(
+            f,
+            vec![
+                FilterLine {
+                    line: 3,
+                    name: "web".into(),
+                    expression: "tcp port 80".into()
+                },
+                FilterLine {
+                    line: 4,
+                    name: "all".into(),
+                    expression: String::new()
+                },
+            ]
+        );
+        assert_eq!(e.len(), 5, "{e:?}");
+        for ((_, msg), line) in e.iter().zip([5, 6, 7, 8, 9]) {
+            assert!(msg.starts_with(&format!("f:{line}: ")), "{msg}");
+        }
+    }
+
+    #[test]
+    fn bits_rows() {
+        let mut b = Bits::default();
+        b.set(1);
+        b.set(70);
+        let row = b.row(72);
+        assert_eq!(row.len(), 72);
+        assert_eq!(row.iter().filter(|&&c| c == b'1').count(), 2);
+        assert_eq!((row[1], row[70], row[0]), (b'1', b'1', b'0'));
+    }
+
+    #[test]
+    fn json_strings_escape() {
+        assert_eq!(json_string("a\"b\\c\t"), "\"a\\\"b\\\\c\\u0009\"");
+    }
+}
