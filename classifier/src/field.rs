@@ -138,6 +138,27 @@ impl Fields {
         self.reads.is_empty()
     }
 
+    /// The field as a [`Direct`] read, when it is one.
+    ///
+    /// ```
+    /// let mut f = sluice_classifier::field::Fields::default();
+    /// let id = f.intern(&sluice_ir::Val::Len);
+    /// assert!(f.direct(id).is_none());
+    /// ```
+    pub fn direct(&self, id: FieldId) -> Option<Direct> {
+        match self.reads[id as usize] {
+            Read::Abs { off, size } => Some(Direct {
+                hdr: u32::MAX,
+                off,
+                size,
+            }),
+            Read::AfterIpv4 { hdr, off, size } if hdr != u32::MAX => {
+                Some(Direct { hdr, off, size })
+            }
+            _ => None,
+        }
+    }
+
     /// Read a field; `None` when the read aborts (past the captured bytes).
     ///
     /// ```
@@ -157,6 +178,45 @@ impl Fields {
             }
             Read::Generic(v) => sluice_ir::eval_val(v, pkt, wirelen).ok(),
         }
+    }
+}
+
+/// A field read that needs no memo: a fixed offset, or an offset past an
+/// IPv4 header (both cost one bounds check and one load, less than a memo
+/// lookup would).
+///
+/// ```
+/// use sluice_ir::{Val, Size};
+/// let mut f = sluice_classifier::field::Fields::default();
+/// let id = f.intern(&Val::load_abs(1, Size::Half));
+/// let d = f.direct(id).unwrap();
+/// assert_eq!(d.read(&[0, 1, 2]), Some(0x0102));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Direct {
+    /// Offset of the IPv4 header's first byte, or `u32::MAX` for a fixed offset.
+    hdr: u32,
+    off: u32,
+    size: u32,
+}
+
+impl Direct {
+    /// Read the field; `None` when the read aborts.
+    ///
+    /// ```
+    /// use sluice_ir::{Val, Size};
+    /// let mut f = sluice_classifier::field::Fields::default();
+    /// let id = f.intern(&Val::load_abs(4, Size::Word));
+    /// assert_eq!(f.direct(id).unwrap().read(&[0; 6]), None);
+    /// ```
+    #[inline]
+    pub fn read(&self, pkt: &[u8]) -> Option<u32> {
+        let at = if self.hdr == u32::MAX {
+            self.off as u64
+        } else {
+            ((*pkt.get(self.hdr as usize)? as u64 & 0xf) << 2) + self.off as u64
+        };
+        load(pkt, at, self.size)
     }
 }
 

@@ -56,7 +56,7 @@ impl Absorb<Op> for Merged {
         match op {
             Op::Insert(id, c, p) => self.insert(*id, c, *p),
             Op::InsertKeyed(id, like, key, p) => {
-                self.insert_keyed(*id, *like, key, *p);
+                self.insert_shared_key(*id, *like, key.clone(), *p);
             }
             Op::Remove(id) => self.remove(*id),
         }
@@ -280,7 +280,7 @@ impl Classifier {
 
 impl Merged {
     fn key_width(&self, like: u32) -> Option<usize> {
-        (1..=64).find(|&w| self.accepts_key_like(like, w))
+        self.key_width_of(like)
     }
 }
 

@@ -23,12 +23,13 @@
 //! assert_eq!(m.groups(), 1);
 //! ```
 
-use crate::field::{FieldId, Fields, Memo};
+use crate::field::{Direct, FieldId, Fields, Memo};
 use crate::path::{paths, Atom, Path, Test};
 use crate::table::{hash, KeyTable};
 use sluice_bpf::Insn;
 use sluice_ir::{Filter, Pred};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 /// The most keys one path may expand into (sets times sets); beyond it a set
@@ -143,15 +144,95 @@ struct Entry {
     priority: i32,
 }
 
+/// Table values from here up are list indexes (plus `MULTI`); below, a
+/// key's only filter (plus one) with its priority in the slot's datum word.
+const MULTI: u32 = 0x8000_0000;
+
+impl Entry {
+    /// The table value and datum of a key whose only filter this is.
+    fn single(self) -> Option<(u32, u32)> {
+        (self.filter < MULTI - 1).then_some((self.filter + 1, self.priority as u32))
+    }
+}
+
+/// The longest key read into a fixed buffer (longer ones use the memo path).
+const MAX_DIRECT_KEY: usize = 16;
+
+/// A group whose guards and key fields are all [`Direct`] reads: checked and
+/// read straight from the packet, without the memo.
+#[derive(Clone, Debug)]
+struct Plan {
+    guards: Vec<(Direct, Test, bool)>,
+    key: Vec<Direct>,
+}
+
+impl Plan {
+    /// The key into `out`; false when a guard fails or a read aborts.
+    #[inline]
+    fn key(&self, pkt: &[u8], out: &mut [u32; MAX_DIRECT_KEY]) -> bool {
+        for (d, test, truth) in &self.guards {
+            match d.read(pkt) {
+                Some(v) if test.apply(v) == *truth => {}
+                _ => return false,
+            }
+        }
+        for (o, d) in out.iter_mut().zip(&self.key) {
+            match d.read(pkt) {
+                Some(v) => *o = v,
+                None => return false,
+            }
+        }
+        true
+    }
+}
+
 /// Paths with the same guards and key fields.
 #[derive(Clone, Debug)]
 struct Group {
     guards: Vec<Guard>,
     key: Vec<FieldId>,
+    plan: Option<Plan>,
     table: KeyTable,
-    /// The filters of each key (a table value is an index here, plus one).
+    /// The filters of keys with more than one (a table value `MULTI + i`
+    /// names `lists[i]`).
     lists: Vec<Vec<Entry>>,
     free: Vec<u32>,
+}
+
+impl Group {
+    /// Call `f` on every filter of a table value and datum.
+    #[inline]
+    fn each(&self, v: u32, datum: u32, mut f: impl FnMut(Entry)) {
+        if v < MULTI {
+            f(Entry {
+                filter: v - 1,
+                priority: datum as i32,
+            });
+        } else {
+            self.lists[(v - MULTI) as usize].iter().for_each(|e| f(*e));
+        }
+    }
+
+    fn new_list(&mut self, list: Vec<Entry>) -> u32 {
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.lists[i as usize] = list;
+                i
+            }
+            None => {
+                self.lists.push(list);
+                (self.lists.len() - 1) as u32
+            }
+        };
+        assert!(i < MULTI - 1, "too many shared keys");
+        MULTI + i
+    }
+
+    fn free_list(&mut self, v: u32) {
+        let i = v - MULTI;
+        self.lists[i as usize] = Vec::new();
+        self.free.push(i);
+    }
 }
 
 /// What identifies a group: its guard atoms and key values.
@@ -169,7 +250,30 @@ struct Whole {
 #[derive(Clone, Debug)]
 enum Placement {
     Keys(Vec<(u32, Vec<u32>)>),
+    /// One key of one group (the key-only inserts; the key is shared with
+    /// the other copy of the classifier).
+    Key(u32, Arc<[u32]>),
     Whole,
+}
+
+/// A hasher for filter ids (dense counters): one multiply.
+#[derive(Clone, Copy, Debug, Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0 ^ n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
 }
 
 /// The merged classifier's data.
@@ -184,7 +288,7 @@ pub struct Merged {
     groups: Vec<Group>,
     shapes: HashMap<Shape, u32>,
     whole: Vec<Whole>,
-    filters: HashMap<u32, (i32, Placement)>,
+    filters: HashMap<u32, (i32, Placement), BuildHasherDefault<IdHasher>>,
 }
 
 /// Reusable per-reader memory for classification.
@@ -274,11 +378,30 @@ impl Merged {
             })
             .collect();
         let key: Vec<FieldId> = shape.1.iter().map(|v| self.fields.intern(v)).collect();
+        let plan = (key.len() <= MAX_DIRECT_KEY)
+            .then(|| {
+                let guards = compiled
+                    .iter()
+                    .map(|g| match g {
+                        Guard::Field(f, test, truth) => {
+                            Some((self.fields.direct(*f)?, test.clone(), *truth))
+                        }
+                        Guard::Pred(..) => None,
+                    })
+                    .collect::<Option<Vec<_>>>()?;
+                let key = key
+                    .iter()
+                    .map(|f| self.fields.direct(*f))
+                    .collect::<Option<Vec<_>>>()?;
+                Some(Plan { guards, key })
+            })
+            .flatten();
         let id = self.groups.len() as u32;
         self.groups.push(Group {
             guards: compiled,
             table: KeyTable::new(key.len()),
             key,
+            plan,
             lists: Vec::new(),
             free: Vec::new(),
         });
@@ -288,37 +411,58 @@ impl Merged {
 
     fn add_key(&mut self, group: u32, key: &[u32], e: Entry) {
         let g = &mut self.groups[group as usize];
-        match g.table.get(key) {
-            Some(v) => {
-                let list = &mut g.lists[v as usize - 1];
+        match g.table.entry_hashed(key, hash(key)) {
+            None => {
+                let (v, datum) = match e.single() {
+                    Some(s) => s,
+                    None => (g.new_list(vec![e]), 0),
+                };
+                g.table.insert_with(key, v, datum);
+            }
+            Some((v, datum)) if v < MULTI => {
+                let old = Entry {
+                    filter: v - 1,
+                    priority: datum as i32,
+                };
+                if old != e {
+                    let list = g.new_list(vec![old, e]);
+                    g.table.insert_with(key, list, 0);
+                }
+            }
+            Some((v, _)) => {
+                let list = &mut g.lists[(v - MULTI) as usize];
                 if !list.contains(&e) {
                     list.push(e);
                 }
-            }
-            None => {
-                let idx = match g.free.pop() {
-                    Some(i) => {
-                        g.lists[i as usize] = vec![e];
-                        i
-                    }
-                    None => {
-                        g.lists.push(vec![e]);
-                        (g.lists.len() - 1) as u32
-                    }
-                };
-                g.table.insert(key, idx + 1);
             }
         }
     }
 
     fn drop_key(&mut self, group: u32, key: &[u32], filter: u32) {
         let g = &mut self.groups[group as usize];
-        let Some(v) = g.table.get(key) else { return };
-        let list = &mut g.lists[v as usize - 1];
-        list.retain(|e| e.filter != filter);
-        if list.is_empty() {
-            g.table.remove(key);
-            g.free.push(v - 1);
+        match g.table.entry_hashed(key, hash(key)) {
+            None => {}
+            Some((v, _)) if v < MULTI && v - 1 == filter => {
+                g.table.remove(key);
+            }
+            Some((v, _)) if v < MULTI => {}
+            Some((v, _)) => {
+                let list = &mut g.lists[(v - MULTI) as usize];
+                list.retain(|e| e.filter != filter);
+                match list.as_slice() {
+                    [] => {
+                        g.table.remove(key);
+                        g.free_list(v);
+                    }
+                    [only] => {
+                        if let Some((sv, sd)) = only.single() {
+                            g.table.insert_with(key, sv, sd);
+                            g.free_list(v);
+                        }
+                    }
+                    _ => {}
+                }
+            }
         }
     }
 
@@ -419,23 +563,33 @@ impl Merged {
     /// assert_eq!(out, vec![1]);
     /// ```
     pub fn insert_keyed(&mut self, id: u32, like: u32, key: &[u32], priority: i32) -> bool {
-        if !self.accepts_key_like(like, key.len()) {
-            return false;
-        }
+        self.insert_shared_key(id, like, key.into(), priority)
+    }
+
+    /// [`Merged::insert_keyed`] with a key that may be shared (by the two
+    /// copies of a [`crate::Classifier`]).
+    pub(crate) fn insert_shared_key(
+        &mut self,
+        id: u32,
+        like: u32,
+        key: Arc<[u32]>,
+        priority: i32,
+    ) -> bool {
         let group = match self.filters.get(&like) {
-            Some((_, Placement::Keys(v))) => v[0].0,
+            Some((_, Placement::Keys(v))) if v.len() == 1 && v[0].1.len() == key.len() => v[0].0,
+            Some((_, Placement::Key(g, k))) if k.len() == key.len() => *g,
             _ => return false,
         };
         self.add_key(
             group,
-            key,
+            &key,
             Entry {
                 filter: id,
                 priority,
             },
         );
         self.filters
-            .insert(id, (priority, Placement::Keys(vec![(group, key.to_vec())])));
+            .insert(id, (priority, Placement::Key(group, key)));
         true
     }
 
@@ -446,7 +600,16 @@ impl Merged {
     /// assert!(!sluice_classifier::merged::Merged::default().accepts_key_like(0, 1));
     /// ```
     pub fn accepts_key_like(&self, like: u32, width: usize) -> bool {
-        matches!(self.filters.get(&like), Some((_, Placement::Keys(v))) if v.len() == 1 && v[0].1.len() == width)
+        self.key_width_of(like) == Some(width)
+    }
+
+    /// The key width of a filter that [`Merged::insert_keyed`] can copy.
+    pub(crate) fn key_width_of(&self, like: u32) -> Option<usize> {
+        match self.filters.get(&like) {
+            Some((_, Placement::Keys(v))) if v.len() == 1 => Some(v[0].1.len()),
+            Some((_, Placement::Key(_, k))) => Some(k.len()),
+            _ => None,
+        }
     }
 
     /// Remove a filter; unknown ids are ignored.
@@ -465,6 +628,7 @@ impl Merged {
                     self.drop_key(g, &k, id);
                 }
             }
+            Some((_, Placement::Key(g, k))) => self.drop_key(g, &k, id),
             Some((_, Placement::Whole)) => self.whole.retain(|w| w.filter != id),
             None => {}
         }
@@ -482,23 +646,30 @@ impl Merged {
         })
     }
 
-    /// Read a group's key into `key`; false when a read aborts.
+    /// A group's key on a packet, when its guards hold and no read aborts:
+    /// read straight from the packet into `buf` for a group with a plan,
+    /// through the memo into `spill` otherwise.
     #[inline]
-    fn read_key(
+    fn group_key<'k>(
         &self,
         g: &Group,
         pkt: &[u8],
         wirelen: u32,
         memo: &mut Memo,
-        key: &mut Vec<u32>,
-    ) -> bool {
-        for &f in &g.key {
-            match memo.get(&self.fields, f, pkt, wirelen) {
-                Some(v) => key.push(v),
-                None => return false,
-            }
+        buf: &'k mut [u32; MAX_DIRECT_KEY],
+        spill: &'k mut Vec<u32>,
+    ) -> Option<&'k [u32]> {
+        if let Some(plan) = &g.plan {
+            return plan.key(pkt, buf).then(|| &buf[..plan.key.len()]);
         }
-        true
+        if !self.guards_hold(g, pkt, wirelen, memo) {
+            return None;
+        }
+        spill.clear();
+        for &f in &g.key {
+            spill.push(memo.get(&self.fields, f, pkt, wirelen)?);
+        }
+        Some(spill)
     }
 
     /// Every filter that accepts the packet, as ids in increasing order.
@@ -512,16 +683,17 @@ impl Merged {
     pub fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch, out: &mut Vec<u32>) {
         out.clear();
         s.memo.next_packet(self.fields.len());
+        let mut buf = [0u32; MAX_DIRECT_KEY];
         for g in &self.groups {
-            if g.table.is_empty() || !self.guards_hold(g, pkt, wirelen, &mut s.memo) {
+            if g.table.is_empty() {
                 continue;
             }
-            s.key.clear();
-            if !self.read_key(g, pkt, wirelen, &mut s.memo, &mut s.key) {
+            let Some(key) = self.group_key(g, pkt, wirelen, &mut s.memo, &mut buf, &mut s.key)
+            else {
                 continue;
-            }
-            if let Some(v) = g.table.get(&s.key) {
-                out.extend(g.lists[v as usize - 1].iter().map(|e| e.filter));
+            };
+            if let Some((v, datum)) = g.table.entry_hashed(key, hash(key)) {
+                g.each(v, datum, |e| out.push(e.filter));
             }
         }
         for w in &self.whole {
@@ -529,8 +701,10 @@ impl Merged {
                 out.push(w.filter);
             }
         }
-        out.sort_unstable();
-        out.dedup();
+        if out.len() > 1 {
+            out.sort_unstable();
+            out.dedup();
+        }
     }
 
     /// The single winner (demultiplexing): the accepting filter of highest
@@ -555,18 +729,17 @@ impl Merged {
         }
         let mut best: Option<Entry> = None;
         s.memo.next_packet(self.fields.len());
+        let mut buf = [0u32; MAX_DIRECT_KEY];
         for g in &self.groups {
-            if g.table.is_empty() || !self.guards_hold(g, pkt, wirelen, &mut s.memo) {
+            if g.table.is_empty() {
                 continue;
             }
-            s.key.clear();
-            if !self.read_key(g, pkt, wirelen, &mut s.memo, &mut s.key) {
+            let Some(key) = self.group_key(g, pkt, wirelen, &mut s.memo, &mut buf, &mut s.key)
+            else {
                 continue;
-            }
-            if let Some(v) = g.table.get(&s.key) {
-                g.lists[v as usize - 1]
-                    .iter()
-                    .for_each(|e| consider(&mut best, *e));
+            };
+            if let Some((v, datum)) = g.table.entry_hashed(key, hash(key)) {
+                g.each(v, datum, |e| consider(&mut best, e));
             }
         }
         for w in &self.whole {
@@ -584,9 +757,11 @@ impl Merged {
         best.map(|e| e.filter)
     }
 
-    /// Classify many packets at once: the keys of all packets are read and
-    /// their table slots touched first, so the cache misses of the probes
-    /// overlap; then the probes run. `out[i]` gets packet `i`'s filters.
+    /// Classify many packets at once, in three passes so that the cache
+    /// misses of the probes overlap: read every packet's keys and hash them;
+    /// touch every probe's home slot in a tight loop (the loads are
+    /// independent, so the processor keeps many in flight); then probe.
+    /// `out[i]` gets packet `i`'s filters.
     ///
     /// ```
     /// let m = sluice_classifier::merged::Merged::default();
@@ -595,37 +770,42 @@ impl Merged {
     /// assert!(out.iter().all(|o| o.is_empty()));
     /// ```
     pub fn classify_batch(&self, pkts: &[(&[u8], u32)], s: &mut Scratch, out: &mut [Vec<u32>]) {
-        s.batch.clear();
-        s.key.clear();
-        let mut touched = 0u32;
+        let Scratch { memo, key, batch } = s;
+        batch.clear();
+        key.clear();
+        let mut buf = [0u32; MAX_DIRECT_KEY];
+        let mut spill = Vec::new();
         for (i, (pkt, wirelen)) in pkts.iter().enumerate() {
             out[i].clear();
-            s.memo.next_packet(self.fields.len());
+            memo.next_packet(self.fields.len());
             for (gi, g) in self.groups.iter().enumerate() {
-                if g.table.is_empty() || !self.guards_hold(g, pkt, *wirelen, &mut s.memo) {
+                if g.table.is_empty() {
                     continue;
                 }
-                let at = s.key.len();
-                if !self.read_key(g, pkt, *wirelen, &mut s.memo, &mut s.key) {
-                    s.key.truncate(at);
+                let Some(k) = self.group_key(g, pkt, *wirelen, memo, &mut buf, &mut spill) else {
                     continue;
-                }
-                let h = hash(&s.key[at..]);
-                touched = touched.wrapping_add(g.table.touch(g.table.home(h)));
-                s.batch.push(Probe {
+                };
+                batch.push(Probe {
                     packet: i as u32,
                     group: gi as u32,
-                    key_at: at as u32,
-                    hash: h,
+                    key_at: key.len() as u32,
+                    hash: hash(k),
                 });
+                key.extend_from_slice(k);
             }
         }
+        let mut touched = 0u32;
+        for p in batch.iter() {
+            let t = &self.groups[p.group as usize].table;
+            touched = touched.wrapping_add(t.touch(t.home(p.hash)));
+        }
         std::hint::black_box(touched);
-        for p in &s.batch {
+        for p in batch.iter() {
             let g = &self.groups[p.group as usize];
-            let key = &s.key[p.key_at as usize..p.key_at as usize + g.key.len()];
-            if let Some(v) = g.table.get_hashed(key, p.hash) {
-                out[p.packet as usize].extend(g.lists[v as usize - 1].iter().map(|e| e.filter));
+            let k = &key[p.key_at as usize..p.key_at as usize + g.key.len()];
+            if let Some((v, datum)) = g.table.entry_hashed(k, p.hash) {
+                let o = &mut out[p.packet as usize];
+                g.each(v, datum, |e| o.push(e.filter));
             }
         }
         for (i, (pkt, wirelen)) in pkts.iter().enumerate() {
@@ -634,8 +814,66 @@ impl Merged {
                     out[i].push(w.filter);
                 }
             }
-            out[i].sort_unstable();
-            out[i].dedup();
+            if out[i].len() > 1 {
+                out[i].sort_unstable();
+                out[i].dedup();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_ir::{Size, Val};
+
+    /// Filters sharing keys (inline single entries turning into lists and
+    /// back) against a plain model, under random inserts and removals.
+    #[test]
+    fn shared_keys_match_a_model() {
+        let port = |p| Filter::new(Pred::eq(Val::load_abs(2, Size::Half), p), 1);
+        let mut m = Merged::default();
+        let mut model: Vec<(u32, u32, i32)> = Vec::new();
+        let mut x: u64 = 99;
+        let mut s = Scratch::default();
+        let mut out = Vec::new();
+        let mut next = 0u32;
+        for _ in 0..3000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let p = (x >> 40) as u32 % 6;
+            let prio = (x >> 20) as i32 % 3;
+            if x % 3 == 0 && !model.is_empty() {
+                let (id, _, _) = model.remove((x >> 8) as usize % model.len());
+                m.remove(id);
+            } else if x % 3 == 1 && !model.is_empty() {
+                let like = model[(x >> 8) as usize % model.len()].0;
+                assert!(m.insert_keyed(next, like, &[2048 + p], prio));
+                model.push((next, 2048 + p, prio));
+                next += 1;
+            } else {
+                m.insert(next, &Compiled::new(port(2048 + p)), prio);
+                model.push((next, 2048 + p, prio));
+                next += 1;
+            }
+            for q in 2048..2054u32 {
+                let pkt = [0, 0, (q >> 8) as u8, q as u8];
+                let mut want: Vec<u32> = model.iter().filter(|f| f.1 == q).map(|f| f.0).collect();
+                want.sort_unstable();
+                m.classify(&pkt, 4, &mut s, &mut out);
+                assert_eq!(out, want);
+                let first = model
+                    .iter()
+                    .filter(|f| f.1 == q)
+                    .max_by_key(|f| (f.2, std::cmp::Reverse(f.0)))
+                    .map(|f| f.0);
+                assert_eq!(m.classify_first(&pkt, 4, &mut s), first);
+                let mut batch = vec![Vec::new(); 2];
+                m.classify_batch(&[(&pkt[..], 4), (&pkt[..3], 3)], &mut s, &mut batch);
+                assert_eq!(batch[0], want);
+                assert!(batch[1].is_empty());
+            }
         }
     }
 }

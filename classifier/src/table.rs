@@ -1,7 +1,7 @@
 //! An open-addressing hash table from fixed-length keys of 32-bit words to a
-//! 32-bit value, stored flat: each slot is `[value, key words...]`, so a
-//! lookup touches one cache line (keys of up to 15 words) and a batch of
-//! lookups can all be in flight at once.
+//! 32-bit value and a 32-bit datum, stored flat: each slot is
+//! `[value, datum, key words...]`, so a lookup touches one cache line (keys
+//! of up to 14 words) and a batch of lookups can all be in flight at once.
 //!
 //! ```
 //! use sluice_classifier::table::KeyTable;
@@ -27,26 +27,34 @@ const GONE: u32 = u32::MAX;
 #[derive(Clone, Debug)]
 pub struct KeyTable {
     width: usize,
-    /// `mask + 1` slots of `width + 1` words.
+    /// `mask + 1` slots of `width + 2` words.
     words: Vec<u32>,
     mask: usize,
     len: usize,
     used: usize,
 }
 
-/// The hash of a key (64-bit multiply-and-fold, seeded per word).
+/// The hash of a key: two words per 64-bit multiply-and-fold round (half
+/// the dependent multiplies of one per word), then a final mix.
 ///
 /// ```
 /// use sluice_classifier::table::hash;
 /// assert_ne!(hash(&[1, 2]), hash(&[2, 1]));
+/// assert_ne!(hash(&[1]), hash(&[1, 0]));
 /// ```
 #[inline]
 pub fn hash(key: &[u32]) -> u64 {
-    let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
-    for &w in key {
-        h = (h ^ w as u64).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    let mut h: u64 = 0x9e37_79b9_7f4a_7c15 ^ key.len() as u64;
+    let mut pairs = key.chunks_exact(2);
+    for p in &mut pairs {
+        h = (h ^ (p[0] as u64 | (p[1] as u64) << 32)).wrapping_mul(0xff51_afd7_ed55_8ccd);
         h ^= h >> 29;
     }
+    if let [w] = pairs.remainder() {
+        h = (h ^ *w as u64).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 29;
+    }
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
     h ^ (h >> 32)
 }
 
@@ -59,7 +67,7 @@ impl KeyTable {
     pub fn new(width: usize) -> KeyTable {
         KeyTable {
             width,
-            words: vec![EMPTY; 8 * (width + 1)],
+            words: vec![EMPTY; 8 * (width + 2)],
             mask: 7,
             len: 0,
             used: 0,
@@ -115,7 +123,7 @@ impl KeyTable {
     /// ```
     #[inline]
     pub fn touch(&self, slot: usize) -> u32 {
-        self.words[slot * (self.width + 1)]
+        self.words[slot * (self.width + 2)]
     }
 
     /// Look a key up.
@@ -140,15 +148,28 @@ impl KeyTable {
     /// ```
     #[inline]
     pub fn get_hashed(&self, key: &[u32], h: u64) -> Option<u32> {
+        self.entry_hashed(key, h).map(|(v, _)| v)
+    }
+
+    /// Look a key up with its precomputed [`hash`]: its value and datum.
+    ///
+    /// ```
+    /// use sluice_classifier::table::{KeyTable, hash};
+    /// let mut t = KeyTable::new(1);
+    /// t.insert_with(&[5], 9, 3);
+    /// assert_eq!(t.entry_hashed(&[5], hash(&[5])), Some((9, 3)));
+    /// ```
+    #[inline]
+    pub fn entry_hashed(&self, key: &[u32], h: u64) -> Option<(u32, u32)> {
         debug_assert_eq!(key.len(), self.width);
-        let stride = self.width + 1;
+        let stride = self.width + 2;
         let mut i = self.home(h);
         loop {
             let s = &self.words[i * stride..(i + 1) * stride];
             match s[0] {
                 EMPTY => return None,
                 GONE => {}
-                v if &s[1..] == key => return Some(v),
+                v if &s[2..] == key => return Some((v, s[1])),
                 _ => {}
             }
             i = (i + 1) & self.mask;
@@ -164,12 +185,24 @@ impl KeyTable {
     /// assert_eq!((t.get(&[5]), t.len()), (Some(10), 1));
     /// ```
     pub fn insert(&mut self, key: &[u32], value: u32) {
+        self.insert_with(key, value, 0);
+    }
+
+    /// Insert or replace a value with a datum stored next to it (read back by
+    /// [`KeyTable::entry_hashed`] from the same cache line).
+    ///
+    /// ```
+    /// let mut t = sluice_classifier::table::KeyTable::new(2);
+    /// t.insert_with(&[5, 6], 9, 7);
+    /// assert_eq!(t.iter().collect::<Vec<_>>(), vec![(&[5u32, 6][..], 9)]);
+    /// ```
+    pub fn insert_with(&mut self, key: &[u32], value: u32, datum: u32) {
         assert!(value != EMPTY && value != GONE, "reserved value");
         assert_eq!(key.len(), self.width, "key width");
         if (self.used + 1) * 2 > self.mask + 1 {
             self.grow();
         }
-        let stride = self.width + 1;
+        let stride = self.width + 2;
         let mut i = self.home(hash(key));
         let mut reuse = None;
         loop {
@@ -179,8 +212,9 @@ impl KeyTable {
                 GONE => {
                     reuse.get_or_insert(i);
                 }
-                _ if &self.words[at + 1..at + stride] == key => {
+                _ if &self.words[at + 2..at + stride] == key => {
                     self.words[at] = value;
+                    self.words[at + 1] = datum;
                     return;
                 }
                 _ => {}
@@ -196,7 +230,8 @@ impl KeyTable {
         };
         let at = slot * stride;
         self.words[at] = value;
-        self.words[at + 1..at + stride].copy_from_slice(key);
+        self.words[at + 1] = datum;
+        self.words[at + 2..at + stride].copy_from_slice(key);
         self.len += 1;
     }
 
@@ -209,14 +244,14 @@ impl KeyTable {
     /// assert_eq!(t.remove(&[5]), None);
     /// ```
     pub fn remove(&mut self, key: &[u32]) -> Option<u32> {
-        let stride = self.width + 1;
+        let stride = self.width + 2;
         let mut i = self.home(hash(key));
         loop {
             let at = i * stride;
             match self.words[at] {
                 EMPTY => return None,
                 GONE => {}
-                v if &self.words[at + 1..at + stride] == key => {
+                v if &self.words[at + 2..at + stride] == key => {
                     self.words[at] = GONE;
                     self.len -= 1;
                     return Some(v);
@@ -236,9 +271,9 @@ impl KeyTable {
     /// ```
     pub fn iter(&self) -> impl Iterator<Item = (&[u32], u32)> {
         self.words
-            .chunks_exact(self.width + 1)
+            .chunks_exact(self.width + 2)
             .filter(|s| s[0] != EMPTY && s[0] != GONE)
-            .map(|s| (&s[1..], s[0]))
+            .map(|s| (&s[2..], s[0]))
     }
 
     fn grow(&mut self) {
@@ -249,13 +284,13 @@ impl KeyTable {
         } else {
             self.mask + 1
         };
-        let old = std::mem::replace(&mut self.words, vec![EMPTY; slots * (self.width + 1)]);
+        let old = std::mem::replace(&mut self.words, vec![EMPTY; slots * (self.width + 2)]);
         self.mask = slots - 1;
         self.len = 0;
         self.used = 0;
-        for s in old.chunks_exact(self.width + 1) {
+        for s in old.chunks_exact(self.width + 2) {
             if s[0] != EMPTY && s[0] != GONE {
-                self.insert(&s[1..], s[0]);
+                self.insert_with(&s[2..], s[0], s[1]);
             }
         }
     }
