@@ -48,6 +48,8 @@ pub struct FilterId(pub u32);
 enum Op {
     Insert(u32, Arc<Compiled>, i32),
     InsertKeyed(u32, u32, Arc<[u32]>, i32),
+    /// First id, like, key width, keys one after another, priority.
+    InsertKeys(u32, u32, usize, Arc<[u32]>, i32),
     Remove(u32),
 }
 
@@ -57,6 +59,9 @@ impl Absorb<Op> for Merged {
             Op::Insert(id, c, p) => self.insert(*id, c, *p),
             Op::InsertKeyed(id, like, key, p) => {
                 self.insert_shared_key(*id, *like, key.clone(), *p);
+            }
+            Op::InsertKeys(first, like, width, keys, p) => {
+                self.insert_key_block(*first, *like, *width, keys.clone(), *p);
             }
             Op::Remove(id) => self.remove(*id),
         }
@@ -188,7 +193,10 @@ impl Classifier {
         Some(FilterId(id))
     }
 
-    /// Insert many key-only filters like `like` at once (one publish check).
+    /// Insert many key-only filters like `like` at once (one publish check,
+    /// one operation for both copies). The ids are new and all greater than
+    /// earlier ones; among the batch they follow the table's order, except
+    /// that equal keys keep their order.
     ///
     /// ```
     /// use sluice_classifier::Classifier;
@@ -211,17 +219,34 @@ impl Classifier {
             let g = self.w.enter()?;
             g.key_width(like.0)?
         };
-        let mut ids = Vec::new();
+        if width == 0 {
+            return None;
+        }
+        let mut flat = Vec::new();
         for k in keys {
             if k.len() != width {
                 return None;
             }
-            let id = self.fresh();
-            self.w
-                .append(Op::InsertKeyed(id, like.0, k.into(), priority));
-            ids.push(FilterId(id));
+            flat.extend_from_slice(&k);
         }
-        Some(ids)
+        let (sorted, pos) = {
+            let g = self.w.enter()?;
+            g.sort_key_block(like.0, width, &flat)
+        };
+        let n = pos.len();
+        let first = self.next;
+        self.next += n as u32;
+        self.live += n;
+        if n > 0 {
+            self.w.append(Op::InsertKeys(
+                first,
+                like.0,
+                width,
+                sorted.into(),
+                priority,
+            ));
+        }
+        Some(pos.into_iter().map(|p| FilterId(first + p)).collect())
     }
 
     /// Remove a filter (at the next publish).

@@ -250,9 +250,10 @@ struct Whole {
 #[derive(Clone, Debug)]
 enum Placement {
     Keys(Vec<(u32, Vec<u32>)>),
-    /// One key of one group (the key-only inserts; the key is shared with
-    /// the other copy of the classifier).
-    Key(u32, Arc<[u32]>),
+    /// One key of one group (the key-only inserts): the group, and the key
+    /// at a word offset in a block of keys shared with the other copy of the
+    /// classifier and with the other filters inserted in the same batch.
+    Key(u32, Arc<[u32]>, u32),
     Whole,
 }
 
@@ -271,8 +272,12 @@ impl Hasher for IdHasher {
         }
     }
 
+    /// The id itself in the low bits (the table's bucket: consecutive ids
+    /// land in consecutive buckets, so a batch of new filters fills the map
+    /// in order) and mixed bits on top (the map's tag byte).
     fn write_u32(&mut self, n: u32) {
-        self.0 = (self.0 ^ n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mixed = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = (mixed & 0xffff_ffff_0000_0000) | n as u64;
     }
 }
 
@@ -410,8 +415,12 @@ impl Merged {
     }
 
     fn add_key(&mut self, group: u32, key: &[u32], e: Entry) {
+        self.add_key_hashed(group, key, hash(key), e);
+    }
+
+    fn add_key_hashed(&mut self, group: u32, key: &[u32], h: u64, e: Entry) {
         let g = &mut self.groups[group as usize];
-        match g.table.entry_hashed(key, hash(key)) {
+        match g.table.entry_hashed(key, h) {
             None => {
                 let (v, datum) = match e.single() {
                     Some(s) => s,
@@ -575,10 +584,8 @@ impl Merged {
         key: Arc<[u32]>,
         priority: i32,
     ) -> bool {
-        let group = match self.filters.get(&like) {
-            Some((_, Placement::Keys(v))) if v.len() == 1 && v[0].1.len() == key.len() => v[0].0,
-            Some((_, Placement::Key(g, k))) if k.len() == key.len() => *g,
-            _ => return false,
+        let Some(group) = self.keyed_group(like, key.len()) else {
+            return false;
         };
         self.add_key(
             group,
@@ -589,7 +596,97 @@ impl Merged {
             },
         );
         self.filters
-            .insert(id, (priority, Placement::Key(group, key)));
+            .insert(id, (priority, Placement::Key(group, key, 0)));
+        true
+    }
+
+    /// The group `like` sits in, when its filters may be copied with a key of `width`.
+    fn keyed_group(&self, like: u32, width: usize) -> Option<u32> {
+        match self.filters.get(&like) {
+            Some((_, Placement::Keys(v))) if v.len() == 1 && v[0].1.len() == width => Some(v[0].0),
+            Some((_, Placement::Key(g, ..))) if self.groups[*g as usize].key.len() == width => {
+                Some(*g)
+            }
+            _ => None,
+        }
+    }
+
+    /// Put a block of keys (one after another, `width` words each) in the
+    /// order their home slots will have once `like`'s table holds them all
+    /// (a stable counting sort on the slot's top bits), so that
+    /// [`Merged::insert_key_block`] sweeps the table instead of missing the
+    /// cache on every key. Returns the sorted block and each input key's
+    /// position in it.
+    pub(crate) fn sort_key_block(
+        &self,
+        like: u32,
+        width: usize,
+        keys: &[u32],
+    ) -> (Vec<u32>, Vec<u32>) {
+        let n = keys.len() / width.max(1);
+        let Some(group) = self.keyed_group(like, width).filter(|_| width > 0) else {
+            return (keys.to_vec(), (0..n as u32).collect());
+        };
+        let table = &self.groups[group as usize].table;
+        let slots = table.slots_for(n);
+        let slot_bits = slots.trailing_zeros();
+        let bits = slot_bits.min(16);
+        let shift = slot_bits - bits;
+        let bucket = |k: &[u32]| ((hash(k) as usize & (slots - 1)) >> shift) as u32;
+        let buckets: Vec<u32> = keys.chunks_exact(width).map(bucket).collect();
+        let mut start = vec![0u32; (1 << bits) + 1];
+        for &b in &buckets {
+            start[b as usize + 1] += 1;
+        }
+        for i in 1..start.len() {
+            start[i] += start[i - 1];
+        }
+        let mut sorted = vec![0u32; keys.len()];
+        let mut pos = Vec::with_capacity(n);
+        for (k, &b) in keys.chunks_exact(width).zip(&buckets) {
+            let at = &mut start[b as usize];
+            sorted[*at as usize * width..(*at as usize + 1) * width].copy_from_slice(k);
+            pos.push(*at);
+            *at += 1;
+        }
+        (sorted, pos)
+    }
+
+    /// Insert `keys.len() / width` filters like `like`, with ids from
+    /// `first` on and the keys one after another in `keys`. The table is
+    /// grown once; keys given in the order of [`Merged::sort_key_block`] go
+    /// in as one sweep of the table.
+    pub(crate) fn insert_key_block(
+        &mut self,
+        first: u32,
+        like: u32,
+        width: usize,
+        keys: Arc<[u32]>,
+        priority: i32,
+    ) -> bool {
+        let Some(group) = self.keyed_group(like, width) else {
+            return false;
+        };
+        if width == 0 || keys.len() % width != 0 {
+            return false;
+        }
+        let n = keys.len() / width;
+        self.groups[group as usize].table.reserve(n);
+        for (i, key) in keys.chunks_exact(width).enumerate() {
+            let entry = Entry {
+                filter: first + i as u32,
+                priority,
+            };
+            self.add_key_hashed(group, key, hash(key), entry);
+        }
+        self.filters.reserve(n);
+        for i in 0..n {
+            let at = (i * width) as u32;
+            self.filters.insert(
+                first + i as u32,
+                (priority, Placement::Key(group, keys.clone(), at)),
+            );
+        }
         true
     }
 
@@ -607,7 +704,7 @@ impl Merged {
     pub(crate) fn key_width_of(&self, like: u32) -> Option<usize> {
         match self.filters.get(&like) {
             Some((_, Placement::Keys(v))) if v.len() == 1 => Some(v[0].1.len()),
-            Some((_, Placement::Key(_, k))) => Some(k.len()),
+            Some((_, Placement::Key(g, ..))) => Some(self.groups[*g as usize].key.len()),
             _ => None,
         }
     }
@@ -628,7 +725,10 @@ impl Merged {
                     self.drop_key(g, &k, id);
                 }
             }
-            Some((_, Placement::Key(g, k))) => self.drop_key(g, &k, id),
+            Some((_, Placement::Key(g, keys, at))) => {
+                let width = self.groups[g as usize].key.len();
+                self.drop_key(g, &keys[at as usize..at as usize + width], id);
+            }
             Some((_, Placement::Whole)) => self.whole.retain(|w| w.filter != id),
             None => {}
         }
@@ -826,6 +926,38 @@ impl Merged {
 mod tests {
     use super::*;
     use sluice_ir::{Size, Val};
+
+    /// A block of keys (with a repeat and a key already present) behaves
+    /// like the same keys inserted one by one, removals included.
+    #[test]
+    fn key_blocks_equal_single_inserts() {
+        let port = |p| Filter::new(Pred::eq(Val::load_abs(2, Size::Half), p), 1);
+        let keys: Vec<u32> = (0..500).map(|i| i * 7 % 300).chain([0, 0]).collect();
+        let (mut a, mut b) = (Merged::default(), Merged::default());
+        a.insert(0, &Compiled::new(port(0)), 0);
+        b.insert(0, &Compiled::new(port(0)), 0);
+        assert!(a.insert_key_block(1, 0, 1, keys.clone().into(), 2));
+        for (i, k) in keys.iter().enumerate() {
+            assert!(b.insert_keyed(1 + i as u32, 0, &[*k], 2));
+        }
+        for id in (0..keys.len() as u32).step_by(3) {
+            a.remove(id);
+            b.remove(id);
+        }
+        let mut s = Scratch::default();
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        for q in 0..310u32 {
+            let pkt = [0, 0, (q >> 8) as u8, q as u8];
+            a.classify(&pkt, 4, &mut s, &mut x);
+            b.classify(&pkt, 4, &mut s, &mut y);
+            assert_eq!(x, y);
+            assert_eq!(
+                a.classify_first(&pkt, 4, &mut s),
+                b.classify_first(&pkt, 4, &mut s)
+            );
+        }
+        assert_eq!(a.len(), b.len());
+    }
 
     /// Filters sharing keys (inline single entries turning into lists and
     /// back) against a plain model, under random inserts and removals.

@@ -276,6 +276,44 @@ impl KeyTable {
             .map(|s| (&s[2..], s[0]))
     }
 
+    /// Number of slots (a power of two).
+    ///
+    /// ```
+    /// assert_eq!(sluice_classifier::table::KeyTable::new(1).slots(), 8);
+    /// ```
+    pub fn slots(&self) -> usize {
+        self.mask + 1
+    }
+
+    /// Make room for `additional` more keys without growing again.
+    ///
+    /// ```
+    /// let mut t = sluice_classifier::table::KeyTable::new(1);
+    /// t.reserve(100);
+    /// let slots = t.slots();
+    /// (0..100).for_each(|k| t.insert(&[k], 1));
+    /// assert_eq!(t.slots(), slots);
+    /// ```
+    pub fn reserve(&mut self, additional: usize) {
+        let slots = self.slots_for(additional);
+        if slots != self.mask + 1 {
+            self.rebuild(slots);
+        }
+    }
+
+    /// The number of slots after [`KeyTable::reserve`] of `additional`.
+    ///
+    /// ```
+    /// assert_eq!(sluice_classifier::table::KeyTable::new(1).slots_for(1000), 2048);
+    /// ```
+    pub fn slots_for(&self, additional: usize) -> usize {
+        let mut slots = self.mask + 1;
+        while (self.used + additional + 1) * 2 > slots {
+            slots *= 2;
+        }
+        slots
+    }
+
     fn grow(&mut self) {
         // Double when more than a quarter of the slots hold keys; otherwise
         // the slots are mostly removed keys and a rebuild at this size will do.
@@ -284,6 +322,10 @@ impl KeyTable {
         } else {
             self.mask + 1
         };
+        self.rebuild(slots);
+    }
+
+    fn rebuild(&mut self, slots: usize) {
         let old = std::mem::replace(&mut self.words, vec![EMPTY; slots * (self.width + 2)]);
         self.mask = slots - 1;
         self.len = 0;
