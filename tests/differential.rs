@@ -1240,18 +1240,6 @@ fn known_compile_difference(c: &Compiled) -> Option<&'static str> {
                 None
             }
         }
-        (Err(e), Ok(_)) if e.contains("no VLAN match after MPLS") => {
-            // SLUICE BUG (reported): `mpls and vlan` is an error in libpcap
-            // (gen_vlan refuses after MPLS labels); sluice compiles it.
-            Some("sluice bug: vlan after mpls compiles")
-        }
-        (Err(e), Ok(_)) if e.contains("unsupported protocol over mpls") => {
-            // SLUICE BUG (reported): after `mpls`, a link-layer protocol
-            // test other than IPv4/IPv6 (`mpls and arp`, `mpls or ether
-            // proto 0x8847`) is an error in libpcap (1.10.3 and master:
-            // gen_mpls_linktype), but sluice compiles it to false.
-            Some("sluice bug: non-IP protocol after mpls compiles")
-        }
         _ => None,
     }
 }
@@ -1455,16 +1443,6 @@ fn random_expressions_match_libpcap() {
             gen_expr(&mut rng, lt, depth)
         };
         let text = ex.text();
-        if text.contains("pppoes")
-            && ["byte ", "link[", "ppp[", "ether["]
-                .iter()
-                .any(|k| text.contains(k))
-        {
-            // SLUICE BUG (reported): `pppoes` moves libpcap's link header
-            // to the PPP header, so a later `byte 18 < 36` loads [38] (also
-            // `link[]`, `ppp[]`, `ether[]`); sluice still loads [18].
-            continue;
-        }
         if ["netbeui", "0x8137", "ipx"]
             .iter()
             .any(|k| text.contains(k))
@@ -1474,13 +1452,6 @@ fn random_expressions_match_libpcap() {
             // and with 0x8137 for IPX; sluice maps both to PPP numbers
             // (0x003f, 0x002b). Master does so for NetBEUI; for IPX's
             // Ethernet type unverified (reported).
-            continue;
-        }
-        if text.contains("mpls") && text.contains("llc") {
-            // SLUICE BUG (reported): after `mpls`, sluice moves the LLC
-            // header by 4 bytes per label (`not mpls and llc i` loads [18]
-            // and [20]); libpcap moves only the network-layer offset, so
-            // `llc` still tests bytes 14.. . Skipped until fixed.
             continue;
         }
         let t0 = Instant::now();

@@ -179,7 +179,10 @@ impl Gen {
                 Pred::masked_eq(ld(&Val::Const(0), 0, Size::Word), 0xffff_ff00, 0x4d47_4300)
             }
             _ => {
-                self.refused.set(true);
+                self.refuse(format!(
+                    "{} link-layer type filtering not implemented",
+                    self.off.dlt
+                ));
                 Pred::False
             }
         }

@@ -74,9 +74,11 @@ pub(crate) struct Gen {
     wlan_uses: wlan::Uses,
     /// The 802.11 layout being generated for.
     wlan_variant: wlan::Variant,
-    /// Set when a primitive needed a link-layer protocol test on a link
-    /// that has none (MTP2, USB, ...): the expression is then refused.
-    refused: std::cell::Cell<bool>,
+    /// Set when a primitive needs something libpcap refuses in its context
+    /// (a protocol test on a link that has none, such as MTP2 or USB; a
+    /// non-IP protocol after `mpls`): the expression is then refused with
+    /// this message, at that primitive.
+    refusal: std::cell::RefCell<Option<String>>,
 }
 
 impl Gen {
@@ -86,7 +88,7 @@ impl Gen {
             off,
             wlan_uses: wlan::Uses::default(),
             wlan_variant: wlan::Variant::default(),
-            refused: std::cell::Cell::new(false),
+            refusal: std::cell::RefCell::new(None),
         }
     }
 }
@@ -106,14 +108,27 @@ pub fn generate(e: &Expr, dlt: LinkType, snaplen: u32) -> Result<Filter, Compile
     let mut g = Gen::new(Offsets::new(dlt));
     g.link_setup();
     let pred = g.expr(e)?;
-    if g.refused.get() {
-        return err(
-            e.span(),
-            format!("{dlt} link-layer type filtering not implemented"),
-        );
-    }
+    g.check_refusal(e.span())?;
     let pred = g.wlan_finish(pred, e)?;
     Ok(Filter::new(pred, snaplen))
+}
+
+impl Gen {
+    /// Record that the current primitive must be refused (the first reason wins).
+    pub(crate) fn refuse(&self, msg: impl Into<String>) {
+        let mut r = self.refusal.borrow_mut();
+        if r.is_none() {
+            *r = Some(msg.into());
+        }
+    }
+
+    /// Turn a recorded refusal into an error at `span`.
+    fn check_refusal(&self, span: Span) -> GResult<()> {
+        match self.refusal.borrow_mut().take() {
+            Some(msg) => err(span, msg),
+            None => Ok(()),
+        }
+    }
 }
 
 pub(crate) fn err<T>(span: Span, msg: impl Into<String>) -> GResult<T> {
@@ -151,10 +166,26 @@ impl Gen {
                 }
             }
             Expr::Not(x, _) => Pred::not(self.expr(x)?),
-            Expr::Prim(p) => self.prim(p)?,
-            Expr::Proto(p, span) => self.proto_abbrev(*p, *span)?,
-            Expr::Rel(op, a, b, span) => self.relation(*op, a, b, *span)?,
-            Expr::Other(o, span) => self.other(o, *span)?,
+            Expr::Prim(p) => {
+                let pred = self.prim(p)?;
+                self.check_refusal(p.span)?;
+                pred
+            }
+            Expr::Proto(p, span) => {
+                let pred = self.proto_abbrev(*p, *span)?;
+                self.check_refusal(*span)?;
+                pred
+            }
+            Expr::Rel(op, a, b, span) => {
+                let pred = self.relation(*op, a, b, *span)?;
+                self.check_refusal(*span)?;
+                pred
+            }
+            Expr::Other(o, span) => {
+                let pred = self.other(o, *span)?;
+                self.check_refusal(*span)?;
+                pred
+            }
         })
     }
 }

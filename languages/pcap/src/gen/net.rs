@@ -190,6 +190,8 @@ impl Gen {
             ])
         };
         match proto {
+            // Inside MPLS only IPv4 can follow (libpcap tests no ARP there).
+            None if self.off.mpls_depth > 0 => Ok(one(et::IP, 12, 16)),
             None => Ok(Pred::or(vec![
                 one(et::IP, 12, 16),
                 one(et::ARP, 14, 24),

@@ -97,7 +97,10 @@ impl Gen {
                     bos,
                     Pred::masked_eq(ld(&o.net, 0, Size::Byte), 0xf0, 0x60),
                 ]),
-                _ => Pred::False,
+                _ => {
+                    self.refuse("unsupported protocol over mpls");
+                    Pred::False
+                }
             };
         }
         match o.field {
@@ -497,6 +500,9 @@ impl Gen {
                 return err(span, format!("VLAN tag {id} greater than maximum 4095"));
             }
         }
+        if self.off.mpls_depth > 0 {
+            return err(span, "no VLAN match after MPLS");
+        }
         let at = self.off.proto_at.clone().expect("Ethernet type field");
         let ty = ld(&at, 0, Size::Half);
         let mut parts = vec![Pred::or(
@@ -575,7 +581,9 @@ impl Gen {
         if let Some(s) = sess {
             parts.push(Pred::masked_eq(ld(&self.off.net, 0, Size::Word), 0xffff, s));
         }
-        // After the 6-byte PPPoE header comes a PPP protocol field.
+        // After the 6-byte PPPoE header comes a PPP header, which is now
+        // the link header (`link[...]`, `byte` count from it).
+        self.off.link = Val::plus(self.off.net.clone(), 6);
         self.off.field = ProtoField::Ppp;
         self.off.proto_at = Some(Val::plus(self.off.net.clone(), 6));
         self.off.net = Val::plus(self.off.net.clone(), 8);
@@ -588,19 +596,25 @@ impl Gen {
             let (base, llc) = r?;
             return Ok(Pred::and(vec![base, llc_control(&llc, sub)]));
         }
+        // The LLC header is the link payload: MPLS labels move the network
+        // header, not it.
+        let payload = Val::plus(
+            self.off.net.clone(),
+            (4 * self.off.mpls_depth).wrapping_neg(),
+        );
         let base = match self.off.field {
             ProtoField::EtherType => {
                 let at = self.off.proto_at.clone().expect("type field");
                 let ty = ld(&at, 0, Size::Half);
                 Pred::and(vec![
                     Pred::not(Pred::cmp(CmpOp::Gt, ty, Val::Const(et::ETHERMTU))),
-                    Pred::not(Pred::eq(ld(&self.off.net, 0, Size::Half), 0xffff)),
+                    Pred::not(Pred::eq(ld(&payload, 0, Size::Half), 0xffff)),
                 ])
             }
             ProtoField::Ieee80211 => return Ok(self.wlan_llc(sub)),
             _ => return err(span, format!("'llc' not supported on {}", self.off.dlt)),
         };
-        let ctl = ld(&self.off.net, 2, Size::Byte);
+        let ctl = ld(&payload, 2, Size::Byte);
         let test = match sub {
             None => return Ok(base),
             Some(Llc::I) => Pred::not(Pred::cmp(CmpOp::Set, ctl, Val::Const(1))),
