@@ -670,7 +670,7 @@ fn sets_lower_to_search_trees_that_agree_with_the_ir() {
             keys[n - 1] + 1,
             u32::MAX,
         ] {
-            let mut p = vec![1u8; 15];
+            let mut p = [1u8; 15];
             p[10..14].copy_from_slice(&v.to_be_bytes());
             for len in 0..=p.len() {
                 pkts.push(p[..len].to_vec());
