@@ -147,12 +147,14 @@ fn readers_never_see_a_torn_classifier() {
     let base = c.insert(&port(1), 0);
     c.publish();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let done = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let progress: Vec<Arc<std::sync::atomic::AtomicU64>> = (0..2)
+        .map(|_| Arc::new(std::sync::atomic::AtomicU64::new(0)))
+        .collect();
     let mut threads = Vec::new();
     for t in 0..2u32 {
         let r = c.reader();
         let stop = stop.clone();
-        let done = done.clone();
+        let done = progress[t as usize].clone();
         threads.push(std::thread::spawn(move || {
             let mut n = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -170,8 +172,11 @@ fn readers_never_see_a_torn_classifier() {
         }));
     }
     let mut ids = Vec::new();
-    // Wait until the readers are running, so the changes race with them.
-    while done.load(std::sync::atomic::Ordering::Relaxed) < 100 {
+    // Wait until every reader is running, so the changes race with them.
+    while progress
+        .iter()
+        .any(|p| p.load(std::sync::atomic::Ordering::Relaxed) < 100)
+    {
         std::thread::yield_now();
     }
     for k in 2..64u32 {

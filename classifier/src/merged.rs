@@ -50,7 +50,8 @@ pub struct Compiled {
 }
 
 impl Compiled {
-    /// Prepare an IR filter: its paths, and a BPF program for running it whole.
+    /// Prepare an IR filter: its paths, or, when it has too many to merge, a
+    /// BPF program for running it whole.
     ///
     /// ```
     /// use sluice_ir::{Filter, Pred};
@@ -60,18 +61,23 @@ impl Compiled {
     pub fn new(filter: Filter) -> Compiled {
         let pred = sluice_ir::simplify::fast_disjunctions(filter.pred.clone());
         let paths = paths(&pred, filter.accept).ok();
-        let lowered = sluice_cbpf::lower_with(
-            &Filter::new(pred, filter.accept),
-            sluice_cbpf::Options { optimize: true },
-        );
-        let program: Arc<[Insn]> = match lowered {
-            Ok(p) => p.into(),
-            // Rejects everything: a program that says so.
-            Err(_) => vec![Insn::stmt(
-                sluice_bpf::op::BPF_RET | sluice_bpf::op::BPF_K,
-                0,
-            )]
-            .into(),
+        // Only a filter that runs whole needs its BPF program.
+        let program: Arc<[Insn]> = if paths.is_some() {
+            Arc::from([])
+        } else {
+            let lowered = sluice_cbpf::lower_with(
+                &Filter::new(pred, filter.accept),
+                sluice_cbpf::Options { optimize: true },
+            );
+            match lowered {
+                Ok(p) => p.into(),
+                // Rejects everything: a program that says so.
+                Err(_) => vec![Insn::stmt(
+                    sluice_bpf::op::BPF_RET | sluice_bpf::op::BPF_K,
+                    0,
+                )]
+                .into(),
+            }
         };
         Compiled {
             filter,
