@@ -501,10 +501,10 @@ impl Merged {
                     val,
                     test: Test::In(keys),
                     truth: true,
-                } if expansion.saturating_mul(keys.len()) <= MAX_EXPANSION => {
-                    expansion *= keys.len();
+                } if expansion.saturating_mul(keys.sorted().len()) <= MAX_EXPANSION => {
+                    expansion *= keys.sorted().len();
                     key_vals.push(val.clone());
-                    choices.push(keys.to_vec());
+                    choices.push(keys.sorted().to_vec());
                 }
                 a => guards.push(a.clone()),
             }

@@ -44,8 +44,118 @@ pub enum Test {
     Ge(u32),
     /// `v & k != 0`.
     Set(u32),
-    /// `v` is one of the sorted keys.
-    In(Arc<[u32]>),
+    /// `v` is one of the keys.
+    In(KeySet),
+}
+
+/// A set of keys: sorted (for comparing and expanding) and hashed (for a
+/// membership test that costs one probe however large the set).
+///
+/// ```
+/// let s = sluice_classifier::path::KeySet::new(vec![5, 1, 9].into());
+/// assert!(s.contains(9) && !s.contains(2));
+/// assert_eq!(&s.sorted()[..], &[1, 5, 9]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct KeySet {
+    sorted: Arc<[u32]>,
+    /// Open addressing, `u32::MAX` marks an empty slot (the key
+    /// `u32::MAX` itself is remembered apart).
+    slots: Arc<[u32]>,
+    has_max: bool,
+}
+
+impl KeySet {
+    /// A set of the keys (sorted and deduplicated here).
+    ///
+    /// ```
+    /// assert_eq!(sluice_classifier::path::KeySet::new(vec![2, 2].into()).sorted().len(), 1);
+    /// ```
+    pub fn new(keys: Arc<[u32]>) -> KeySet {
+        let mut v = keys.to_vec();
+        v.sort_unstable();
+        v.dedup();
+        let n = (v.len() * 2).next_power_of_two().max(8);
+        let mut slots = vec![u32::MAX; n];
+        let mut has_max = false;
+        for &k in &v {
+            if k == u32::MAX {
+                has_max = true;
+                continue;
+            }
+            let mut i = Self::home(k, n);
+            while slots[i] != u32::MAX {
+                i = (i + 1) & (n - 1);
+            }
+            slots[i] = k;
+        }
+        KeySet {
+            sorted: v.into(),
+            slots: slots.into(),
+            has_max,
+        }
+    }
+
+    #[inline]
+    fn home(k: u32, n: usize) -> usize {
+        ((k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & (n - 1)
+    }
+
+    /// Is `k` in the set?
+    ///
+    /// ```
+    /// assert!(sluice_classifier::path::KeySet::new(vec![u32::MAX].into()).contains(u32::MAX));
+    /// ```
+    #[inline]
+    pub fn contains(&self, k: u32) -> bool {
+        if k == u32::MAX {
+            return self.has_max;
+        }
+        let n = self.slots.len();
+        let mut i = Self::home(k, n);
+        loop {
+            match self.slots[i] {
+                x if x == k => return true,
+                u32::MAX => return false,
+                _ => i = (i + 1) & (n - 1),
+            }
+        }
+    }
+
+    /// The keys, ascending.
+    ///
+    /// ```
+    /// assert!(sluice_classifier::path::KeySet::new(vec![].into()).sorted().is_empty());
+    /// ```
+    pub fn sorted(&self) -> &Arc<[u32]> {
+        &self.sorted
+    }
+}
+
+impl PartialEq for KeySet {
+    fn eq(&self, other: &KeySet) -> bool {
+        self.sorted == other.sorted
+    }
+}
+
+impl Eq for KeySet {}
+
+impl std::hash::Hash for KeySet {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.sorted.hash(h)
+    }
+}
+
+impl PartialOrd for KeySet {
+    fn partial_cmp(&self, other: &KeySet) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for KeySet {
+    fn cmp(&self, other: &KeySet) -> std::cmp::Ordering {
+        self.sorted.cmp(&other.sorted)
+    }
 }
 
 impl Test {
@@ -60,7 +170,7 @@ impl Test {
             Test::Gt(k) => v > *k,
             Test::Ge(k) => v >= *k,
             Test::Set(k) => v & k != 0,
-            Test::In(keys) => keys.binary_search(&v).is_ok(),
+            Test::In(keys) => keys.contains(v),
         }
     }
 }
@@ -229,9 +339,11 @@ impl Dag {
                 }
                 _ => self.test(Cond::Pred(p.clone()), t, f),
             },
-            Pred::In { val, keys } => {
-                self.test(Cond::Field(val.clone(), Test::In(keys.clone())), t, f)
-            }
+            Pred::In { val, keys } => self.test(
+                Cond::Field(val.clone(), Test::In(KeySet::new(keys.clone()))),
+                t,
+                f,
+            ),
             Pred::ProtoChain { .. } => self.test(Cond::Pred(p.clone()), t, f),
         }
     }
@@ -324,7 +436,7 @@ impl Walk<'_> {
                     }
                     // v is not in a set: an equality with a member is false.
                     if let (Test::In(keys), false, Test::Eq(k)) = (known, truth, test) {
-                        if keys.binary_search(k).is_ok() {
+                        if keys.contains(*k) {
                             return Some(false);
                         }
                     }
