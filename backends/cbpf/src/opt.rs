@@ -23,6 +23,8 @@ use crate::dag::{Dag, Node, NodeId, Rhs, Test, ValId};
 
 /// At most this many facts are remembered along an edge.
 const MAX_FACTS: usize = 32;
+/// At most this many facts about one value are remembered.
+const MAX_FACTS_PER_VALUE: usize = 4;
 /// At most this many nodes are skipped by one edge (the rest is done by
 /// forwarding, which needs no walk).
 const MAX_HOPS: usize = 64;
@@ -70,6 +72,21 @@ impl Facts {
             Ok(i) => self.0[i].1 = gen,
             Err(i) => {
                 self.0.insert(i, (f, gen));
+                // Facts sort by value, so one value's facts are adjacent:
+                // keep the few most recently used (a search tree over a set
+                // otherwise piles up range facts that every decision scans).
+                let same = |j: usize| self.0[j].0.lhs == f.lhs;
+                let (mut lo, mut hi) = (i, i + 1);
+                while lo > 0 && same(lo - 1) {
+                    lo -= 1;
+                }
+                while hi < self.0.len() && same(hi) {
+                    hi += 1;
+                }
+                if hi - lo > MAX_FACTS_PER_VALUE {
+                    let oldest = (lo..hi).min_by_key(|&j| self.0[j].1).expect("non-empty");
+                    self.0.remove(oldest);
+                }
                 if self.0.len() > MAX_FACTS {
                     let oldest = (0..self.0.len())
                         .min_by_key(|&j| self.0[j].1)
