@@ -778,16 +778,16 @@ impl Merged {
         Some(spill)
     }
 
-    /// Every filter that accepts the packet, as ids in increasing order.
-    ///
-    /// ```
-    /// let m = sluice_classifier::merged::Merged::default();
-    /// let mut out = vec![9];
-    /// m.classify(&[], 0, &mut Default::default(), &mut out);
-    /// assert!(out.is_empty());
-    /// ```
-    pub fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch, out: &mut Vec<u32>) {
-        out.clear();
+    /// Call `f` for every table entry the packet's keys find (the merged
+    /// part of classification; filters that run whole are not included).
+    #[inline]
+    fn each_keyed_match(
+        &self,
+        pkt: &[u8],
+        wirelen: u32,
+        s: &mut Scratch,
+        mut f: impl FnMut(Entry),
+    ) {
         s.memo.next_packet(self.fields.len());
         let mut buf = [0u32; MAX_DIRECT_KEY];
         for g in &self.groups {
@@ -799,9 +799,22 @@ impl Merged {
                 continue;
             };
             if let Some((v, datum)) = g.table.entry_hashed(key, hash(key)) {
-                g.each(v, datum, |e| out.push(e.filter));
+                g.each(v, datum, &mut f);
             }
         }
+    }
+
+    /// Every filter that accepts the packet, as ids in increasing order.
+    ///
+    /// ```
+    /// let m = sluice_classifier::merged::Merged::default();
+    /// let mut out = vec![9];
+    /// m.classify(&[], 0, &mut Default::default(), &mut out);
+    /// assert!(out.is_empty());
+    /// ```
+    pub fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch, out: &mut Vec<u32>) {
+        out.clear();
+        self.each_keyed_match(pkt, wirelen, s, |e| out.push(e.filter));
         for w in &self.whole {
             if sluice_bpf::run(&w.program, pkt, wirelen) != 0 {
                 out.push(w.filter);
@@ -834,20 +847,7 @@ impl Merged {
             }
         }
         let mut best: Option<Entry> = None;
-        s.memo.next_packet(self.fields.len());
-        let mut buf = [0u32; MAX_DIRECT_KEY];
-        for g in &self.groups {
-            if g.table.is_empty() {
-                continue;
-            }
-            let Some(key) = self.group_key(g, pkt, wirelen, &mut s.memo, &mut buf, &mut s.key)
-            else {
-                continue;
-            };
-            if let Some((v, datum)) = g.table.entry_hashed(key, hash(key)) {
-                g.each(v, datum, |e| consider(&mut best, e));
-            }
-        }
+        self.each_keyed_match(pkt, wirelen, s, |e| consider(&mut best, e));
         for w in &self.whole {
             let could_win = best.map_or(true, |b| w.priority >= b.priority);
             if could_win && sluice_bpf::run(&w.program, pkt, wirelen) != 0 {

@@ -65,6 +65,24 @@ pub(crate) fn ld(at: &Val, off: u32, size: Size) -> Val {
     }
 }
 
+/// An 802.2 SNAP header at `pl`: the LLC word (`aa aa 03` and the OUI's
+/// first byte) and the word holding the rest of the OUI and the type.
+fn snap(pl: &Val, oui_and_type: u32, llc: u32) -> Pred {
+    Pred::and(vec![
+        Pred::eq(ld(pl, 4, Size::Word), oui_and_type),
+        Pred::eq(ld(pl, 0, Size::Word), llc),
+    ])
+}
+
+/// AppleTalk (Apple's OUI 08-00-07) or AARP (OUI 0) in a SNAP header.
+fn appletalk_snap(pl: &Val, proto: u32) -> Pred {
+    if proto == et::ATALK {
+        snap(pl, 0x0007_809b, 0xaaaa_0308)
+    } else {
+        snap(pl, et::AARP, 0xaaaa_0300)
+    }
+}
+
 pub(crate) fn ppp_proto(ethertype: u32) -> u32 {
     match ethertype {
         et::IP => 0x0021,
@@ -170,30 +188,16 @@ impl Gen {
                 Pred::and(vec![
                     is_llc(),
                     Pred::or(vec![
-                        Pred::and(vec![
-                            Pred::eq(ld(&pl, 4, Size::Word), et::IPX),
-                            Pred::eq(ld(&pl, 0, Size::Word), 0xaaaa0300),
-                        ]),
+                        snap(&pl, et::IPX, 0xaaaa_0300),
                         Pred::eq(ld(&pl, 0, Size::Byte), et::SAP_IPX),
                         Pred::eq(ld(&pl, 0, Size::Half), 0xffff),
                     ]),
                 ]),
             ]),
-            et::ATALK | et::AARP => {
-                let (snap_type, snap_hdr) = if proto == et::ATALK {
-                    (0x0007_809b, 0xaaaa_0308)
-                } else {
-                    (et::AARP, 0xaaaa_0300)
-                };
-                Pred::or(vec![
-                    Pred::eq(ty.clone(), proto),
-                    Pred::and(vec![
-                        is_llc(),
-                        Pred::eq(ld(&pl, 4, Size::Word), snap_type),
-                        Pred::eq(ld(&pl, 0, Size::Word), snap_hdr),
-                    ]),
-                ])
-            }
+            et::ATALK | et::AARP => Pred::or(vec![
+                Pred::eq(ty.clone(), proto),
+                Pred::and(vec![is_llc(), appletalk_snap(&pl, proto)]),
+            ]),
             p if p <= et::ETHERMTU => {
                 Pred::and(vec![is_llc(), Pred::eq(ld(&pl, 0, Size::Byte), p)])
             }
@@ -223,28 +227,14 @@ impl Gen {
                     llc(),
                     Pred::or(vec![
                         Pred::eq(ld(&pl, 0, Size::Byte), et::SAP_IPX),
-                        Pred::and(vec![
-                            Pred::eq(ld(&pl, 4, Size::Word), et::IPX),
-                            Pred::eq(ld(&pl, 0, Size::Word), 0xaaaa0300),
-                        ]),
+                        snap(&pl, et::IPX, 0xaaaa_0300),
                     ]),
                 ]),
             ]),
-            et::ATALK | et::AARP => {
-                let (snap_type, snap_hdr) = if proto == et::ATALK {
-                    (0x0007_809b, 0xaaaa_0308)
-                } else {
-                    (et::AARP, 0xaaaa_0300)
-                };
-                Pred::or(vec![
-                    Pred::eq(ty.clone(), proto),
-                    Pred::and(vec![
-                        llc(),
-                        Pred::eq(ld(&pl, 4, Size::Word), snap_type),
-                        Pred::eq(ld(&pl, 0, Size::Word), snap_hdr),
-                    ]),
-                ])
-            }
+            et::ATALK | et::AARP => Pred::or(vec![
+                Pred::eq(ty.clone(), proto),
+                Pred::and(vec![llc(), appletalk_snap(&pl, proto)]),
+            ]),
             p if p <= et::ETHERMTU => Pred::and(vec![llc(), Pred::eq(ld(&pl, 0, Size::Byte), p)]),
             p => Pred::eq(ty, p),
         }
