@@ -194,3 +194,69 @@ fn readers_never_see_a_torn_classifier() {
         assert!(t.join().unwrap() > 0);
     }
 }
+
+#[test]
+fn merged_verdicts_equal_alone_for_generated_combinations() {
+    // New filters made by combining corpus expressions with and/or/not,
+    // merged together with priorities, checked packet by packet.
+    let Some(root) = shared() else {
+        println!("skipped: ../shared/conformance not found");
+        return;
+    };
+    let pkts = packets(&root, 5);
+    let exprs: Vec<String> = expressions(&root)
+        .into_iter()
+        .filter(|e| sluice_pcap::compile(e, LinkType::EN10MB, 262144).is_ok())
+        .collect();
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut pick = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut filters = Vec::new();
+    while filters.len() < 300 {
+        let a = &exprs[pick() as usize % exprs.len()];
+        let b = &exprs[pick() as usize % exprs.len()];
+        let text = match pick() % 4 {
+            0 => format!("({a}) and ({b})"),
+            1 => format!("({a}) or ({b})"),
+            2 => format!("not ({a}) and ({b})"),
+            _ => format!("({a}) or not ({b})"),
+        };
+        // Keep what compiles and is not too slow to run alone on every packet.
+        if let Ok(f) = sluice_pcap::compile(&text, LinkType::EN10MB, 262144) {
+            filters.push((text, f, (pick() % 3) as i32));
+        }
+    }
+    let mut m = Merged::default();
+    for (i, (_, f, prio)) in filters.iter().enumerate() {
+        m.insert(i as u32, &Compiled::new(f.clone()), *prio);
+    }
+    println!(
+        "{} generated filters: {} groups, {} run whole; {} packets",
+        filters.len(),
+        m.groups(),
+        m.whole(),
+        pkts.len()
+    );
+    let mut s = Scratch::default();
+    let mut got = Vec::new();
+    for (pkt, wirelen) in &pkts {
+        m.classify(pkt, *wirelen, &mut s, &mut got);
+        let want: Vec<u32> = filters
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, f, _))| f.run(pkt, *wirelen) != 0)
+            .map(|(i, _)| i as u32)
+            .collect();
+        assert_eq!(got, want, "packet {pkt:02x?}");
+        // The winner: highest priority, then lowest id.
+        let first = want
+            .iter()
+            .copied()
+            .max_by_key(|&i| (filters[i as usize].2, std::cmp::Reverse(i)));
+        assert_eq!(m.classify_first(pkt, *wirelen, &mut s), first);
+    }
+}
