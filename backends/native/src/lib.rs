@@ -1,0 +1,716 @@
+//! Native code for single sluice filters, generated at run time with Cranelift.
+//!
+//! [`NativeFilter::compile`] turns a [`sluice_ir::Filter`] into one machine
+//! function `extern "C" fn(pkt: *const u8, caplen: u64, wirelen: u32) -> u32`
+//! and [`NativeFilter::run`] calls it safely on a packet. The code means
+//! exactly what the IR's reference interpreter ([`sluice_ir::eval`]) means:
+//!
+//! - the predicate becomes a decision graph built by continuation passing
+//!   (as in the classic BPF back end): every comparison is a compare and
+//!   branch, `and`/`or`/`not` are only edges, leaves return the accept value
+//!   or 0;
+//! - every load is bounds-checked against `caplen` in 64-bit arithmetic (no
+//!   wrap-around); a failed check, or a division or modulo by zero, jumps to
+//!   the one shared reject block (the filter aborts, even under `not`);
+//! - shifts by 32 or more give 0 (a `select`), arithmetic wraps at 32 bits;
+//! - filter constants are immediates; `in` sets are a balanced search tree of
+//!   compares, or a jump table when the keys are dense;
+//! - `protochain` calls back into a safe Rust helper (the reference walk,
+//!   bounded by [`sluice_ir::eval::PROTOCHAIN_MAX_STEPS`]) through a function
+//!   pointer; it is rare and already a loop, so this costs little.
+//!
+//! One DPF optimisation is done: **bounds-check aggregation**. In an `and`
+//! whose failure means reject, every fixed-offset load that is certain to be
+//! evaluated (or to be preceded by a false conjunct or an abort, both of which
+//! reject) is covered by one length check at the head of the `and`; the loads
+//! below it whose end is within that length need no check of their own. A
+//! packet too short for the `and` rejects there, exactly as the interpreter
+//! would reject it later. [`NativeFilter::stats`] shows how many checks were
+//! emitted.
+//!
+//! Code memory: Cranelift's JIT module allocates code in its own pages
+//! (page-aligned allocations, never shared with other data); they are
+//! read+write while the code is written and become read+execute in
+//! `finalize_definitions`, before any pointer to the code is taken. They are
+//! never writable and executable at once (the test `code_pages_are_not_writable`
+//! checks `/proc/self/maps` on Linux). The pages are freed when the
+//! [`NativeFilter`] is dropped.
+//!
+//! ```
+//! use sluice_ir::{Filter, Pred, Val, Size};
+//! use sluice_native::NativeFilter;
+//! // ether[12:2] == 0x800
+//! let f = Filter::new(Pred::eq(Val::load_abs(12, Size::Half), 0x800), 65535);
+//! let n = NativeFilter::compile(&f).unwrap();
+//! let mut pkt = [0u8; 14];
+//! pkt[12] = 0x08;
+//! assert_eq!(n.run(&pkt, 14), 65535);
+//! assert_eq!(n.run(&pkt[..13], 14), 0); // the load is out of bounds: abort
+//! ```
+
+#![warn(missing_docs)]
+
+use std::fmt;
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{
+    types, AbiParam, Block, BlockCall, InstBuilder, JumpTableData, MemFlags, Signature, Type, Value,
+};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, Linkage, Module};
+use sluice_ir::{BinOp, CmpOp, Filter, Pred, Size, Val};
+
+/// Why a filter could not be compiled to native code.
+///
+/// ```
+/// let e = sluice_native::NativeError("no ISA".into());
+/// assert_eq!(e.to_string(), "native code: no ISA");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NativeError(pub String);
+
+impl fmt::Display for NativeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "native code: {}", self.0)
+    }
+}
+
+impl std::error::Error for NativeError {}
+
+fn err(e: impl fmt::Display) -> NativeError {
+    NativeError(e.to_string())
+}
+
+/// What the code generator emitted, for tests and curiosity.
+///
+/// ```
+/// use sluice_ir::{Filter, Pred, Val, Size};
+/// let f = Filter::new(Pred::eq(Val::load_abs(12, Size::Half), 0x800), 1);
+/// let s = sluice_native::NativeFilter::compile(&f).unwrap().stats();
+/// assert_eq!((s.loads, s.bounds_checks), (1, 1));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Packet loads emitted.
+    pub loads: usize,
+    /// Length checks emitted (per-load checks and aggregated ones).
+    pub bounds_checks: usize,
+    /// Length checks that cover several loads (bounds-check aggregation).
+    pub aggregated_checks: usize,
+    /// `in` sets compiled to a jump table.
+    pub jump_tables: usize,
+    /// Bytes of machine code.
+    pub code_bytes: usize,
+}
+
+/// The machine function's type.
+type FilterFn = unsafe extern "C" fn(pkt: *const u8, caplen: u64, wirelen: u32) -> u32;
+
+/// A filter compiled to machine code for the host CPU.
+///
+/// ```
+/// use sluice_ir::{Filter, Pred};
+/// let n = sluice_native::NativeFilter::compile(&Filter::new(Pred::True, 7)).unwrap();
+/// assert_eq!(n.run(&[], 0), 7);
+/// ```
+pub struct NativeFilter {
+    func: FilterFn,
+    /// Owns the code pages; `None` only while dropping.
+    module: Option<JITModule>,
+    stats: Stats,
+}
+
+// SAFETY: after `finalize_definitions` the module is never used again except
+// to free its memory in `Drop`, which takes `&mut self` (exclusive access).
+// The code itself is immutable (read+execute pages) and reentrant: it keeps
+// no state between calls, so calling it from several threads at once is fine.
+unsafe impl Send for NativeFilter {}
+// SAFETY: see `Send`; `run` only reads `func`, an immutable code pointer.
+unsafe impl Sync for NativeFilter {}
+
+impl fmt::Debug for NativeFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NativeFilter")
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for NativeFilter {
+    fn drop(&mut self) {
+        if let Some(module) = self.module.take() {
+            // SAFETY: `func` points into this module's code and is only
+            // reachable through `self`, which is being dropped: no call can
+            // be running (`run` borrows `self`) and none can start after.
+            unsafe { module.free_memory() };
+        }
+    }
+}
+
+impl NativeFilter {
+    /// Compile a filter for the host CPU.
+    ///
+    /// ```
+    /// use sluice_ir::{Filter, Pred, Val, CmpOp};
+    /// let f = Filter::new(Pred::cmp(CmpOp::Gt, Val::Len, Val::Const(100)), 1);
+    /// let n = sluice_native::NativeFilter::compile(&f).unwrap();
+    /// assert_eq!((n.run(&[], 101), n.run(&[], 100)), (1, 0));
+    /// ```
+    pub fn compile(filter: &Filter) -> Result<NativeFilter, NativeError> {
+        let mut flags = settings::builder();
+        flags.set("opt_level", "speed").map_err(err)?;
+        flags.set("is_pic", "false").map_err(err)?;
+        flags.set("use_colocated_libcalls", "false").map_err(err)?;
+        let isa = cranelift_native::builder()
+            .map_err(err)?
+            .finish(settings::Flags::new(flags))
+            .map_err(err)?;
+        let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+        let ptr = module.target_config().pointer_type();
+
+        let mut ctx = module.make_context();
+        let sig = &mut ctx.func.signature;
+        sig.params.push(AbiParam::new(ptr));
+        sig.params.push(AbiParam::new(types::I64));
+        sig.params.push(AbiParam::new(types::I32));
+        sig.returns.push(AbiParam::new(types::I32));
+
+        let mut fctx = FunctionBuilderContext::new();
+        let mut stats = Stats::default();
+        {
+            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+            let entry = b.create_block();
+            b.append_block_params_for_function_params(entry);
+            // The first block in the layout is the function's entry: fill
+            // it first, with a jump to the (empty, threaded away) start.
+            b.switch_to_block(entry);
+            let start = b.create_block();
+            b.ins().jump(start, &[]);
+            let params = b.block_params(entry).to_vec();
+            let reject = b.create_block();
+            let accept = b.create_block();
+            let mut g = Gen {
+                b,
+                ptr,
+                pkt: params[0],
+                caplen: params[1],
+                wirelen: params[2],
+                reject,
+                known: 0,
+                stats: &mut stats,
+            };
+            g.b.switch_to_block(reject);
+            let zero = g.b.ins().iconst(types::I32, 0);
+            g.b.ins().return_(&[zero]);
+            g.b.switch_to_block(accept);
+            let k = g.b.ins().iconst(types::I32, filter.accept as i64);
+            g.b.ins().return_(&[k]);
+            let first = g.lower(&filter.pred, accept, reject);
+            g.b.switch_to_block(start);
+            g.b.ins().jump(first, &[]);
+            g.b.seal_all_blocks();
+            g.b.finalize();
+        }
+
+        let id = module
+            .declare_function("filter", Linkage::Local, &ctx.func.signature)
+            .map_err(err)?;
+        module
+            .define_function(id, &mut ctx)
+            .map_err(|e| NativeError(format!("{e:?}")))?;
+        stats.code_bytes = ctx
+            .compiled_code()
+            .map(|c| c.code_buffer().len())
+            .unwrap_or(0);
+        module.clear_context(&mut ctx);
+        // Makes the code pages read+execute (and no longer writable).
+        module.finalize_definitions().map_err(err)?;
+        let code = module.get_finalized_function(id);
+        // SAFETY: `code` is the entry of the function just finalized, whose
+        // signature (pointer, i64, i32) -> i32 in the host's default calling
+        // convention is exactly `FilterFn`'s `extern "C"` ABI.
+        let func = unsafe { std::mem::transmute::<*const u8, FilterFn>(code) };
+        Ok(NativeFilter {
+            func,
+            module: Some(module),
+            stats,
+        })
+    }
+
+    /// Run the filter on one packet: the accept value, or 0 for reject.
+    ///
+    /// `pkt` is the captured bytes, `wirelen` the length on the wire.
+    ///
+    /// ```
+    /// use sluice_ir::{Filter, Pred, Val, Size};
+    /// let f = Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 0x45), 9);
+    /// let n = sluice_native::NativeFilter::compile(&f).unwrap();
+    /// assert_eq!((n.run(&[0x45], 1), n.run(&[], 1)), (9, 0));
+    /// ```
+    #[inline]
+    pub fn run(&self, pkt: &[u8], wirelen: u32) -> u32 {
+        // SAFETY: the generated code reads only bytes `pkt[i]` with
+        // `i + width <= caplen` (every load is checked against `caplen`,
+        // or dominated by a check that covers it), and `caplen` is the
+        // slice's length, so it never reads outside `pkt`. It writes no
+        // memory, always terminates (no loops; protochain's helper is
+        // bounded) and the module that owns the code lives as long as `self`.
+        unsafe { (self.func)(pkt.as_ptr(), pkt.len() as u64, wirelen) }
+    }
+
+    /// What was emitted: loads, bounds checks, code size.
+    ///
+    /// ```
+    /// use sluice_ir::{Filter, Pred};
+    /// let n = sluice_native::NativeFilter::compile(&Filter::new(Pred::False, 1)).unwrap();
+    /// assert_eq!(n.stats().loads, 0);
+    /// ```
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// The address of the machine code (for inspecting where it lives).
+    ///
+    /// ```
+    /// let n = sluice_native::NativeFilter::compile(&sluice_ir::Filter::new(sluice_ir::Pred::True, 1)).unwrap();
+    /// assert!(!n.code_ptr().is_null());
+    /// ```
+    pub fn code_ptr(&self) -> *const u8 {
+        self.func as *const u8
+    }
+}
+
+/// `protochain` result codes of [`protochain_helper`].
+const PC_FALSE: i64 = 0;
+const PC_TRUE: i64 = 1;
+
+/// Called from generated code: the reference `protochain` walk. Returns 0
+/// (false), 1 (true) or 2 (abort).
+extern "C" fn protochain_helper(pkt: *const u8, caplen: u64, start: u32, v6_proto: u32) -> u32 {
+    // SAFETY: generated code passes the `pkt` pointer and `caplen` it was
+    // called with, which `NativeFilter::run` took from one live slice.
+    let pkt = unsafe { std::slice::from_raw_parts(pkt, caplen as usize) };
+    let p = Pred::ProtoChain {
+        v6: v6_proto >> 8 != 0,
+        start: Val::Const(start),
+        proto: v6_proto as u8,
+    };
+    match sluice_ir::eval_pred(&p, pkt, 0) {
+        Ok(false) => PC_FALSE as u32,
+        Ok(true) => PC_TRUE as u32,
+        Err(_) => 2,
+    }
+}
+
+/// The code generator of one function.
+struct Gen<'a, 's> {
+    b: FunctionBuilder<'a>,
+    ptr: Type,
+    pkt: Value,
+    caplen: Value,
+    wirelen: Value,
+    reject: Block,
+    /// Every block being emitted is dominated by a check that the captured
+    /// length is at least this.
+    known: u64,
+    stats: &'s mut Stats,
+}
+
+/// Keys dense enough for a jump table: at least this many ...
+const TABLE_MIN_KEYS: usize = 8;
+/// ... spanning at most this many values per key.
+const TABLE_MAX_SPAN_PER_KEY: u64 = 3;
+/// Short key ranges end in a chain of equality tests.
+const SET_CHAIN: usize = 4;
+
+impl Gen<'_, '_> {
+    /// A fresh block that evaluates `p` and continues at `t` when it holds
+    /// and at `f` when not (aborts go to `self.reject`). Blocks made here are
+    /// reachable only through the returned block.
+    fn lower(&mut self, p: &Pred, t: Block, f: Block) -> Block {
+        match p {
+            Pred::True => t,
+            Pred::False => f,
+            Pred::Cmp { op, lhs, rhs } => {
+                let blk = self.b.create_block();
+                self.b.switch_to_block(blk);
+                let saved = self.known;
+                let a = self.val(lhs);
+                let cond = match rhs {
+                    Val::Const(k) => self.cmp_imm(*op, a, *k),
+                    rhs => {
+                        let c = self.val(rhs);
+                        self.cmp(*op, a, c)
+                    }
+                };
+                self.b.ins().brif(cond, t, &[], f, &[]);
+                self.known = saved;
+                blk
+            }
+            Pred::Not(q) => self.lower(q, f, t),
+            Pred::And(ps) => {
+                let saved = self.known;
+                let need = if f == self.reject {
+                    ps.iter().map(must_or_reject).max().unwrap_or(0)
+                } else {
+                    0
+                };
+                let head = if need > self.known {
+                    let blk = self.b.create_block();
+                    self.known = need;
+                    Some(blk)
+                } else {
+                    None
+                };
+                let mut cur = t;
+                for q in ps.iter().rev() {
+                    cur = self.lower(q, cur, f);
+                }
+                self.known = saved;
+                match head {
+                    Some(blk) => {
+                        self.b.switch_to_block(blk);
+                        self.stats.bounds_checks += 1;
+                        self.stats.aggregated_checks += 1;
+                        let short = self.b.ins().icmp_imm(
+                            IntCC::UnsignedLessThan,
+                            self.caplen,
+                            need as i64,
+                        );
+                        self.b.ins().brif(short, self.reject, &[], cur, &[]);
+                        blk
+                    }
+                    None => cur,
+                }
+            }
+            Pred::Or(ps) => {
+                let mut cur = f;
+                for q in ps.iter().rev() {
+                    cur = self.lower(q, t, cur);
+                }
+                cur
+            }
+            Pred::In { val, keys } => {
+                let blk = self.b.create_block();
+                self.b.switch_to_block(blk);
+                let saved = self.known;
+                let v = self.val(val);
+                self.known = saved;
+                let tree = self.b.create_block();
+                self.b.ins().jump(tree, &[]);
+                self.set(tree, v, keys, t, f);
+                blk
+            }
+            Pred::ProtoChain { v6, start, proto } => {
+                let blk = self.b.create_block();
+                self.b.switch_to_block(blk);
+                let saved = self.known;
+                let s = self.val(start);
+                self.known = saved;
+                let mut sig = Signature::new(self.b.func.signature.call_conv);
+                sig.params.push(AbiParam::new(self.ptr));
+                sig.params.push(AbiParam::new(types::I64));
+                sig.params.push(AbiParam::new(types::I32));
+                sig.params.push(AbiParam::new(types::I32));
+                sig.returns.push(AbiParam::new(types::I32));
+                let sigref = self.b.import_signature(sig);
+                let helper = protochain_helper as extern "C" fn(_, _, _, _) -> u32;
+                let callee = self.b.ins().iconst(self.ptr, helper as usize as i64);
+                let arg = self
+                    .b
+                    .ins()
+                    .iconst(types::I32, ((*v6 as i64) << 8) | *proto as i64);
+                let call =
+                    self.b
+                        .ins()
+                        .call_indirect(sigref, callee, &[self.pkt, self.caplen, s, arg]);
+                let r = self.b.inst_results(call)[0];
+                let done = self.b.create_block();
+                let is_false = self.b.ins().icmp_imm(IntCC::Equal, r, PC_FALSE);
+                self.b.ins().brif(is_false, f, &[], done, &[]);
+                self.b.switch_to_block(done);
+                let is_true = self.b.ins().icmp_imm(IntCC::Equal, r, PC_TRUE);
+                self.b.ins().brif(is_true, t, &[], self.reject, &[]);
+                blk
+            }
+        }
+    }
+
+    /// Fill `blk` to test `v ∈ keys` (sorted, distinct): a jump table when
+    /// dense, else a balanced search tree with chains of equality tests.
+    fn set(&mut self, blk: Block, v: Value, keys: &[u32], t: Block, f: Block) {
+        if keys.is_empty() {
+            self.b.switch_to_block(blk);
+            self.b.ins().jump(f, &[]);
+            return;
+        }
+        let (lo, hi) = (keys[0], keys[keys.len() - 1]);
+        let span = (hi - lo) as u64 + 1;
+        if keys.len() >= TABLE_MIN_KEYS && span <= TABLE_MAX_SPAN_PER_KEY * keys.len() as u64 {
+            self.stats.jump_tables += 1;
+            self.b.switch_to_block(blk);
+            let idx = if lo == 0 {
+                v
+            } else {
+                self.b.ins().iadd_imm(v, -(lo as i64))
+            };
+            let mut table = Vec::with_capacity(span as usize);
+            let mut it = keys.iter().peekable();
+            for x in 0..span {
+                let hit = it.next_if(|&&k| (k - lo) as u64 == x).is_some();
+                let target = if hit { t } else { f };
+                table.push(BlockCall::new(
+                    target,
+                    &[],
+                    &mut self.b.func.dfg.value_lists,
+                ));
+            }
+            let def = BlockCall::new(f, &[], &mut self.b.func.dfg.value_lists);
+            let jt = self.b.create_jump_table(JumpTableData::new(def, &table));
+            self.b.ins().br_table(idx, jt);
+            return;
+        }
+        if keys.len() <= SET_CHAIN {
+            let mut cur = f;
+            for &k in keys.iter().rev() {
+                let node = self.b.create_block();
+                self.b.switch_to_block(node);
+                let c = self.b.ins().icmp_imm(IntCC::Equal, v, k as i64);
+                self.b.ins().brif(c, t, &[], cur, &[]);
+                cur = node;
+            }
+            self.b.switch_to_block(blk);
+            self.b.ins().jump(cur, &[]);
+            return;
+        }
+        let mid = keys.len() / 2;
+        let (high, low) = (self.b.create_block(), self.b.create_block());
+        self.set(high, v, &keys[mid..], t, f);
+        self.set(low, v, &keys[..mid], t, f);
+        self.b.switch_to_block(blk);
+        let c = self
+            .b
+            .ins()
+            .icmp_imm(IntCC::UnsignedGreaterThanOrEqual, v, keys[mid] as i64);
+        self.b.ins().brif(c, high, &[], low, &[]);
+    }
+
+    fn cmp(&mut self, op: CmpOp, a: Value, c: Value) -> Value {
+        match op {
+            CmpOp::Eq => self.b.ins().icmp(IntCC::Equal, a, c),
+            CmpOp::Gt => self.b.ins().icmp(IntCC::UnsignedGreaterThan, a, c),
+            CmpOp::Ge => self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, a, c),
+            CmpOp::Set => {
+                let m = self.b.ins().band(a, c);
+                self.b.ins().icmp_imm(IntCC::NotEqual, m, 0)
+            }
+        }
+    }
+
+    fn cmp_imm(&mut self, op: CmpOp, a: Value, k: u32) -> Value {
+        let k = k as i64;
+        match op {
+            CmpOp::Eq => self.b.ins().icmp_imm(IntCC::Equal, a, k),
+            CmpOp::Gt => self.b.ins().icmp_imm(IntCC::UnsignedGreaterThan, a, k),
+            CmpOp::Ge => self
+                .b
+                .ins()
+                .icmp_imm(IntCC::UnsignedGreaterThanOrEqual, a, k),
+            CmpOp::Set => {
+                let m = self.b.ins().band_imm(a, k);
+                self.b.ins().icmp_imm(IntCC::NotEqual, m, 0)
+            }
+        }
+    }
+
+    /// Continue in a fresh block when `cond` is false; jump to reject when true.
+    fn abort_if(&mut self, cond: Value) {
+        let next = self.b.create_block();
+        self.b.ins().brif(cond, self.reject, &[], next, &[]);
+        self.b.switch_to_block(next);
+    }
+
+    /// Compute a value (32 bits) in the current block; may split it.
+    fn val(&mut self, v: &Val) -> Value {
+        match v {
+            Val::Const(k) => self.b.ins().iconst(types::I32, *k as i64),
+            Val::Len => self.wirelen,
+            Val::Load { base, offset, size } => self.load(base, *offset, *size),
+            Val::Bin(op, a, c) => {
+                let x = self.val(a);
+                match (**c).clone() {
+                    Val::Const(k) => self.bin_imm(*op, x, k),
+                    c => {
+                        let y = self.val(&c);
+                        self.bin(*op, x, y)
+                    }
+                }
+            }
+            Val::Neg(a) => {
+                let x = self.val(a);
+                self.b.ins().ineg(x)
+            }
+        }
+    }
+
+    fn bin(&mut self, op: BinOp, x: Value, y: Value) -> Value {
+        match op {
+            BinOp::Add => self.b.ins().iadd(x, y),
+            BinOp::Sub => self.b.ins().isub(x, y),
+            BinOp::Mul => self.b.ins().imul(x, y),
+            BinOp::Div | BinOp::Mod => {
+                let zero = self.b.ins().icmp_imm(IntCC::Equal, y, 0);
+                self.abort_if(zero);
+                if op == BinOp::Div {
+                    self.b.ins().udiv(x, y)
+                } else {
+                    self.b.ins().urem(x, y)
+                }
+            }
+            BinOp::And => self.b.ins().band(x, y),
+            BinOp::Or => self.b.ins().bor(x, y),
+            BinOp::Xor => self.b.ins().bxor(x, y),
+            BinOp::Shl | BinOp::Shr => {
+                // Cranelift shifts by `y mod 32`; the IR gives 0 from 32 on.
+                let s = if op == BinOp::Shl {
+                    self.b.ins().ishl(x, y)
+                } else {
+                    self.b.ins().ushr(x, y)
+                };
+                let big = self
+                    .b
+                    .ins()
+                    .icmp_imm(IntCC::UnsignedGreaterThanOrEqual, y, 32);
+                let zero = self.b.ins().iconst(types::I32, 0);
+                self.b.ins().select(big, zero, s)
+            }
+        }
+    }
+
+    fn bin_imm(&mut self, op: BinOp, x: Value, k: u32) -> Value {
+        let ki = k as i64;
+        match op {
+            BinOp::Add => self.b.ins().iadd_imm(x, ki),
+            BinOp::Sub => self.b.ins().iadd_imm(x, (k.wrapping_neg()) as i64),
+            BinOp::Mul => self.b.ins().imul_imm(x, ki),
+            BinOp::Div | BinOp::Mod if k == 0 => {
+                // Always aborts; the rest of this block is unreachable.
+                self.b.ins().jump(self.reject, &[]);
+                let dead = self.b.create_block();
+                self.b.switch_to_block(dead);
+                self.b.ins().iconst(types::I32, 0)
+            }
+            BinOp::Div => {
+                let y = self.b.ins().iconst(types::I32, ki);
+                self.b.ins().udiv(x, y)
+            }
+            BinOp::Mod => {
+                let y = self.b.ins().iconst(types::I32, ki);
+                self.b.ins().urem(x, y)
+            }
+            BinOp::And => self.b.ins().band_imm(x, ki),
+            BinOp::Or => self.b.ins().bor_imm(x, ki),
+            BinOp::Xor => self.b.ins().bxor_imm(x, ki),
+            BinOp::Shl | BinOp::Shr if k >= 32 => self.b.ins().iconst(types::I32, 0),
+            BinOp::Shl => self.b.ins().ishl_imm(x, ki),
+            BinOp::Shr => self.b.ins().ushr_imm(x, ki),
+        }
+    }
+
+    /// A big-endian load of `size` bytes at `base + offset`, bounds-checked
+    /// unless a dominating check already covers it.
+    fn load(&mut self, base: &Val, offset: u32, size: Size) -> Value {
+        self.stats.loads += 1;
+        let width = size.bytes() as u64;
+        let flags = MemFlags::new().with_notrap().with_readonly();
+        let addr = match base {
+            Val::Const(c) => {
+                let start = *c as u64 + offset as u64;
+                let end = start + width;
+                if end > self.known {
+                    self.stats.bounds_checks += 1;
+                    let short =
+                        self.b
+                            .ins()
+                            .icmp_imm(IntCC::UnsignedLessThan, self.caplen, end as i64);
+                    self.abort_if(short);
+                    // Later loads of this node are dominated by this check.
+                    self.known = end;
+                }
+                self.b.ins().iadd_imm(self.pkt, start as i64)
+            }
+            base => {
+                let b32 = self.val(base);
+                let b64 = self.b.ins().uextend(types::I64, b32);
+                let start = self.b.ins().iadd_imm(b64, offset as i64);
+                let end = self.b.ins().iadd_imm(start, width as i64);
+                self.stats.bounds_checks += 1;
+                let over = self
+                    .b
+                    .ins()
+                    .icmp(IntCC::UnsignedGreaterThan, end, self.caplen);
+                self.abort_if(over);
+                let start = if self.ptr == types::I64 {
+                    start
+                } else {
+                    self.b.ins().ireduce(self.ptr, start)
+                };
+                self.b.ins().iadd(self.pkt, start)
+            }
+        };
+        match size {
+            Size::Byte => self.b.ins().uload8(types::I32, flags, addr, 0),
+            Size::Half => {
+                let x = self.b.ins().load(types::I16, flags, addr, 0);
+                let x = self.b.ins().bswap(x);
+                self.b.ins().uextend(types::I32, x)
+            }
+            Size::Word => {
+                let x = self.b.ins().load(types::I32, flags, addr, 0);
+                self.b.ins().bswap(x)
+            }
+        }
+    }
+}
+
+/// The largest end (offset + width) of a fixed-offset load that evaluating
+/// `v` certainly reaches, unless it aborts first.
+fn must_val(v: &Val) -> u64 {
+    match v {
+        Val::Const(_) | Val::Len => 0,
+        Val::Load { base, offset, size } => match **base {
+            Val::Const(c) => c as u64 + *offset as u64 + size.bytes() as u64,
+            ref b => must_val(b),
+        },
+        Val::Bin(_, a, b) => must_val(a).max(must_val(b)),
+        Val::Neg(a) => must_val(a),
+    }
+}
+
+/// The largest end of a fixed-offset load that evaluating `p` certainly
+/// reaches, unless it aborts first.
+fn must(p: &Pred) -> u64 {
+    match p {
+        Pred::True | Pred::False => 0,
+        Pred::Cmp { lhs, rhs, .. } => must_val(lhs).max(must_val(rhs)),
+        Pred::Not(q) => must(q),
+        Pred::And(ps) | Pred::Or(ps) => ps.first().map_or(0, must),
+        Pred::In { val, .. } => must_val(val),
+        Pred::ProtoChain { start, .. } => must_val(start),
+    }
+}
+
+/// Like [`must`], in a context where `p` being false rejects the packet:
+/// then every conjunct of an `and` is either reached or the packet is
+/// rejected before (a false conjunct or an abort).
+fn must_or_reject(p: &Pred) -> u64 {
+    match p {
+        Pred::And(ps) => ps.iter().map(must_or_reject).max().unwrap_or(0),
+        p => must(p),
+    }
+}
+
+#[cfg(test)]
+mod tests;
