@@ -3,7 +3,8 @@
 //! This crate is the library face of the pipeline:
 //! languages ([`sluice_pcap`], [`sluice_bpf`]) → intermediate form
 //! ([`sluice_ir`]) → back ends ([`sluice_cbpf`] lowers to classic BPF, which
-//! [`sluice_bpf`] interprets) → runtime ([`sluice_capture`]).
+//! [`sluice_bpf`] interprets; [`sluice_native`] compiles to machine code) →
+//! runtime ([`sluice_capture`]).
 //!
 //! ```
 //! use sluice::{Program, LinkType};
@@ -17,12 +18,14 @@ pub use sluice_bpf as bpf;
 pub use sluice_capture as capture;
 pub use sluice_cbpf as cbpf;
 pub use sluice_ir as ir;
+pub use sluice_native as native;
 pub use sluice_pcap as pcap;
 pub use sluice_pcap::link::LinkType;
 
 pub mod summary;
 
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 /// Why a filter could not be built.
 ///
@@ -59,21 +62,62 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// Which engine runs a [`Program`].
+///
+/// ```
+/// use sluice::{Engine, Program, LinkType};
+/// let p = Program::from_expression("ip", LinkType::RAW, 100, true).unwrap();
+/// for e in [Engine::Interp, Engine::Native, Engine::Reference] {
+///     assert_eq!(p.run_with(e, &[0x45, 0, 0, 20], 20), 100);
+/// }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Engine {
+    /// The classic BPF interpreter (runs every program).
+    Interp,
+    /// Machine code generated from the intermediate form; falls back to the
+    /// interpreter where it cannot be built.
+    Native,
+    /// The IR's reference interpreter (the meaning, not an engine for speed).
+    Reference,
+}
+
+impl Engine {
+    /// The default engine: native code on x86-64 and AArch64, the
+    /// interpreter elsewhere.
+    ///
+    /// ```
+    /// let e = sluice::Engine::host_default();
+    /// assert!(matches!(e, sluice::Engine::Native | sluice::Engine::Interp));
+    /// ```
+    pub fn host_default() -> Engine {
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+            Engine::Native
+        } else {
+            Engine::Interp
+        }
+    }
+}
+
 /// A compiled filter, ready to run on packets.
 ///
 /// It keeps the intermediate form (the reference meaning, when the filter
 /// came from an expression) and the classic BPF program that the interpreter
-/// runs and `-d` prints.
+/// runs and `-d` prints. Native code is generated from the intermediate form
+/// the first time it is asked for ([`Program::run_native`]) and shared by
+/// clones.
 ///
 /// ```
 /// use sluice::{Program, LinkType};
 /// let p = Program::from_expression("ip", LinkType::RAW, 100, true).unwrap();
 /// assert_eq!(p.run(&[0x45, 0, 0, 20], 20), 100);
+/// assert_eq!(p.run_native(&[0x45, 0, 0, 20], 20), 100);
 /// ```
 #[derive(Clone, Debug)]
 pub struct Program {
     ir: Option<sluice_ir::Filter>,
     bpf: Vec<sluice_bpf::Insn>,
+    native: Arc<OnceLock<Option<sluice_native::NativeFilter>>>,
 }
 
 impl Program {
@@ -101,7 +145,11 @@ impl Program {
             Err(sluice_cbpf::LowerError::RejectsAll) => return Err(Error::RejectsAll),
             Err(e) => return Err(Error::Lower(e.to_string())),
         };
-        Ok(Program { ir: Some(ir), bpf })
+        Ok(Program {
+            ir: Some(ir),
+            bpf,
+            native: Arc::default(),
+        })
     }
 
     /// Load a classic BPF program in any of tcpdump's `-d`, `-dd` or `-ddd`
@@ -119,6 +167,7 @@ impl Program {
         Ok(Program {
             ir: sluice_bpf::lift(&bpf).ok(),
             bpf,
+            native: Arc::default(),
         })
     }
 
@@ -166,6 +215,53 @@ impl Program {
         match &self.ir {
             Some(f) => f.run(pkt, wirelen),
             None => self.run(pkt, wirelen),
+        }
+    }
+
+    /// The native code of the filter: compiled from the intermediate form on
+    /// the first call, `None` when there is no intermediate form (a BPF
+    /// program that does not lift) or code generation failed.
+    ///
+    /// ```
+    /// use sluice::{Program, LinkType};
+    /// let p = Program::from_expression("tcp", LinkType::EN10MB, 1, true).unwrap();
+    /// assert!(p.native().is_some());
+    /// ```
+    pub fn native(&self) -> Option<&sluice_native::NativeFilter> {
+        self.native
+            .get_or_init(|| {
+                let ir = self.ir.as_ref()?;
+                sluice_native::NativeFilter::compile(ir).ok()
+            })
+            .as_ref()
+    }
+
+    /// Run the native code on one packet; the interpreter where there is none.
+    ///
+    /// ```
+    /// let p = sluice::Program::from_bpf_text("1\n6 0 0 5\n").unwrap();
+    /// assert_eq!(p.run_native(&[], 0), 5);
+    /// ```
+    #[inline]
+    pub fn run_native(&self, pkt: &[u8], wirelen: u32) -> u32 {
+        match self.native() {
+            Some(n) => n.run(pkt, wirelen),
+            None => self.run(pkt, wirelen),
+        }
+    }
+
+    /// Run the filter with the given engine.
+    ///
+    /// ```
+    /// use sluice::{Engine, Program};
+    /// let p = Program::from_bpf_text("1\n6 0 0 3\n").unwrap();
+    /// assert_eq!(p.run_with(Engine::Native, &[], 0), 3);
+    /// ```
+    pub fn run_with(&self, engine: Engine, pkt: &[u8], wirelen: u32) -> u32 {
+        match engine {
+            Engine::Interp => self.run(pkt, wirelen),
+            Engine::Native => self.run_native(pkt, wirelen),
+            Engine::Reference => self.run_reference(pkt, wirelen),
         }
     }
 }

@@ -54,6 +54,24 @@ fn count_and_verdicts_agree() {
 }
 
 #[test]
+fn engines_agree() {
+    let s = sample();
+    for e in ["tcp port 80", "ip or ip6", "not arp and greater 100", "udp"] {
+        let v: Vec<String> = ["interp", "native"]
+            .iter()
+            .map(|engine| {
+                let o = sluice(&["filter", "-r", &s, "--verdicts", "--engine", engine, e]);
+                assert!(o.status.success());
+                text(&o.stdout)
+            })
+            .collect();
+        assert_eq!(v[0], v[1], "{e}");
+    }
+    let bad = sluice(&["filter", "-r", &s, "--engine", "gpu", "tcp"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
 fn json_count() {
     let o = sluice(&["filter", "-r", &sample(), "--count", "--json", "arp"]);
     assert_eq!(text(&o.stdout).trim(), "{\"packets\": 14, \"accepted\": 1}");

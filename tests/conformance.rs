@@ -13,7 +13,7 @@
 use flate2::read::GzDecoder;
 use serde_json::Value;
 use sluice::capture::CaptureReader;
-use sluice::{LinkType, Program};
+use sluice::{Engine, LinkType, Program};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -139,15 +139,11 @@ fn read_gz_lines(path: &Path) -> Vec<String> {
     s.lines().map(str::to_string).collect()
 }
 
-fn verdicts(p: &Program, c: &Capture, reference: bool) -> String {
+fn verdicts(p: &Program, c: &Capture, engine: Engine) -> String {
     c.packets
         .iter()
         .map(|k| {
-            let r = if reference {
-                p.run_reference(&k.data, k.wirelen)
-            } else {
-                p.run(&k.data, k.wirelen)
-            };
+            let r = p.run_with(engine, &k.data, k.wirelen);
             if r != 0 {
                 '1'
             } else {
@@ -203,15 +199,20 @@ fn oracle_verdicts() {
         let result = match entry {
             Err(e) => Err(format!("compile error: {e}")),
             Ok((a, b)) => {
-                let got = verdicts(a, cap, false);
-                let got_unopt = verdicts(b, cap, false);
-                let got_ref = verdicts(a, cap, true);
+                let got = verdicts(a, cap, Engine::Interp);
+                let got_unopt = verdicts(b, cap, Engine::Interp);
+                let got_ref = verdicts(a, cap, Engine::Reference);
+                let got_native = verdicts(a, cap, Engine::Native);
                 let ok = |g: &str| g == want || want_unopt.is_some_and(|u| u == g);
                 if !ok(&got) {
                     Err(format!("verdicts {got} want {want} ({expr})"))
                 } else if got_unopt != got_ref {
                     Err(format!(
                         "engines disagree: bpf -O {got_unopt} ir {got_ref} ({expr})"
+                    ))
+                } else if got_native != got_ref {
+                    Err(format!(
+                        "engines disagree: native {got_native} ir {got_ref} ({expr})"
                     ))
                 } else if !ok(&got_ref) {
                     Err(format!("reference verdicts {got_ref} want {want} ({expr})"))

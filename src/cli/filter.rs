@@ -3,7 +3,7 @@
 use super::{cached, for_each_packet, linktype_of, open_capture, print_out, read_text, Fail};
 use clap::ArgAction;
 use sluice::capture::CaptureWriter;
-use sluice::{LinkType, Program};
+use sluice::{Engine, LinkType, Program};
 use std::collections::HashMap;
 use std::io::Write;
 
@@ -40,12 +40,25 @@ pub struct FilterArgs {
     /// Snapshot length the compiled filter returns on accept when there is no capture.
     #[arg(short = 's', value_name = "SNAPLEN", default_value_t = 262144)]
     snaplen: u32,
+    /// Engine: native code (the default on x86-64 and AArch64; the
+    /// interpreter runs any filter it cannot compile) or the BPF interpreter.
+    #[arg(long, value_enum)]
+    engine: Option<EngineArg>,
     /// Print --count results as JSON.
     #[arg(long)]
     json: bool,
     /// The filter expression (the words are joined with spaces, as tcpdump does).
     #[arg(trailing_var_arg = true)]
     expression: Vec<String>,
+}
+
+/// `--engine`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum EngineArg {
+    /// The classic BPF interpreter.
+    Interp,
+    /// Machine code (falls back to the interpreter where it cannot be built).
+    Native,
 }
 
 /// Where the filter comes from.
@@ -75,6 +88,11 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
         Source::Expression(args.expression.join(" "))
     };
     let optimize = !args.no_optimize;
+    let engine = match args.engine {
+        Some(EngineArg::Interp) => Engine::Interp,
+        Some(EngineArg::Native) => Engine::Native,
+        None => Engine::host_default(),
+    };
 
     if args.dump > 0 && args.read.is_none() {
         let lt = match &args.linktype {
@@ -118,7 +136,7 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
             };
             source.program(lt, snaplen, optimize)
         })?;
-        let verdict = program.run(pkt.data, pkt.wirelen) != 0;
+        let verdict = program.run_with(engine, pkt.data, pkt.wirelen) != 0;
         seen += 1;
         if args.verdicts {
             let _ = writeln!(out, "{}", verdict as u8);

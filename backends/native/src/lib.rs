@@ -105,6 +105,29 @@ pub struct Stats {
     pub code_bytes: usize,
 }
 
+/// The largest filter compiled, in comparisons (an `in` set counts one per
+/// 16 keys). Cranelift's compile time grows faster than the filter (about
+/// 1 s for 3,000 `tcp port` terms); larger filters are left to the
+/// interpreter until the merged classifier's code generator handles them.
+///
+/// ```
+/// use sluice_ir::{Filter, Pred, Val};
+/// let big = Pred::Or((0..=sluice_native::MAX_TESTS as u32).map(|k| Pred::eq(Val::Len, k)).collect());
+/// assert!(sluice_native::NativeFilter::compile(&Filter::new(big, 1)).is_err());
+/// ```
+pub const MAX_TESTS: usize = 1000;
+
+/// The number of comparisons in `p`, as counted for [`MAX_TESTS`].
+fn size(p: &Pred) -> usize {
+    match p {
+        Pred::True | Pred::False => 0,
+        Pred::Cmp { .. } | Pred::ProtoChain { .. } => 1,
+        Pred::Not(q) => size(q),
+        Pred::And(ps) | Pred::Or(ps) => ps.iter().map(size).sum(),
+        Pred::In { keys, .. } => 1 + keys.len() / 16,
+    }
+}
+
 /// The machine function's type.
 type FilterFn = unsafe extern "C" fn(pkt: *const u8, caplen: u64, wirelen: u32) -> u32;
 
@@ -159,6 +182,12 @@ impl NativeFilter {
     /// assert_eq!((n.run(&[], 101), n.run(&[], 100)), (1, 0));
     /// ```
     pub fn compile(filter: &Filter) -> Result<NativeFilter, NativeError> {
+        let tests = size(&filter.pred);
+        if tests > MAX_TESTS {
+            return Err(NativeError(format!(
+                "{tests} tests, more than the {MAX_TESTS} compiled for now"
+            )));
+        }
         let mut flags = settings::builder();
         flags.set("opt_level", "speed").map_err(err)?;
         flags.set("is_pic", "false").map_err(err)?;
