@@ -552,11 +552,16 @@ impl Merged {
                 Placement::Keys(placed)
             }
             None => {
-                self.whole.push(Whole {
+                // Kept in winning order (priority, then insertion), so the
+                // first-match search can stop at the first that accepts.
+                let rank = |w: &Whole| (std::cmp::Reverse(w.priority), w.filter);
+                let new = Whole {
                     filter: id,
                     priority,
                     program: c.program.clone(),
-                });
+                };
+                let at = self.whole.partition_point(|w| rank(w) < rank(&new));
+                self.whole.insert(at, new);
                 Placement::Whole
             }
         };
@@ -848,16 +853,24 @@ impl Merged {
         }
         let mut best: Option<Entry> = None;
         self.each_keyed_match(pkt, wirelen, s, |e| consider(&mut best, e));
+        // Whole filters are in winning order: the first that accepts is the
+        // best of them, and once one ranks below the merged winner none
+        // after it can win.
         for w in &self.whole {
-            let could_win = best.map_or(true, |b| w.priority >= b.priority);
-            if could_win && sluice_bpf::run(&w.program, pkt, wirelen) != 0 {
-                consider(
-                    &mut best,
-                    Entry {
-                        filter: w.filter,
-                        priority: w.priority,
-                    },
-                );
+            let e = Entry {
+                filter: w.filter,
+                priority: w.priority,
+            };
+            if let Some(b) = best {
+                if (e.priority, std::cmp::Reverse(e.filter))
+                    < (b.priority, std::cmp::Reverse(b.filter))
+                {
+                    break;
+                }
+            }
+            if sluice_bpf::run(&w.program, pkt, wirelen) != 0 {
+                consider(&mut best, e);
+                break;
             }
         }
         best.map(|e| e.filter)
@@ -1013,5 +1026,41 @@ mod tests {
                 assert!(batch[1].is_empty());
             }
         }
+    }
+
+    #[test]
+    fn first_match_over_whole_filters_follows_priority_then_insertion() {
+        use sluice_bpf::op::{BPF_ABS, BPF_B, BPF_LD, BPF_RET};
+        // `ret A` after loading byte 0: accepts when byte 0 is non-zero; not
+        // liftable, so these filters run whole.
+        let prog = [
+            Insn::stmt(BPF_LD | BPF_B | BPF_ABS, 0),
+            Insn::stmt(BPF_RET | sluice_bpf::op::BPF_A, 0),
+        ];
+        let whole = Compiled::from_bpf(&prog);
+        assert!(whole.paths().is_none());
+        let keyed = Compiled::new(Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 1), 1));
+        let mut m = Merged::default();
+        m.insert(0, &whole, 1);
+        m.insert(1, &whole, 5);
+        m.insert(2, &keyed, 5);
+        m.insert(3, &whole, 5);
+        m.insert(4, &keyed, 9);
+        let mut s = Scratch::default();
+        // Byte 0 = 1: all match; priority 9 wins (filter 4).
+        assert_eq!(m.classify_first(&[1], 1, &mut s), Some(4));
+        m.remove(4);
+        // Priority 5: filters 1 (whole), 2 (keyed), 3 (whole): lowest id wins.
+        assert_eq!(m.classify_first(&[1], 1, &mut s), Some(1));
+        m.remove(1);
+        assert_eq!(m.classify_first(&[1], 1, &mut s), Some(2));
+        // Byte 0 = 2: only the whole filters match.
+        assert_eq!(m.classify_first(&[2], 1, &mut s), Some(3));
+        m.remove(3);
+        assert_eq!(m.classify_first(&[2], 1, &mut s), Some(0));
+        assert_eq!(m.classify_first(&[0], 1, &mut s), None);
+        let mut out = Vec::new();
+        m.classify(&[2], 1, &mut s, &mut out);
+        assert_eq!(out, vec![0]);
     }
 }
