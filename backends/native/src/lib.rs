@@ -172,6 +172,27 @@ impl Drop for NativeFilter {
     }
 }
 
+/// The host's target description, built once: detecting the CPU and
+/// building the ISA costs more than compiling a small filter.
+fn host_isa() -> Result<cranelift_codegen::isa::OwnedTargetIsa, NativeError> {
+    static ISA: std::sync::OnceLock<Result<cranelift_codegen::isa::OwnedTargetIsa, String>> =
+        std::sync::OnceLock::new();
+    ISA.get_or_init(|| {
+        let mut flags = settings::builder();
+        let set =
+            |f: &mut settings::Builder, k: &str, v: &str| f.set(k, v).map_err(|e| e.to_string());
+        set(&mut flags, "opt_level", "speed")?;
+        set(&mut flags, "is_pic", "false")?;
+        set(&mut flags, "use_colocated_libcalls", "false")?;
+        cranelift_native::builder()
+            .map_err(|e| e.to_string())?
+            .finish(settings::Flags::new(flags))
+            .map_err(|e| e.to_string())
+    })
+    .clone()
+    .map_err(NativeError)
+}
+
 impl NativeFilter {
     /// Compile a filter for the host CPU.
     ///
@@ -182,20 +203,14 @@ impl NativeFilter {
     /// assert_eq!((n.run(&[], 101), n.run(&[], 100)), (1, 0));
     /// ```
     pub fn compile(filter: &Filter) -> Result<NativeFilter, NativeError> {
+        // (The host's target description is built once per process.)
         let tests = size(&filter.pred);
         if tests > MAX_TESTS {
             return Err(NativeError(format!(
                 "{tests} tests, more than the {MAX_TESTS} compiled for now"
             )));
         }
-        let mut flags = settings::builder();
-        flags.set("opt_level", "speed").map_err(err)?;
-        flags.set("is_pic", "false").map_err(err)?;
-        flags.set("use_colocated_libcalls", "false").map_err(err)?;
-        let isa = cranelift_native::builder()
-            .map_err(err)?
-            .finish(settings::Flags::new(flags))
-            .map_err(err)?;
+        let isa = host_isa()?;
         let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
         let ptr = module.target_config().pointer_type();
 
