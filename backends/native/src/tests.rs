@@ -491,4 +491,34 @@ proptest! {
         let pred = if not { Pred::Not(Box::new(pred)) } else { pred };
         check(&Filter::new(pred, ACCEPT), &pkts);
     }
+
+    /// `run_batch` equals `run` packet by packet: random filters, random
+    /// batches (empty, one packet, across the 64-packet chunks) of random
+    /// packets cut to random lengths with random wire lengths.
+    #[test]
+    fn run_batch_equals_run(
+        pred in arb_pred(),
+        accept in prop_oneof![Just(ACCEPT), 1u32..],
+        batch in prop_oneof![
+            1 => Just(0usize),
+            1 => Just(1usize),
+            4 => 0usize..140,
+        ].prop_flat_map(|n| prop::collection::vec((arb_packet(), 0usize..=80, any::<u32>()), n)),
+    ) {
+        let n = NativeFilter::compile(&Filter::new(pred, accept)).unwrap();
+        let pkts: Vec<(&[u8], u32)> = batch.iter().map(|(p, cut, w)| (&p[..*cut], *w)).collect();
+        let mut out = vec![0xdead_beef; pkts.len()];
+        n.run_batch(&pkts, &mut out);
+        let want: Vec<u32> = pkts.iter().map(|(p, w)| n.run(p, *w)).collect();
+        prop_assert_eq!(&out, &want);
+        // Again on the same code, and on a batch of the first packet alone.
+        n.run_batch(&pkts, &mut out);
+        prop_assert_eq!(&out, &want);
+        if let Some(first) = pkts.first() {
+            let mut one = [0xdead_beef];
+            n.run_batch(std::slice::from_ref(first), &mut one);
+            prop_assert_eq!(one[0], want[0]);
+        }
+        n.run_batch(&[], &mut []);
+    }
 }
