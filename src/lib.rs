@@ -135,7 +135,33 @@ impl Program {
         snaplen: u32,
         optimize: bool,
     ) -> Result<Program, Error> {
-        let mut ir = sluice_pcap::compile(text, linktype, snaplen).map_err(Error::Expression)?;
+        Program::from_expression_for(
+            text,
+            linktype,
+            snaplen,
+            optimize,
+            cfg!(target_endian = "big"),
+        )
+    }
+
+    /// Like [`Program::from_expression`], for packets of a capture written
+    /// in the given byte order (it matters on NULL and ENC links, where the
+    /// address family is in the capturing host's order).
+    ///
+    /// ```
+    /// use sluice::{Program, LinkType};
+    /// let p = Program::from_expression_for("ip", LinkType::NULL, 9, true, true).unwrap();
+    /// assert_eq!(p.run(&[0, 0, 0, 2], 4), 9);
+    /// ```
+    pub fn from_expression_for(
+        text: &str,
+        linktype: LinkType,
+        snaplen: u32,
+        optimize: bool,
+        capture_big_endian: bool,
+    ) -> Result<Program, Error> {
+        let mut ir = sluice_pcap::compile_for(text, linktype, snaplen, capture_big_endian)
+            .map_err(Error::Expression)?;
         if optimize {
             ir.pred = sluice_ir::simplify::fast_disjunctions(ir.pred);
         }

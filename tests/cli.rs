@@ -209,3 +209,66 @@ fn default_output_summarises_packets() {
     );
     assert!(t.contains("IP6 fe80::1 > ff02::1: icmp6"), "{t}");
 }
+
+/// A one-packet DLT_NULL pcap in either byte order: the 4-byte address
+/// family is in the capturing host's order, like the file header.
+fn null_capture(big_endian: bool) -> Vec<u8> {
+    let w32 = |v: u32| {
+        if big_endian {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        }
+    };
+    let w16 = |v: u16| {
+        if big_endian {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        }
+    };
+    let mut pkt = w32(2).to_vec(); // AF_INET
+    pkt.extend([
+        0x45, 0, 0, 20, 0, 0, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+    ]);
+    let mut f = Vec::new();
+    f.extend(w32(0xa1b2_c3d4));
+    f.extend(w16(2));
+    f.extend(w16(4));
+    f.extend(w32(0));
+    f.extend(w32(0));
+    f.extend(w32(65535));
+    f.extend(w32(0)); // DLT_NULL
+    f.extend(w32(1));
+    f.extend(w32(0));
+    f.extend(w32(pkt.len() as u32));
+    f.extend(w32(pkt.len() as u32));
+    f.extend(pkt);
+    f
+}
+
+#[test]
+fn null_link_address_family_follows_the_files_byte_order() {
+    for big in [false, true] {
+        let path = tmp(&format!("null-{big}.pcap"));
+        std::fs::write(&path, null_capture(big)).unwrap();
+        let p = path.to_str().unwrap();
+        let ip = sluice(&["filter", "-r", p, "--count", "ip"]);
+        assert_eq!(text(&ip.stdout).trim(), "1", "big-endian file: {big}");
+        let ip6 = sluice(&["filter", "-r", p, "--count", "ip6"]);
+        assert_eq!(text(&ip6.stdout).trim(), "0", "big-endian file: {big}");
+        // libpcap (through tcpdump) agrees, where it is installed.
+        if let Ok(o) = Command::new("tcpdump")
+            .args(["-r", p, "-nn", "ip"])
+            .output()
+        {
+            if o.status.success() {
+                assert_eq!(
+                    text(&o.stdout).lines().count(),
+                    1,
+                    "tcpdump, big-endian file: {big}"
+                );
+            }
+        }
+    }
+}

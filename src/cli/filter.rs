@@ -68,11 +68,19 @@ enum Source {
 }
 
 impl Source {
-    fn program(&self, lt: LinkType, snaplen: u32, optimize: bool) -> Result<Program, Fail> {
+    fn program(
+        &self,
+        lt: LinkType,
+        snaplen: u32,
+        optimize: bool,
+        big_endian: bool,
+    ) -> Result<Program, Fail> {
         match self {
             Source::Bpf(p) => Ok(p.clone()),
-            Source::Expression(e) => Program::from_expression(e, lt, snaplen, optimize)
-                .map_err(|err| Fail(format!("{err} (in '{e}')"))),
+            Source::Expression(e) => {
+                Program::from_expression_for(e, lt, snaplen, optimize, big_endian)
+                    .map_err(|err| Fail(format!("{err} (in '{e}')")))
+            }
         }
     }
 }
@@ -100,11 +108,12 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
                 .ok_or_else(|| Fail(format!("unknown link type '{name}'")))?,
             None => LinkType::EN10MB,
         };
-        let prog = source.program(lt, args.snaplen, optimize)?;
+        let prog = source.program(lt, args.snaplen, optimize, cfg!(target_endian = "big"))?;
         return print_out(&dump(&prog, args.dump));
     }
 
     let (mut reader, size) = open_capture(args.read.as_deref())?;
+    let big_endian = super::big_endian(&reader.format());
     let name = reader.name().to_string();
     let mut programs: HashMap<(u16, u32), Program> = HashMap::new();
     let mut writer = match &args.write {
@@ -119,7 +128,7 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
             sluice::capture::CaptureFormat::Pcap { snaplen, .. } => snaplen,
             _ => args.snaplen,
         };
-        let prog = source.program(linktype_of(lt, &name)?, snaplen, optimize)?;
+        let prog = source.program(linktype_of(lt, &name)?, snaplen, optimize, big_endian)?;
         return print_out(&dump(&prog, args.dump));
     }
 
@@ -134,7 +143,7 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
             } else {
                 pkt.snaplen
             };
-            source.program(lt, snaplen, optimize)
+            source.program(lt, snaplen, optimize, big_endian)
         })?;
         let verdict = program.run_with(engine, pkt.data, pkt.wirelen) != 0;
         seen += 1;

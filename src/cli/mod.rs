@@ -38,6 +38,15 @@ pub fn strip_comment(line: &str) -> &str {
 }
 
 /// The link type of a capture's link-type number, if sluice supports it.
+/// The byte order the capture was written in (the capturing host's): NULL
+/// and ENC links keep their address family in it.
+pub fn big_endian(format: &sluice::capture::CaptureFormat) -> bool {
+    match *format {
+        sluice::capture::CaptureFormat::Pcap { big_endian, .. } => big_endian,
+        sluice::capture::CaptureFormat::PcapNg { big_endian, .. } => big_endian,
+    }
+}
+
 pub fn linktype_of(n: u16, file: &str) -> Result<LinkType, Fail> {
     LinkType::from_number(n as u32)
         .ok_or_else(|| Fail(format!("{file}: link type {n} is not supported yet")))

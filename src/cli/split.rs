@@ -108,14 +108,25 @@ fn check_name(name: &str) -> Result<(), &'static str> {
 /// All filters merged for one link type; earlier lines get higher
 /// priorities, so the first-match winner is the first line that matches.
 /// Errors name the line and the compile error's column.
-fn build(filters: &[FilterLine], lt: LinkType, file: &str) -> Result<Merged, Vec<(usize, String)>> {
+fn build(
+    filters: &[FilterLine],
+    lt: LinkType,
+    big_endian: bool,
+    file: &str,
+) -> Result<Merged, Vec<(usize, String)>> {
     let mut merged = Merged::default();
     let mut errors = Vec::new();
     let n = filters.len();
     for (i, f) in filters.iter().enumerate() {
         // The same compilation as `sluice filter`, so the same expressions
         // are refused (including those that reject every packet).
-        match Program::from_expression(&f.expression, lt, super::DEFAULT_SNAPLEN, true) {
+        match Program::from_expression_for(
+            &f.expression,
+            lt,
+            super::DEFAULT_SNAPLEN,
+            true,
+            big_endian,
+        ) {
             Ok(p) => {
                 if let Some(ir) = p.ir() {
                     let priority = i32::try_from(n - i).unwrap_or(i32::MAX);
@@ -217,11 +228,12 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
     let (mut reader, size) = open_capture(args.read.as_deref())?;
     let name = reader.name().to_string();
     let format = reader.format();
+    let big_endian = super::big_endian(&format);
 
     // Compile everything for the capture's link type before writing anything.
     let mut classifiers: HashMap<u16, Merged> = HashMap::new();
     if let Some(n) = reader.linktype() {
-        match build(&filters, linktype_of(n, &name)?, file) {
+        match build(&filters, linktype_of(n, &name)?, big_endian, file) {
             Ok(m) => {
                 classifiers.insert(n, m);
             }
@@ -256,7 +268,13 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
     let status = for_each_packet(&mut reader, size, |pkt| {
         let first = classifiers.is_empty();
         let merged = cached(&mut classifiers, pkt.linktype, || {
-            build(&filters, linktype_of(pkt.linktype, &name)?, file).map_err(|e| many(e, first))
+            build(
+                &filters,
+                linktype_of(pkt.linktype, &name)?,
+                big_endian,
+                file,
+            )
+            .map_err(|e| many(e, first))
         })?;
         if args.first_match {
             ids.clear();
@@ -281,7 +299,7 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
     // A capture without packets and without an interface: check the filters
     // for Ethernet before creating the (empty) outputs.
     if status.is_ok() && outputs.is_none() && classifiers.is_empty() {
-        build(&filters, LinkType::EN10MB, file).map_err(|e| many(e, true))?;
+        build(&filters, LinkType::EN10MB, big_endian, file).map_err(|e| many(e, true))?;
         open_outputs(&mut outputs)?;
     }
     // Whatever happened, keep everything processed so far.

@@ -38,3 +38,21 @@ pub fn compile(
     let e = parser::parse(text)?;
     gen::generate(&e, linktype, snaplen)
 }
+
+/// Like [`compile`], for packets of a capture written in the given byte
+/// order (it matters on NULL and ENC links; see [`gen::generate_for`]).
+///
+/// ```
+/// use sluice_pcap::{compile_for, link::LinkType};
+/// let f = compile_for("ip", LinkType::NULL, 1, true).unwrap();
+/// assert_eq!(f.run(&[0, 0, 0, 2], 4), 1);
+/// ```
+pub fn compile_for(
+    text: &str,
+    linktype: link::LinkType,
+    snaplen: u32,
+    capture_big_endian: bool,
+) -> Result<sluice_ir::Filter, CompileError> {
+    let e = parser::parse(text)?;
+    gen::generate_for(&e, linktype, snaplen, capture_big_endian)
+}

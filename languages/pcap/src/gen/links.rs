@@ -141,7 +141,13 @@ impl Gen {
                     et::IPV6 => 10,
                     _ => return Pred::False,
                 };
-                Pred::eq(ld(&at(), 0, Size::Word), af.swap_bytes())
+                // The capturing host's byte order, like NULL.
+                let v = if self.capture_big_endian {
+                    af
+                } else {
+                    af.swap_bytes()
+                };
+                Pred::eq(ld(&at(), 0, Size::Word), v)
             }
             ProtoField::Frelay => {
                 let f = ld(&at(), 0, Size::Half);

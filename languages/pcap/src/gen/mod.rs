@@ -79,6 +79,9 @@ pub(crate) struct Gen {
     /// non-IP protocol after `mpls`): the expression is then refused with
     /// this message, at that primitive.
     refusal: std::cell::RefCell<Option<String>>,
+    /// The capture file was written big-endian: NULL and ENC links keep the
+    /// address family in the capturing host's byte order.
+    pub(crate) capture_big_endian: bool,
 }
 
 impl Gen {
@@ -89,6 +92,7 @@ impl Gen {
             wlan_uses: wlan::Uses::default(),
             wlan_variant: wlan::Variant::default(),
             refusal: std::cell::RefCell::new(None),
+            capture_big_endian: cfg!(target_endian = "big"),
         }
     }
 }
@@ -105,7 +109,30 @@ pub(crate) type GResult<T> = Result<T, CompileError>;
 /// assert_eq!(f.run(&[0x45, 0, 0, 20], 20), 65535);
 /// ```
 pub fn generate(e: &Expr, dlt: LinkType, snaplen: u32) -> Result<Filter, CompileError> {
+    generate_for(e, dlt, snaplen, cfg!(target_endian = "big"))
+}
+
+/// Like [`generate`], for packets from a capture written in the given byte
+/// order: on NULL and ENC links the address family is in the capturing
+/// host's order, so what `ip` compares depends on it (libpcap does the same
+/// for the file it reads).
+///
+/// ```
+/// use sluice_pcap::{parser::parse, gen::generate_for, link::LinkType};
+/// let e = parse("ip").unwrap();
+/// let le = generate_for(&e, LinkType::NULL, 1, false).unwrap();
+/// let be = generate_for(&e, LinkType::NULL, 1, true).unwrap();
+/// assert_eq!(le.run(&[2, 0, 0, 0], 4), 1);
+/// assert_eq!(be.run(&[0, 0, 0, 2], 4), 1);
+/// ```
+pub fn generate_for(
+    e: &Expr,
+    dlt: LinkType,
+    snaplen: u32,
+    capture_big_endian: bool,
+) -> Result<Filter, CompileError> {
     let mut g = Gen::new(Offsets::new(dlt));
+    g.capture_big_endian = capture_big_endian;
     g.link_setup();
     let pred = g.expr(e)?;
     g.check_refusal(e.span())?;

@@ -142,7 +142,12 @@ impl Gen {
                     et::IPV6 => 10,
                     _ => return Pred::False,
                 };
-                let v = if network_order { af } else { af.swap_bytes() };
+                // NULL: the capturing host's byte order (the file's).
+                let v = if network_order || self.capture_big_endian {
+                    af
+                } else {
+                    af.swap_bytes()
+                };
                 Pred::eq(ld(&Val::Const(0), 0, Size::Word), v)
             }
             ProtoField::IpVersion => match proto {
