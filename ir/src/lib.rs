@@ -23,6 +23,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "arbitrary")]
+pub mod arbitrary;
 pub mod eval;
 pub mod simplify;
 

@@ -114,6 +114,15 @@ impl Dag {
             }
             Pred::In { val, keys } => {
                 let lhs = self.intern(val);
+                if keys.is_empty() {
+                    // No key: false, but the value is still read (and may abort).
+                    let test = Test::Cmp {
+                        lhs,
+                        op: CmpOp::Ge,
+                        rhs: Rhs::K(0),
+                    };
+                    return self.push(Node::Test { test, jt: f, jf: f });
+                }
                 self.lower_set(lhs, keys, t, f)
             }
             Pred::ProtoChain { v6, start, proto } => {
