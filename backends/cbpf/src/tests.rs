@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 use sluice_bpf::{op::*, run, Verifier};
-use sluice_ir::{BinOp, CmpOp, Filter, Pred, Size, Val};
+use sluice_ir::{BinOp, Filter, Pred, Size, Val};
 
 use crate::{lower, lower_with, Insn, LowerError, Options};
 
@@ -90,132 +90,12 @@ fn host(a: u32) -> Pred {
 }
 
 /// A deterministic pseudo-random generator for packet bytes.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
-fn sample_packets() -> Vec<Vec<u8>> {
-    let mut pkts = Vec::new();
-    let mut rng = Rng(0x9e3779b97f4a7c15);
-    // Ethernet + IPv4 + TCP-ish.
-    let mut ip4 = vec![0u8; 80];
-    ip4[12] = 0x08;
-    ip4[14] = 0x45;
-    ip4[23] = 6;
-    ip4[26..30].copy_from_slice(&[10, 0, 0, 1]);
-    ip4[30..34].copy_from_slice(&[10, 0, 0, 2]);
-    pkts.push(ip4.clone());
-    ip4[14] = 0x46;
-    ip4[23] = 17;
-    pkts.push(ip4);
-    let mut ip6 = vec![0u8; 80];
-    ip6[12] = 0x86;
-    ip6[13] = 0xdd;
-    ip6[20] = 6;
-    pkts.push(ip6);
-    for _ in 0..20 {
-        let mut p = vec![0u8; 80];
-        for b in p.iter_mut() {
-            let r = rng.next();
-            *b = if r % 3 == 0 {
-                (r >> 8) as u8
-            } else {
-                (r >> 8) as u8 % 4
-            };
-        }
-        pkts.push(p);
-    }
-    pkts
-}
 
 #[test]
 fn hand_built_filters() {
     let pkts = sample_packets();
-    let oob = eq(ld(100, Size::Byte), 0);
-    let div0 = Pred::cmp(
-        CmpOp::Eq,
-        bin(BinOp::Div, Val::Len, ld(0, Size::Byte)),
-        Val::Const(0),
-    );
-    let filters = vec![
-        Pred::True,
-        Pred::False,
-        ether_type(0x800),
-        Pred::not(ether_type(0x800)),
-        host(0x0a000001),
-        Pred::Or(vec![host(0x0a000001), host(0x0a000002), host(0x0a000003)]),
-        Pred::And(vec![ether_type(0x800), ether_type(0x86dd)]),
-        Pred::Or(vec![ether_type(0x86dd), ether_type(0x800)]),
-        Pred::not(oob.clone()),
-        Pred::Or(vec![oob.clone(), Pred::True]),
-        Pred::Or(vec![Pred::True, oob.clone()]),
-        Pred::And(vec![Pred::False, oob]),
-        div0.clone(),
-        Pred::not(div0),
-        Pred::cmp(
-            CmpOp::Eq,
-            bin(BinOp::Mod, ld(14, Size::Byte), Val::Const(0)),
-            Val::Const(0),
-        ),
-        // ip[0] & 0xf > 5 via the ip header length
-        Pred::cmp(CmpOp::Gt, Val::ip_hdr_len(14), Val::Const(20)),
-        // tcp port 0 at a variable offset
-        eq(Val::load(Val::ip_hdr_len(14), 16, Size::Half), 0),
-        eq(Val::load(Val::ip_hdr_len(14), 14, Size::Half), 0),
-        // loads whose constant address overflows
-        eq(ld(0xffff_ffff, Size::Byte), 0),
-        Pred::not(eq(
-            Val::Load {
-                base: Box::new(Val::Const(5)),
-                offset: 0xffff_fffe,
-                size: Size::Word,
-            },
-            0,
-        )),
-        Pred::not(eq(
-            Val::Load {
-                base: Box::new(Val::Len),
-                offset: 0xffff_fff0,
-                size: Size::Half,
-            },
-            0,
-        )),
-        Pred::cmp(CmpOp::Set, ld(0, Size::Byte), ld(1, Size::Byte)),
-        Pred::cmp(CmpOp::Ge, Val::Len, ld(1, Size::Half)),
-        Pred::cmp(
-            CmpOp::Gt,
-            bin(BinOp::Shl, ld(0, Size::Word), ld(1, Size::Byte)),
-            bin(BinOp::Shr, ld(2, Size::Word), ld(3, Size::Byte)),
-        ),
-        Pred::cmp(
-            CmpOp::Eq,
-            bin(BinOp::Shl, Val::Const(1), Val::Len),
-            Val::Const(0),
-        ),
-        eq(bin(BinOp::Shl, ld(0, Size::Byte), Val::Const(40)), 0),
-        eq(Val::Neg(Box::new(ld(0, Size::Byte))), 0xffff_ffff),
-        Pred::cmp(CmpOp::Gt, Val::Len, Val::Const(60)),
-        Pred::Or(vec![
-            Pred::cmp(CmpOp::Gt, ld(0, Size::Byte), Val::Const(2)),
-            Pred::cmp(CmpOp::Gt, ld(0, Size::Byte), Val::Const(1)),
-            Pred::cmp(CmpOp::Ge, ld(0, Size::Byte), Val::Const(1)),
-            Pred::cmp(CmpOp::Set, ld(0, Size::Byte), Val::Const(3)),
-            eq(ld(0, Size::Byte), 0),
-        ]),
-        Pred::Cmp {
-            op: CmpOp::Eq,
-            lhs: Val::Const(3),
-            rhs: Val::Const(3),
-        },
-    ];
-    for p in filters {
-        check(&Filter::new(p, ACCEPT), &pkts);
+    for (i, pred) in shared_filters().into_iter().enumerate() {
+        check(&Filter::new(pred, ACCEPT + i as u32), &pkts);
     }
 }
 
@@ -472,7 +352,9 @@ fn hundred_thousand_terms() {
 
 // ---------------------------------------------------------------- random
 
-use sluice_ir::arbitrary::{packet as arb_packet, pred as arb_pred};
+use sluice_ir::arbitrary::{
+    hand_built_filters as shared_filters, packet as arb_packet, pred as arb_pred, sample_packets,
+};
 
 proptest! {
     #![proptest_config(ProptestConfig {

@@ -1,7 +1,7 @@
 //! Native code must agree with the IR's reference interpreter on every packet.
 
 use proptest::prelude::*;
-use sluice_ir::{BinOp, CmpOp, Filter, Pred, Size, Val};
+use sluice_ir::{Filter, Pred, Size, Val};
 
 use crate::NativeFilter;
 
@@ -12,9 +12,6 @@ fn ld(off: u32, size: Size) -> Val {
 }
 fn eq(v: Val, k: u32) -> Pred {
     Pred::eq(v, k)
-}
-fn bin(op: BinOp, a: Val, b: Val) -> Val {
-    Val::Bin(op, Box::new(a), Box::new(b))
 }
 fn ether_type(k: u32) -> Pred {
     eq(ld(12, Size::Half), k)
@@ -46,183 +43,11 @@ fn check(f: &Filter, pkts: &[Vec<u8>]) -> NativeFilter {
 }
 
 /// A deterministic pseudo-random generator for packet bytes.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
-fn sample_packets() -> Vec<Vec<u8>> {
-    let mut pkts = Vec::new();
-    let mut rng = Rng(0x9e3779b97f4a7c15);
-    let mut ip4 = vec![0u8; 80];
-    ip4[12] = 0x08;
-    ip4[14] = 0x45;
-    ip4[23] = 6;
-    ip4[26..30].copy_from_slice(&[10, 0, 0, 1]);
-    ip4[30..34].copy_from_slice(&[10, 0, 0, 2]);
-    pkts.push(ip4.clone());
-    ip4[14] = 0x46;
-    ip4[23] = 17;
-    pkts.push(ip4);
-    let mut ip6 = vec![0u8; 80];
-    ip6[12] = 0x86;
-    ip6[13] = 0xdd;
-    ip6[20] = 6;
-    pkts.push(ip6);
-    // IPv6 + hop-by-hop + routing + AH + TCP.
-    let mut p = vec![0u8; 120];
-    p[12] = 0x86;
-    p[13] = 0xdd;
-    p[54] = 43;
-    p[62] = 51;
-    p[70] = 6;
-    p[71] = 4;
-    pkts.push(p);
-    // AH pointing at itself: the walk gives up (abort).
-    let mut q = vec![0u8; 40];
-    q[14] = 0x45;
-    q[23] = 51;
-    q[22] = 51;
-    pkts.push(q);
-    for _ in 0..12 {
-        let mut p = vec![0u8; 80];
-        for b in p.iter_mut() {
-            let r = rng.next();
-            *b = if r % 3 == 0 {
-                (r >> 8) as u8
-            } else {
-                (r >> 8) as u8 % 4
-            };
-        }
-        pkts.push(p);
-    }
-    pkts
-}
 
 #[test]
 fn hand_built_filters() {
     let pkts = sample_packets();
-    let oob = eq(ld(100, Size::Byte), 0);
-    let div0 = Pred::cmp(
-        CmpOp::Eq,
-        bin(BinOp::Div, Val::Len, ld(0, Size::Byte)),
-        Val::Const(0),
-    );
-    let filters = vec![
-        Pred::True,
-        Pred::False,
-        ether_type(0x800),
-        Pred::not(ether_type(0x800)),
-        host(0x0a000001),
-        Pred::Or(vec![host(0x0a000001), host(0x0a000002), host(0x0a000003)]),
-        Pred::And(vec![ether_type(0x800), ether_type(0x86dd)]),
-        Pred::Or(vec![ether_type(0x86dd), ether_type(0x800)]),
-        Pred::not(oob.clone()),
-        Pred::Or(vec![oob.clone(), Pred::True]),
-        Pred::Or(vec![Pred::True, oob.clone()]),
-        Pred::And(vec![Pred::False, oob.clone()]),
-        Pred::And(vec![ether_type(0x800), oob.clone()]),
-        Pred::not(Pred::And(vec![ether_type(0x800), oob])),
-        div0.clone(),
-        Pred::not(div0),
-        Pred::cmp(
-            CmpOp::Eq,
-            bin(BinOp::Mod, ld(14, Size::Byte), Val::Const(0)),
-            Val::Const(0),
-        ),
-        Pred::not(Pred::cmp(
-            CmpOp::Eq,
-            bin(BinOp::Div, Val::Len, Val::Const(0)),
-            Val::Const(0),
-        )),
-        Pred::cmp(
-            CmpOp::Eq,
-            bin(BinOp::Div, ld(14, Size::Word), Val::Const(7)),
-            Val::Const(0),
-        ),
-        Pred::cmp(CmpOp::Gt, Val::ip_hdr_len(14), Val::Const(20)),
-        eq(Val::load(Val::ip_hdr_len(14), 16, Size::Half), 0),
-        eq(Val::load(Val::ip_hdr_len(14), 14, Size::Word), 0),
-        eq(ld(0xffff_ffff, Size::Byte), 0),
-        Pred::not(eq(
-            Val::Load {
-                base: Box::new(Val::Const(5)),
-                offset: 0xffff_fffe,
-                size: Size::Word,
-            },
-            0,
-        )),
-        Pred::not(eq(
-            Val::Load {
-                base: Box::new(Val::Len),
-                offset: 0xffff_fff0,
-                size: Size::Half,
-            },
-            0,
-        )),
-        Pred::cmp(CmpOp::Set, ld(0, Size::Byte), ld(1, Size::Byte)),
-        Pred::cmp(CmpOp::Set, ld(12, Size::Half), Val::Const(0x0800)),
-        Pred::cmp(CmpOp::Ge, Val::Len, ld(1, Size::Half)),
-        Pred::cmp(
-            CmpOp::Gt,
-            bin(BinOp::Shl, ld(0, Size::Word), ld(1, Size::Byte)),
-            bin(BinOp::Shr, ld(2, Size::Word), ld(3, Size::Byte)),
-        ),
-        Pred::cmp(
-            CmpOp::Eq,
-            bin(BinOp::Shl, Val::Const(1), Val::Len),
-            Val::Const(0),
-        ),
-        Pred::cmp(
-            CmpOp::Eq,
-            bin(BinOp::Shr, ld(0, Size::Word), Val::Const(40)),
-            Val::Const(0),
-        ),
-        Pred::cmp(
-            CmpOp::Gt,
-            Val::Neg(Box::new(ld(2, Size::Half))),
-            bin(BinOp::Sub, Val::Len, Val::Const(3)),
-        ),
-        Pred::is_in(
-            ld(12, Size::Half),
-            vec![0x800, 0x86dd, 0x806, 0x8100, 0x88a8],
-        ),
-        Pred::is_in(ld(14, Size::Byte), (0..40).step_by(3).collect()),
-        Pred::is_in(ld(23, Size::Byte), vec![0, 1, 2, 3, 5, 6, 7, 8, 17]),
-        Pred::is_in(
-            ld(26, Size::Word),
-            (0..100).map(|i| 0x0a000000 + i * 977).collect(),
-        ),
-        Pred::In {
-            val: ld(14, Size::Byte),
-            keys: Vec::new().into(),
-        },
-        Pred::not(Pred::In {
-            val: ld(100, Size::Byte),
-            keys: vec![1, 2].into(),
-        }),
-        Pred::ProtoChain {
-            v6: true,
-            start: Val::Const(14),
-            proto: 6,
-        },
-        Pred::ProtoChain {
-            v6: false,
-            start: Val::Const(14),
-            proto: 6,
-        },
-        Pred::not(Pred::ProtoChain {
-            v6: false,
-            start: Val::Const(14),
-            proto: 17,
-        }),
-    ];
-    for (i, pred) in filters.into_iter().enumerate() {
+    for (i, pred) in shared_filters().into_iter().enumerate() {
         check(&Filter::new(pred, ACCEPT + i as u32), &pkts);
     }
 }
@@ -328,7 +153,9 @@ fn code_pages_are_not_writable() {
 
 // ---------------------------------------------------------------- random
 
-use sluice_ir::arbitrary::{packet as arb_packet, pred as arb_pred};
+use sluice_ir::arbitrary::{
+    hand_built_filters as shared_filters, packet as arb_packet, pred as arb_pred, sample_packets,
+};
 
 proptest! {
     #![proptest_config(ProptestConfig {
