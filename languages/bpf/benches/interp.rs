@@ -1,8 +1,7 @@
-//! Interpreter speed: ns per packet for a few typical programs, with the
-//! checking interpreter (`run`) and the verified fast path (`Validated`).
+//! Interpreter speed: ns per packet for a few typical programs.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use sluice_bpf::{parse_program, run, Validated};
+use sluice_bpf::{parse_program, run};
 
 /// `tcp port 80` (tcpdump -ddd, EN10MB).
 const TCP_PORT_80: &str = "20\n40 0 0 12\n21 0 6 34525\n48 0 0 20\n21 0 15 6\n40 0 0 54\n\
@@ -51,17 +50,9 @@ fn bench(c: &mut Criterion) {
     ];
     for (name, text, pkt) in cases {
         let prog = parse_program(text).unwrap();
-        let v = Validated::new(&prog).unwrap();
         assert_ne!(run(&prog, &pkt, pkt.len() as u32), 0, "{name}");
-        assert_eq!(
-            v.run(&pkt, pkt.len() as u32),
-            run(&prog, &pkt, pkt.len() as u32)
-        );
         c.bench_function(&format!("run/{name}"), |b| {
             b.iter(|| run(black_box(&prog), black_box(&pkt), black_box(74)))
-        });
-        c.bench_function(&format!("validated/{name}"), |b| {
-            b.iter(|| v.run(black_box(&pkt), black_box(74)))
         });
     }
 }

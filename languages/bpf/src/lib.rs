@@ -3,7 +3,7 @@
 //! * [`Insn`] / [`Op`] / [`Program`]: instructions, raw and decoded, with the
 //!   opcode constants of `<pcap/bpf.h>` in [`op`].
 //! * [`run`]: an interpreter whose result equals libpcap's `bpf_filter()`;
-//!   [`Validated`]: a verified, pre-decoded program for the fast path.
+//!   [`Validated`]: a program that passed the verifier.
 //! * [`Verifier`] / [`verify`]: the Linux kernel's classic BPF checks
 //!   ([`Limits::KERNEL`]) or a userland variant ([`Limits::USERLAND`]).
 //! * Text: [`disasm_d`], [`disasm_dd`], [`disasm_ddd`] print what
