@@ -13,7 +13,8 @@
 use crate::{BinOp, CmpOp, Pred, Size, Val};
 use proptest::prelude::*;
 
-fn ld(off: u32, size: Size) -> Val {
+/// `size` bytes at a fixed offset.
+pub fn ld(off: u32, size: Size) -> Val {
     Val::load_abs(off, size)
 }
 
@@ -155,19 +156,23 @@ pub fn packet() -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(byte, 80)
 }
 
-fn eq(v: Val, k: u32) -> Pred {
+/// `v == k`.
+pub fn eq(v: Val, k: u32) -> Pred {
     Pred::eq(v, k)
 }
 
-fn bin(op: BinOp, a: Val, b: Val) -> Val {
+/// `a op b`, not folded.
+pub fn bin(op: BinOp, a: Val, b: Val) -> Val {
     Val::Bin(op, Box::new(a), Box::new(b))
 }
 
-fn ether_type(k: u32) -> Pred {
+/// The Ethernet type field equals `k`.
+pub fn ether_type(k: u32) -> Pred {
     eq(ld(12, Size::Half), k)
 }
 
-fn host(a: u32) -> Pred {
+/// IPv4 source or destination `a` on Ethernet.
+pub fn host(a: u32) -> Pred {
     Pred::And(vec![
         ether_type(0x800),
         Pred::Or(vec![eq(ld(26, Size::Word), a), eq(ld(30, Size::Word), a)]),

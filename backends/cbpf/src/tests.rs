@@ -70,27 +70,6 @@ fn check(f: &Filter, pkts: &[Vec<u8>]) {
     }
 }
 
-fn ld(off: u32, size: Size) -> Val {
-    Val::load_abs(off, size)
-}
-fn eq(v: Val, k: u32) -> Pred {
-    Pred::eq(v, k)
-}
-fn bin(op: BinOp, a: Val, b: Val) -> Val {
-    Val::Bin(op, Box::new(a), Box::new(b))
-}
-fn ether_type(k: u32) -> Pred {
-    eq(ld(12, Size::Half), k)
-}
-fn host(a: u32) -> Pred {
-    Pred::And(vec![
-        ether_type(0x800),
-        Pred::Or(vec![eq(ld(26, Size::Word), a), eq(ld(30, Size::Word), a)]),
-    ])
-}
-
-/// A deterministic pseudo-random generator for packet bytes.
-
 #[test]
 fn hand_built_filters() {
     let pkts = sample_packets();
@@ -353,7 +332,8 @@ fn hundred_thousand_terms() {
 // ---------------------------------------------------------------- random
 
 use sluice_ir::arbitrary::{
-    hand_built_filters as shared_filters, packet as arb_packet, pred as arb_pred, sample_packets,
+    bin, eq, ether_type, hand_built_filters as shared_filters, host, ld, packet as arb_packet,
+    pred as arb_pred, sample_packets,
 };
 
 proptest! {

@@ -1,27 +1,11 @@
 //! Native code must agree with the IR's reference interpreter on every packet.
 
 use proptest::prelude::*;
-use sluice_ir::{Filter, Pred, Size, Val};
+use sluice_ir::{Filter, Pred, Size};
 
 use crate::NativeFilter;
 
 const ACCEPT: u32 = 262144;
-
-fn ld(off: u32, size: Size) -> Val {
-    Val::load_abs(off, size)
-}
-fn eq(v: Val, k: u32) -> Pred {
-    Pred::eq(v, k)
-}
-fn ether_type(k: u32) -> Pred {
-    eq(ld(12, Size::Half), k)
-}
-fn host(a: u32) -> Pred {
-    Pred::And(vec![
-        ether_type(0x800),
-        Pred::Or(vec![eq(ld(26, Size::Word), a), eq(ld(30, Size::Word), a)]),
-    ])
-}
 
 /// Check native code on every prefix of every packet, with two wire lengths.
 fn check(f: &Filter, pkts: &[Vec<u8>]) -> NativeFilter {
@@ -41,8 +25,6 @@ fn check(f: &Filter, pkts: &[Vec<u8>]) -> NativeFilter {
     }
     n
 }
-
-/// A deterministic pseudo-random generator for packet bytes.
 
 #[test]
 fn hand_built_filters() {
@@ -154,7 +136,8 @@ fn code_pages_are_not_writable() {
 // ---------------------------------------------------------------- random
 
 use sluice_ir::arbitrary::{
-    hand_built_filters as shared_filters, packet as arb_packet, pred as arb_pred, sample_packets,
+    eq, ether_type, hand_built_filters as shared_filters, host, ld, packet as arb_packet,
+    pred as arb_pred, sample_packets,
 };
 
 proptest! {
