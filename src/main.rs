@@ -34,6 +34,8 @@ enum Cmd {
     Filter(cli::filter::FilterArgs),
     /// Split a capture by many named filters in one pass (one merged classifier).
     Split(cli::split::SplitArgs),
+    /// Time each engine on a capture held in memory, next to libpcap.
+    Bench(cli::bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Filter(args) => cli::filter::run(args),
         Cmd::Split(args) => cli::split::run(args),
+        Cmd::Bench(args) => cli::bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,6 +1,7 @@
 //! What the subcommands share: failures, reading filter text, opening
 //! captures, walking their packets with a progress bar.
 
+pub mod bench;
 pub mod filter;
 pub mod split;
 

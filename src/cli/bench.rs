@@ -1,0 +1,516 @@
+//! `sluice bench`: packets of a capture held in memory, run again and again
+//! through each engine, timed per packet, next to libpcap's `bpf_filter` on
+//! the same packets when libpcap is installed.
+//!
+//! One expression: sluice's engines (native code per call and per batch, the
+//! BPF interpreter, the IR's reference interpreter) against libpcap running
+//! the program its own compiler makes. A filters file (`--filters`, the
+//! format of `sluice split`): the merged classifier (per packet and per
+//! batch) against every filter run one after another (the CSPF/BPF model),
+//! with sluice's native code, sluice's interpreter and libpcap.
+//!
+//! Each engine's figure is the median of five timed samples, each long
+//! enough to take a fifth of `--seconds`. Every engine must accept the same
+//! packets as the reference: a disagreement is a bug and fails the run.
+
+use super::{linktype_of, open_capture, print_out, read_text, Fail, DEFAULT_SNAPLEN};
+use sluice::{Engine, LinkType, Program};
+use sluice_classifier::merged::{Compiled, Merged, Scratch};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// The arguments of `sluice bench`.
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Capture file whose packets are held in memory and classified.
+    #[arg(short = 'r', value_name = "FILE")]
+    read: String,
+    /// Many filters at once: one `name<TAB>filter` per line (as `sluice split`).
+    #[arg(long, value_name = "FILTERS", conflicts_with = "expression")]
+    filters: Option<String>,
+    /// Measure only this engine (and libpcap); its result is the JSON line.
+    #[arg(long, value_enum)]
+    engine: Option<BenchEngine>,
+    /// Seconds spent timing each engine.
+    #[arg(long, default_value_t = 1.0, value_name = "S")]
+    seconds: f64,
+    /// Leave libpcap out even when it is installed.
+    #[arg(long = "no-libpcap")]
+    no_libpcap: bool,
+    /// The filter expression (the words are joined with spaces).
+    #[arg(trailing_var_arg = true)]
+    expression: Vec<String>,
+}
+
+/// The engines `sluice bench` times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchEngine {
+    /// Native code, one call per packet (one filter), or every filter's
+    /// native code one after another (a filters file).
+    Native,
+    /// Native code, 32 packets per call (one filter only).
+    NativeBatch,
+    /// The classic BPF interpreter (every filter in turn for a filters file).
+    Interp,
+    /// The IR's reference interpreter (one filter only).
+    Reference,
+    /// The merged classifier, one packet per call (a filters file only).
+    Classifier,
+    /// The merged classifier, 32 packets per call (a filters file only).
+    ClassifierBatch,
+}
+
+impl BenchEngine {
+    fn name(self) -> &'static str {
+        match self {
+            BenchEngine::Native => "native",
+            BenchEngine::NativeBatch => "native-batch",
+            BenchEngine::Interp => "interp",
+            BenchEngine::Reference => "reference",
+            BenchEngine::Classifier => "classifier",
+            BenchEngine::ClassifierBatch => "classifier-batch",
+        }
+    }
+}
+
+/// The packets, one after another in one buffer.
+struct Packets {
+    bytes: Vec<u8>,
+    /// (start, end, wire length) of each packet in `bytes`.
+    spans: Vec<(usize, usize, u32)>,
+}
+
+impl Packets {
+    fn iter(&self) -> impl Iterator<Item = (&[u8], u32)> + '_ {
+        self.spans.iter().map(|&(a, b, w)| (&self.bytes[a..b], w))
+    }
+    fn len(&self) -> usize {
+        self.spans.len()
+    }
+}
+
+/// One row of the table.
+struct Row {
+    /// The `--engine` name (`libpcap` for libpcap).
+    engine: &'static str,
+    /// What the table says.
+    label: String,
+    ns: f64,
+    accepted: u64,
+}
+
+/// Batches for the batch engines.
+const BATCH: usize = 32;
+
+/// Median ns per packet of `pass`, which runs over every packet once and
+/// returns how many it accepted.
+fn time(budget: Duration, packets: usize, mut pass: impl FnMut() -> u64) -> (f64, u64) {
+    let t = Instant::now();
+    let accepted = black_box(pass());
+    let once = t.elapsed().max(Duration::from_nanos(1));
+    let per_sample = budget / 5;
+    let reps = (per_sample.as_nanos() / once.as_nanos()).clamp(1, 1 << 20) as u32;
+    let mut samples: Vec<f64> = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..reps {
+                black_box(pass());
+            }
+            t.elapsed().as_nanos() as f64 / (reps as f64 * packets.max(1) as f64)
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    (samples[2], accepted)
+}
+
+/// Run `sluice bench`.
+pub fn run(args: BenchArgs) -> Result<(), Fail> {
+    let (packets, lt, big_endian, skipped) = load(&args.read)?;
+    if packets.len() == 0 {
+        return Err(Fail(format!("{}: no packets to time", args.read)));
+    }
+    if skipped > 0 {
+        eprintln!(
+            "sluice bench: {skipped} packets of other link types than {} left out",
+            lt.name()
+        );
+    }
+    if !(args.seconds > 0.0 && args.seconds < 3600.0) {
+        return Err(Fail(format!(
+            "--seconds {}: must be between 0 and 3600",
+            args.seconds
+        )));
+    }
+    let budget = Duration::from_secs_f64(args.seconds);
+    let for_many = matches!(
+        args.engine,
+        Some(BenchEngine::Classifier | BenchEngine::ClassifierBatch)
+    );
+    let for_one = matches!(
+        args.engine,
+        Some(BenchEngine::NativeBatch | BenchEngine::Reference)
+    );
+    match (&args.engine, args.filters.is_some()) {
+        (Some(e), false) if for_many => {
+            return Err(Fail(format!("--engine {}: needs --filters", e.name())))
+        }
+        (Some(e), true) if for_one => {
+            return Err(Fail(format!(
+                "--engine {}: times one filter, not a --filters file",
+                e.name()
+            )))
+        }
+        _ => {}
+    }
+    let libpcap = if args.no_libpcap {
+        None
+    } else {
+        match sluice_libpcap::Libpcap::load() {
+            Ok(l) => Some(l),
+            Err(e) => {
+                eprintln!("sluice bench: {e}; no libpcap column");
+                None
+            }
+        }
+    };
+    let (rows, nfilters, lib_row, default_engine) = match &args.filters {
+        Some(file) => {
+            let (rows, n, lib) = many(
+                &args,
+                file,
+                &packets,
+                lt,
+                big_endian,
+                budget,
+                libpcap.as_ref(),
+            )?;
+            (rows, n, lib, BenchEngine::ClassifierBatch)
+        }
+        None => {
+            let (rows, lib) = one(&args, &packets, lt, big_endian, budget, libpcap.as_ref())?;
+            (rows, 1, lib, BenchEngine::Native)
+        }
+    };
+    let chosen = args.engine.unwrap_or(default_engine).name();
+    let mut text = format!(
+        "sluice bench: {} packets ({} bytes) from {}, {} filter{}, link type {}\n",
+        packets.len(),
+        packets.bytes.len(),
+        args.read,
+        nfilters,
+        if nfilters == 1 { "" } else { "s" },
+        lt.name()
+    );
+    text.push_str(&format!(
+        "{:<40} {:>10} {:>14} {:>10} {:>10}\n",
+        "engine", "ns/packet", "packets/s", "accepted", "vs libpcap"
+    ));
+    for r in rows.iter().chain(lib_row.iter()) {
+        let vs = lib_row
+            .as_ref()
+            .map(|l| format!("{:.2}x", l.ns / r.ns))
+            .unwrap_or_else(|| "-".into());
+        text.push_str(&format!(
+            "{:<40} {:>10.2} {:>14.0} {:>10} {:>10}\n",
+            r.label,
+            r.ns,
+            1e9 / r.ns,
+            r.accepted,
+            vs
+        ));
+    }
+    let main = rows
+        .iter()
+        .find(|r| r.engine == chosen)
+        .or(rows.first())
+        .ok_or_else(|| Fail("no engine was timed".into()))?;
+    let mut json = format!(
+        "{{\"engine\": \"{}\", \"ns_per_packet\": {:.3}, \"packets\": {}, \"filters\": {}",
+        main.engine,
+        main.ns,
+        packets.len(),
+        nfilters
+    );
+    if let Some(l) = &lib_row {
+        json.push_str(&format!(", \"libpcap_ns_per_packet\": {:.3}", l.ns));
+    }
+    json.push_str("}\n");
+    text.push_str(&json);
+    print_out(&text)?;
+    // Every sluice engine must agree with the first (the reference order).
+    if let Some(first) = rows.first() {
+        for r in &rows[1..] {
+            if r.accepted != first.accepted {
+                return Err(Fail(format!(
+                    "engines disagree: {} accepted {} packets, {} accepted {}",
+                    first.label, first.accepted, r.label, r.accepted
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every packet of the capture's first link type, in one buffer.
+fn load(path: &str) -> Result<(Packets, LinkType, bool, u64), Fail> {
+    let (mut reader, _) = open_capture(Some(path))?;
+    let big_endian = super::big_endian(&reader.format());
+    let mut packets = Packets {
+        bytes: Vec::new(),
+        spans: Vec::new(),
+    };
+    let mut first: Option<u16> = reader.linktype();
+    let mut skipped = 0u64;
+    while let Some(p) = reader.next_packet()? {
+        let lt = *first.get_or_insert(p.linktype);
+        if p.linktype != lt {
+            skipped += 1;
+            continue;
+        }
+        let a = packets.bytes.len();
+        packets.bytes.extend_from_slice(p.data);
+        packets.spans.push((a, packets.bytes.len(), p.wirelen));
+    }
+    let lt = linktype_of(first.unwrap_or(1), path)?;
+    Ok((packets, lt, big_endian, skipped))
+}
+
+fn wants(args: &BenchArgs, e: BenchEngine) -> bool {
+    args.engine.map_or(true, |x| x == e)
+}
+
+/// One expression through each engine.
+fn one(
+    args: &BenchArgs,
+    packets: &Packets,
+    lt: LinkType,
+    big_endian: bool,
+    budget: Duration,
+    libpcap: Option<&sluice_libpcap::Libpcap>,
+) -> Result<(Vec<Row>, Option<Row>), Fail> {
+    let expr = args.expression.join(" ");
+    let program = Program::from_expression_for(&expr, lt, DEFAULT_SNAPLEN, true, big_endian)
+        .map_err(|e| Fail(format!("{e} (in '{expr}')")))?;
+    let n = packets.len();
+    let mut rows = Vec::new();
+    let mut add = |engine: BenchEngine, (ns, accepted): (f64, u64)| {
+        rows.push(Row {
+            engine: engine.name(),
+            label: engine.name().to_string(),
+            ns,
+            accepted,
+        })
+    };
+    let count = |engine: Engine| {
+        let p = &program;
+        move || {
+            packets
+                .iter()
+                .filter(|&(d, w)| p.run_with(engine, d, w) != 0)
+                .count() as u64
+        }
+    };
+    if wants(args, BenchEngine::Native) {
+        if program.native().is_none() {
+            eprintln!("sluice bench: no native code for this filter; 'native' is the interpreter");
+        }
+        add(BenchEngine::Native, time(budget, n, count(Engine::Native)));
+    }
+    if wants(args, BenchEngine::NativeBatch) {
+        if let Some(nf) = program.native() {
+            let slices: Vec<(&[u8], u32)> = packets.iter().collect();
+            let mut out = [0u32; BATCH];
+            add(
+                BenchEngine::NativeBatch,
+                time(budget, n, || {
+                    let mut acc = 0u64;
+                    for chunk in slices.chunks(BATCH) {
+                        let o = &mut out[..chunk.len()];
+                        nf.run_batch(chunk, o);
+                        acc += o.iter().filter(|&&v| v != 0).count() as u64;
+                    }
+                    acc
+                }),
+            );
+        }
+    }
+    if wants(args, BenchEngine::Interp) {
+        add(BenchEngine::Interp, time(budget, n, count(Engine::Interp)));
+    }
+    if wants(args, BenchEngine::Reference) && program.ir().is_some() {
+        add(
+            BenchEngine::Reference,
+            time(budget, n, count(Engine::Reference)),
+        );
+    }
+    let lib = match libpcap {
+        Some(l) => match l.compile(&expr, lt.number(), DEFAULT_SNAPLEN, true) {
+            Ok(p) => {
+                let (ns, accepted) = time(budget, n, || {
+                    packets.iter().filter(|&(d, w)| p.run(d, w) != 0).count() as u64
+                });
+                Some(Row {
+                    engine: "libpcap",
+                    label: version_label(l),
+                    ns,
+                    accepted,
+                })
+            }
+            Err(e) => {
+                eprintln!("sluice bench: libpcap could not compile it: {e}");
+                None
+            }
+        },
+        None => None,
+    };
+    Ok((rows, lib))
+}
+
+/// `libpcap 1.10.3` from libpcap's version string.
+fn version_label(l: &sluice_libpcap::Libpcap) -> String {
+    let v = l.version();
+    let number = v
+        .split_whitespace()
+        .find(|w| w.starts_with(|c: char| c.is_ascii_digit()))
+        .unwrap_or("");
+    format!("libpcap {number} bpf_filter").trim().to_string()
+}
+
+/// A filters file: merged against one after another.
+#[allow(clippy::too_many_arguments)]
+fn many(
+    args: &BenchArgs,
+    file: &str,
+    packets: &Packets,
+    lt: LinkType,
+    big_endian: bool,
+    budget: Duration,
+    libpcap: Option<&sluice_libpcap::Libpcap>,
+) -> Result<(Vec<Row>, usize, Option<Row>), Fail> {
+    let (lines, errors) = super::split::parse_filters(&read_text(file)?, file);
+    if let Some((_, e)) = errors.into_iter().next() {
+        return Err(Fail(e));
+    }
+    if lines.is_empty() {
+        return Err(Fail(format!("{file}: no filters")));
+    }
+    let mut programs = Vec::with_capacity(lines.len());
+    let mut merged = Merged::default();
+    let nf = lines.len();
+    for (i, f) in lines.iter().enumerate() {
+        let p = Program::from_expression_for(&f.expression, lt, DEFAULT_SNAPLEN, true, big_endian)
+            .map_err(|e| Fail(format!("{file}:{}: {}: {e}", f.line, f.name)))?;
+        let Some(ir) = p.ir() else {
+            return Err(Fail(format!(
+                "{file}:{}: {}: no intermediate form",
+                f.line, f.name
+            )));
+        };
+        let priority = i32::try_from(nf - i).unwrap_or(i32::MAX);
+        merged.insert(i as u32, &Compiled::new(ir.clone()), priority);
+        programs.push(p);
+    }
+    let n = packets.len();
+    let mut rows = Vec::new();
+    let mut add = |engine: BenchEngine, label: String, (ns, accepted): (f64, u64)| {
+        rows.push(Row {
+            engine: engine.name(),
+            label,
+            ns,
+            accepted,
+        })
+    };
+    // "accepted" counts (packet, filter) deliveries, the same for every engine.
+    if wants(args, BenchEngine::ClassifierBatch) {
+        let slices: Vec<(&[u8], u32)> = packets.iter().collect();
+        let mut out = vec![Vec::new(); BATCH];
+        let mut s = Scratch::default();
+        add(
+            BenchEngine::ClassifierBatch,
+            "classifier-batch".into(),
+            time(budget, n, || {
+                let mut acc = 0u64;
+                for chunk in slices.chunks(BATCH) {
+                    let o = &mut out[..chunk.len()];
+                    merged.classify_batch(chunk, &mut s, o);
+                    acc += o.iter().map(|v| v.len() as u64).sum::<u64>();
+                }
+                acc
+            }),
+        );
+    }
+    if wants(args, BenchEngine::Classifier) {
+        let mut ids = Vec::new();
+        let mut s = Scratch::default();
+        add(
+            BenchEngine::Classifier,
+            "classifier".into(),
+            time(budget, n, || {
+                let mut acc = 0u64;
+                for (d, w) in packets.iter() {
+                    merged.classify(d, w, &mut s, &mut ids);
+                    acc += ids.len() as u64;
+                }
+                acc
+            }),
+        );
+    }
+    let one_by_one = |engine: Engine| {
+        let programs = &programs;
+        move || {
+            let mut acc = 0u64;
+            for (d, w) in packets.iter() {
+                for p in programs {
+                    acc += (p.run_with(engine, d, w) != 0) as u64;
+                }
+            }
+            acc
+        }
+    };
+    if wants(args, BenchEngine::Native) {
+        add(
+            BenchEngine::Native,
+            format!("native, {nf} one by one"),
+            time(budget, n, one_by_one(Engine::Native)),
+        );
+    }
+    if wants(args, BenchEngine::Interp) {
+        add(
+            BenchEngine::Interp,
+            format!("interp, {nf} one by one"),
+            time(budget, n, one_by_one(Engine::Interp)),
+        );
+    }
+    let mut lib = None;
+    if let Some(l) = libpcap {
+        let mut progs = Vec::with_capacity(nf);
+        for f in &lines {
+            match l.compile(&f.expression, lt.number(), DEFAULT_SNAPLEN, true) {
+                Ok(p) => progs.push(p),
+                Err(e) => {
+                    eprintln!("sluice bench: libpcap could not compile {}: {e}", f.name);
+                    progs.clear();
+                    break;
+                }
+            }
+        }
+        if !progs.is_empty() {
+            let (ns, accepted) = time(budget, n, || {
+                let mut acc = 0u64;
+                for (d, w) in packets.iter() {
+                    for p in &progs {
+                        acc += (p.run(d, w) != 0) as u64;
+                    }
+                }
+                acc
+            });
+            lib = Some(Row {
+                engine: "libpcap",
+                label: format!("{}, {nf} one by one", version_label(l)),
+                ns,
+                accepted,
+            });
+        }
+    }
+    Ok((rows, nf, lib))
+}

@@ -1,0 +1,141 @@
+//! `sluice bench` as a user runs it: the table, the JSON last line, the
+//! engines' agreement, and errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn sluice(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .output()
+        .expect("run sluice")
+}
+
+fn sample() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/sample.pcap")
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sluice-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// The JSON object on the last line of standard output.
+fn last_json(o: &Output) -> serde_json::Value {
+    let out = String::from_utf8_lossy(&o.stdout);
+    let last = out.lines().last().expect("some output");
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {last}"))
+}
+
+/// How many packets `sluice filter --count` accepts.
+fn count(expr: &str) -> u64 {
+    let o = sluice(&["filter", "-r", &sample(), "--count", expr]);
+    assert!(o.status.success());
+    String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+}
+
+#[test]
+fn one_expression_every_engine_agrees_and_json_is_last() {
+    let o = sluice(&["bench", "-r", &sample(), "--seconds", "0.02", "tcp"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for engine in ["native", "native-batch", "interp", "reference"] {
+        let row = out
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(engine))
+            .unwrap_or_else(|| panic!("no row for {engine}:\n{out}"));
+        // The accepted column is the same as `sluice filter --count`.
+        let accepted: u64 = row.split_whitespace().nth(3).unwrap().parse().unwrap();
+        assert_eq!(accepted, count("tcp"), "{row}");
+    }
+    let j = last_json(&o);
+    assert_eq!(j["engine"], "native");
+    assert_eq!(j["packets"], 14);
+    assert_eq!(j["filters"], 1);
+    assert!(j["ns_per_packet"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn engine_choice_names_the_json_line() {
+    let o = sluice(&[
+        "bench",
+        "-r",
+        &sample(),
+        "--seconds",
+        "0.02",
+        "--engine",
+        "interp",
+        "--no-libpcap",
+        "udp",
+    ]);
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains("native"), "{out}");
+    assert!(!out.lines().any(|l| l.starts_with("libpcap")), "{out}");
+    let j = last_json(&o);
+    assert_eq!(j["engine"], "interp");
+    assert!(j.get("libpcap_ns_per_packet").is_none());
+}
+
+#[test]
+fn libpcap_column_when_installed() {
+    if !Path::new("/usr/include/pcap/pcap.h").exists() {
+        return; // scripts/test.sh installs it; a bare machine skips
+    }
+    let o = sluice(&["bench", "-r", &sample(), "--seconds", "0.02", "tcp port 80"]);
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    let row = out.lines().find(|l| l.starts_with("libpcap ")).expect(&out);
+    let accepted: u64 = row
+        .split_whitespace()
+        .rev()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(accepted, count("tcp port 80"));
+    assert!(last_json(&o)["libpcap_ns_per_packet"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn filters_file_merged_against_one_by_one() {
+    let f = tmp("filters");
+    std::fs::write(&f, "web\ttcp port 80\ndns\tudp port 53\nall\t\n").unwrap();
+    let o = sluice(&[
+        "bench",
+        "-r",
+        &sample(),
+        "--seconds",
+        "0.02",
+        "--filters",
+        f.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for engine in ["classifier-batch", "classifier", "native,", "interp,"] {
+        assert!(
+            out.lines().any(|l| l.starts_with(engine)),
+            "{engine}:\n{out}"
+        );
+    }
+    let j = last_json(&o);
+    assert_eq!(j["engine"], "classifier-batch");
+    assert_eq!(j["filters"], 3);
+}
+
+#[test]
+fn bad_input_exits_1_with_a_message() {
+    let o = sluice(&["bench", "-r", &sample(), "tcp port"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("sluice:"));
+    let o = sluice(&["bench", "-r", "/nonexistent.pcap", "tcp"]);
+    assert_eq!(o.status.code(), Some(1));
+    let o = sluice(&["bench", "-r", &sample(), "--seconds", "0", "tcp"]);
+    assert_eq!(o.status.code(), Some(1));
+    let o = sluice(&["bench", "-r", &sample(), "--engine", "classifier", "tcp"]);
+    assert_eq!(o.status.code(), Some(1), "classifier needs --filters");
+}
