@@ -410,6 +410,12 @@ fn many(
         merged.insert(i as u32, &Compiled::new(ir.clone()), priority);
         programs.push(p);
     }
+    eprintln!(
+        "sluice bench: merged into {} groups, {} filters run whole, {} bytes of tables",
+        merged.groups(),
+        merged.whole(),
+        merged.table_bytes()
+    );
     let n = packets.len();
     let mut rows = Vec::new();
     let mut add = |engine: BenchEngine, label: String, (ns, accepted): (f64, u64)| {
