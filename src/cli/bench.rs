@@ -173,7 +173,7 @@ pub fn run(args: BenchArgs) -> Result<(), Fail> {
             }
         }
     };
-    let (rows, nfilters, lib_row, default_engine) = match &args.filters {
+    let (rows, nfilters, lib_row, default_engine, floor) = match &args.filters {
         Some(file) => {
             let (rows, n, lib) = many(
                 &args,
@@ -184,11 +184,12 @@ pub fn run(args: BenchArgs) -> Result<(), Fail> {
                 budget,
                 libpcap.as_ref(),
             )?;
-            (rows, n, lib, BenchEngine::ClassifierBatch)
+            (rows, n, lib, BenchEngine::ClassifierBatch, None)
         }
         None => {
-            let (rows, lib) = one(&args, &packets, lt, big_endian, budget, libpcap.as_ref())?;
-            (rows, 1, lib, BenchEngine::Native)
+            let (rows, lib, floor) =
+                one(&args, &packets, lt, big_endian, budget, libpcap.as_ref())?;
+            (rows, 1, lib, BenchEngine::Native, floor)
         }
     };
     let chosen = args.engine.unwrap_or(default_engine).name();
@@ -217,6 +218,16 @@ pub fn run(args: BenchArgs) -> Result<(), Fail> {
             1e9 / r.ns,
             r.accepted,
             vs
+        ));
+    }
+    if let Some(ns) = floor {
+        text.push_str(&format!(
+            "{:<40} {:>10.2} {:>14.0} {:>10} {:>10}\n",
+            "memory floor (touch first cache line)",
+            ns,
+            1e9 / ns,
+            "-",
+            "-"
         ));
     }
     let main = rows
@@ -287,11 +298,12 @@ fn one(
     big_endian: bool,
     budget: Duration,
     libpcap: Option<&sluice_libpcap::Libpcap>,
-) -> Result<(Vec<Row>, Option<Row>), Fail> {
+) -> Result<(Vec<Row>, Option<Row>, Option<f64>), Fail> {
     let expr = args.expression.join(" ");
     let program = Program::from_expression_for(&expr, lt, DEFAULT_SNAPLEN, true, big_endian)
         .map_err(|e| Fail(format!("{e} (in '{expr}')")))?;
     let n = packets.len();
+    let mut floor = None;
     let mut rows = Vec::new();
     let mut add = |engine: BenchEngine, (ns, accepted): (f64, u64)| {
         rows.push(Row {
@@ -343,6 +355,22 @@ fn one(
             time(budget, n, count(Engine::Reference)),
         );
     }
+    // The memory floor: a loop that only touches the header bytes filters
+    // read (the first cache line of each packet), so on a capture larger
+    // than the caches it shows what memory alone costs.
+    if args.engine.is_none() {
+        let (ns, _) = time(budget, n, || {
+            packets
+                .iter()
+                .map(|(d, _)| {
+                    let last = d.len().min(64).saturating_sub(1);
+                    d.first().copied().unwrap_or(0) as u64
+                        + d.get(last).copied().unwrap_or(0) as u64
+                })
+                .sum::<u64>()
+        });
+        floor = Some(ns);
+    }
     let lib = match libpcap {
         Some(l) => match l.compile(&expr, lt.number(), DEFAULT_SNAPLEN, true) {
             Ok(p) => {
@@ -363,7 +391,7 @@ fn one(
         },
         None => None,
     };
-    Ok((rows, lib))
+    Ok((rows, lib, floor))
 }
 
 /// `libpcap 1.10.3` from libpcap's version string.
