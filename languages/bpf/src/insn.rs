@@ -98,6 +98,24 @@ pub mod op {
     pub const BPF_MEMWORDS: usize = 16;
     /// The Linux kernel's maximum program length.
     pub const BPF_MAXINSNS: usize = 4096;
+
+    /// MPF extension (not classic BPF, see [`crate::mpf`]): a key word, the
+    /// immediate `k` compared by the `ret_match_imm` or `jmp_match_imm`
+    /// before it. Never executed.
+    pub const MPF_KEY: u16 = 0x100;
+    /// MPF: `ret_match_imm #N, #R`; `jt` = N (key words follow), `k` = R.
+    pub const MPF_RET_MATCH_IMM: u16 = 0x106;
+    /// MPF: `jmp_match_imm #N jt .. jf ..`; `k` = N (key words follow),
+    /// `jt`/`jf` relative to the instruction after the key words.
+    pub const MPF_JMP_MATCH_IMM: u16 = 0x115;
+    /// MPF: `register_data #N, #T`; `jt` = N, `k` = T milliseconds.
+    pub const MPF_REGISTER_DATA: u16 = 0x102;
+    /// MPF: `ret_match_data #N, #R`; `jt` = N, `k` = R.
+    pub const MPF_RET_MATCH_DATA: u16 = 0x116;
+    /// MPF: `postpone #T`; `k` = T milliseconds.
+    pub const MPF_POSTPONE: u16 = 0x126;
+    /// MPF: most scratch words a match or registration may cover.
+    pub const MPF_MAX_WORDS: usize = 16;
 }
 
 use op::*;

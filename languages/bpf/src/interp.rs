@@ -69,11 +69,110 @@ fn ind(x: u32, k: u32) -> usize {
 /// assert_eq!(run(&prog, &pkt[..13], 60), 0); // out of bounds
 /// ```
 pub fn run(prog: &[Insn], pkt: &[u8], wirelen: u32) -> u32 {
-    let mut a: u32 = 0;
-    let mut x: u32 = 0;
-    let mut mem = [0u32; 16];
-    let mut pc: usize = 0;
-    let mut seg_start: usize = 0;
+    run_ext(&mut Machine::default(), prog, pkt, wirelen, &mut NoExt)
+}
+
+/// The registers of the BPF machine: accumulator, index register, scratch
+/// memory and the index of the next instruction to execute.
+///
+/// [`run_ext`] starts from a machine and hands it to an [`ExtHook`] when it
+/// meets an opcode classic BPF does not define (MPF's extensions, for
+/// example), so the hook can read scratch memory, change registers or jump.
+///
+/// ```
+/// let m = sluice_bpf::Machine::default();
+/// assert_eq!((m.a, m.x, m.pc, m.mem), (0, 0, 0, [0; 16]));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Machine {
+    /// Accumulator A.
+    pub a: u32,
+    /// Index register X.
+    pub x: u32,
+    /// Scratch memory M[0..16].
+    pub mem: [u32; 16],
+    /// Index of the next instruction.
+    pub pc: usize,
+}
+
+/// What an [`ExtHook`] tells the interpreter after an extension instruction.
+///
+/// ```
+/// use sluice_bpf::ExtStep;
+/// assert_ne!(ExtStep::Continue, ExtStep::Return(0));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExtStep {
+    /// Go on at the machine's `pc` (already past the instruction; the hook
+    /// may have changed it).
+    Continue,
+    /// Stop the program with this result.
+    Return(u32),
+}
+
+/// Executes the instructions that classic BPF does not define, for
+/// [`run_ext`].
+///
+/// ```
+/// use sluice_bpf::{run_ext, ExtHook, ExtStep, Insn, Machine, op::*};
+/// /// Opcode 0x100 loads A with twice k.
+/// struct Double;
+/// impl ExtHook for Double {
+///     fn ext(&mut self, m: &mut Machine, insn: Insn, _at: usize) -> ExtStep {
+///         if insn.code != 0x100 { return ExtStep::Return(0); }
+///         m.a = insn.k * 2;
+///         ExtStep::Continue
+///     }
+/// }
+/// let prog = [Insn::stmt(0x100, 21), Insn::stmt(BPF_RET | BPF_A, 0)];
+/// assert_eq!(run_ext(&mut Machine::default(), &prog, &[], 0, &mut Double), 42);
+/// ```
+pub trait ExtHook {
+    /// Executes `insn`, found at index `at`; `m.pc` is `at + 1` on entry.
+    fn ext(&mut self, m: &mut Machine, insn: Insn, at: usize) -> ExtStep;
+}
+
+/// The hook of plain classic BPF: every unknown opcode returns 0.
+///
+/// ```
+/// use sluice_bpf::{run_ext, Insn, Machine, NoExt};
+/// assert_eq!(run_ext(&mut Machine::default(), &[Insn::stmt(0x100, 1)], &[], 0, &mut NoExt), 0);
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoExt;
+
+impl ExtHook for NoExt {
+    #[inline(always)]
+    fn ext(&mut self, _m: &mut Machine, _insn: Insn, _at: usize) -> ExtStep {
+        ExtStep::Return(0)
+    }
+}
+
+/// [`run`] from a given machine state, with a hook for opcodes classic BPF
+/// does not define. With [`NoExt`] and a fresh [`Machine`] it is exactly
+/// [`run`]. The state is written back to `m` only before the hook is called
+/// (registers after a return are not kept).
+///
+/// ```
+/// use sluice_bpf::{run_ext, Insn, Machine, NoExt, op::*};
+/// let prog = [Insn::stmt(BPF_LD | BPF_MEM, 2), Insn::stmt(BPF_RET | BPF_A, 0)];
+/// let mut m = Machine::default();
+/// m.mem[2] = 77;
+/// assert_eq!(run_ext(&mut m, &prog, &[], 0, &mut NoExt), 77);
+/// ```
+#[inline(always)]
+pub fn run_ext<H: ExtHook>(
+    m: &mut Machine,
+    prog: &[Insn],
+    pkt: &[u8],
+    wirelen: u32,
+    hook: &mut H,
+) -> u32 {
+    let mut a: u32 = m.a;
+    let mut x: u32 = m.x;
+    let mut mem = m.mem;
+    let mut pc: usize = m.pc;
+    let mut seg_start: usize = pc;
     let mut budget: u64 = STEP_BUDGET;
     macro_rules! ld {
         ($e:expr) => {
@@ -156,7 +255,27 @@ pub fn run(prog: &[Insn], pkt: &[u8], wirelen: u32) -> u32 {
             0x84 => a = a.wrapping_neg(),
             0x07 => x = a,
             0x87 => a = x,
-            _ => return 0,
+            _ => {
+                *m = Machine { a, x, mem, pc };
+                match hook.ext(m, ins, pc - 1) {
+                    ExtStep::Continue => {
+                        a = m.a;
+                        x = m.x;
+                        mem = m.mem;
+                        // A hook that jumps backwards starts a new stretch.
+                        if m.pc < pc {
+                            let cost = (pc - seg_start) as u64;
+                            if cost > budget {
+                                return 0;
+                            }
+                            budget -= cost;
+                            seg_start = m.pc;
+                        }
+                        pc = m.pc;
+                    }
+                    ExtStep::Return(v) => return v,
+                }
+            }
         }
     }
 }

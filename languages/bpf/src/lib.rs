@@ -8,6 +8,9 @@
 //!   ([`Limits::KERNEL`]) or a userland variant ([`Limits::USERLAND`]).
 //! * Text: [`disasm_d`], [`disasm_dd`], [`disasm_ddd`] print what
 //!   `tcpdump -d`, `-dd`, `-ddd` print; [`parse_program`] reads any of them.
+//! * [`mpf`]: MPF's extensions (`ret_match_imm`, `jmp_match_imm`,
+//!   `register_data`, `ret_match_data`, `postpone`), their verifier and
+//!   interpreter; [`run_ext`] runs classic BPF with a hook for them.
 //!
 //! ```
 //! use sluice_bpf::{parse_program, Verifier, disasm_d};
@@ -26,6 +29,7 @@
 mod insn;
 mod interp;
 mod lift;
+pub mod mpf;
 mod text;
 mod verify;
 
@@ -33,7 +37,7 @@ pub use insn::{
     is_valid_code, op, AluOp, Class, Insn, JmpOp, MiscOp, Mode, Op, Program, RetSrc, Size, Src,
     VALID_CODES,
 };
-pub use interp::{run, Validated, STEP_BUDGET};
+pub use interp::{run, run_ext, ExtHook, ExtStep, Machine, NoExt, Validated, STEP_BUDGET};
 pub use lift::{lift, LiftError};
 pub use text::{
     disasm_d, disasm_d_annotated, disasm_dd, disasm_ddd, image, parse_d, parse_dd, parse_ddd,

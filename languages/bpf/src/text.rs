@@ -103,6 +103,30 @@ fn mnemonic(insn: &Insn, n: usize) -> (&'static str, String) {
     }
 }
 
+/// Mnemonic and operands of an MPF extension instruction.
+fn mpf_mnemonic(e: crate::mpf::Ext) -> (&'static str, String) {
+    use crate::mpf::Ext;
+    match e {
+        Ext::Key(v) => ("key", format!("#0x{v:x}")),
+        Ext::RetMatchImm { n, ret } => ("ret_match_imm", format!("#{n}, #{}", ret as i32)),
+        Ext::JmpMatchImm { n, .. } => ("jmp_match_imm", format!("#{n}")),
+        Ext::RegisterData { n, timeout_ms } => ("register_data", format!("#{n}, #{timeout_ms}")),
+        Ext::RetMatchData { n, ret } => ("ret_match_data", format!("#{n}, #{}", ret as i32)),
+        Ext::Postpone { timeout_ms } => ("postpone", format!("#{timeout_ms}")),
+    }
+}
+
+/// The slot that `jt`/`jf` of the instruction at `n` count from: the next
+/// one, or for `jmp_match_imm` the one after its key words.
+fn jump_base(insn: &Insn, n: usize) -> i64 {
+    let keys = if insn.code == crate::insn::op::MPF_JMP_MATCH_IMM {
+        insn.k as i64
+    } else {
+        0
+    };
+    n as i64 + 1 + keys
+}
+
 /// Whether libpcap prints `jt`/`jf` for this opcode: class JMP with a
 /// non-`ja` operation (valid or not).
 fn prints_targets(code: u16) -> bool {
@@ -120,10 +144,29 @@ fn prints_targets(code: u16) -> bool {
 /// assert_eq!(image(&Insn::stmt(0x07, 0), 16), "(016) tax      ");
 /// ```
 pub fn image(insn: &Insn, n: usize) -> String {
-    let (op, operand) = mnemonic(insn, n);
+    image_impl(insn, n, false)
+}
+
+/// [`image`], or with `mpf` the MPF mnemonics for canonical extension
+/// instructions (and `jmp_match_imm`'s targets counted after its keys).
+pub(crate) fn image_impl(insn: &Insn, n: usize, mpf: bool) -> String {
+    let ext = if mpf {
+        crate::mpf::Ext::decode(insn)
+    } else {
+        None
+    };
+    let (op, operand) = match ext {
+        Some(e) => mpf_mnemonic(e),
+        None => mnemonic(insn, n),
+    };
+    let base = if mpf {
+        jump_base(insn, n)
+    } else {
+        n as i64 + 1
+    };
     if prints_targets(insn.code) {
-        let t = n as i64 + 1 + insn.jt as i64;
-        let f = n as i64 + 1 + insn.jf as i64;
+        let t = base + insn.jt as i64;
+        let f = base + insn.jf as i64;
         format!("({n:03}) {op:<8} {operand:<16} jt {t}\tjf {f}")
     } else {
         format!("({n:03}) {op:<8} {operand}")
@@ -142,6 +185,17 @@ pub fn disasm_d(prog: &[Insn]) -> String {
     let mut out = String::with_capacity(prog.len() * 32);
     for (n, i) in prog.iter().enumerate() {
         out.push_str(&image(i, n));
+        out.push('\n');
+    }
+    out
+}
+
+/// The `-d` listing of an MPF program: like [`disasm_d`], but extension
+/// instructions print with their MPF mnemonics (see [`crate::mpf`]).
+pub(crate) fn disasm_d_mpf(prog: &[Insn]) -> String {
+    let mut out = String::with_capacity(prog.len() * 32);
+    for (n, i) in prog.iter().enumerate() {
+        out.push_str(&image_impl(i, n, true));
         out.push('\n');
     }
     out
@@ -460,7 +514,7 @@ pub fn parse_d(text: &str) -> Result<Vec<Insn>, ParseError> {
             rest = after[close + 1..].trim_start();
         }
         let mlen = rest
-            .find(|c: char| !c.is_ascii_alphabetic())
+            .find(|c: char| !c.is_ascii_alphabetic() && c != '_')
             .unwrap_or(rest.len());
         let mnem_str = &rest[..mlen];
         let mnem_at = offset_in(raw, rest);
@@ -492,6 +546,10 @@ pub fn parse_d(text: &str) -> Result<Vec<Insn>, ParseError> {
         } else {
             offset_in(raw, operand_str)
         };
+        if let Some(insn) = parse_mpf(&mnem, operand_str, targets, n, ln, raw, op_at)? {
+            prog.push(insn);
+            continue;
+        }
         let operand = match parse_operand(operand_str) {
             Some(o) => o,
             None => {
@@ -597,6 +655,11 @@ pub fn parse_d(text: &str) -> Result<Vec<Insn>, ParseError> {
             );
         };
         let mut insn = Insn::stmt(code, k);
+        if crate::mpf::Ext::decode(&insn).is_some() && code != crate::insn::op::MPF_JMP_MATCH_IMM {
+            // `unimp` names an MPF opcode only when its encoding is not
+            // canonical (that is how it printed): keep it so.
+            insn.jf = 1;
+        }
         match targets {
             Some((t, f, at)) => {
                 if !prints_targets(code) {
@@ -630,6 +693,104 @@ pub fn parse_d(text: &str) -> Result<Vec<Insn>, ParseError> {
         prog.push(insn);
     }
     Ok(prog)
+}
+
+/// Parses one MPF extension line (`None` if `mnem` is not one of them):
+/// `#`-prefixed numbers separated by commas, and `jt`/`jf` for
+/// `jmp_match_imm` (absolute, counted from the slot after its keys).
+fn parse_mpf(
+    mnem: &str,
+    operand_str: &str,
+    targets: Option<(i64, i64, usize)>,
+    n: usize,
+    ln: usize,
+    raw: &str,
+    op_at: usize,
+) -> Result<Option<Insn>, ParseError> {
+    use crate::mpf::Ext;
+    let arity = match mnem {
+        "key" | "jmp_match_imm" | "postpone" => 1,
+        "ret_match_imm" | "register_data" | "ret_match_data" => 2,
+        _ => return Ok(None),
+    };
+    let usage = || match arity {
+        1 => format!("`{mnem}` takes one operand `#N`"),
+        _ => format!("`{mnem}` takes two operands `#N, #M`"),
+    };
+    let mut args = Vec::with_capacity(2);
+    for part in operand_str.split(',') {
+        let p = part.trim();
+        match p.strip_prefix('#').and_then(|d| parse_num(d.trim())) {
+            Some(v) => args.push(v),
+            None => return err(ln, raw, op_at, usage()),
+        }
+    }
+    if args.len() != arity {
+        return err(ln, raw, op_at, usage());
+    }
+    let small = |v: u32| -> Result<u8, ParseError> {
+        match u8::try_from(v) {
+            Ok(b) => Ok(b),
+            Err(_) => err(
+                ln,
+                raw,
+                op_at,
+                format!("`{mnem}` covers at most 255 words, not {v}"),
+            ),
+        }
+    };
+    let ext = match mnem {
+        "key" => Ext::Key(args[0]),
+        "postpone" => Ext::Postpone {
+            timeout_ms: args[0],
+        },
+        "ret_match_imm" => Ext::RetMatchImm {
+            n: small(args[0])?,
+            ret: args[1],
+        },
+        "register_data" => Ext::RegisterData {
+            n: small(args[0])?,
+            timeout_ms: args[1],
+        },
+        "ret_match_data" => Ext::RetMatchData {
+            n: small(args[0])?,
+            ret: args[1],
+        },
+        _ => Ext::JmpMatchImm {
+            n: args[0],
+            jt: 0,
+            jf: 0,
+        },
+    };
+    let mut insn = ext.encode();
+    match (targets, mnem == "jmp_match_imm") {
+        (Some((t, f, at)), true) => {
+            let base = jump_base(&insn, n);
+            for (v, slot) in [(t, &mut insn.jt), (f, &mut insn.jf)] {
+                let off = v - base;
+                if !(0..=255).contains(&off) {
+                    return err(
+                        ln,
+                        raw,
+                        at,
+                        format!("jump target {v} is not 0..=255 instructions after {base}"),
+                    );
+                }
+                *slot = off as u8;
+            }
+        }
+        (None, true) => {
+            return err(
+                ln,
+                raw,
+                raw.trim_end().len(),
+                format!("`{mnem}` needs `jt <target> jf <target>`"),
+            )
+        }
+        (Some((_, _, at)), false) => return err(ln, raw, at, format!("`{mnem}` takes no jt/jf")),
+        (None, false) => {}
+    }
+    Ok(Some(insn))
 }
 
 /// Position of `word` in `s` as a whole word (preceded by whitespace).

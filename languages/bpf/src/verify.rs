@@ -87,6 +87,45 @@ pub enum VerifyError {
         /// The index.
         k: u32,
     },
+    /// MPF: a match or registration of 0 or more than 16 scratch words.
+    #[error("instruction {pc}: MPF instruction covers {n} scratch words (must be 1 to 16)")]
+    MpfWordCount {
+        /// Instruction index.
+        pc: usize,
+        /// The word count.
+        n: u64,
+    },
+    /// MPF: a match instruction without its N key words right after it.
+    #[error("instruction {pc}: match instruction needs {n} key words after it, found {found}")]
+    MpfMissingKeys {
+        /// Instruction index.
+        pc: usize,
+        /// Keys needed.
+        n: usize,
+        /// Keys present.
+        found: usize,
+    },
+    /// MPF: a key word that does not belong to a match instruction.
+    #[error("instruction {pc}: key word outside a match instruction")]
+    MpfStrayKey {
+        /// Instruction index.
+        pc: usize,
+    },
+    /// MPF: a jump that lands on a key word.
+    #[error("instruction {pc}: jump target {target} is a key word")]
+    MpfJumpIntoKeys {
+        /// Instruction index.
+        pc: usize,
+        /// The key word's index.
+        target: usize,
+    },
+    /// MPF: a `register_data` that some path reaches without a successful
+    /// `jmp_match_imm`.
+    #[error("instruction {pc}: register_data is reachable without a successful jmp_match_imm")]
+    MpfRegisterWithoutMatch {
+        /// Instruction index.
+        pc: usize,
+    },
 }
 
 /// What the verifier accepts.
@@ -215,7 +254,7 @@ impl Verifier {
     }
 }
 
-fn is_cond_jump(code: u16) -> bool {
+pub(crate) fn is_cond_jump(code: u16) -> bool {
     matches!(code, 0x15 | 0x1d | 0x25 | 0x2d | 0x35 | 0x3d | 0x45 | 0x4d)
 }
 
