@@ -1,0 +1,404 @@
+//! Finding the IP header behind a link header, and the fragment fields in it.
+//!
+//! Where the network header starts and how the link names its protocol come
+//! from sluice's one link-type table ([`sluice_pcap::link::Layout`]); this
+//! module only knows what each kind of protocol field means for IPv4 and
+//! IPv6 (an Ethernet type, a PPP protocol number, an address family...), and
+//! follows 802.1Q/802.1ad VLAN tags behind Ethernet-typed headers.
+//!
+//! ```
+//! use sluice_fragments::parse::{Locator, Piece};
+//! use sluice_pcap::link::LinkType;
+//! // A raw IPv4 packet: offset 185 × 8 bytes, no MF: the last fragment.
+//! let mut ip = [0u8; 28];
+//! ip[0] = 0x45;
+//! ip[4..6].copy_from_slice(&7u16.to_be_bytes());
+//! ip[6..8].copy_from_slice(&185u16.to_be_bytes());
+//! ip[9] = 17;
+//! let f = Locator::new(LinkType::RAW, false).fragment(&ip).unwrap();
+//! assert_eq!((f.piece, f.offset, f.key.id), (Piece::Later, 1480, 7));
+//! ```
+
+use sluice_pcap::link::{Layout, LinkType, ProtoField};
+
+/// Which datagram a fragment belongs to: source, destination, protocol
+/// (IPv4's protocol field, or the next-header field of IPv6's fragment
+/// header) and identification.
+///
+/// ```
+/// use sluice_fragments::parse::Key;
+/// let k = Key::v4([10, 0, 0, 1], [10, 0, 0, 2], 17, 99);
+/// assert!(!k.v6 && k.id == 99);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    /// IPv6 (addresses use all 16 bytes) rather than IPv4 (the first 4).
+    pub v6: bool,
+    /// Upper-layer protocol.
+    pub proto: u8,
+    /// Identification (16 bits for IPv4, 32 for IPv6).
+    pub id: u32,
+    /// Source address.
+    pub src: [u8; 16],
+    /// Destination address.
+    pub dst: [u8; 16],
+}
+
+impl Key {
+    /// An IPv4 datagram's key.
+    ///
+    /// ```
+    /// let k = sluice_fragments::parse::Key::v4([1, 2, 3, 4], [5, 6, 7, 8], 6, 1);
+    /// assert_eq!(&k.src[..4], &[1, 2, 3, 4]);
+    /// ```
+    pub fn v4(src: [u8; 4], dst: [u8; 4], proto: u8, id: u16) -> Key {
+        let mut k = Key {
+            v6: false,
+            proto,
+            id: u32::from(id),
+            src: [0; 16],
+            dst: [0; 16],
+        };
+        k.src[..4].copy_from_slice(&src);
+        k.dst[..4].copy_from_slice(&dst);
+        k
+    }
+
+    /// An IPv6 datagram's key.
+    ///
+    /// ```
+    /// let k = sluice_fragments::parse::Key::v6([1; 16], [2; 16], 17, 1 << 20);
+    /// assert!(k.v6);
+    /// ```
+    pub fn v6(src: [u8; 16], dst: [u8; 16], proto: u8, id: u32) -> Key {
+        Key {
+            v6: true,
+            proto,
+            id,
+            src,
+            dst,
+        }
+    }
+}
+
+/// Where a fragment lies in its datagram.
+///
+/// ```
+/// use sluice_fragments::parse::Piece;
+/// assert_ne!(Piece::First, Piece::Later);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Piece {
+    /// Offset 0 with more fragments to come: the fragment holding the
+    /// upper-layer header.
+    First,
+    /// Any other fragment (offset above 0; the last one has no MF/M flag).
+    Later,
+}
+
+/// The fragment fields of one packet.
+///
+/// ```
+/// use sluice_fragments::parse::{Fragment, Key, Piece};
+/// let f = Fragment { key: Key::v4([0; 4], [0; 4], 17, 1), piece: Piece::First, offset: 0, more: true };
+/// assert!(f.more);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fragment {
+    /// The datagram.
+    pub key: Key,
+    /// First or later.
+    pub piece: Piece,
+    /// Byte offset of this fragment's data in the datagram.
+    pub offset: u32,
+    /// More fragments follow (IPv4 MF, IPv6 M).
+    pub more: bool,
+}
+
+/// How a link header says "IPv4" or "IPv6".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Proto {
+    /// An Ethernet type at `at` (VLAN tags followed).
+    EtherType {
+        at: u32,
+        vlan: bool,
+    },
+    /// An 802.2 LLC header ending at the payload; a SNAP header's Ethernet type at `at`.
+    Snap {
+        at: u32,
+    },
+    /// A PPP protocol number at `at`.
+    Ppp {
+        at: u32,
+    },
+    /// A 4-byte address family at `at`, big-endian or little-endian.
+    Family4 {
+        at: u32,
+        big: bool,
+    },
+    /// A one-byte address family at `at` (Solaris ipnet).
+    FamilyByte {
+        at: u32,
+    },
+    /// The IP version nibble decides.
+    Version,
+    /// Always IPv4 / always IPv6.
+    Only4,
+    Only6,
+    /// No IP behind this link that we can find.
+    None,
+}
+
+/// Finds the network header of one link type and reads fragment fields.
+///
+/// ```
+/// use sluice_fragments::parse::Locator;
+/// use sluice_pcap::link::LinkType;
+/// let l = Locator::new(LinkType::EN10MB, false);
+/// assert!(l.fragment(&[0u8; 60]).is_none());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Locator {
+    proto: Proto,
+    payload: u32,
+}
+
+const ETHERTYPE_IP: u16 = 0x0800;
+const ETHERTYPE_IPV6: u16 = 0x86dd;
+const VLAN_TYPES: [u16; 3] = [0x8100, 0x88a8, 0x9100];
+/// At most this many VLAN tags are followed.
+const MAX_TAGS: usize = 8;
+/// At most this many IPv6 extension headers are walked before giving up.
+const MAX_EXTENSIONS: usize = 16;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ip {
+    V4,
+    V6,
+}
+
+impl Locator {
+    /// The locator for a link type. `big_endian` is the capture file's byte
+    /// order, which the NULL and ENC links use for their address family.
+    ///
+    /// ```
+    /// use sluice_fragments::parse::Locator;
+    /// use sluice_pcap::link::LinkType;
+    /// assert!(Locator::new(LinkType::LINUX_SLL2, false).knows_ip());
+    /// assert!(!Locator::new(LinkType::USB_LINUX, false).knows_ip());
+    /// ```
+    pub fn new(lt: LinkType, big_endian: bool) -> Locator {
+        let layout = Layout::of(lt);
+        let at = layout.proto_at;
+        let proto = match (layout.field, at) {
+            (ProtoField::EtherType, Some(at)) => Proto::EtherType { at, vlan: true },
+            (ProtoField::Sll, Some(at)) => Proto::EtherType { at, vlan: true },
+            (ProtoField::CiscoHdlc | ProtoField::PlainEtherType, Some(at)) => {
+                Proto::EtherType { at, vlan: false }
+            }
+            (ProtoField::Llc, Some(at)) if layout.payload >= 8 => Proto::Snap { at },
+            (ProtoField::Ppp, Some(at)) => Proto::Ppp { at },
+            (ProtoField::AddressFamily { network_order }, Some(at)) => Proto::Family4 {
+                at,
+                big: network_order || big_endian,
+            },
+            (ProtoField::EncFamily, Some(at)) => Proto::Family4 {
+                at,
+                big: big_endian,
+            },
+            // pflog's header length varies per packet; ipnet's is fixed.
+            (ProtoField::FamilyByte, Some(at)) if lt == LinkType::IPNET => Proto::FamilyByte { at },
+            (ProtoField::IpVersion, _) => Proto::Version,
+            (ProtoField::OnlyIpv4, _) => Proto::Only4,
+            (ProtoField::OnlyIpv6, _) => Proto::Only6,
+            _ => Proto::None,
+        };
+        Locator {
+            proto,
+            payload: layout.payload,
+        }
+    }
+
+    /// Whether IP packets can be found behind this link type at all.
+    ///
+    /// ```
+    /// use sluice_fragments::parse::Locator;
+    /// assert!(Locator::new(sluice_pcap::link::LinkType::NULL, true).knows_ip());
+    /// ```
+    pub fn knows_ip(&self) -> bool {
+        self.proto != Proto::None
+    }
+
+    /// Where the IP header starts and which IP it is, if the packet carries IP.
+    fn network(&self, p: &[u8]) -> Option<(usize, Ip)> {
+        let payload = self.payload as usize;
+        let by_type = |t: u16| match t {
+            ETHERTYPE_IP => Some(Ip::V4),
+            ETHERTYPE_IPV6 => Some(Ip::V6),
+            _ => None,
+        };
+        match self.proto {
+            Proto::EtherType { at, vlan } => {
+                let mut t = be16(p, at as usize)?;
+                let mut off = payload;
+                if vlan {
+                    let mut tags = 0;
+                    while VLAN_TYPES.contains(&t) && tags < MAX_TAGS {
+                        t = be16(p, off + 2)?;
+                        off += 4;
+                        tags += 1;
+                    }
+                }
+                Some((off, by_type(t)?))
+            }
+            Proto::Snap { at } => {
+                let llc = payload - 8;
+                if p.get(llc..llc + 6)? != [0xaa, 0xaa, 0x03, 0, 0, 0] {
+                    return None;
+                }
+                Some((payload, by_type(be16(p, at as usize)?)?))
+            }
+            Proto::Ppp { at } => match be16(p, at as usize)? {
+                0x0021 => Some((payload, Ip::V4)),
+                0x0057 => Some((payload, Ip::V6)),
+                _ => None,
+            },
+            Proto::Family4 { at, big } => {
+                let b: [u8; 4] = p.get(at as usize..at as usize + 4)?.try_into().ok()?;
+                let af = if big {
+                    u32::from_be_bytes(b)
+                } else {
+                    u32::from_le_bytes(b)
+                };
+                // AF_INET is 2 everywhere; AF_INET6 is 10 (Linux), 24
+                // (NetBSD, OpenBSD), 28 (FreeBSD) or 30 (macOS).
+                match af {
+                    2 => Some((payload, Ip::V4)),
+                    10 | 24 | 28 | 30 => Some((payload, Ip::V6)),
+                    _ => None,
+                }
+            }
+            Proto::FamilyByte { at } => match *p.get(at as usize)? {
+                2 => Some((payload, Ip::V4)),
+                26 => Some((payload, Ip::V6)),
+                _ => None,
+            },
+            Proto::Version => match *p.get(payload)? >> 4 {
+                4 => Some((payload, Ip::V4)),
+                6 => Some((payload, Ip::V6)),
+                _ => None,
+            },
+            Proto::Only4 => Some((payload, Ip::V4)),
+            Proto::Only6 => Some((payload, Ip::V6)),
+            Proto::None => None,
+        }
+    }
+
+    /// The packet's fragment fields; `None` for anything that is not an IP
+    /// fragment (not IP, not fragmented, an IPv6 atomic fragment, or
+    /// captured too short to tell).
+    ///
+    /// ```
+    /// use sluice_fragments::parse::Locator;
+    /// use sluice_pcap::link::LinkType;
+    /// let mut ip = [0u8; 20];
+    /// ip[0] = 0x45;
+    /// ip[6] = 0x20; // MF, offset 0
+    /// assert!(Locator::new(LinkType::IPV4, false).fragment(&ip).is_some());
+    /// ip[6] = 0x40; // DF only
+    /// assert!(Locator::new(LinkType::IPV4, false).fragment(&ip).is_none());
+    /// ```
+    #[inline]
+    pub fn fragment(&self, p: &[u8]) -> Option<Fragment> {
+        match self.network(p)? {
+            (off, Ip::V4) => v4(p, off),
+            (off, Ip::V6) => v6(p, off),
+        }
+    }
+}
+
+fn be16(p: &[u8], at: usize) -> Option<u16> {
+    let b = p.get(at..at.checked_add(2)?)?;
+    Some(u16::from_be_bytes([b[0], b[1]]))
+}
+
+#[inline]
+fn v4(p: &[u8], off: usize) -> Option<Fragment> {
+    let h = p.get(off..off.checked_add(20)?)?;
+    if h[0] >> 4 != 4 || h[0] & 0x0f < 5 {
+        return None;
+    }
+    let flags = u16::from_be_bytes([h[6], h[7]]);
+    let offset = u32::from(flags & 0x1fff) * 8;
+    let more = flags & 0x2000 != 0;
+    if offset == 0 && !more {
+        return None;
+    }
+    let mut src = [0; 4];
+    let mut dst = [0; 4];
+    src.copy_from_slice(&h[12..16]);
+    dst.copy_from_slice(&h[16..20]);
+    Some(Fragment {
+        key: Key::v4(src, dst, h[9], u16::from_be_bytes([h[4], h[5]])),
+        piece: if offset == 0 {
+            Piece::First
+        } else {
+            Piece::Later
+        },
+        offset,
+        more,
+    })
+}
+
+#[inline]
+fn v6(p: &[u8], off: usize) -> Option<Fragment> {
+    let h = p.get(off..off.checked_add(40)?)?;
+    if h[0] >> 4 != 6 {
+        return None;
+    }
+    let mut next = h[6];
+    let mut at = off + 40;
+    for _ in 0..MAX_EXTENSIONS {
+        match next {
+            // Hop-by-hop, routing, destination options, mobility, HIP, shim6:
+            // length in 8-byte units, not counting the first 8.
+            0 | 43 | 60 | 135 | 139 | 140 => {
+                let e = p.get(at..at + 2)?;
+                next = e[0];
+                at += (usize::from(e[1]) + 1) * 8;
+            }
+            // Authentication header: length in 4-byte units, not counting the first 8.
+            51 => {
+                let e = p.get(at..at + 2)?;
+                next = e[0];
+                at += (usize::from(e[1]) + 2) * 4;
+            }
+            44 => {
+                let f = p.get(at..at + 8)?;
+                let field = u16::from_be_bytes([f[2], f[3]]);
+                let offset = u32::from(field >> 3) * 8;
+                let more = field & 1 != 0;
+                if offset == 0 && !more {
+                    // An atomic fragment (RFC 6946): a whole datagram.
+                    return None;
+                }
+                let mut src = [0; 16];
+                let mut dst = [0; 16];
+                src.copy_from_slice(&h[8..24]);
+                dst.copy_from_slice(&h[24..40]);
+                return Some(Fragment {
+                    key: Key::v6(src, dst, f[0], u32::from_be_bytes([f[4], f[5], f[6], f[7]])),
+                    piece: if offset == 0 {
+                        Piece::First
+                    } else {
+                        Piece::Later
+                    },
+                    offset,
+                    more,
+                });
+            }
+            _ => return None,
+        }
+    }
+    None
+}
