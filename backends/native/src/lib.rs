@@ -23,14 +23,27 @@
 //! function, built on first use, whose loop over the packets is machine code:
 //! one call per 64 packets instead of one per packet.
 //!
-//! One DPF optimisation is done: **bounds-check aggregation**. In an `and`
-//! whose failure means reject, every fixed-offset load that is certain to be
-//! evaluated (or to be preceded by a false conjunct or an abort, both of which
-//! reject) is covered by one length check at the head of the `and`; the loads
-//! below it whose end is within that length need no check of their own. A
-//! packet too short for the `and` rejects there, exactly as the interpreter
-//! would reject it later. [`NativeFilter::stats`] shows how many checks were
-//! emitted.
+//! DPF's optimisations, each counted in [`NativeFilter::stats`] and checked
+//! by a test:
+//!
+//! - **filter constants as immediates** (every compare and `in` key);
+//! - **fast disjunctions**: `in` sets as a jump table when dense, a balanced
+//!   search tree ending in short compare chains otherwise;
+//! - **bounds-check aggregation**: in an `and` whose failure means reject, a
+//!   false conjunct and an abort have the same outcome, so every
+//!   fixed-offset load certain to be reached is covered by one length check
+//!   at the head of the `and`, and every computed base (a header after the
+//!   variable-length IPv4 header) read at least twice is computed once and
+//!   checked once for its furthest load; loads within need no check of
+//!   their own. A packet too short rejects there, as the interpreter would
+//!   reject it later;
+//! - **atom coalescing**: in such an `and`, compares of adjacent bytes from
+//!   one base against constants (masked or not) become one 16- or 32-bit
+//!   compare, e.g. TCP source and destination port;
+//! - **constant shifts folded into offsets**: a constant added to a base is
+//!   part of the load's offset in the IR ([`sluice_ir::Val::load`]);
+//! - **alignment**: x86-64 and AArch64 load unaligned words at full speed,
+//!   so no alignment is tracked and no alignment check is ever emitted.
 //!
 //! Code memory: Cranelift's JIT module allocates code in its own pages
 //! (page-aligned allocations, never shared with other data); they are
@@ -54,6 +67,7 @@
 
 #![warn(missing_docs)]
 
+
 use std::fmt;
 
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -61,7 +75,7 @@ use cranelift_codegen::ir::{
     types, AbiParam, Block, BlockCall, InstBuilder, JumpTableData, MemFlags, Signature, Type, Value,
 };
 use cranelift_codegen::settings::{self, Configurable};
-use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
 use sluice_ir::{BinOp, CmpOp, Filter, Pred, Size, Val};
@@ -105,6 +119,14 @@ pub struct Stats {
     pub aggregated_checks: usize,
     /// `in` sets compiled to a jump table.
     pub jump_tables: usize,
+    /// Compares merged away by atom coalescing: adjacent fields of one
+    /// header compared with constants become one wider compare.
+    pub coalesced: usize,
+    /// Loads whose base had a constant added, folded into the offset.
+    pub folded_offsets: usize,
+    /// Length checks that cover several loads from one computed base (an
+    /// indirect header such as TCP after a variable-length IPv4 header).
+    pub aggregated_indirect: usize,
     /// Bytes of machine code.
     pub code_bytes: usize,
 }
@@ -357,6 +379,8 @@ fn build(
             wirelen,
             reject,
             known: 0,
+            known_ind: Vec::new(),
+            vars: 0,
             stats,
         };
         // The two exits: return the verdict, or store it in `out[i]` and
@@ -577,6 +601,11 @@ struct Gen<'a, 's> {
     /// Every block being emitted is dominated by a check that the captured
     /// length is at least this.
     known: u64,
+    /// Computed bases checked once for several loads: the base, a variable
+    /// holding its value, and how many bytes past it are known captured.
+    known_ind: Vec<(Val, Variable, u64)>,
+    /// Variables declared so far.
+    vars: u32,
     stats: &'s mut Stats,
 }
 
@@ -612,40 +641,13 @@ impl Gen<'_, '_> {
                 blk
             }
             Pred::Not(q) => self.lower(q, f, t),
+            Pred::And(ps) if f == self.reject => self.lower_rejecting_and(ps, t),
             Pred::And(ps) => {
-                let saved = self.known;
-                let need = if f == self.reject {
-                    ps.iter().map(must_or_reject).max().unwrap_or(0)
-                } else {
-                    0
-                };
-                let head = if need > self.known {
-                    let blk = self.b.create_block();
-                    self.known = need;
-                    Some(blk)
-                } else {
-                    None
-                };
                 let mut cur = t;
                 for q in ps.iter().rev() {
                     cur = self.lower(q, cur, f);
                 }
-                self.known = saved;
-                match head {
-                    Some(blk) => {
-                        self.b.switch_to_block(blk);
-                        self.stats.bounds_checks += 1;
-                        self.stats.aggregated_checks += 1;
-                        let short = self.b.ins().icmp_imm(
-                            IntCC::UnsignedLessThan,
-                            self.caplen,
-                            need as i64,
-                        );
-                        self.b.ins().brif(short, self.reject, &[], cur, &[]);
-                        blk
-                    }
-                    None => cur,
-                }
+                cur
             }
             Pred::Or(ps) => {
                 let mut cur = f;
@@ -698,6 +700,92 @@ impl Gen<'_, '_> {
                 blk
             }
         }
+    }
+
+    /// An `and` whose failure rejects the packet. Then a false conjunct and
+    /// an aborting load have the same outcome, so the conjuncts (and those of
+    /// nested `and`s) may be evaluated in any order and their loads checked
+    /// ahead of time: DPF's atom coalescing and bounds-check aggregation.
+    fn lower_rejecting_and(&mut self, ps: &[Pred], t: Block) -> Block {
+        let mut flat = Vec::new();
+        flatten_and(ps, &mut flat);
+        let (conjuncts, merged) = coalesce(&flat);
+        self.stats.coalesced += merged;
+        let saved = self.known;
+        let saved_ind = self.known_ind.len();
+        let need = conjuncts.iter().map(must).max().unwrap_or(0);
+        let fixed = need > self.known;
+        if fixed {
+            self.known = need;
+        }
+        // Computed bases read at least twice: checked once, at the head.
+        let mut reached = Vec::new();
+        for q in &conjuncts {
+            must_ind(q, &mut reached);
+        }
+        let mut bases: Vec<(Val, u64, usize)> = Vec::new();
+        for (base, end) in reached {
+            match bases.iter_mut().find(|(b, _, _)| *b == base) {
+                Some(e) => {
+                    e.1 = e.1.max(end);
+                    e.2 += 1;
+                }
+                None => bases.push((base, end, 1)),
+            }
+        }
+        let mut checks = Vec::new();
+        for (base, end, uses) in bases {
+            if uses < 2
+                || self
+                    .known_ind
+                    .iter()
+                    .any(|(b, _, e)| *b == base && *e >= end)
+            {
+                continue;
+            }
+            let var = Variable::from_u32(self.vars);
+            self.vars += 1;
+            self.b.declare_var(var, types::I32);
+            self.known_ind.push((base.clone(), var, end));
+            checks.push((base, var, end));
+        }
+        let mut cur = t;
+        for q in conjuncts.iter().rev() {
+            cur = self.lower(q, cur, self.reject);
+        }
+        self.known_ind.truncate(saved_ind);
+        if !fixed && checks.is_empty() {
+            self.known = saved;
+            return cur;
+        }
+        let head = self.b.create_block();
+        self.b.switch_to_block(head);
+        if fixed {
+            self.stats.bounds_checks += 1;
+            self.stats.aggregated_checks += 1;
+            let short = self
+                .b
+                .ins()
+                .icmp_imm(IntCC::UnsignedLessThan, self.caplen, need as i64);
+            self.abort_if(short);
+        }
+        // (The bases' own loads are covered by the fixed check or checked.)
+        for (base, var, end) in checks {
+            let v = self.val(&base);
+            self.b.def_var(var, v);
+            self.stats.bounds_checks += 1;
+            self.stats.aggregated_indirect += 1;
+            let v64 = self.b.ins().uextend(types::I64, v);
+            let last = self.b.ins().iadd_imm(v64, end as i64);
+            let over = self
+                .b
+                .ins()
+                .icmp(IntCC::UnsignedGreaterThan, last, self.caplen);
+            self.abort_if(over);
+        }
+        self.b.ins().jump(cur, &[]);
+        self.known = saved;
+        head
     }
 
     /// Fill `blk` to test `v ∈ keys` (sorted, distinct): a jump table when
@@ -885,6 +973,12 @@ impl Gen<'_, '_> {
     /// unless a dominating check already covers it.
     fn load(&mut self, base: &Val, offset: u32, size: Size) -> Value {
         self.stats.loads += 1;
+        let folded = fold_base(base, offset);
+        if let Some((inner, offset)) = &folded {
+            self.stats.folded_offsets += 1;
+            self.stats.loads -= 1; // counted again by the call below
+            return self.load(inner, *offset, size);
+        }
         let width = size.bytes() as u64;
         let flags = MemFlags::new().with_notrap().with_readonly();
         let addr = match base {
@@ -902,6 +996,28 @@ impl Gen<'_, '_> {
                     self.known = end;
                 }
                 self.b.ins().iadd_imm(self.pkt, start as i64)
+            }
+            base if self
+                .known_ind
+                .iter()
+                .any(|(b, _, end)| b == base && offset as u64 + width <= *end) =>
+            {
+                // Checked at the head of the enclosing `and`.
+                let var = self
+                    .known_ind
+                    .iter()
+                    .find(|(b, _, end)| b == base && offset as u64 + width <= *end)
+                    .map(|e| e.1)
+                    .expect("just found");
+                let b32 = self.b.use_var(var);
+                let b64 = self.b.ins().uextend(types::I64, b32);
+                let start = self.b.ins().iadd_imm(b64, offset as i64);
+                let start = if self.ptr == types::I64 {
+                    start
+                } else {
+                    self.b.ins().ireduce(self.ptr, start)
+                };
+                self.b.ins().iadd(self.pkt, start)
             }
             base => {
                 let b32 = self.val(base);
@@ -964,14 +1080,248 @@ fn must(p: &Pred) -> u64 {
     }
 }
 
-/// Like [`must`], in a context where `p` being false rejects the packet:
-/// then every conjunct of an `and` is either reached or the packet is
-/// rejected before (a false conjunct or an abort).
-fn must_or_reject(p: &Pred) -> u64 {
-    match p {
-        Pred::And(ps) => ps.iter().map(must_or_reject).max().unwrap_or(0),
-        p => must(p),
+/// The largest value `v` can take (32-bit arithmetic; `u32::MAX` when
+/// unknown or when the computation may wrap).
+fn upper(v: &Val) -> u64 {
+    const MAX: u64 = u32::MAX as u64;
+    match v {
+        Val::Const(k) => *k as u64,
+        Val::Len => MAX,
+        Val::Load { size, .. } => match size {
+            Size::Byte => 0xff,
+            Size::Half => 0xffff,
+            Size::Word => MAX,
+        },
+        Val::Bin(op, a, b) => {
+            let (x, y) = (upper(a), upper(b));
+            let r = match op {
+                BinOp::And => x.min(y),
+                BinOp::Add => x + y,
+                BinOp::Mul => x.saturating_mul(y),
+                BinOp::Shl => match **b {
+                    Val::Const(s) if s < 32 => x << s,
+                    _ => MAX,
+                },
+                BinOp::Shr | BinOp::Div => x,
+                BinOp::Mod => x.min(y.saturating_sub(1)),
+                _ => MAX,
+            };
+            r.min(MAX)
+        }
+        Val::Neg(_) => MAX,
     }
+}
+
+/// DPF's constant shifts folded into offsets: a load at `(x + c) + offset`
+/// is a load at `x + (c + offset)` when `x + c` cannot wrap at 32 bits, so
+/// loads after one computed header share its base (one computation, one
+/// aggregated check). `None` when there is nothing to fold.
+fn fold_base(base: &Val, offset: u32) -> Option<(Val, u32)> {
+    let Val::Bin(BinOp::Add, x, c) = base else {
+        return None;
+    };
+    let (x, c) = match (&**x, &**c) {
+        (x, Val::Const(c)) if !x.is_const() => (x, *c),
+        (Val::Const(c), x) if !x.is_const() => (x, *c),
+        _ => return None,
+    };
+    if upper(x) + c as u64 > u32::MAX as u64 {
+        return None;
+    }
+    let offset = offset.checked_add(c)?;
+    // (Nested sums fold one constant per step.)
+    Some(match fold_base(x, offset) {
+        Some(deeper) => deeper,
+        None => (x.clone(), offset),
+    })
+}
+
+/// The conjuncts of an `and` whose failure rejects, nested `and`s opened
+/// (their failure rejects too).
+fn flatten_and(ps: &[Pred], out: &mut Vec<Pred>) {
+    for p in ps {
+        match p {
+            Pred::And(qs) => flatten_and(qs, out),
+            p => out.push(p.clone()),
+        }
+    }
+}
+
+/// Every `(base, end)` of a load from a computed base that evaluating `p`
+/// certainly reaches, unless it aborts first (the indirect twin of [`must`]).
+fn must_ind(p: &Pred, out: &mut Vec<(Val, u64)>) {
+    match p {
+        Pred::True | Pred::False => {}
+        Pred::Cmp { lhs, rhs, .. } => {
+            must_ind_val(lhs, out);
+            must_ind_val(rhs, out);
+        }
+        Pred::Not(q) => must_ind(q, out),
+        Pred::And(ps) | Pred::Or(ps) => {
+            if let Some(q) = ps.first() {
+                must_ind(q, out);
+            }
+        }
+        Pred::In { val, .. } => must_ind_val(val, out),
+        Pred::ProtoChain { start, .. } => must_ind_val(start, out),
+    }
+}
+
+fn must_ind_val(v: &Val, out: &mut Vec<(Val, u64)>) {
+    match v {
+        Val::Const(_) | Val::Len => {}
+        Val::Load { base, offset, size } => {
+            let (b, off) = fold_base(base, *offset).unwrap_or(((**base).clone(), *offset));
+            if !b.is_const() {
+                out.push((b, off as u64 + size.bytes() as u64));
+            }
+            must_ind_val(base, out);
+        }
+        Val::Bin(_, a, b) => {
+            must_ind_val(a, out);
+            must_ind_val(b, out);
+        }
+        Val::Neg(a) => must_ind_val(a, out),
+    }
+}
+
+/// `(load & mask) == value` on `bytes` bytes at `base + offset`: what atom
+/// coalescing merges.
+#[derive(Clone, Debug)]
+struct Atom {
+    base: Val,
+    offset: u32,
+    bytes: u32,
+    mask: u32,
+    value: u32,
+}
+
+/// A conjunct as an [`Atom`], when it is one (and can be true at all).
+fn atom(p: &Pred) -> Option<Atom> {
+    let Pred::Cmp {
+        op: CmpOp::Eq,
+        lhs,
+        rhs: Val::Const(k),
+    } = p
+    else {
+        return None;
+    };
+    let (load, mask) = match lhs {
+        Val::Bin(BinOp::And, a, m) => match **m {
+            Val::Const(m) => (&**a, m),
+            _ => return None,
+        },
+        v => (v, u32::MAX),
+    };
+    let Val::Load { base, offset, size } = load else {
+        return None;
+    };
+    let (base, offset) = fold_base(base, *offset).unwrap_or(((**base).clone(), *offset));
+    let bytes = size.bytes();
+    let full = if bytes == 4 {
+        u32::MAX
+    } else {
+        (1u32 << (8 * bytes)) - 1
+    };
+    let mask = mask & full;
+    if *k & !mask != 0 || offset.checked_add(4).is_none() {
+        return None; // never true: leave it to the ordinary lowering
+    }
+    Some(Atom {
+        base,
+        offset,
+        bytes,
+        mask,
+        value: *k,
+    })
+}
+
+/// DPF's atom coalescing on the conjuncts of an `and` whose failure
+/// rejects: compares of adjacent bytes from the same base against
+/// constants become one compare of up to 4 bytes (`src port` and `dst port`
+/// one 32-bit compare). The merged compare takes the place of its first
+/// part. Returns the conjuncts and how many compares were merged away.
+fn coalesce(ps: &[Pred]) -> (Vec<Pred>, usize) {
+    let atoms: Vec<(usize, Atom)> = ps
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| atom(p).map(|a| (i, a)))
+        .collect();
+    // index of a conjunct -> its replacement (None: merged into another)
+    let mut replace: Vec<Option<Option<Pred>>> = vec![None; ps.len()];
+    let mut merged = 0;
+    let mut done = vec![false; atoms.len()];
+    for i in 0..atoms.len() {
+        if done[i] {
+            continue;
+        }
+        // The atoms on the same base, by offset.
+        let mut same: Vec<usize> = (i..atoms.len())
+            .filter(|&j| !done[j] && atoms[j].1.base == atoms[i].1.base)
+            .collect();
+        same.sort_by_key(|&j| atoms[j].1.offset);
+        let mut at = 0;
+        while at < same.len() {
+            // The longest run of adjacent atoms from `at` that is 2 or 4 bytes.
+            let mut run = vec![same[at]];
+            let mut bytes = atoms[same[at]].1.bytes;
+            let mut best = (1, bytes);
+            for &j in &same[at + 1..] {
+                let a = &atoms[j].1;
+                let last = &atoms[*run.last().expect("non-empty")].1;
+                if a.offset != last.offset + last.bytes || bytes + a.bytes > 4 {
+                    break;
+                }
+                run.push(j);
+                bytes += a.bytes;
+                if bytes == 2 || bytes == 4 {
+                    best = (run.len(), bytes);
+                }
+            }
+            let (len, bytes) = best;
+            if len > 1 {
+                let parts: Vec<&Atom> = run[..len].iter().map(|&j| &atoms[j].1).collect();
+                let (mut mask, mut value) = (0u32, 0u32);
+                for a in &parts {
+                    let shift = 8 * a.bytes;
+                    mask = (((mask as u64) << shift) | a.mask as u64) as u32;
+                    value = (((value as u64) << shift) | a.value as u64) as u32;
+                }
+                let size = Size::from_bytes(bytes).expect("2 or 4 bytes");
+                let load = Val::load(parts[0].base.clone(), parts[0].offset, size);
+                let lhs = if mask == u32::MAX || (bytes == 2 && mask == 0xffff) {
+                    load
+                } else {
+                    Val::bin(BinOp::And, load, Val::Const(mask))
+                };
+                let pred = Pred::Cmp {
+                    op: CmpOp::Eq,
+                    lhs,
+                    rhs: Val::Const(value),
+                };
+                // The merged compare goes where the earliest part was.
+                let first = run[..len].iter().map(|&j| atoms[j].0).min().expect("parts");
+                for &j in &run[..len] {
+                    done[j] = true;
+                    replace[atoms[j].0] = Some(None);
+                }
+                replace[first] = Some(Some(pred));
+                merged += len - 1;
+            } else {
+                done[run[0]] = true;
+            }
+            at += len;
+        }
+    }
+    let out = ps
+        .iter()
+        .zip(replace)
+        .filter_map(|(p, r)| match r {
+            None => Some(p.clone()),
+            Some(r) => r,
+        })
+        .collect();
+    (out, merged)
 }
 
 #[cfg(test)]

@@ -74,6 +74,123 @@ fn bounds_checks_are_aggregated() {
     );
 }
 
+/// An IPv4/TCP packet (14-byte Ethernet, IPv4 header of `ihl` words) from
+/// 10.0.0.1:1234 to 10.0.0.2:80.
+fn tcp_packet(ihl: u8) -> Vec<u8> {
+    let mut p = vec![0u8; 14 + 4 * ihl as usize + 20];
+    p[12] = 8;
+    p[14] = 0x40 | ihl;
+    p[23] = 6;
+    p[26..30].copy_from_slice(&[10, 0, 0, 1]);
+    p[30..34].copy_from_slice(&[10, 0, 0, 2]);
+    let th = 14 + 4 * ihl as usize;
+    p[th..th + 4].copy_from_slice(&[0x04, 0xd2, 0, 80]);
+    p
+}
+
+/// The TCP header's field at `off` (after a variable-length IPv4 header).
+fn tcp_field(off: u32, size: Size) -> sluice_ir::Val {
+    sluice_ir::Val::load(sluice_ir::Val::ip_hdr_len(14), 14 + off, size)
+}
+
+/// DPF's atom coalescing: source and destination port (adjacent 16-bit
+/// fields) become one 32-bit compare, the fragment field's mask and the
+/// protocol byte stay separate; and the two loads behind the variable IPv4
+/// header length share one length check (one check per indirect base).
+#[test]
+fn adjacent_atoms_coalesce_and_indirect_checks_aggregate() {
+    let session = Pred::And(vec![
+        ether_type(0x800),
+        eq(ld(23, Size::Byte), 6),
+        eq(ld(26, Size::Word), 0x0a000001),
+        eq(ld(30, Size::Word), 0x0a000002),
+        Pred::eq(
+            sluice_ir::Val::bin(
+                sluice_ir::BinOp::And,
+                ld(20, Size::Half),
+                sluice_ir::Val::Const(0x1fff),
+            ),
+            0,
+        ),
+        eq(tcp_field(0, Size::Half), 1234),
+        eq(tcp_field(2, Size::Half), 80),
+    ]);
+    let mut pkts = sample_packets();
+    pkts.extend([tcp_packet(5), tcp_packet(6), tcp_packet(15)]);
+    let n = check(&Filter::new(session.clone(), 1), &pkts);
+    assert_eq!(n.run(&tcp_packet(5), 54), 1);
+    assert_eq!(n.run(&tcp_packet(7), 62), 1);
+    let s = n.stats();
+    assert_eq!(s.coalesced, 1, "{s:?}");
+    assert_eq!(s.aggregated_indirect, 0, "one indirect load left: {s:?}");
+    // Only the ports, written as a nested `and`: still merged.
+    let ports = Pred::And(vec![
+        ether_type(0x800),
+        Pred::And(vec![
+            eq(tcp_field(2, Size::Half), 80),
+            eq(ld(23, Size::Byte), 6),
+        ]),
+        eq(tcp_field(0, Size::Half), 1234),
+    ]);
+    let n = check(&Filter::new(ports, 1), &pkts);
+    assert_eq!(n.stats().coalesced, 1);
+    // Two indirect loads that cannot merge (not adjacent): one check.
+    let apart = Pred::And(vec![
+        ether_type(0x800),
+        eq(tcp_field(0, Size::Half), 1234),
+        Pred::eq(
+            sluice_ir::Val::bin(
+                sluice_ir::BinOp::And,
+                tcp_field(13, Size::Byte),
+                sluice_ir::Val::Const(2),
+            ),
+            2,
+        ),
+    ]);
+    let n = check(&Filter::new(apart, 1), &pkts);
+    let s = n.stats();
+    assert_eq!((s.coalesced, s.aggregated_indirect), (0, 1), "{s:?}");
+    // A constant added to the base is folded into the offset: the same
+    // ports spelled `(hl + 14)[0]` and `hl[16]` still meet and merge.
+    let hl = sluice_ir::Val::ip_hdr_len(14);
+    let spelled = Pred::And(vec![
+        ether_type(0x800),
+        eq(
+            sluice_ir::Val::load(
+                sluice_ir::Val::bin(sluice_ir::BinOp::Add, hl.clone(), sluice_ir::Val::Const(14)),
+                0,
+                Size::Half,
+            ),
+            1234,
+        ),
+        eq(sluice_ir::Val::load(hl, 16, Size::Half), 80),
+    ]);
+    let n = check(&Filter::new(spelled, 1), &pkts);
+    assert_eq!(n.run(&tcp_packet(5), 54), 1);
+    assert_eq!(n.stats().coalesced, 1, "{:?}", n.stats());
+    let flags = Pred::eq(
+        sluice_ir::Val::load(
+            sluice_ir::Val::bin(
+                sluice_ir::BinOp::Add,
+                sluice_ir::Val::ip_hdr_len(14),
+                sluice_ir::Val::Const(14),
+            ),
+            13,
+            Size::Byte,
+        ),
+        0,
+    );
+    let n = check(
+        &Filter::new(Pred::And(vec![ether_type(0x800), flags]), 1),
+        &pkts,
+    );
+    assert_eq!(n.stats().folded_offsets, 1, "{:?}", n.stats());
+    // Under `not`, a false conjunct accepts: nothing is merged or hoisted.
+    let n = check(&Filter::new(Pred::not(session), 1), &pkts);
+    let s = n.stats();
+    assert_eq!((s.coalesced, s.aggregated_indirect), (0, 0), "{s:?}");
+}
+
 #[test]
 fn dense_sets_use_a_jump_table() {
     let p = Pred::is_in(ld(23, Size::Byte), vec![0, 1, 2, 3, 5, 6, 7, 8, 17]);
@@ -167,6 +284,55 @@ proptest! {
     ) {
         let pred = if and { Pred::And(ps) } else { Pred::Or(ps) };
         let pred = if not { Pred::Not(Box::new(pred)) } else { pred };
+        check(&Filter::new(pred, ACCEPT), &pkts);
+    }
+
+    /// Conjunctions of compares of neighbouring fields, at fixed offsets and
+    /// behind the IPv4 header length, under `not` and `or` or not: what
+    /// atom coalescing and indirect check aggregation rewrite.
+    #[test]
+    fn coalescing_agrees_with_ir(
+        atoms in prop::collection::vec((any::<bool>(), 10u32..30, 0usize..3, any::<u32>(), any::<u32>(), any::<bool>()), 1..10),
+        wrap in 0u8..4,
+        pkts in prop::collection::vec(arb_packet(), 2),
+    ) {
+        let mut conj = Vec::new();
+        for (indirect, off, size, k, mask, masked) in atoms {
+            let size = [Size::Byte, Size::Half, Size::Word][size];
+            let v = match (indirect, off % 3) {
+                (false, _) => ld(off, size),
+                (true, 0) => sluice_ir::Val::load(
+                    sluice_ir::Val::bin(sluice_ir::BinOp::Add, sluice_ir::Val::ip_hdr_len(14), sluice_ir::Val::Const(4 + off - 10)),
+                    10,
+                    size,
+                ),
+                (true, _) => tcp_field(off - 10, size),
+            };
+            let width = size.bytes();
+            let full = if width == 4 { u32::MAX } else { (1 << (8 * width)) - 1 };
+            // Often the value the field has in a TCP packet, so whole
+            // conjunctions match; else constants the field can or cannot hold.
+            let k = match k % 4 {
+                0 => k,
+                1 => k & full,
+                _ => sluice_ir::eval_val(&v, &tcp_packet(5), 54).unwrap_or(k),
+            };
+            let p = if masked {
+                Pred::eq(sluice_ir::Val::bin(sluice_ir::BinOp::And, v, sluice_ir::Val::Const(mask)), k & mask)
+            } else {
+                eq(v, k)
+            };
+            conj.push(p);
+        }
+        let and = Pred::And(conj);
+        let pred = match wrap {
+            0 => and,
+            1 => Pred::not(and),
+            2 => Pred::Or(vec![and, eq(ld(0, Size::Byte), 1)]),
+            _ => Pred::And(vec![ether_type(0x800), and]),
+        };
+        let mut pkts = pkts;
+        pkts.extend([tcp_packet(5), tcp_packet(9)]);
         check(&Filter::new(pred, ACCEPT), &pkts);
     }
 
