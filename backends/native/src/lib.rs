@@ -67,6 +67,8 @@
 
 #![warn(missing_docs)]
 
+pub mod fpl;
+
 
 use std::fmt;
 
