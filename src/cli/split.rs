@@ -3,9 +3,10 @@
 
 use super::{cached, for_each_packet, linktype_of, open_capture, read_text, Fail};
 use clap::ArgGroup;
-use sluice::capture::{CaptureFormat, CaptureWriter};
+use sluice::capture::{CaptureFormat, CaptureWriter, Packet};
 use sluice::{LinkType, Program};
 use sluice_classifier::merged::{Compiled, Merged, Scratch};
+use sluice_fragments::{Config, Counters, Dispatcher, Limits, Mode, Output, Source};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -36,6 +37,60 @@ pub struct SplitArgs {
     /// Print --count and --verdicts as one JSON object.
     #[arg(long, requires = "report")]
     json: bool,
+    /// Fragment dispatch: later fragments of an IP datagram go to the
+    /// filters that took its first fragment (held when they come first).
+    #[arg(long)]
+    fragments: bool,
+    /// With --fragments: most fragments held at once waiting for their
+    /// first fragment [default: 1024].
+    #[arg(long = "hold-packets", value_name = "N", requires = "fragments")]
+    hold_packets: Option<usize>,
+    /// With --fragments: most bytes held at once [default: 4194304].
+    #[arg(long = "hold-bytes", value_name = "N", requires = "fragments")]
+    hold_bytes: Option<usize>,
+    /// With --fragments: how long a fragment is held, in seconds of packet
+    /// time [default: 5].
+    #[arg(long = "hold-timeout", value_name = "SECS", requires = "fragments", value_parser = seconds)]
+    hold_timeout: Option<std::time::Duration>,
+    /// With --fragments: how long a datagram's filters are remembered after
+    /// its first fragment, in seconds of packet time [default: 30].
+    #[arg(long = "datagram-timeout", value_name = "SECS", requires = "fragments", value_parser = seconds)]
+    datagram_timeout: Option<std::time::Duration>,
+    /// With --fragments: most datagrams remembered at once [default: 65536].
+    #[arg(long = "max-datagrams", value_name = "N", requires = "fragments")]
+    max_datagrams: Option<usize>,
+}
+
+/// A non-negative number of seconds.
+fn seconds(s: &str) -> Result<std::time::Duration, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    std::time::Duration::try_from_secs_f64(v).map_err(|_| format!("'{s}' is not a duration"))
+}
+
+impl SplitArgs {
+    /// The fragment dispatcher, with --fragments.
+    fn dispatcher(&self, big_endian: bool) -> Option<Dispatcher> {
+        let d = Limits::default();
+        self.fragments.then(|| {
+            Dispatcher::new(Config {
+                mode: if self.first_match {
+                    Mode::First
+                } else {
+                    Mode::All
+                },
+                limits: Limits {
+                    hold_packets: self.hold_packets.unwrap_or(d.hold_packets),
+                    hold_bytes: self.hold_bytes.unwrap_or(d.hold_bytes),
+                    hold_timeout: self.hold_timeout.unwrap_or(d.hold_timeout),
+                    datagram_timeout: self.datagram_timeout.unwrap_or(d.datagram_timeout),
+                    max_datagrams: self.max_datagrams.unwrap_or(d.max_datagrams),
+                },
+                big_endian,
+            })
+        })
+    }
 }
 
 /// One line of a filters file.
@@ -265,6 +320,8 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
     let mut seen = 0u64;
     let mut scratch = Scratch::default();
     let mut ids: Vec<u32> = Vec::new();
+    let mut dispatcher = args.dispatcher(big_endian);
+    let mut delivered = Output::default();
     let status = for_each_packet(&mut reader, size, |pkt| {
         let first = classifiers.is_empty();
         let merged = cached(&mut classifiers, pkt.linktype, || {
@@ -283,19 +340,53 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
             merged.classify(pkt.data, pkt.wirelen, &mut scratch, &mut ids);
         }
         open_outputs(&mut outputs)?;
-        for &id in &ids {
-            let i = id as usize;
-            counts[i] += 1;
-            if args.verdicts {
-                bits[i].set(seen);
+        let mut to = Deliver {
+            counts: &mut counts,
+            bits: args.verdicts.then_some(&mut bits),
+            outputs: outputs.as_mut(),
+        };
+        match dispatcher.as_mut() {
+            // Held fragments come out after the packet that releases them.
+            Some(d) => {
+                d.dispatch(pkt, &ids, &mut delivered);
+                for del in delivered.iter() {
+                    match del.source {
+                        Source::Current => to.deliver(seen, pkt, del.filters)?,
+                        Source::Held(h) => to.deliver(h.index, &h.as_packet(), del.filters)?,
+                    }
+                }
             }
-            if let Some(o) = outputs.as_mut() {
-                o.writers[i].write_packet(pkt)?;
-            }
+            None => to.deliver(seen, pkt, &ids)?,
         }
         seen += 1;
         Ok(())
     });
+    // End of input: fragments still held are given up (in --first-match
+    // mode those some filter accepts alone go to it).
+    if let Some(d) = dispatcher.as_mut() {
+        d.flush(&mut delivered);
+        let mut to = Deliver {
+            counts: &mut counts,
+            bits: args.verdicts.then_some(&mut bits),
+            outputs: outputs.as_mut(),
+        };
+        for del in delivered.iter() {
+            if let Source::Held(h) = del.source {
+                to.deliver(h.index, &h.as_packet(), del.filters)?;
+            }
+        }
+        let c = d.counters();
+        if c.dropped() > 0 && !args.json {
+            eprintln!(
+                "sluice: fragments: {} held fragments dropped (timeout {}, queue full {}, end of input {}; {} of them went to their own filter)",
+                c.dropped(),
+                c.dropped_timeout,
+                c.dropped_full,
+                c.dropped_end,
+                c.fallback
+            );
+        }
+    }
     // A capture without packets and without an interface: check the filters
     // for Ethernet before creating the (empty) outputs.
     if status.is_ok() && outputs.is_none() && classifiers.is_empty() {
@@ -304,8 +395,33 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
     }
     // Whatever happened, keep everything processed so far.
     let finished = outputs.map_or(Ok(()), Outputs::finish);
-    report(&args, &filters, &counts, &bits, seen)?;
+    let frag = dispatcher.as_ref().map(|d| *d.counters());
+    report(&args, &filters, &counts, &bits, seen, frag.as_ref())?;
     status.and(finished)
+}
+
+/// Where a packet goes: counts, verdict bits and output files.
+struct Deliver<'a> {
+    counts: &'a mut [u64],
+    bits: Option<&'a mut Vec<Bits>>,
+    outputs: Option<&'a mut Outputs>,
+}
+
+impl Deliver<'_> {
+    /// Packet `index` (input order) goes to `ids`.
+    fn deliver(&mut self, index: u64, pkt: &Packet<'_>, ids: &[u32]) -> Result<(), Fail> {
+        for &id in ids {
+            let i = id as usize;
+            self.counts[i] += 1;
+            if let Some(b) = self.bits.as_deref_mut() {
+                b[i].set(index);
+            }
+            if let Some(o) = self.outputs.as_deref_mut() {
+                o.writers[i].write_packet(pkt)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Print the counts and verdicts on standard output.
@@ -315,11 +431,12 @@ fn report(
     counts: &[u64],
     bits: &[Bits],
     seen: u64,
+    frag: Option<&Counters>,
 ) -> Result<(), Fail> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let result = if args.json {
-        json(&mut out, args, filters, counts, bits, seen)
+        json(&mut out, args, filters, counts, bits, seen, frag)
     } else {
         text(&mut out, args, filters, counts, bits, seen)
     };
@@ -359,8 +476,13 @@ fn json(
     counts: &[u64],
     bits: &[Bits],
     seen: u64,
+    frag: Option<&Counters>,
 ) -> std::io::Result<()> {
-    write!(out, "{{\"packets\": {seen}, \"filters\": [")?;
+    write!(out, "{{\"packets\": {seen}, ")?;
+    if let Some(c) = frag {
+        write!(out, "\"fragments\": {}, ", fragment_json(c))?;
+    }
+    write!(out, "\"filters\": [")?;
     for (i, f) in filters.iter().enumerate() {
         if i > 0 {
             write!(out, ", ")?;
@@ -377,6 +499,26 @@ fn json(
         write!(out, "}}")?;
     }
     writeln!(out, "]}}")
+}
+
+/// The fragment counters as a JSON object.
+fn fragment_json(c: &Counters) -> String {
+    format!(
+        "{{\"first_fragments\": {}, \"later_fragments\": {}, \"later_on_arrival\": {}, \"held\": {}, \"released\": {}, \"released_unclaimed\": {}, \"dropped\": {}, \"dropped_timeout\": {}, \"dropped_full\": {}, \"dropped_end\": {}, \"fallback\": {}, \"datagrams_expired\": {}, \"datagrams_evicted\": {}}}",
+        c.first_fragments,
+        c.later_fragments,
+        c.later_on_arrival,
+        c.held,
+        c.released,
+        c.released_unclaimed,
+        c.dropped(),
+        c.dropped_timeout,
+        c.dropped_full,
+        c.dropped_end,
+        c.fallback,
+        c.datagrams_expired,
+        c.datagrams_evicted
+    )
 }
 
 /// A JSON string literal.
