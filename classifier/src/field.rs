@@ -46,6 +46,8 @@ enum Read {
 #[derive(Clone, Debug, Default)]
 pub struct Fields {
     reads: Vec<Read>,
+    /// The value of each field, by id.
+    vals: Vec<Val>,
     ids: HashMap<Val, FieldId>,
 }
 
@@ -116,6 +118,7 @@ impl Fields {
         };
         let id = self.reads.len() as FieldId;
         self.reads.push(read);
+        self.vals.push(v.clone());
         self.ids.insert(v.clone(), id);
         id
     }
@@ -136,6 +139,17 @@ impl Fields {
     /// ```
     pub fn is_empty(&self) -> bool {
         self.reads.is_empty()
+    }
+
+    /// The IR value a field reads.
+    ///
+    /// ```
+    /// let mut f = sluice_classifier::field::Fields::default();
+    /// let id = f.intern(&sluice_ir::Val::Len);
+    /// assert_eq!(f.val(id), &sluice_ir::Val::Len);
+    /// ```
+    pub fn val(&self, id: FieldId) -> &Val {
+        &self.vals[id as usize]
     }
 
     /// The field as a [`Direct`] read, when it is one.
@@ -201,6 +215,45 @@ pub struct Direct {
 }
 
 impl Direct {
+    /// Where the IPv4 header starts whose length (`4 * (pkt[h] & 0xf)`) is
+    /// added to the offset, or `None` for a fixed offset.
+    ///
+    /// ```
+    /// use sluice_ir::{Val, Size};
+    /// let mut f = sluice_classifier::field::Fields::default();
+    /// let a = f.intern(&Val::load_abs(12, Size::Half));
+    /// let b = f.intern(&Val::load(Val::ip_hdr_len(14), 16, Size::Half));
+    /// assert_eq!(f.direct(a).unwrap().header(), None);
+    /// assert_eq!(f.direct(b).unwrap().header(), Some(14));
+    /// ```
+    pub fn header(&self) -> Option<u32> {
+        (self.hdr != u32::MAX).then_some(self.hdr)
+    }
+
+    /// The offset: from the packet's start, or past the IPv4 header.
+    ///
+    /// ```
+    /// use sluice_ir::{Val, Size};
+    /// let mut f = sluice_classifier::field::Fields::default();
+    /// let a = f.intern(&Val::load_abs(12, Size::Half));
+    /// assert_eq!(f.direct(a).unwrap().offset(), 12);
+    /// ```
+    pub fn offset(&self) -> u32 {
+        self.off
+    }
+
+    /// Bytes read: 1, 2 or 4 (big-endian).
+    ///
+    /// ```
+    /// use sluice_ir::{Val, Size};
+    /// let mut f = sluice_classifier::field::Fields::default();
+    /// let a = f.intern(&Val::load_abs(12, Size::Half));
+    /// assert_eq!(f.direct(a).unwrap().size(), 2);
+    /// ```
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+
     /// Read the field; `None` when the read aborts.
     ///
     /// ```

@@ -103,6 +103,32 @@ impl KeyTable {
         self.words.len() * 4
     }
 
+    /// Key width in words.
+    ///
+    /// ```
+    /// assert_eq!(sluice_classifier::table::KeyTable::new(3).width(), 3);
+    /// ```
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// The slots as stored, for code that probes the table itself (the
+    /// native classifier): `slots()` slots of `width() + 2` words each,
+    /// `[value, datum, key...]`; value 0 is an empty slot (a probe stops
+    /// there), `u32::MAX` a removed key (a probe goes on); a key lives in
+    /// the first slot from `hash(key) & (slots() - 1)` on, stepping by one
+    /// slot and wrapping. At least one slot is always empty.
+    ///
+    /// ```
+    /// let mut t = sluice_classifier::table::KeyTable::new(1);
+    /// t.insert_with(&[5], 9, 2);
+    /// let h = t.home(sluice_classifier::table::hash(&[5]));
+    /// assert_eq!(&t.words()[h * 3..h * 3 + 3], &[9, 2, 5]);
+    /// ```
+    pub fn words(&self) -> &[u32] {
+        &self.words
+    }
+
     /// The first slot to probe for a hash.
     ///
     /// ```
