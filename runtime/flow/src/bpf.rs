@@ -1,0 +1,297 @@
+//! The `BPF` class: a tcpdump filter expression or a classic BPF program.
+//!
+//! `(BPF,"tcp port 80")` compiles the expression with sluice's pipeline
+//! (pcap language → IR → native code, with the classic BPF program from
+//! `sluice-cbpf` as the fallback interpreter) for every link type its
+//! sources deliver, with libpcap's meaning and a snapshot length of 262144
+//! (the return value on accept, as `sluice filter` uses). The argument is
+//! taken as BPF program text instead when it looks like one: tcpdump's
+//! `-d` (`(000) ldh [12]`), `-dd` (`{ 0x28, … }`) or `-ddd` (a count, then
+//! `code jt jf k` lines; on a command line the lines may be separated by
+//! commas: `"4,40 0 0 12,21 0 1 2048,6 0 0 65535,6 0 0 0"`). `@FILE` reads
+//! the argument from a file. Programs must pass the userland verifier; they
+//! run as native code when they lift into the IR, in `sluice-bpf`'s
+//! interpreter otherwise.
+//!
+//! Elements of this class hanging off the same point of a group's graph
+//! are run together through one merged classifier (`sluice-classifier`).
+
+use crate::buffer::MBuf;
+use crate::class::{ArgError, BuildEnv, ClassInfo, Element, FilterClass, Pkt};
+use crate::value::Value;
+use sluice_bpf::Insn;
+use sluice_ir::Filter;
+use sluice_native::NativeFilter;
+use sluice_pcap::link::LinkType;
+use std::collections::HashMap;
+
+/// Snapshot length the expressions return on accept.
+pub const SNAPLEN: u32 = 262_144;
+
+/// The `BPF` filter class.
+///
+/// ```
+/// use sluice_flow::class::FilterClass;
+/// use sluice_flow::bpf::BpfClass;
+/// assert!(BpfClass.check(&["tcp port 80".into()]).is_ok());
+/// let e = BpfClass.check(&["tcp prot 80".into()]).unwrap_err();
+/// assert_eq!(e.arg, Some(0));
+/// assert!(BpfClass.check(&["1,6 0 0 65535".into()]).is_ok());
+/// ```
+pub struct BpfClass;
+
+enum Text {
+    Expr(String),
+    Code(Vec<Insn>),
+}
+
+fn looks_like_program(t: &str) -> bool {
+    let t = t.trim_start();
+    let mut cs = t.chars();
+    match cs.next() {
+        Some('{') => true,
+        Some('(') => cs.next().is_some_and(|c| c.is_ascii_digit()),
+        Some(c) if c.is_ascii_digit() => {
+            let head: String = t.chars().take_while(|c| c.is_ascii_digit()).collect();
+            matches!(t[head.len()..].chars().next(), Some('\n' | ',' | '\r'))
+        }
+        _ => false,
+    }
+}
+
+fn load(args: &[String]) -> Result<Text, ArgError> {
+    crate::class::at_most(
+        args,
+        1,
+        "(BPF,EXPRESSION) or (BPF,PROGRAM_TEXT) or (BPF,@FILE)",
+    )?;
+    let raw = args
+        .first()
+        .ok_or_else(|| ArgError::element("BPF needs an expression or a program: (BPF,\"tcp\")"))?;
+    let text = match raw.strip_prefix('@') {
+        Some(path) => {
+            std::fs::read_to_string(path).map_err(|e| ArgError::at(0, format!("{path}: {e}")))?
+        }
+        None => raw.clone(),
+    };
+    if looks_like_program(&text) {
+        let t = if !text.contains('\n') && !text.trim_start().starts_with('{') {
+            text.replace(',', "\n")
+        } else {
+            text.clone()
+        };
+        let prog = sluice_bpf::parse_program(&t)
+            .map_err(|e| ArgError::at(0, format!("BPF program line {}: {}", e.line, e.message)))?;
+        sluice_bpf::Verifier::userland()
+            .verify(&prog)
+            .map_err(|e| ArgError::at(0, format!("BPF program: {e}")))?;
+        Ok(Text::Code(prog))
+    } else {
+        if text.trim().is_empty() {
+            return Err(ArgError::at(0, "empty filter expression"));
+        }
+        if let Err(e) = sluice_pcap::parser::parse(&text) {
+            return Err(ArgError {
+                arg: Some(0),
+                offset: if raw.starts_with('@') {
+                    0
+                } else {
+                    text[..e.span.start.min(text.len())].chars().count()
+                },
+                message: e.message,
+            });
+        }
+        Ok(Text::Expr(text))
+    }
+}
+
+/// One compiled form of the filter.
+struct Code {
+    ir: Option<Filter>,
+    native: Option<NativeFilter>,
+    insns: Vec<Insn>,
+}
+
+impl Code {
+    fn from_expr(text: &str, linktype: u16, big_endian: bool) -> Result<Code, String> {
+        let lt = LinkType::from_number(linktype as u32)
+            .ok_or_else(|| format!("link type {linktype} is not supported"))?;
+        let mut ir = sluice_pcap::compile_for(text, lt, SNAPLEN, big_endian)
+            .map_err(|e| format!("{e} (link type {})", lt.name()))?;
+        ir.pred = sluice_ir::simplify::fast_disjunctions(ir.pred);
+        let insns =
+            sluice_cbpf::lower_with(&ir, sluice_cbpf::Options { optimize: true }).map_err(|e| {
+                match e {
+                    sluice_cbpf::LowerError::RejectsAll => {
+                        format!("expression rejects all packets (link type {})", lt.name())
+                    }
+                    e => e.to_string(),
+                }
+            })?;
+        let native = NativeFilter::compile(&ir).ok();
+        Ok(Code {
+            ir: Some(ir),
+            native,
+            insns,
+        })
+    }
+
+    fn from_program(prog: &[Insn]) -> Code {
+        let ir = sluice_bpf::lift(prog).ok();
+        let native = ir.as_ref().and_then(|f| NativeFilter::compile(f).ok());
+        Code {
+            ir,
+            native,
+            insns: prog.to_vec(),
+        }
+    }
+
+    #[inline]
+    fn run(&self, pkt: &[u8], wirelen: u32) -> u32 {
+        match &self.native {
+            Some(n) => n.run(pkt, wirelen),
+            None => sluice_bpf::run(&self.insns, pkt, wirelen),
+        }
+    }
+}
+
+struct Bpf {
+    text: Text,
+    codes: HashMap<(u16, bool), Code>,
+    last: (u16, bool),
+    accepted: u64,
+}
+
+impl Bpf {
+    fn code(&mut self, linktype: u16, big_endian: bool) -> Result<&Code, String> {
+        let key = match self.text {
+            Text::Code(_) => (0, false),
+            Text::Expr(_) => (linktype, big_endian),
+        };
+        if !self.codes.contains_key(&key) {
+            let c = match &self.text {
+                Text::Expr(t) => Code::from_expr(t, linktype, big_endian)?,
+                Text::Code(p) => Code::from_program(p),
+            };
+            self.codes.insert(key, c);
+        }
+        self.last = key;
+        Ok(&self.codes[&key])
+    }
+}
+
+impl FilterClass for BpfClass {
+    fn name(&self) -> &str {
+        "BPF"
+    }
+    fn aliases(&self) -> &[&str] {
+        &["pcap", "tcpdump"]
+    }
+    fn check(&self, args: &[String]) -> Result<ClassInfo, ArgError> {
+        load(args)?;
+        Ok(ClassInfo::default())
+    }
+    fn build(&self, args: &[String], env: &BuildEnv) -> Result<Box<dyn Element>, ArgError> {
+        let mut b = Bpf {
+            text: load(args)?,
+            codes: HashMap::new(),
+            last: (u16::MAX, false),
+            accepted: 0,
+        };
+        for &(lt, be) in &env.linktypes {
+            b.code(lt, be).map_err(|e| ArgError::at(0, e))?;
+        }
+        if matches!(b.text, Text::Code(_)) {
+            b.code(0, false).map_err(|e| ArgError::at(0, e))?;
+        }
+        b.last = (u16::MAX, false);
+        Ok(Box::new(b))
+    }
+}
+
+impl Element for Bpf {
+    #[inline]
+    fn run(&mut self, pkt: &Pkt<'_>, _: &MBuf) -> Result<u32, String> {
+        let key = match self.text {
+            Text::Code(_) => (0, false),
+            Text::Expr(_) => (pkt.linktype, pkt.big_endian),
+        };
+        let r = if key == self.last {
+            self.codes[&key].run(pkt.data, pkt.wirelen)
+        } else {
+            self.code(pkt.linktype, pkt.big_endian)?
+                .run(pkt.data, pkt.wirelen)
+        };
+        self.accepted += (r != 0) as u64;
+        Ok(r)
+    }
+
+    fn report(&self, _: &MBuf) -> Value {
+        Value::U64(self.accepted)
+    }
+
+    fn ir(&mut self, linktype: u16, big_endian: bool) -> Option<Filter> {
+        let c = self.code(linktype, big_endian).ok()?;
+        // Only filters that accept with one constant can share a classifier
+        // (the classifier reports which filters accept, not a value).
+        c.ir.clone()
+    }
+
+    fn merged_result(&mut self, result: u32) {
+        self.accepted += (result != 0) as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_program_text() {
+        assert!(looks_like_program("(000) ldh [12]"));
+        assert!(looks_like_program("{ 0x6, 0, 0, 0 },"));
+        assert!(looks_like_program("2\n6 0 0 1\n6 0 0 0"));
+        assert!(looks_like_program("1,6 0 0 1"));
+        assert!(!looks_like_program("tcp"));
+        assert!(!looks_like_program("(tcp or udp)"));
+        assert!(!looks_like_program("1 = 1"));
+    }
+
+    #[test]
+    fn expression_errors_point_into_the_argument() {
+        let e = BpfClass.check(&["tcp and and".into()]).unwrap_err();
+        assert_eq!(e.arg, Some(0));
+        assert!(e.offset >= 4, "{e:?}");
+        let e = BpfClass.check(&["2,6 0 0 1".into()]).unwrap_err();
+        assert!(e.message.contains("BPF program"), "{e:?}");
+    }
+
+    #[test]
+    fn runs_expression_and_program_alike() {
+        let env = BuildEnv {
+            linktypes: vec![(1, false)],
+        };
+        let mut ip = vec![0u8; 34];
+        ip[12] = 0x08;
+        ip[14] = 0x45;
+        let p = Pkt {
+            data: &ip,
+            wirelen: 34,
+            linktype: 1,
+            ts_sec: 0,
+            ts_nsec: 0,
+            big_endian: false,
+        };
+        let m = MBuf::new(0);
+        let mut a = BpfClass.build(&["ip".into()], &env).unwrap();
+        let mut b = BpfClass
+            .build(
+                &["4,40 0 0 12,21 0 1 2048,6 0 0 262144,6 0 0 0".into()],
+                &env,
+            )
+            .unwrap();
+        assert_eq!(a.run(&p, &m).unwrap(), SNAPLEN);
+        assert_eq!(b.run(&p, &m).unwrap(), SNAPLEN);
+        assert!(a.ir(1, false).is_some());
+    }
+}

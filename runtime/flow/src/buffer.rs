@@ -1,0 +1,1361 @@
+//! FFPF's buffers (§3.1): the circular packet buffer of a flow group
+//! ([`PBuf`]), the index buffer of a filter ([`IBuf`]) and the persistent
+//! memory array of a filter ([`MBuf`]).
+//!
+//! # Layout
+//!
+//! Every buffer is one flat array of atomic words plus a few atomic
+//! counters; positions are offsets into that array, never pointers, so the
+//! same layout can later be placed in memory shared between processes.
+//!
+//! * [`PBuf`]: `slots` fixed-size slots. Slot `i` starts at word
+//!   `i * slot_words`; its first [`HEADER_WORDS`] words are the header
+//!   (timestamp seconds; nanoseconds and link type; captured and wire
+//!   length; snapshot length and interface), the rest the packet bytes.
+//!   Packets longer than the slot are stored truncated (their captured
+//!   length shrinks; the wire length stays).
+//! * [`IBuf`]: `capacity` entries of two words: the packet's position in
+//!   the PBuf and the filter's classification result. FFPF stores a 32-bit
+//!   slot index; sluice stores the 64-bit *position* (slot index plus
+//!   `slots` times the PBuf's wrap counter), so a reader can tell without
+//!   ambiguity whether the slot still holds its packet.
+//! * [`MBuf`]: 32-bit words the filter and the application both read and
+//!   write.
+//!
+//! # Positions and preferences
+//!
+//! Each circular buffer has a write position `W` (positions written so far;
+//! the slot is `W % slots` and the *wrap counter* is `W / slots`) and, for
+//! fast-reader preference, a claim position `H` that runs ahead of `W` while
+//! a slot is being written. Readers own their read position `R`.
+//!
+//! * [`Preference::Slow`] (SRP): the writer never overwrites what a reader
+//!   has not read. It stops (drops the packet, counted) when `W` is a full
+//!   buffer ahead of the slowest reader `R*`. Readers publish `R` in batches.
+//! * [`Preference::Fast`] (FRP): the writer never waits. Readers copy a
+//!   packet out, then check `H` (and the IBuf's `H`): if the writer has
+//!   started on the slot again, the copy is discarded and the packet counted
+//!   lost. Every entry a reader skips or discards is counted, so
+//!   `delivered + lost` equals the entries written for it.
+//!
+//! # Memory orderings
+//!
+//! * Writer, SRP: store the data (plain copy or relaxed stores) and then
+//!   `W` with `Release`. A reader loads `W` with `Acquire` before reading
+//!   the data, so the data is visible; it stores its `R` with `Release`
+//!   after it has finished reading, and the writer loads every `R` with
+//!   `Acquire` before reusing a slot, so the reader's reads happen before
+//!   the writer's next writes of that slot.
+//! * Writer, FRP: store `H = p + 1` (`Relaxed`), `fence(Release)`, store the
+//!   data with relaxed atomic stores, store `W = p + 1` (`Release`). Reader:
+//!   load `W` (`Acquire`), copy the data with relaxed atomic loads,
+//!   `fence(Acquire)`, load `H` (`Relaxed`): if the writer had begun to
+//!   overwrite the slot, the fences make its `H` store visible, and the copy
+//!   is discarded (a sequence lock).
+//! * [`MBuf`] words are independent relaxed atomics; a filter's updates
+//!   for one packet are bracketed by a version counter (again a sequence
+//!   lock), so [`MBuf::snapshot`] and [`MBuf::load_u64`] read consistent
+//!   values while the filter runs.
+
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Words of a PBuf slot's header.
+pub const HEADER_WORDS: usize = 4;
+/// Readers one IBuf can have at once.
+pub const MAX_READERS: usize = 32;
+const FREE: u64 = u64::MAX;
+
+/// What the writer does when readers fall behind (FFPF's buffer management
+/// systems).
+///
+/// ```
+/// assert_eq!("frp".parse::<sluice_flow::buffer::Preference>(), Ok(sluice_flow::buffer::Preference::Fast));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Preference {
+    /// Slow-reader preference: the writer drops new packets while the
+    /// slowest reader is a full buffer behind.
+    Slow,
+    /// Fast-reader preference: the writer always writes; readers detect
+    /// overwritten packets and count them lost.
+    Fast,
+}
+
+impl std::str::FromStr for Preference {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Preference, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "srp" | "slow" => Ok(Preference::Slow),
+            "frp" | "fast" => Ok(Preference::Fast),
+            _ => Err(format!("unknown buffer preference {s:?} (srp or frp)")),
+        }
+    }
+}
+
+impl std::fmt::Display for Preference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Preference::Slow => "srp",
+            Preference::Fast => "frp",
+        })
+    }
+}
+
+/// A packet's metadata as stored in a PBuf slot.
+///
+/// ```
+/// let m = sluice_flow::buffer::Meta { ts_sec: 1, ts_nsec: 2, caplen: 3, wirelen: 4, linktype: 1, snaplen: 65535, interface: 0 };
+/// assert_eq!(m.caplen, 3);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Meta {
+    /// Seconds since 1970.
+    pub ts_sec: i64,
+    /// Nanoseconds within the second.
+    pub ts_nsec: u32,
+    /// Bytes stored (after any truncation to the slot size).
+    pub caplen: u32,
+    /// Length on the wire.
+    pub wirelen: u32,
+    /// Link type (`LINKTYPE_*`).
+    pub linktype: u16,
+    /// Snapshot length of the packet's source.
+    pub snaplen: u32,
+    /// Interface index within its source.
+    pub interface: u32,
+}
+
+impl Meta {
+    fn encode(&self) -> [u64; HEADER_WORDS] {
+        [
+            self.ts_sec as u64,
+            self.ts_nsec as u64 | (self.linktype as u64) << 32,
+            self.caplen as u64 | (self.wirelen as u64) << 32,
+            self.snaplen as u64 | (self.interface as u64) << 32,
+        ]
+    }
+
+    fn decode(w: [u64; HEADER_WORDS]) -> Meta {
+        Meta {
+            ts_sec: w[0] as i64,
+            ts_nsec: w[1] as u32,
+            linktype: (w[1] >> 32) as u16,
+            caplen: w[2] as u32,
+            wirelen: (w[2] >> 32) as u32,
+            snaplen: w[3] as u32,
+            interface: (w[3] >> 32) as u32,
+        }
+    }
+}
+
+/// The circular packet buffer of a flow group: each packet any flow of the
+/// group wants is stored once.
+///
+/// ```
+/// use sluice_flow::buffer::{PBuf, Preference, Meta};
+/// let p = PBuf::new(4, 64, Preference::Slow);
+/// let meta = Meta { caplen: 3, wirelen: 3, ..Meta::default() };
+/// let pos = p.store(&meta, b"abc", p.written()).unwrap();
+/// assert_eq!(pos, 0);
+/// assert_eq!(p.written(), 1);
+/// ```
+pub struct PBuf {
+    slots: u64,
+    slot_words: usize,
+    slot_bytes: usize,
+    pref: Preference,
+    words: Box<[AtomicU64]>,
+    head: AtomicU64,
+    w: AtomicU64,
+    drops: AtomicU64,
+}
+
+impl PBuf {
+    /// A buffer of `slots` slots (at least 1) holding up to `slot_bytes`
+    /// bytes of each packet.
+    ///
+    /// ```
+    /// let p = sluice_flow::buffer::PBuf::new(8, 1514, sluice_flow::buffer::Preference::Fast);
+    /// assert_eq!(p.slots(), 8);
+    /// ```
+    pub fn new(slots: usize, slot_bytes: usize, pref: Preference) -> PBuf {
+        let slots = slots.max(1);
+        let slot_words = HEADER_WORDS + slot_bytes.div_ceil(8);
+        let words = (0..slots * slot_words).map(|_| AtomicU64::new(0)).collect();
+        PBuf {
+            slots: slots as u64,
+            slot_words,
+            slot_bytes,
+            pref,
+            words,
+            head: AtomicU64::new(0),
+            w: AtomicU64::new(0),
+            drops: AtomicU64::new(0),
+        }
+    }
+
+    /// Number of slots.
+    ///
+    /// ```
+    /// assert_eq!(sluice_flow::buffer::PBuf::new(0, 1, sluice_flow::buffer::Preference::Slow).slots(), 1);
+    /// ```
+    pub fn slots(&self) -> usize {
+        self.slots as usize
+    }
+
+    /// Bytes of packet data a slot holds.
+    ///
+    /// ```
+    /// assert_eq!(sluice_flow::buffer::PBuf::new(1, 100, sluice_flow::buffer::Preference::Slow).slot_bytes(), 100);
+    /// ```
+    pub fn slot_bytes(&self) -> usize {
+        self.slot_bytes
+    }
+
+    /// Bytes of memory the buffer occupies.
+    ///
+    /// ```
+    /// let p = sluice_flow::buffer::PBuf::new(2, 8, sluice_flow::buffer::Preference::Slow);
+    /// assert_eq!(p.memory_bytes(), 2 * (4 + 1) * 8);
+    /// ```
+    pub fn memory_bytes(&self) -> usize {
+        self.words.len() * 8
+    }
+
+    /// The buffer management system.
+    ///
+    /// ```
+    /// use sluice_flow::buffer::{PBuf, Preference};
+    /// assert_eq!(PBuf::new(1, 1, Preference::Fast).preference(), Preference::Fast);
+    /// ```
+    pub fn preference(&self) -> Preference {
+        self.pref
+    }
+
+    /// Positions written so far (`W`; the wrap counter is `W / slots`).
+    ///
+    /// ```
+    /// assert_eq!(sluice_flow::buffer::PBuf::new(1, 1, sluice_flow::buffer::Preference::Slow).written(), 0);
+    /// ```
+    pub fn written(&self) -> u64 {
+        self.w.load(Ordering::Acquire)
+    }
+
+    /// How many times `W` has wrapped to slot 0.
+    ///
+    /// ```
+    /// use sluice_flow::buffer::{PBuf, Preference, Meta};
+    /// let p = PBuf::new(2, 8, Preference::Fast);
+    /// for _ in 0..5 { p.store(&Meta::default(), &[], 0); }
+    /// assert_eq!(p.wraps(), 2);
+    /// ```
+    pub fn wraps(&self) -> u64 {
+        self.written() / self.slots
+    }
+
+    /// Packets the writer dropped because the buffer was full (SRP).
+    ///
+    /// ```
+    /// use sluice_flow::buffer::{PBuf, Preference, Meta};
+    /// let p = PBuf::new(1, 8, Preference::Slow);
+    /// assert!(p.store(&Meta::default(), &[], 0).is_some());
+    /// assert!(p.store(&Meta::default(), &[], 0).is_none()); // nobody read position 0
+    /// assert_eq!(p.drops(), 1);
+    /// ```
+    pub fn drops(&self) -> u64 {
+        self.drops.load(Ordering::Relaxed)
+    }
+
+    /// Store a packet (writer side; one writer at a time). `oldest` is the
+    /// oldest position a reader still needs (`R*`; ignored under FRP).
+    /// Returns the packet's position, or `None` when SRP had to drop it.
+    ///
+    /// ```
+    /// use sluice_flow::buffer::{PBuf, Preference, Meta};
+    /// let p = PBuf::new(2, 4, Preference::Slow);
+    /// let m = Meta { caplen: 6, wirelen: 6, ..Meta::default() };
+    /// let pos = p.store(&m, b"abcdef", 0).unwrap();
+    /// let (meta, data) = p.read_copy(pos).unwrap();
+    /// assert_eq!((meta.caplen, meta.wirelen, &data[..]), (4, 6, &b"abcd"[..]));
+    /// ```
+    pub fn store(&self, meta: &Meta, data: &[u8], oldest: u64) -> Option<u64> {
+        let pos = self.w.load(Ordering::Relaxed);
+        let len = data.len().min(self.slot_bytes);
+        let mut meta = *meta;
+        meta.caplen = len as u32;
+        let base = (pos % self.slots) as usize * self.slot_words;
+        let header = meta.encode();
+        match self.pref {
+            Preference::Slow => {
+                if pos.saturating_sub(oldest) >= self.slots {
+                    self.drops.fetch_add(1, Ordering::Relaxed);
+                    return None;
+                }
+                for (i, h) in header.iter().enumerate() {
+                    self.words[base + i].store(*h, Ordering::Relaxed);
+                }
+                let dst = (base + HEADER_WORDS) * 8;
+                // SAFETY: `dst .. dst + len` lies inside `self.words` (the
+                // slot has `slot_bytes >= len` data bytes). Under SRP no
+                // reader reads this slot now: readers only read positions
+                // in `oldest .. W`, and `pos - oldest < slots` means slot
+                // `pos % slots` holds no such position; readers that read it
+                // earlier published their `R` with Release, loaded by the
+                // caller (Acquire) to compute `oldest`. The words are
+                // `AtomicU64` (interior mutability), so writing through a
+                // pointer derived from a shared reference is allowed, and a
+                // `u8` copy has no alignment requirement.
+                unsafe {
+                    let p = (self.words.as_ptr() as *mut u8).add(dst);
+                    std::ptr::copy_nonoverlapping(data.as_ptr(), p, len);
+                }
+                self.w.store(pos + 1, Ordering::Release);
+            }
+            Preference::Fast => {
+                self.head.store(pos + 1, Ordering::Relaxed);
+                fence(Ordering::Release);
+                for (i, h) in header.iter().enumerate() {
+                    self.words[base + i].store(*h, Ordering::Relaxed);
+                }
+                let body = &self.words[base + HEADER_WORDS..];
+                let mut chunks = data[..len].chunks_exact(8);
+                let mut i = 0;
+                for c in &mut chunks {
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(c);
+                    body[i].store(u64::from_ne_bytes(b), Ordering::Relaxed);
+                    i += 1;
+                }
+                let rest = chunks.remainder();
+                if !rest.is_empty() {
+                    let mut b = [0u8; 8];
+                    b[..rest.len()].copy_from_slice(rest);
+                    body[i].store(u64::from_ne_bytes(b), Ordering::Relaxed);
+                }
+                self.w.store(pos + 1, Ordering::Release);
+            }
+        }
+        Some(pos)
+    }
+
+    fn slot_base(&self, pos: u64) -> usize {
+        (pos % self.slots) as usize * self.slot_words
+    }
+
+    fn header(&self, pos: u64) -> Meta {
+        let base = self.slot_base(pos);
+        let mut w = [0u64; HEADER_WORDS];
+        for (i, x) in w.iter_mut().enumerate() {
+            *x = self.words[base + i].load(Ordering::Relaxed);
+        }
+        Meta::decode(w)
+    }
+
+    /// True while position `pos` has not been (and is not being)
+    /// overwritten.
+    fn intact(&self, pos: u64) -> bool {
+        self.head
+            .load(Ordering::Relaxed)
+            .max(self.w.load(Ordering::Relaxed))
+            <= pos + self.slots
+    }
+
+    /// Copy the packet at `pos` out of the buffer with atomic loads and
+    /// check afterwards that it was not overwritten meanwhile (any
+    /// preference; `None` when it was).
+    ///
+    /// ```
+    /// use sluice_flow::buffer::{PBuf, Preference, Meta};
+    /// let p = PBuf::new(1, 8, Preference::Fast);
+    /// p.store(&Meta::default(), b"a", 0);
+    /// p.store(&Meta::default(), b"b", 0);
+    /// assert!(p.read_copy(0).is_none());
+    /// assert_eq!(p.read_copy(1).unwrap().1, b"b");
+    /// ```
+    pub fn read_copy(&self, pos: u64) -> Option<(Meta, Vec<u8>)> {
+        let mut out = Vec::new();
+        let meta = self.read_into(pos, &mut out)?;
+        Some((meta, out))
+    }
+
+    pub(crate) fn read_into(&self, pos: u64, out: &mut Vec<u8>) -> Option<Meta> {
+        if pos >= self.w.load(Ordering::Acquire) {
+            return None;
+        }
+        let meta = self.header(pos);
+        let len = (meta.caplen as usize).min(self.slot_bytes);
+        let base = self.slot_base(pos) + HEADER_WORDS;
+        out.clear();
+        for w in &self.words[base..base + len.div_ceil(8)] {
+            out.extend_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
+        }
+        out.truncate(len);
+        fence(Ordering::Acquire);
+        self.intact(pos).then_some(meta)
+    }
+
+    /// The packet at `pos` without copying (SRP readers, whose unread
+    /// positions the writer does not overwrite).
+    ///
+    /// # Safety
+    ///
+    /// The caller must hold a registered SRP reader position at or before
+    /// `pos` (published to the IBuf) for as long as the slice lives, so that
+    /// the writer cannot reuse the slot.
+    pub(crate) unsafe fn read_slice(&self, pos: u64) -> (Meta, &[u8]) {
+        let meta = self.header(pos);
+        let len = (meta.caplen as usize).min(self.slot_bytes);
+        let start = (self.slot_base(pos) + HEADER_WORDS) * 8;
+        // SAFETY: `start .. start + len` lies inside `self.words`. The
+        // writer stored these bytes before its Release store of `W`, which
+        // the caller observed (Acquire) before reaching `pos`; by the
+        // caller's contract it does not write the slot again while the
+        // slice lives, so no write races with these non-atomic reads.
+        let data = unsafe {
+            std::slice::from_raw_parts((self.words.as_ptr() as *const u8).add(start), len)
+        };
+        (meta, data)
+    }
+}
+
+/// The index buffer of a filter: one entry (PBuf position, classification
+/// result) per packet the filter passed, read by any number of readers.
+///
+/// ```
+/// use sluice_flow::buffer::{IBuf, Preference};
+/// let ib = IBuf::new(4, Preference::Slow);
+/// let r = ib.register().unwrap();
+/// assert!(ib.push(7, 1));
+/// assert_eq!(ib.written(), 1);
+/// ib.unregister(r);
+/// ```
+pub struct IBuf {
+    cap: u64,
+    pref: Preference,
+    entries: Box<[AtomicU64]>,
+    head: AtomicU64,
+    w: AtomicU64,
+    readers: Box<[AtomicU64]>,
+    drops: AtomicU64,
+    done: AtomicBool,
+}
+
+impl IBuf {
+    /// An index buffer of `capacity` entries (at least 1).
+    ///
+    /// ```
+    /// assert_eq!(sluice_flow::buffer::IBuf::new(16, sluice_flow::buffer::Preference::Fast).capacity(), 16);
+    /// ```
+    pub fn new(capacity: usize, pref: Preference) -> IBuf {
+        let cap = capacity.max(1);
+        IBuf {
+            cap: cap as u64,
+            pref,
+            entries: (0..2 * cap).map(|_| AtomicU64::new(0)).collect(),
+            head: AtomicU64::new(0),
+            w: AtomicU64::new(0),
+            readers: (0..MAX_READERS).map(|_| AtomicU64::new(FREE)).collect(),
+            drops: AtomicU64::new(0),
+            done: AtomicBool::new(false),
+        }
+    }
+
+    /// Entries it holds.
+    ///
+    /// ```
+    /// assert_eq!(sluice_flow::buffer::IBuf::new(0, sluice_flow::buffer::Preference::Fast).capacity(), 1);
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.cap as usize
+    }
+
+    /// Bytes of memory it occupies.
+    ///
+    /// ```
+    /// assert_eq!(sluice_flow::buffer::IBuf::new(4, sluice_flow::buffer::Preference::Fast).memory_bytes(), 4 * 16 + 32 * 8);
+    /// ```
+    pub fn memory_bytes(&self) -> usize {
+        (self.entries.len() + self.readers.len()) * 8
+    }
+
+    /// Entries written so far (`W`).
+    ///
+    /// ```
+    /// assert_eq!(sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Fast).written(), 0);
+    /// ```
+    pub fn written(&self) -> u64 {
+        self.w.load(Ordering::Acquire)
+    }
+
+    /// Entries dropped because the buffer (or the group's PBuf) was full.
+    ///
+    /// ```
+    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow);
+    /// let _r = ib.register();
+    /// ib.push(0, 1);
+    /// assert!(!ib.push(1, 1));
+    /// assert_eq!(ib.drops(), 1);
+    /// ```
+    pub fn drops(&self) -> u64 {
+        self.drops.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_drop(&self) {
+        self.drops.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Mark the stream finished (sources exhausted or flow closed): waiting
+    /// readers return.
+    ///
+    /// ```
+    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow);
+    /// ib.finish();
+    /// assert!(ib.finished());
+    /// ```
+    pub fn finish(&self) {
+        self.done.store(true, Ordering::Release);
+    }
+
+    /// Whether [`IBuf::finish`] was called (and not undone by a restart).
+    ///
+    /// ```
+    /// assert!(!sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow).finished());
+    /// ```
+    pub fn finished(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn restart(&self) {
+        self.done.store(false, Ordering::Release);
+    }
+
+    /// Register a reader starting at the current write position; `None`
+    /// when [`MAX_READERS`] are registered.
+    ///
+    /// ```
+    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow);
+    /// assert_eq!(ib.register(), Some(0));
+    /// ```
+    pub fn register(&self) -> Option<usize> {
+        let w = self.w.load(Ordering::Acquire);
+        for (i, r) in self.readers.iter().enumerate() {
+            if r.compare_exchange(FREE, w, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// Give a reader slot back.
+    ///
+    /// ```
+    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow);
+    /// let r = ib.register().unwrap();
+    /// ib.unregister(r);
+    /// assert_eq!(ib.register(), Some(r));
+    /// ```
+    pub fn unregister(&self, reader: usize) {
+        if let Some(r) = self.readers.get(reader) {
+            r.store(FREE, Ordering::Release);
+        }
+    }
+
+    fn publish(&self, reader: usize, r: u64) {
+        self.readers[reader].store(r, Ordering::Release);
+    }
+
+    /// The slowest registered reader's position (`W` when there is none).
+    fn slowest(&self) -> u64 {
+        let mut m = self.w.load(Ordering::Relaxed);
+        for r in self.readers.iter() {
+            let v = r.load(Ordering::Acquire);
+            if v != FREE {
+                m = m.min(v);
+            }
+        }
+        m
+    }
+
+    /// The oldest PBuf position a reader of this IBuf still needs (writer
+    /// side), or `None` when every reader is up to date.
+    pub(crate) fn oldest_needed(&self) -> Option<u64> {
+        let r = self.slowest();
+        let w = self.w.load(Ordering::Relaxed);
+        (r < w).then(|| self.entry(r).0)
+    }
+
+    fn entry(&self, i: u64) -> (u64, u32) {
+        let k = (i % self.cap) as usize * 2;
+        (
+            self.entries[k].load(Ordering::Relaxed),
+            self.entries[k + 1].load(Ordering::Relaxed) as u32,
+        )
+    }
+
+    /// Whether an entry can be pushed now without dropping (SRP: the
+    /// slowest reader is less than a full buffer behind; FRP: always).
+    pub(crate) fn has_room(&self) -> bool {
+        match self.pref {
+            Preference::Fast => true,
+            Preference::Slow => self.w.load(Ordering::Relaxed) - self.slowest() < self.cap,
+        }
+    }
+
+    /// Append an entry (writer side). Under SRP, returns false and counts a
+    /// drop when the slowest reader is a full buffer behind.
+    ///
+    /// ```
+    /// let ib = sluice_flow::buffer::IBuf::new(2, sluice_flow::buffer::Preference::Fast);
+    /// for i in 0..5 { assert!(ib.push(i, 1)); }
+    /// assert_eq!(ib.written(), 5);
+    /// ```
+    pub fn push(&self, pos: u64, result: u32) -> bool {
+        let w = self.w.load(Ordering::Relaxed);
+        let k = (w % self.cap) as usize * 2;
+        match self.pref {
+            Preference::Slow => {
+                if w - self.slowest() >= self.cap {
+                    self.count_drop();
+                    return false;
+                }
+                self.entries[k].store(pos, Ordering::Relaxed);
+                self.entries[k + 1].store(result as u64, Ordering::Relaxed);
+            }
+            Preference::Fast => {
+                self.head.store(w + 1, Ordering::Relaxed);
+                fence(Ordering::Release);
+                self.entries[k].store(pos, Ordering::Relaxed);
+                self.entries[k + 1].store(result as u64, Ordering::Relaxed);
+            }
+        }
+        self.w.store(w + 1, Ordering::Release);
+        true
+    }
+
+    fn intact(&self, i: u64) -> bool {
+        self.head
+            .load(Ordering::Relaxed)
+            .max(self.w.load(Ordering::Relaxed))
+            <= i + self.cap
+    }
+}
+
+/// A packet handed to a reader: metadata, classification result and bytes.
+///
+/// ```
+/// let p = sluice_flow::buffer::PacketRef { meta: Default::default(), result: 1, data: b"x" };
+/// assert_eq!(p.to_capture().caplen, 1);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct PacketRef<'a> {
+    /// Timestamp, lengths, link type.
+    pub meta: Meta,
+    /// The classification result the flow's last filter returned.
+    pub result: u32,
+    /// The stored bytes.
+    pub data: &'a [u8],
+}
+
+impl<'a> PacketRef<'a> {
+    /// As a capture packet (to write it with `sluice_capture::CaptureWriter`).
+    ///
+    /// ```
+    /// let p = sluice_flow::buffer::PacketRef { meta: Default::default(), result: 1, data: b"ab" };
+    /// assert_eq!(p.to_capture().data, b"ab");
+    /// ```
+    pub fn to_capture(&self) -> sluice_capture::Packet<'a> {
+        sluice_capture::Packet {
+            ts_sec: self.meta.ts_sec,
+            ts_nsec: self.meta.ts_nsec,
+            caplen: self.data.len() as u32,
+            wirelen: self.meta.wirelen.max(self.data.len() as u32),
+            linktype: self.meta.linktype,
+            snaplen: self.meta.snaplen,
+            interface: self.meta.interface,
+            data: self.data,
+        }
+    }
+}
+
+/// One application's reader of a flow: walks the IBuf of the flow's last
+/// filter and finds the packets in the group's PBuf.
+///
+/// Reading advances a private position; it is published to the writer
+/// every `batch` packets (FFPF's batched advance of `R`), and on
+/// [`Reader::commit`] and drop.
+///
+/// ```
+/// use std::sync::Arc;
+/// use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader, Meta};
+/// let pbuf = Arc::new(PBuf::new(4, 16, Preference::Slow));
+/// let ibuf = Arc::new(IBuf::new(4, Preference::Slow));
+/// let mut r = Reader::new(pbuf.clone(), ibuf.clone(), 2).unwrap();
+/// let pos = pbuf.store(&Meta { caplen: 2, wirelen: 2, ..Meta::default() }, b"hi", 0).unwrap();
+/// ibuf.push(pos, 9);
+/// let p = r.next().unwrap();
+/// assert_eq!((p.data, p.result), (&b"hi"[..], 9));
+/// assert!(r.next().is_none());
+/// assert_eq!((r.delivered(), r.lost()), (1, 0));
+/// ```
+pub struct Reader {
+    pbuf: std::sync::Arc<PBuf>,
+    ibuf: std::sync::Arc<IBuf>,
+    slot: usize,
+    r: u64,
+    published: u64,
+    batch: u64,
+    delivered: u64,
+    lost: u64,
+    scratch: Vec<u8>,
+}
+
+impl Reader {
+    /// Register a reader on `ibuf` (whose entries point into `pbuf`),
+    /// publishing its position every `batch` packets; `None` when the IBuf
+    /// has no free reader slot.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
+    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), Arc::new(IBuf::new(1, Preference::Fast)), 64);
+    /// assert!(r.is_some());
+    /// ```
+    pub fn new(
+        pbuf: std::sync::Arc<PBuf>,
+        ibuf: std::sync::Arc<IBuf>,
+        batch: u64,
+    ) -> Option<Reader> {
+        let slot = ibuf.register()?;
+        let r = ibuf.readers[slot].load(Ordering::Acquire);
+        Some(Reader {
+            pbuf,
+            ibuf,
+            slot,
+            r,
+            published: r,
+            batch: batch.max(1),
+            delivered: 0,
+            lost: 0,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Entries written and not yet read (some may turn out lost under FRP).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
+    /// let ib = Arc::new(IBuf::new(4, Preference::Fast));
+    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), ib.clone(), 1).unwrap();
+    /// ib.push(0, 1);
+    /// assert_eq!(r.available(), 1);
+    /// ```
+    pub fn available(&self) -> u64 {
+        self.ibuf.written() - self.r
+    }
+
+    /// Packets delivered so far.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
+    /// # let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), Arc::new(IBuf::new(1, Preference::Fast)), 1).unwrap();
+    /// assert_eq!(r.delivered(), 0);
+    /// ```
+    pub fn delivered(&self) -> u64 {
+        self.delivered
+    }
+
+    /// Packets found overwritten before they could be read (FRP).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
+    /// # let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), Arc::new(IBuf::new(1, Preference::Fast)), 1).unwrap();
+    /// assert_eq!(r.lost(), 0);
+    /// ```
+    pub fn lost(&self) -> u64 {
+        self.lost
+    }
+
+    /// Publish the read position now (instead of at the next batch).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
+    /// # let mut r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), Arc::new(IBuf::new(1, Preference::Fast)), 1).unwrap();
+    /// r.commit();
+    /// ```
+    pub fn commit(&mut self) {
+        if self.published != self.r {
+            self.ibuf.publish(self.slot, self.r);
+            self.published = self.r;
+        }
+    }
+
+    /// The next packet, if one is waiting (FFPF's `filter_getnext_pkt`).
+    /// Under FRP, entries or packets overwritten before they were read are
+    /// skipped and counted in [`Reader::lost`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader, Meta};
+    /// let pbuf = Arc::new(PBuf::new(2, 8, Preference::Fast));
+    /// let ibuf = Arc::new(IBuf::new(8, Preference::Fast));
+    /// let mut r = Reader::new(pbuf.clone(), ibuf.clone(), 1).unwrap();
+    /// for i in 0..3u8 {
+    ///     let pos = pbuf.store(&Meta { caplen: 1, ..Meta::default() }, &[i], 0).unwrap();
+    ///     ibuf.push(pos, 1);
+    /// }
+    /// assert_eq!(r.next().unwrap().data, &[1]); // packet 0 was overwritten
+    /// assert_eq!(r.lost(), 1);
+    /// ```
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Option<PacketRef<'_>> {
+        // The packet handed out last time is released now.
+        if self.r - self.published >= self.batch {
+            self.commit();
+        }
+        loop {
+            let w = self.ibuf.written();
+            if self.r >= w {
+                self.commit();
+                return None;
+            }
+            match self.pbuf.pref {
+                Preference::Slow => {
+                    let (pos, result) = self.ibuf.entry(self.r);
+                    self.r += 1;
+                    self.delivered += 1;
+                    // SAFETY: our published position is at most the entry
+                    // just read (we publish `r` only when the next call
+                    // starts, after this packet's borrow has ended), so the
+                    // writer's `oldest` is at most `pos` and it does not
+                    // overwrite the slot while the returned borrow of
+                    // `self` lives.
+                    let (meta, data) = unsafe { self.pbuf.read_slice(pos) };
+                    return Some(PacketRef { meta, result, data });
+                }
+                Preference::Fast => {
+                    if w - self.r > self.ibuf.cap {
+                        let skipped = w - self.ibuf.cap - self.r;
+                        self.lost += skipped;
+                        self.r += skipped;
+                    }
+                    let i = self.r;
+                    let (pos, result) = self.ibuf.entry(i);
+                    self.r += 1;
+                    let meta = self.pbuf.read_into(pos, &mut self.scratch);
+                    fence(Ordering::Acquire);
+                    match meta {
+                        Some(meta) if self.ibuf.intact(i) => {
+                            self.delivered += 1;
+                            return Some(PacketRef {
+                                meta,
+                                result,
+                                data: &self.scratch,
+                            });
+                        }
+                        _ => self.lost += 1,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Wait until at least `n` entries are waiting, the stream is finished,
+    /// or `timeout` passes (FFPF's `wait_for_n_pkts`); returns the number
+    /// waiting. It polls with a short back-off rather than sleeping on a
+    /// kernel object, so a writer never pays for waking readers.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
+    /// let ib = Arc::new(IBuf::new(4, Preference::Fast));
+    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), ib.clone(), 1).unwrap();
+    /// assert_eq!(r.wait_for(1, Duration::from_millis(1)), 0);
+    /// ```
+    pub fn wait_for(&self, n: u64, timeout: std::time::Duration) -> u64 {
+        let start = std::time::Instant::now();
+        let mut spins = 0u32;
+        loop {
+            let a = self.available();
+            if a >= n || self.ibuf.finished() || start.elapsed() >= timeout {
+                return self.available().max(a);
+            }
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else if spins < 128 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+        }
+    }
+
+    /// Whether the writer has finished this stream and everything was read.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
+    /// let ib = Arc::new(IBuf::new(1, Preference::Fast));
+    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), ib.clone(), 1).unwrap();
+    /// ib.finish();
+    /// assert!(r.at_end());
+    /// ```
+    pub fn at_end(&self) -> bool {
+        self.ibuf.finished() && self.available() == 0
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.ibuf.unregister(self.slot);
+    }
+}
+
+/// A filter's persistent memory array: 32-bit words that the filter and the
+/// application both read and write.
+///
+/// The filter brackets its updates for one packet with a version counter,
+/// so [`MBuf::snapshot`] and [`MBuf::load_u64`] never see half an update.
+/// Application writes ([`MBuf::store`]) take effect between packets; a word
+/// the filter also updates may lose a concurrent application write (FFPF
+/// has the same race; use such words for configuration).
+///
+/// ```
+/// let m = sluice_flow::buffer::MBuf::new(4);
+/// m.store(1, 42).unwrap();
+/// assert_eq!(m.load(1), Some(42));
+/// assert!(m.store(4, 0).is_err());
+/// ```
+pub struct MBuf {
+    words: Box<[AtomicU32]>,
+    version: AtomicU32,
+    pending: Mutex<Vec<(u32, u32)>>,
+    app_writes: AtomicBool,
+}
+
+impl std::fmt::Debug for MBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MBuf({} words)", self.words.len())
+    }
+}
+
+impl MBuf {
+    /// An array of `words` zero words.
+    ///
+    /// ```
+    /// assert_eq!(sluice_flow::buffer::MBuf::new(3).len(), 3);
+    /// ```
+    pub fn new(words: usize) -> MBuf {
+        MBuf {
+            words: (0..words).map(|_| AtomicU32::new(0)).collect(),
+            version: AtomicU32::new(0),
+            pending: Mutex::new(Vec::new()),
+            app_writes: AtomicBool::new(false),
+        }
+    }
+
+    /// Number of words.
+    ///
+    /// ```
+    /// assert!(sluice_flow::buffer::MBuf::new(0).is_empty());
+    /// ```
+    pub fn len(&self) -> usize {
+        self.words.len()
+    }
+
+    /// Whether it has no words.
+    ///
+    /// ```
+    /// assert!(!sluice_flow::buffer::MBuf::new(1).is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// One word, or `None` past the end.
+    ///
+    /// ```
+    /// assert_eq!(sluice_flow::buffer::MBuf::new(1).load(1), None);
+    /// ```
+    pub fn load(&self, i: usize) -> Option<u32> {
+        self.words.get(i).map(|w| w.load(Ordering::Relaxed))
+    }
+
+    /// Write one word (application side).
+    ///
+    /// ```
+    /// let m = sluice_flow::buffer::MBuf::new(1);
+    /// assert!(m.store(0, 5).is_ok());
+    /// ```
+    pub fn store(&self, i: usize, v: u32) -> Result<(), crate::Error> {
+        let w = self.words.get(i).ok_or(crate::Error::MBufRange {
+            index: i,
+            len: self.words.len(),
+        })?;
+        w.store(v, Ordering::Relaxed);
+        if let Ok(mut p) = self.pending.lock() {
+            p.push((i as u32, v));
+            self.app_writes.store(true, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// A consistent copy of every word (retries while the filter is in the
+    /// middle of an update).
+    ///
+    /// ```
+    /// let m = sluice_flow::buffer::MBuf::new(2);
+    /// m.store(0, 1).unwrap();
+    /// assert_eq!(m.snapshot(), vec![1, 0]);
+    /// ```
+    pub fn snapshot(&self) -> Vec<u32> {
+        self.consistent(|| {
+            self.words
+                .iter()
+                .map(|w| w.load(Ordering::Relaxed))
+                .collect()
+        })
+    }
+
+    /// Words `i` and `i + 1` as one little-endian 64-bit value (`i` low),
+    /// read consistently; 0 past the end.
+    ///
+    /// ```
+    /// let m = sluice_flow::buffer::MBuf::new(2);
+    /// m.store(1, 1).unwrap();
+    /// assert_eq!(m.load_u64(0), 1 << 32);
+    /// ```
+    pub fn load_u64(&self, i: usize) -> u64 {
+        self.consistent(|| {
+            self.load(i).unwrap_or(0) as u64 | (self.load(i + 1).unwrap_or(0) as u64) << 32
+        })
+    }
+
+    fn consistent<T>(&self, read: impl Fn() -> T) -> T {
+        let mut spins = 0u32;
+        loop {
+            let v1 = self.version.load(Ordering::Acquire);
+            if v1 % 2 == 0 {
+                let out = read();
+                fence(Ordering::Acquire);
+                if self.version.load(Ordering::Relaxed) == v1 {
+                    return out;
+                }
+            }
+            spins += 1;
+            if spins > 64 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// Start a filter update (filter side; one writer).
+    ///
+    /// ```
+    /// let m = sluice_flow::buffer::MBuf::new(1);
+    /// m.begin(); m.set(0, 3); m.end();
+    /// assert_eq!(m.load(0), Some(3));
+    /// ```
+    #[inline]
+    pub fn begin(&self) {
+        let v = self.version.load(Ordering::Relaxed);
+        self.version.store(v.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+    }
+
+    /// End a filter update.
+    ///
+    /// ```
+    /// let m = sluice_flow::buffer::MBuf::new(0);
+    /// m.begin(); m.end();
+    /// ```
+    #[inline]
+    pub fn end(&self) {
+        let v = self.version.load(Ordering::Relaxed);
+        self.version.store(v.wrapping_add(1), Ordering::Release);
+    }
+
+    /// Read a word (filter side; 0 past the end).
+    ///
+    /// ```
+    /// assert_eq!(sluice_flow::buffer::MBuf::new(0).get(5), 0);
+    /// ```
+    #[inline]
+    pub fn get(&self, i: usize) -> u32 {
+        self.words.get(i).map_or(0, |w| w.load(Ordering::Relaxed))
+    }
+
+    /// Write a word (filter side, between [`MBuf::begin`] and
+    /// [`MBuf::end`]; ignored past the end).
+    ///
+    /// ```
+    /// let m = sluice_flow::buffer::MBuf::new(1);
+    /// m.set(9, 1);
+    /// assert_eq!(m.snapshot(), vec![0]);
+    /// ```
+    #[inline]
+    pub fn set(&self, i: usize, v: u32) {
+        if let Some(w) = self.words.get(i) {
+            w.store(v, Ordering::Relaxed);
+        }
+    }
+
+    /// Add to the 64-bit counter in words `i`, `i + 1` (filter side).
+    ///
+    /// ```
+    /// let m = sluice_flow::buffer::MBuf::new(2);
+    /// m.begin(); m.add_u64(0, u32::MAX as u64 + 2); m.end();
+    /// assert_eq!(m.load_u64(0), u32::MAX as u64 + 2);
+    /// ```
+    #[inline]
+    pub fn add_u64(&self, i: usize, by: u64) {
+        let v = (self.get(i) as u64 | (self.get(i + 1) as u64) << 32).wrapping_add(by);
+        self.set(i, v as u32);
+        self.set(i + 1, (v >> 32) as u32);
+    }
+
+    /// Application writes since the last call, for filters that keep a
+    /// private working copy of their memory (filter side).
+    ///
+    /// ```
+    /// let m = sluice_flow::buffer::MBuf::new(2);
+    /// m.store(1, 7).unwrap();
+    /// assert_eq!(m.take_app_writes(), vec![(1, 7)]);
+    /// assert!(m.take_app_writes().is_empty());
+    /// ```
+    pub fn take_app_writes(&self) -> Vec<(u32, u32)> {
+        if !self.app_writes.swap(false, Ordering::Acquire) {
+            return Vec::new();
+        }
+        self.pending
+            .lock()
+            .map(|mut p| std::mem::take(&mut *p))
+            .unwrap_or_default()
+    }
+
+    /// Replace the words with a filter's private copy (filter side, one
+    /// consistent update).
+    ///
+    /// ```
+    /// let m = sluice_flow::buffer::MBuf::new(2);
+    /// m.publish(&[4, 5]);
+    /// assert_eq!(m.snapshot(), vec![4, 5]);
+    /// ```
+    pub fn publish(&self, words: &[u32]) {
+        self.begin();
+        for (w, v) in self.words.iter().zip(words) {
+            w.store(*v, Ordering::Relaxed);
+        }
+        self.end();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn meta(len: usize) -> Meta {
+        Meta {
+            caplen: len as u32,
+            wirelen: len as u32,
+            ..Meta::default()
+        }
+    }
+
+    /// The writer thread plays the group: it stores each packet in the
+    /// PBuf (with `R*` from the IBuf) and indexes it; packet `i` carries
+    /// `i` in its bytes so readers can check what they got.
+    fn writer(pbuf: &PBuf, ibuf: &IBuf, n: u64) -> (u64, u64) {
+        let (mut written, mut dropped) = (0, 0);
+        for i in 0..n {
+            let bytes = i.to_le_bytes();
+            let data: Vec<u8> = bytes
+                .iter()
+                .cycle()
+                .take(40 + (i % 50) as usize)
+                .copied()
+                .collect();
+            let oldest = ibuf.oldest_needed().unwrap_or(pbuf.written());
+            if !ibuf.has_room() {
+                ibuf.count_drop();
+                dropped += 1;
+                continue;
+            }
+            match pbuf.store(&meta(data.len()), &data, oldest) {
+                Some(pos) => {
+                    assert!(ibuf.push(pos, (i as u32) | 1));
+                    written += 1;
+                }
+                None => {
+                    ibuf.count_drop();
+                    dropped += 1;
+                }
+            }
+            if i % 1000 == 0 {
+                std::thread::yield_now();
+            }
+        }
+        ibuf.finish();
+        (written, dropped)
+    }
+
+    fn reader(mut r: Reader, slow: bool) -> (u64, u64) {
+        let mut last: Option<u64> = None;
+        loop {
+            let mut got = 0;
+            while let Some(p) = r.next() {
+                let i = u64::from_le_bytes(p.data[..8].try_into().unwrap());
+                assert_eq!(p.data.len(), 40 + (i % 50) as usize);
+                assert!(p.data.chunks(8).all(|c| c == &i.to_le_bytes()[..c.len()]));
+                assert_eq!(p.result, (i as u32) | 1);
+                assert!(last.map_or(true, |l| i > l), "order");
+                last = Some(i);
+                got += 1;
+                if slow && got % 16 == 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(20));
+                }
+            }
+            if r.at_end() {
+                break;
+            }
+            r.wait_for(1, std::time::Duration::from_millis(10));
+        }
+        (r.delivered(), r.lost())
+    }
+
+    fn run(pref: Preference, slow_readers: &[bool], n: u64) {
+        let pbuf = Arc::new(PBuf::new(64, 96, pref));
+        let ibuf = Arc::new(IBuf::new(64, pref));
+        let readers: Vec<Reader> = slow_readers
+            .iter()
+            .map(|_| Reader::new(pbuf.clone(), ibuf.clone(), 8).unwrap())
+            .collect();
+        let handles: Vec<_> = readers
+            .into_iter()
+            .zip(slow_readers)
+            .map(|(r, &slow)| std::thread::spawn(move || reader(r, slow)))
+            .collect();
+        let (written, dropped) = writer(&pbuf, &ibuf, n);
+        assert_eq!(written + dropped, n);
+        assert_eq!(ibuf.drops(), dropped);
+        for h in handles {
+            let (delivered, lost) = h.join().unwrap();
+            match pref {
+                // SRP: every written packet reaches every reader.
+                Preference::Slow => assert_eq!((delivered, lost), (written, 0)),
+                // FRP: nothing dropped at the writer; each reader accounts
+                // for every entry.
+                Preference::Fast => {
+                    assert_eq!(dropped, 0);
+                    assert_eq!(
+                        delivered + lost,
+                        written,
+                        "delivered {delivered} lost {lost}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn srp_threads_balance() {
+        run(Preference::Slow, &[false, true], 20_000);
+    }
+
+    #[test]
+    fn frp_threads_balance() {
+        run(Preference::Fast, &[false, true], 20_000);
+    }
+
+    #[test]
+    fn srp_slow_reader_makes_writer_drop() {
+        let pbuf = Arc::new(PBuf::new(4, 16, Preference::Slow));
+        let ibuf = Arc::new(IBuf::new(8, Preference::Slow));
+        let mut r = Reader::new(pbuf.clone(), ibuf.clone(), 1).unwrap();
+        let (w, d) = {
+            let mut w = 0;
+            let mut d = 0;
+            for i in 0..10u8 {
+                let oldest = ibuf.oldest_needed().unwrap_or(pbuf.written());
+                match pbuf.store(&meta(1), &[i], oldest) {
+                    Some(pos) => {
+                        ibuf.push(pos, 1);
+                        w += 1
+                    }
+                    None => {
+                        ibuf.count_drop();
+                        d += 1
+                    }
+                }
+            }
+            (w, d)
+        };
+        assert_eq!((w, d), (4, 6));
+        let got: Vec<u8> = std::iter::from_fn(|| r.next().map(|p| p.data[0])).collect();
+        assert_eq!(got, [0, 1, 2, 3]);
+        assert_eq!(ibuf.drops(), 6);
+        assert_eq!(pbuf.drops(), 6);
+    }
+
+    #[test]
+    fn frp_wrap_counter_and_loss_like_the_seed() {
+        // Reader at 50, writer wraps past it: everything it was about to
+        // read is counted lost, never delivered stale.
+        let pbuf = Arc::new(PBuf::new(100, 8, Preference::Fast));
+        let ibuf = Arc::new(IBuf::new(100, Preference::Fast));
+        let mut r = Reader::new(pbuf.clone(), ibuf.clone(), 10).unwrap();
+        let put = |n: u64| {
+            for _ in 0..n {
+                let i = pbuf.written();
+                let pos = pbuf.store(&meta(8), &i.to_le_bytes(), 0).unwrap();
+                ibuf.push(pos, 1);
+            }
+        };
+        put(50);
+        for _ in 0..50 {
+            r.next().unwrap();
+        }
+        put(350);
+        assert_eq!(pbuf.wraps(), 4);
+        let mut first = None;
+        while let Some(p) = r.next() {
+            first.get_or_insert(u64::from_le_bytes(p.data.try_into().unwrap()));
+        }
+        assert_eq!(first, Some(300));
+        assert_eq!(r.lost(), 250);
+        assert_eq!(r.delivered(), 150);
+    }
+
+    #[test]
+    fn mbuf_snapshot_is_consistent_under_updates() {
+        let m = Arc::new(MBuf::new(4));
+        let w = {
+            let m = m.clone();
+            std::thread::spawn(move || {
+                for i in 0..200_000u32 {
+                    m.begin();
+                    for k in 0..4 {
+                        m.set(k, i);
+                    }
+                    m.end();
+                }
+            })
+        };
+        for _ in 0..2000 {
+            let s = m.snapshot();
+            assert!(s.iter().all(|&x| x == s[0]), "{s:?}");
+        }
+        w.join().unwrap();
+    }
+}

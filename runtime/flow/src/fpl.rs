@@ -1,0 +1,279 @@
+//! The `FPL-2` class: FFPF's own filter language (`sluice-fpl`), run as
+//! machine code (`sluice_native::fpl::NativeFpl`) where it can be built and
+//! in `sluice-fpl`'s interpreter otherwise.
+//!
+//! `(FPL-2,"PROGRAM"[,MBUF_BYTES])`, also spelled `FPL` or `FPL2`;
+//! `@FILE` reads the program from a file. Compile-time checks (bounded
+//! loops, MBuf ranges, EXTERN ranges) happen when the flow is populated,
+//! with the error's position turned into a column of the specification
+//! (for a one-line program). `MBUF_BYTES` sets the program's MBuf size (the
+//! compiler refuses programs that could reach past it); without it, the
+//! program's `DECLARE MEM[n]` or the size the compiler infers. The MBuf
+//! holds `MEM[...]` and then the registers, which persist across packets.
+//!
+//! The program runs on a private copy of its MBuf; the copy is published to
+//! the instance's MBuf, and the application's writes applied to it, every
+//! turn of the group's loop (every [`crate::GroupConfig::batch`] packets)
+//! and at the end, so an application sees the memory at most one turn old.
+//! External functions: `sluice_fpl::Externs::builtin()` unless the class is
+//! made with [`FplClass::with_externs`]; the functions a program calls are
+//! reported to authorisation (`extern=` in a policy).
+
+use crate::buffer::MBuf;
+use crate::class::{ArgError, BuildEnv, ClassInfo, Element, FilterClass, Pkt};
+use crate::value::Value;
+use sluice_fpl::{Externs, Limits, Program};
+use sluice_native::fpl::NativeFpl;
+
+/// The `FPL-2` filter class.
+///
+/// ```
+/// use sluice_flow::class::FilterClass;
+/// let c = sluice_flow::fpl::FplClass::new();
+/// let info = c.check(&["IF (PKT.IP_PROTO == PROTO_TCP) THEN RETURN 1; FI".into()]).unwrap();
+/// assert_eq!(info.externs, Vec::<String>::new());
+/// let e = c.check(&["FOR (R[0] = 0; R[0] < R[1]; R[0]++) ROF".into()]).unwrap_err();
+/// assert_eq!(e.arg, Some(0));
+/// ```
+pub struct FplClass {
+    externs: Externs,
+}
+
+impl Default for FplClass {
+    fn default() -> Self {
+        FplClass::new()
+    }
+}
+
+impl FplClass {
+    /// The class with the built-in external functions.
+    ///
+    /// ```
+    /// use sluice_flow::class::FilterClass;
+    /// assert_eq!(sluice_flow::fpl::FplClass::new().name(), "FPL-2");
+    /// ```
+    pub fn new() -> FplClass {
+        FplClass::with_externs(Externs::builtin())
+    }
+
+    /// The class with these external functions.
+    ///
+    /// ```
+    /// let c = sluice_flow::fpl::FplClass::with_externs(sluice_fpl::Externs::new());
+    /// # let _ = c;
+    /// ```
+    pub fn with_externs(externs: Externs) -> FplClass {
+        FplClass { externs }
+    }
+
+    fn compile(&self, args: &[String]) -> Result<Program, ArgError> {
+        crate::class::at_most(args, 2, "(FPL-2,PROGRAM[,MBUF_BYTES])")?;
+        let raw = args
+            .first()
+            .ok_or_else(|| ArgError::element("FPL-2 needs a program: (FPL-2,\"RETURN 1;\")"))?;
+        let (src, from_file) = match raw.strip_prefix('@') {
+            Some(path) => (
+                std::fs::read_to_string(path)
+                    .map_err(|e| ArgError::at(0, format!("{path}: {e}")))?,
+                true,
+            ),
+            None => (raw.clone(), false),
+        };
+        let mut limits = Limits::default();
+        if let Some(b) = args.get(1).filter(|s| !s.is_empty()) {
+            let bytes: usize = b.parse().map_err(|_| {
+                ArgError::at(
+                    1,
+                    format!("MBuf size: expected a number of bytes, found {b:?}"),
+                )
+            })?;
+            if bytes > 64 << 20 {
+                return Err(ArgError::at(1, "MBuf larger than 64 MiB"));
+            }
+            limits.mem_words = Some(bytes / 4);
+        }
+        Program::compile_with(&src, &self.externs, &limits).map_err(|e| {
+            let offset = if from_file {
+                0
+            } else {
+                let line_start: usize = src
+                    .split_inclusive('\n')
+                    .take(e.line.saturating_sub(1) as usize)
+                    .map(|l| l.chars().count())
+                    .sum();
+                line_start + e.col.saturating_sub(1) as usize
+            };
+            ArgError {
+                arg: Some(0),
+                offset,
+                message: format!("FPL line {}, column {}: {}", e.line, e.col, e.message),
+            }
+        })
+    }
+}
+
+struct Fpl {
+    prog: Program,
+    native: Option<NativeFpl>,
+    mem: Vec<u32>,
+    passed: u64,
+    runs: u64,
+}
+
+impl FilterClass for FplClass {
+    fn name(&self) -> &str {
+        "FPL-2"
+    }
+    fn aliases(&self) -> &[&str] {
+        &["fpl", "fpl2"]
+    }
+    fn check(&self, args: &[String]) -> Result<ClassInfo, ArgError> {
+        let p = self.compile(args)?;
+        Ok(ClassInfo {
+            mbuf_words: p.mem_words(),
+            externs: p.externs().iter().map(|e| e.name.clone()).collect(),
+        })
+    }
+    fn build(&self, args: &[String], _: &BuildEnv) -> Result<Box<dyn Element>, ArgError> {
+        let prog = self.compile(args)?;
+        let native = NativeFpl::compile(&prog).ok();
+        Ok(Box::new(Fpl {
+            mem: vec![0; prog.mem_words()],
+            prog,
+            native,
+            passed: 0,
+            runs: 0,
+        }))
+    }
+}
+
+impl Element for Fpl {
+    #[inline]
+    fn run(&mut self, pkt: &Pkt<'_>, _: &MBuf) -> Result<u32, String> {
+        let r = match &self.native {
+            Some(n) => n.run(pkt.data, &mut self.mem),
+            None => self.prog.run(pkt.data, &mut self.mem),
+        };
+        self.runs += 1;
+        self.passed += (r != 0) as u64;
+        Ok(r)
+    }
+
+    fn sync(&mut self, mem: &MBuf) {
+        for (i, v) in mem.take_app_writes() {
+            if let Some(w) = self.mem.get_mut(i as usize) {
+                *w = v;
+            }
+        }
+        mem.publish(&self.mem);
+    }
+
+    fn report(&self, mem: &MBuf) -> Value {
+        let words = mem.snapshot();
+        let nonzero = words[..self.prog.mem_size().min(words.len())]
+            .iter()
+            .filter(|&&w| w != 0)
+            .count();
+        let regs = words
+            .get(self.prog.reg_base()..)
+            .unwrap_or(&[])
+            .iter()
+            .map(|&w| Value::U64(w as u64))
+            .collect();
+        Value::map([
+            ("runs", Value::U64(self.runs)),
+            ("passed", Value::U64(self.passed)),
+            (
+                "native",
+                Value::Str(if self.native.is_some() { "yes" } else { "no" }.into()),
+            ),
+            ("mem_words", Value::U64(self.prog.mem_size() as u64)),
+            ("mem_nonzero", Value::U64(nonzero as u64)),
+            ("registers", Value::List(regs)),
+        ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figure6_counts_tcp_flows_in_the_mbuf() {
+        let src = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/fpl-figure6.fpl"
+        ))
+        .unwrap();
+        let c = FplClass::new();
+        let args = vec![src];
+        let info = c.check(&args).unwrap();
+        let m = MBuf::new(info.mbuf_words);
+        let mut e = c.build(&args, &BuildEnv::default()).unwrap();
+        let mut tcp = crate::stats::tests::ipv4(6, [1, 2, 3, 4], 10, [5, 6, 7, 8], 80, b"");
+        for _ in 0..3 {
+            e.run(
+                &Pkt {
+                    data: &tcp,
+                    wirelen: tcp.len() as u32,
+                    linktype: 1,
+                    ts_sec: 0,
+                    ts_nsec: 0,
+                    big_endian: false,
+                },
+                &m,
+            )
+            .unwrap();
+        }
+        tcp[23] = 17; // now UDP: not counted
+        e.run(
+            &Pkt {
+                data: &tcp,
+                wirelen: 0,
+                linktype: 1,
+                ts_sec: 0,
+                ts_nsec: 0,
+                big_endian: false,
+            },
+            &m,
+        )
+        .unwrap();
+        // Nothing published before the sync.
+        assert!(m.snapshot().iter().all(|&w| w == 0));
+        e.sync(&m);
+        let words = m.snapshot();
+        assert_eq!(words[..256].iter().filter(|&&w| w == 3).count(), 1);
+        assert_eq!(words[..256].iter().sum::<u32>(), 3);
+    }
+
+    #[test]
+    fn application_writes_reach_the_program() {
+        let c = FplClass::new();
+        let args = vec!["MEM[0]++; RETURN MEM[0];".to_string(), "16".to_string()];
+        let m = MBuf::new(c.check(&args).unwrap().mbuf_words);
+        let mut e = c.build(&args, &BuildEnv::default()).unwrap();
+        let p = Pkt {
+            data: &[0],
+            wirelen: 1,
+            linktype: 1,
+            ts_sec: 0,
+            ts_nsec: 0,
+            big_endian: false,
+        };
+        assert_eq!(e.run(&p, &m).unwrap(), 1);
+        m.store(0, 100).unwrap();
+        e.sync(&m);
+        assert_eq!(e.run(&p, &m).unwrap(), 101);
+    }
+
+    #[test]
+    fn compile_errors_point_into_the_spec() {
+        let c = FplClass::new();
+        let e = c
+            .check(&["RETURN MEM[70];".into(), "16".into()])
+            .unwrap_err();
+        assert_eq!(e.arg, Some(0));
+        assert!(e.message.contains("FPL line 1"), "{e:?}");
+        assert!(e.offset > 0);
+    }
+}

@@ -1,0 +1,364 @@
+//! Packet sources: capture files, read once or replayed at a rate.
+//!
+//! * `(file,PATH)`: every packet of a pcap or pcapng file (`-` is standard
+//!   input), with its own timestamps.
+//! * `(replay,PATH,RATE[,UNIT][,CLOCK][,PASSES])`: the file read `PASSES`
+//!   times (default 1) at `RATE` per second. `UNIT` is `pps` (packets,
+//!   the default), `Bps` or `bytes` (wire bytes) or `bps` or `bits` (wire
+//!   bits). `CLOCK` is `packet` (the default: packets go out as fast as the
+//!   group takes them, with timestamps rewritten to the rate, starting at
+//!   the file's first timestamp, so timestamp-driven filters see the chosen
+//!   rate) or `wall` (packets are released at the rate in real time,
+//!   stamped with the time of release; a group under slow-reader
+//!   preference then drops what its readers cannot keep up with, as with a
+//!   live device).
+//! * `(device,NAME)`: refused for now; live capture comes with a later
+//!   issue.
+
+use crate::class::{number, ArgError, OwnedPacket, Source, SourceClass};
+use crate::value::Value;
+use sluice_capture::{CaptureFormat, CaptureReader};
+use std::io::Read;
+use std::time::{Duration, Instant, SystemTime};
+
+type Reader = CaptureReader<Box<dyn Read + Send>>;
+
+fn open(path: &str) -> Result<Reader, String> {
+    CaptureReader::open(path).map_err(|e| e.to_string())
+}
+
+fn big_endian(f: &CaptureFormat) -> bool {
+    match *f {
+        CaptureFormat::Pcap { big_endian, .. } => big_endian,
+        CaptureFormat::PcapNg { big_endian, .. } => big_endian,
+    }
+}
+
+fn fill(r: &mut Reader, out: &mut OwnedPacket) -> Result<bool, String> {
+    let be = big_endian(&r.format());
+    match r.next_packet().map_err(|e| e.to_string())? {
+        None => Ok(false),
+        Some(p) => {
+            out.meta.ts_sec = p.ts_sec;
+            out.meta.ts_nsec = p.ts_nsec;
+            out.meta.caplen = p.caplen;
+            out.meta.wirelen = p.wirelen;
+            out.meta.linktype = p.linktype;
+            out.meta.snaplen = p.snaplen;
+            out.meta.interface = p.interface;
+            out.big_endian = be;
+            out.data.clear();
+            out.data.extend_from_slice(p.data);
+            out.due = None;
+            Ok(true)
+        }
+    }
+}
+
+fn linktypes_of(r: &Reader) -> Vec<(u16, bool)> {
+    r.linktype()
+        .map(|l| vec![(l, big_endian(&r.format()))])
+        .unwrap_or_default()
+}
+
+/// The `file` source class.
+///
+/// ```
+/// use sluice_flow::class::SourceClass;
+/// assert!(sluice_flow::source::FileClass.check(&["a.pcap".into()]).is_ok());
+/// assert!(sluice_flow::source::FileClass.check(&[]).is_err());
+/// ```
+pub struct FileClass;
+
+struct FileSource {
+    r: Reader,
+    packets: u64,
+}
+
+impl SourceClass for FileClass {
+    fn name(&self) -> &str {
+        "file"
+    }
+    fn check(&self, args: &[String]) -> Result<(), ArgError> {
+        crate::class::at_most(args, 1, "(file,PATH)")?;
+        match args.first() {
+            Some(p) if !p.is_empty() => Ok(()),
+            _ => Err(ArgError::element("file needs a path: (file,PATH)")),
+        }
+    }
+    fn open(&self, args: &[String]) -> Result<Box<dyn Source>, ArgError> {
+        self.check(args)?;
+        let r = open(&args[0]).map_err(|e| ArgError::at(0, e))?;
+        Ok(Box::new(FileSource { r, packets: 0 }))
+    }
+}
+
+impl Source for FileSource {
+    fn next(&mut self, out: &mut OwnedPacket) -> Result<bool, String> {
+        let got = fill(&mut self.r, out)?;
+        self.packets += got as u64;
+        Ok(got)
+    }
+    fn linktypes(&self) -> Vec<(u16, bool)> {
+        linktypes_of(&self.r)
+    }
+    fn report(&self) -> Value {
+        Value::map([("packets", Value::U64(self.packets))])
+    }
+}
+
+/// The `replay` source class.
+///
+/// ```
+/// use sluice_flow::class::SourceClass;
+/// let c = sluice_flow::source::ReplayClass;
+/// assert!(c.check(&["a.pcap".into(), "1000".into(), "pps".into(), "wall".into(), "2".into()]).is_ok());
+/// assert!(c.check(&["a.pcap".into(), "0".into()]).is_err());
+/// assert!(c.check(&["a.pcap".into(), "10".into(), "furlongs".into()]).is_err());
+/// ```
+pub struct ReplayClass;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Unit {
+    Packets,
+    Bytes,
+    Bits,
+}
+
+struct ReplayArgs {
+    path: String,
+    rate: f64,
+    unit: Unit,
+    wall: bool,
+    passes: u64,
+}
+
+fn replay_args(args: &[String]) -> Result<ReplayArgs, ArgError> {
+    let usage = "(replay,PATH,RATE[,pps|Bps|bps][,packet|wall][,PASSES])";
+    crate::class::at_most(args, 5, usage)?;
+    let path = match args.first() {
+        Some(p) if !p.is_empty() => p.clone(),
+        _ => return Err(ArgError::element(format!("replay needs a path: {usage}"))),
+    };
+    let rate_text = args
+        .get(1)
+        .ok_or_else(|| ArgError::element(format!("replay needs a rate: {usage}")))?;
+    let rate: f64 = rate_text
+        .parse()
+        .ok()
+        .filter(|r: &f64| r.is_finite() && *r > 0.0)
+        .ok_or_else(|| {
+            ArgError::at(
+                1,
+                format!("rate must be a positive number, found {rate_text:?}"),
+            )
+        })?;
+    let unit = match args.get(2).map(String::as_str) {
+        None | Some("") | Some("pps") => Unit::Packets,
+        Some("Bps") | Some("bytes") => Unit::Bytes,
+        Some("bps") | Some("bits") => Unit::Bits,
+        Some(o) => {
+            return Err(ArgError::at(
+                2,
+                format!("unit must be pps, Bps (bytes/s) or bps (bits/s), found {o:?}"),
+            ))
+        }
+    };
+    let wall = match args.get(3).map(String::as_str) {
+        None | Some("") | Some("packet") => false,
+        Some("wall") => true,
+        Some(o) => {
+            return Err(ArgError::at(
+                3,
+                format!("clock must be packet or wall, found {o:?}"),
+            ))
+        }
+    };
+    let passes = match args.get(4).map(String::as_str) {
+        None | Some("") => 1,
+        Some(_) => number(args, 4, "PASSES")?,
+    };
+    if passes == 0 {
+        return Err(ArgError::at(4, "PASSES must be at least 1"));
+    }
+    Ok(ReplayArgs {
+        path,
+        rate,
+        unit,
+        wall,
+        passes,
+    })
+}
+
+struct Replay {
+    a: ReplayArgs,
+    r: Reader,
+    pass: u64,
+    sent: u64,
+    /// Units (packets, bytes or bits) released so far.
+    units: f64,
+    start_ts: Option<(i64, u32)>,
+    start_wall: Option<(Instant, SystemTime)>,
+}
+
+impl SourceClass for ReplayClass {
+    fn name(&self) -> &str {
+        "replay"
+    }
+    fn check(&self, args: &[String]) -> Result<(), ArgError> {
+        replay_args(args).map(|_| ())
+    }
+    fn open(&self, args: &[String]) -> Result<Box<dyn Source>, ArgError> {
+        let a = replay_args(args)?;
+        let r = open(&a.path).map_err(|e| ArgError::at(0, e))?;
+        Ok(Box::new(Replay {
+            a,
+            r,
+            pass: 1,
+            sent: 0,
+            units: 0.0,
+            start_ts: None,
+            start_wall: None,
+        }))
+    }
+}
+
+fn add(ts: (i64, u32), secs: f64) -> (i64, u32) {
+    let whole = secs.floor();
+    let mut s = ts.0 + whole as i64;
+    let mut ns = ts.1 as u64 + ((secs - whole) * 1e9) as u64;
+    if ns >= 1_000_000_000 {
+        s += 1;
+        ns -= 1_000_000_000;
+    }
+    (s, ns as u32)
+}
+
+impl Source for Replay {
+    fn next(&mut self, out: &mut OwnedPacket) -> Result<bool, String> {
+        loop {
+            if fill(&mut self.r, out)? {
+                break;
+            }
+            if self.pass >= self.a.passes {
+                return Ok(false);
+            }
+            self.pass += 1;
+            self.r = open(&self.a.path)?;
+        }
+        let secs = self.units / self.a.rate;
+        self.units += match self.a.unit {
+            Unit::Packets => 1.0,
+            Unit::Bytes => out.meta.wirelen as f64,
+            Unit::Bits => 8.0 * out.meta.wirelen as f64,
+        };
+        self.sent += 1;
+        if self.a.wall {
+            let (i0, s0) = *self
+                .start_wall
+                .get_or_insert_with(|| (Instant::now(), SystemTime::now()));
+            let d = Duration::from_secs_f64(secs);
+            out.due = Some(i0 + d);
+            let t = (s0 + d)
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap_or_default();
+            out.meta.ts_sec = t.as_secs() as i64;
+            out.meta.ts_nsec = t.subsec_nanos();
+        } else {
+            let t0 = *self
+                .start_ts
+                .get_or_insert((out.meta.ts_sec, out.meta.ts_nsec));
+            let (s, ns) = add(t0, secs);
+            out.meta.ts_sec = s;
+            out.meta.ts_nsec = ns;
+        }
+        Ok(true)
+    }
+    fn linktypes(&self) -> Vec<(u16, bool)> {
+        linktypes_of(&self.r)
+    }
+    fn report(&self) -> Value {
+        Value::map([
+            ("packets", Value::U64(self.sent)),
+            ("passes", Value::U64(self.pass)),
+        ])
+    }
+}
+
+/// The `device` source class: refused until live capture exists.
+///
+/// ```
+/// use sluice_flow::class::SourceClass;
+/// let e = sluice_flow::source::DeviceClass.check(&["eth0".into()]).unwrap_err();
+/// assert!(e.message.contains("live capture"));
+/// ```
+pub struct DeviceClass;
+
+impl SourceClass for DeviceClass {
+    fn name(&self) -> &str {
+        "device"
+    }
+    fn check(&self, _: &[String]) -> Result<(), ArgError> {
+        Err(ArgError::element(
+            "live capture is not available yet: use (file,PATH) or (replay,PATH,RATE)",
+        ))
+    }
+    fn open(&self, args: &[String]) -> Result<Box<dyn Source>, ArgError> {
+        self.check(args).map(|_| unreachable!())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> String {
+        format!("{}/../../examples/sample.pcap", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    fn drain(s: &mut dyn Source) -> Vec<OwnedPacket> {
+        let mut v = Vec::new();
+        let mut p = OwnedPacket::default();
+        while s.next(&mut p).unwrap() {
+            v.push(p.clone());
+        }
+        v
+    }
+
+    #[test]
+    fn replay_packet_clock_rewrites_timestamps() {
+        let args: Vec<String> = vec![
+            sample(),
+            "4".into(),
+            "pps".into(),
+            "packet".into(),
+            "2".into(),
+        ];
+        let mut s = ReplayClass.open(&args).unwrap();
+        let once = drain(&mut *FileClass.open(&[sample()]).unwrap());
+        let v = drain(&mut *s);
+        assert_eq!(v.len(), 2 * once.len());
+        let t0 = (v[0].meta.ts_sec, v[0].meta.ts_nsec);
+        assert_eq!(t0, (once[0].meta.ts_sec, once[0].meta.ts_nsec));
+        // 4 packets per second: packet 5 is 1.25 s after the first.
+        assert_eq!((v[5].meta.ts_sec, v[5].meta.ts_nsec), add(t0, 1.25));
+        assert_eq!(v[once.len()].data, once[0].data);
+        assert_eq!(s.report().get("passes"), Some(&Value::U64(2)));
+    }
+
+    #[test]
+    fn replay_byte_rate_and_wall_clock() {
+        let args: Vec<String> = vec![sample(), "1000000".into(), "Bps".into(), "wall".into()];
+        let mut s = ReplayClass.open(&args).unwrap();
+        let v = drain(&mut *s);
+        let d0 = v[0].due.unwrap();
+        let last = v.last().unwrap();
+        let bytes: u64 = v[..v.len() - 1].iter().map(|p| p.meta.wirelen as u64).sum();
+        let want = Duration::from_secs_f64(bytes as f64 / 1e6);
+        let got = last.due.unwrap() - d0;
+        assert!(
+            got.as_secs_f64() - want.as_secs_f64() < 1e-6,
+            "{got:?} {want:?}"
+        );
+    }
+}
