@@ -295,10 +295,18 @@ impl TextFormat {
     /// use sluice_bpf::TextFormat;
     /// assert_eq!(TextFormat::detect("\n 4\n6 0 0 0\n"), Some(TextFormat::Ddd));
     /// assert_eq!(TextFormat::detect("ret #0"), Some(TextFormat::D));
+    /// assert_eq!(TextFormat::detect("; a comment\n(000) ret #0"), Some(TextFormat::D));
     /// assert_eq!(TextFormat::detect(""), None);
     /// ```
     pub fn detect(text: &str) -> Option<TextFormat> {
-        let c = text.trim_start().chars().next()?;
+        // Lines that are only a `;` comment (allowed in the `-d` form) do
+        // not decide.
+        let c = text
+            .lines()
+            .map(str::trim_start)
+            .find(|l| !l.is_empty() && !l.starts_with(';'))?
+            .chars()
+            .next()?;
         match c {
             '(' => Some(TextFormat::D),
             '{' => Some(TextFormat::Dd),
