@@ -68,7 +68,7 @@
 #![warn(missing_docs)]
 
 pub mod fpl;
-
+pub mod merged;
 
 use std::fmt;
 

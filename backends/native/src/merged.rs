@@ -1,0 +1,1919 @@
+//! The merged classifier compiled to machine code (DPF's dynamic code
+//! generation for many filters at once).
+//!
+//! A [`Merged`] classifier is a list of groups, each guards + key fields +
+//! a hash table of keys ([`sluice_classifier::merged`]). [`NativeMerged`]
+//! turns the groups into machine functions that, per packet:
+//!
+//! - read every field once however many groups use it, and check the
+//!   captured length once for all the fixed-offset fields a set of groups
+//!   needs, and once per IPv4 header for the fields behind it
+//!   (bounds-check aggregation); a packet too short for a read makes
+//!   exactly the groups that need that read fail, as the Rust path does;
+//! - test a field shared by several groups once and dispatch on its value,
+//!   like DPF's trie (for example on the ethertype, then the protocol);
+//! - for a group of few keys (at most [`SMALL_KEYS`]), compare the fields
+//!   with the keys as immediates (a search tree on the first field that
+//!   tells them apart, then the rest; adjacent fields compared as one wider
+//!   load: atom coalescing), with no table;
+//! - for a larger group, hash the key in the generated code (the table's
+//!   own hash) and probe the group's [`KeyTable`](sluice_classifier::table::KeyTable),
+//!   which stays data: adding a key does not touch the code.
+//!
+//! Groups are clustered by the first field they all test (typically the
+//! ethertype and its value) and each cluster is one machine function,
+//! cached by what it was built from: a change regenerates only the
+//! clusters whose groups changed structurally or whose small key sets
+//! changed ([`NativeStats::compilations`] counts them). Groups the code
+//! generator cannot express (computed values other than `len`, protochain,
+//! large `in` sets in guards) run through the Rust path of [`Merged`], and
+//! filters that run whole are run as [`Merged`] runs them, so the answers
+//! are exactly [`Merged::classify`]'s, [`Merged::classify_first`]'s and
+//! [`Merged::classify_batch`]'s.
+//!
+//! [`NativeClassifier`] is the concurrent form (one writer, readers that
+//! never wait), on the same left-right scheme as
+//! [`sluice_classifier::Classifier`]: the code is published together with
+//! the tables it was built for, and old code lives until the copy that
+//! refers to it is updated, which happens only after every reader has left
+//! that copy.
+//!
+//! ```
+//! use sluice_classifier::merged::{Compiled, Merged};
+//! use sluice_ir::{Filter, Pred, Size, Val};
+//! use sluice_native::merged::NativeMerged;
+//! let mut m = NativeMerged::new();
+//! let port = |p| Filter::new(Pred::eq(Val::load_abs(2, Size::Half), p), 1);
+//! m.insert(0, &Compiled::new(port(80)), 0);
+//! m.insert(1, &Compiled::new(port(443)), 0);
+//! m.update();
+//! let mut out = Vec::new();
+//! m.classify(&[0, 0, 1, 187], 4, &mut Default::default(), &mut out);
+//! assert_eq!(out, vec![1]);
+//! assert_eq!(m.native_stats().keys_in_code, 2);
+//! ```
+
+use crate::{err, host_isa, NativeError};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{types, AbiParam, Block, InstBuilder, MemFlags, Value};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, Linkage, Module};
+use left_right::{Absorb, ReadHandle, ReadHandleFactory, WriteHandle};
+use sluice_classifier::merged::{
+    better, Compiled, FieldRead, GroupView, GuardView, Merged, Scratch, Slot,
+};
+use sluice_classifier::path::Test;
+use sluice_classifier::FilterId;
+use sluice_ir::Val;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Groups with at most this many keys have their keys compiled into the
+/// code as immediates; larger ones are probed in their hash table.
+///
+/// ```
+/// assert!(sluice_native::merged::SMALL_KEYS >= 8);
+/// ```
+pub const SMALL_KEYS: usize = 16;
+
+/// `in` sets in guards with more keys than this are left to the Rust path.
+const MAX_IN_KEYS: usize = 64;
+
+/// The most paths (one per key of a small group, one per large group) in
+/// one machine function; a larger cluster is split.
+const MAX_UNIT_ITEMS: usize = 512;
+
+/// The most groups in one machine function (each reports at most one hit
+/// per packet, into a buffer of this many on the caller's stack).
+const MAX_UNIT_GROUPS: usize = 64;
+
+/// One match found by generated code: a group and the slot of its key.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct Hit {
+    group: u32,
+    value: u32,
+    datum: u32,
+}
+
+/// Where a group's table is, as generated code reads it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct TableDesc {
+    words: *const u32,
+    mask: u64,
+}
+
+/// A cluster's machine function: hits written to `out`, their number returned.
+type UnitFn = unsafe extern "C" fn(
+    pkt: *const u8,
+    caplen: u64,
+    wirelen: u32,
+    tables: *const TableDesc,
+    out: *mut Hit,
+) -> u64;
+
+/// A field read the code generator handles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum R {
+    /// `size` bytes at a fixed offset.
+    Abs { off: u32, size: u8 },
+    /// `size` bytes at `4 * (pkt[hdr] & 0xf) + off`.
+    Rel { hdr: u32, off: u32, size: u8 },
+    /// The wire length.
+    Len,
+    /// A constant.
+    Const(u32),
+}
+
+impl R {
+    fn of(read: FieldRead<'_>) -> Option<R> {
+        match read {
+            FieldRead::Direct(d) => Some(match d.header() {
+                None => R::Abs {
+                    off: d.offset(),
+                    size: d.size() as u8,
+                },
+                Some(hdr) => R::Rel {
+                    hdr,
+                    off: d.offset(),
+                    size: d.size() as u8,
+                },
+            }),
+            FieldRead::Value(Val::Len) => Some(R::Len),
+            FieldRead::Value(Val::Const(k)) => Some(R::Const(*k)),
+            FieldRead::Value(_) => None,
+        }
+    }
+
+    /// Bytes loaded (0 for `len` and constants).
+    fn size(self) -> u32 {
+        match self {
+            R::Abs { size, .. } | R::Rel { size, .. } => size as u32,
+            R::Len | R::Const(_) => 0,
+        }
+    }
+
+    /// `k` as the raw (host-order) value a load of this field gives when
+    /// the field equals `k`; `None` if the field can never equal `k`.
+    fn raw(self, k: u32) -> Option<u32> {
+        match self.size() {
+            1 => (k <= 0xff).then_some(k),
+            2 => (k <= 0xffff).then(|| (k as u16).to_be() as u32),
+            4 => Some(k.to_be()),
+            _ => Some(k),
+        }
+    }
+
+    /// A mask for a raw value: `raw & m != 0` iff `value & mask != 0`.
+    fn raw_mask(self, m: u32) -> u32 {
+        match self.size() {
+            1 => m & 0xff,
+            2 => ((m & 0xffff) as u16).to_be() as u32,
+            4 => m.to_be(),
+            _ => m,
+        }
+    }
+}
+
+/// One condition of a path: the field reads without aborting and, with a
+/// test, the test gives `truth`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Cond {
+    r: R,
+    test: Option<Test>,
+    truth: bool,
+}
+
+/// What a path does when all its conditions hold.
+#[derive(Clone, Debug)]
+enum Action {
+    /// Report a key of a small group.
+    Hit { group: u32, slot: Slot },
+    /// Hash the key fields (read by the path's conditions) and probe the
+    /// group's table.
+    Probe { group: u32, key: Vec<R> },
+}
+
+/// A path of a cluster: a key of a small group, or a whole large group.
+#[derive(Clone, Debug)]
+struct Item {
+    conds: Vec<Cond>,
+    action: Action,
+}
+
+/// What a group's code was built from (equal signatures: the same code).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum GroupSig {
+    /// Keys as immediates: every key and its slot, sorted.
+    Small(u32, Vec<(Vec<u32>, Slot)>),
+    /// A table probe.
+    Large(u32),
+}
+
+/// How a group is handled.
+enum Plan {
+    /// No keys: matches nothing.
+    Empty,
+    /// The Rust path.
+    Fallback,
+    /// Code: the cluster key, the signature and the paths.
+    Code(ClusterKey, GroupSig, Vec<Item>),
+}
+
+/// Groups testing the same field (and the same value of it) share a function.
+type ClusterKey = (Option<R>, Option<u32>);
+
+/// The group's guards as conditions, `None` if one cannot be compiled.
+fn guard_conds(g: &GroupView<'_>) -> Option<Vec<Cond>> {
+    g.guards()
+        .into_iter()
+        .map(|gv| match gv {
+            GuardView::Field {
+                read, test, truth, ..
+            } => {
+                if let Test::In(keys) = test {
+                    if keys.sorted().len() > MAX_IN_KEYS {
+                        return None;
+                    }
+                }
+                Some(Cond {
+                    r: R::of(read)?,
+                    test: Some(test.clone()),
+                    truth,
+                })
+            }
+            GuardView::Pred { .. } => None,
+        })
+        .collect()
+}
+
+fn plan_group(g: &GroupView<'_>, small: usize) -> Plan {
+    if g.is_empty() {
+        return Plan::Empty;
+    }
+    let Some(guards) = guard_conds(g) else {
+        return Plan::Fallback;
+    };
+    let Some(key) = g
+        .key_fields()
+        .into_iter()
+        .map(|(_, r)| R::of(r))
+        .collect::<Option<Vec<R>>>()
+    else {
+        return Plan::Fallback;
+    };
+    let id = g.id();
+    if g.len() <= small {
+        let mut keys: Vec<(Vec<u32>, Slot)> = g.keys().map(|(k, s)| (k.to_vec(), s)).collect();
+        keys.sort_by(|a, b| a.0.cmp(&b.0));
+        let items: Vec<Item> = keys
+            .iter()
+            .map(|(k, slot)| {
+                let mut conds = guards.clone();
+                conds.extend(key.iter().zip(k).map(|(r, &w)| Cond {
+                    r: *r,
+                    test: Some(Test::Eq(w)),
+                    truth: true,
+                }));
+                Item {
+                    conds,
+                    action: Action::Hit {
+                        group: id,
+                        slot: *slot,
+                    },
+                }
+            })
+            .collect();
+        // Cluster by the lowest fixed-offset field every key tests, and its
+        // value when every key has the same.
+        let first = key
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| matches!(r, R::Abs { .. }))
+            .min_by_key(|(_, r)| **r);
+        let cluster = match first {
+            Some((i, r)) => {
+                let v = keys[0].0[i];
+                let same = keys.iter().all(|(k, _)| k[i] == v);
+                (Some(*r), same.then_some(v))
+            }
+            None => (None, None),
+        };
+        Plan::Code(cluster, GroupSig::Small(id, keys), items)
+    } else {
+        let mut conds = guards;
+        conds.extend(key.iter().map(|r| Cond {
+            r: *r,
+            test: None,
+            truth: true,
+        }));
+        let first = conds
+            .iter()
+            .filter(|c| matches!(c.r, R::Abs { .. }))
+            .map(|c| c.r)
+            .min();
+        Plan::Code(
+            (first, None),
+            GroupSig::Large(id),
+            vec![Item {
+                conds,
+                action: Action::Probe { group: id, key },
+            }],
+        )
+    }
+}
+
+/// What the code generator emitted for one function.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct UnitStats {
+    keys_in_code: usize,
+    probes: usize,
+    loads: usize,
+    bounds_checks: usize,
+    coalesced: usize,
+    code_bytes: usize,
+}
+
+/// One cluster's machine function.
+struct Unit {
+    func: UnitFn,
+    /// Owns the code pages; `None` only while dropping.
+    module: Option<JITModule>,
+    /// Groups in this function (at most one hit each per packet).
+    groups: usize,
+    stats: UnitStats,
+}
+
+// SAFETY: after `finalize_definitions` the module is only touched again to
+// free its memory in `Drop` (exclusive access). The code is immutable
+// (read+execute pages), reentrant and keeps no state between calls: it
+// writes only the hit array it is given.
+unsafe impl Send for Unit {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Unit {}
+
+impl Drop for Unit {
+    fn drop(&mut self) {
+        if let Some(module) = self.module.take() {
+            // SAFETY: `func` is reachable only through this `Unit`, held in
+            // `Arc`s by code tables; the last `Arc` is being dropped, so no
+            // reader holds it (readers call the code only while they hold
+            // the copy that holds the `Arc`) and no call can start after.
+            unsafe { module.free_memory() };
+        }
+    }
+}
+
+/// The compiled form of one state of a [`Merged`].
+struct Code {
+    units: Vec<Arc<Unit>>,
+    /// Groups run by the Rust path.
+    fallback: Vec<u32>,
+}
+
+/// What the native merged classifier holds and has done.
+///
+/// ```
+/// let s = sluice_native::merged::NativeMerged::new().native_stats();
+/// assert_eq!(s.compilations, 0);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NativeStats {
+    /// Machine functions compiled since the start (a function reused from
+    /// the cache is not counted).
+    pub compilations: u64,
+    /// Machine functions in use.
+    pub units: usize,
+    /// Groups whose keys are immediates in the code.
+    pub small_groups: usize,
+    /// Keys compiled as immediates.
+    pub keys_in_code: usize,
+    /// Groups probed in their hash table by the code.
+    pub probe_groups: usize,
+    /// Groups left to the Rust path.
+    pub fallback_groups: usize,
+    /// Length checks emitted, in all functions in use.
+    pub bounds_checks: usize,
+    /// Compares merged away by atom coalescing, in all functions in use.
+    pub coalesced: usize,
+    /// Bytes of machine code in use.
+    pub code_bytes: usize,
+    /// Time the last [`NativeMerged::update`] took (planning and compiling).
+    pub last_update: Duration,
+    /// Time spent compiling in the last update (zero when nothing changed).
+    pub last_compile: Duration,
+}
+
+/// The code cache: per cluster (and chunk), the signatures its function
+/// was built from.
+#[derive(Default)]
+struct Compiler {
+    cache: HashMap<(ClusterKey, usize), (Vec<GroupSig>, Arc<Unit>)>,
+    stats: NativeStats,
+    small: usize,
+}
+
+impl Compiler {
+    /// The code for `m`: cached functions where their groups are unchanged.
+    fn build(&mut self, m: &Merged) -> Arc<Code> {
+        let t0 = Instant::now();
+        let mut compile_time = Duration::ZERO;
+        let mut clusters: BTreeMap<ClusterKey, Vec<(GroupSig, Vec<Item>)>> = BTreeMap::new();
+        let mut fallback = Vec::new();
+        for g in m.group_views() {
+            match plan_group(&g, self.small) {
+                Plan::Empty => {}
+                Plan::Fallback => fallback.push(g.id()),
+                Plan::Code(key, sig, items) => clusters.entry(key).or_default().push((sig, items)),
+            }
+        }
+        let mut stats = NativeStats {
+            compilations: self.stats.compilations,
+            ..NativeStats::default()
+        };
+        let mut units = Vec::new();
+        let mut cache = HashMap::new();
+        for (key, groups) in clusters {
+            // Chunks of at most MAX_UNIT_ITEMS paths (whole groups).
+            let mut chunks: Vec<Vec<(GroupSig, Vec<Item>)>> = vec![Vec::new()];
+            let mut n = 0;
+            for g in groups {
+                let full = chunks.last().map_or(0, Vec::len) >= MAX_UNIT_GROUPS;
+                if n > 0 && (n + g.1.len() > MAX_UNIT_ITEMS || full) {
+                    chunks.push(Vec::new());
+                    n = 0;
+                }
+                n += g.1.len();
+                chunks.last_mut().unwrap().push(g);
+            }
+            for (ci, chunk) in chunks.into_iter().enumerate() {
+                let sigs: Vec<GroupSig> = chunk.iter().map(|g| g.0.clone()).collect();
+                let unit = match self.cache.remove(&(key, ci)) {
+                    Some((old, unit)) if old == sigs => Some(unit),
+                    _ => {
+                        let t = Instant::now();
+                        let ngroups = chunk.len();
+                        let items: Vec<Item> = chunk.into_iter().flat_map(|g| g.1).collect();
+                        let built = compile_unit(items, ngroups);
+                        compile_time += t.elapsed();
+                        stats.compilations += 1;
+                        built.ok().map(Arc::new)
+                    }
+                };
+                match unit {
+                    Some(u) => {
+                        for s in &sigs {
+                            match s {
+                                GroupSig::Small(..) => stats.small_groups += 1,
+                                GroupSig::Large(_) => stats.probe_groups += 1,
+                            }
+                        }
+                        stats.keys_in_code += u.stats.keys_in_code;
+                        stats.bounds_checks += u.stats.bounds_checks;
+                        stats.coalesced += u.stats.coalesced;
+                        stats.code_bytes += u.stats.code_bytes;
+                        units.push(u.clone());
+                        cache.insert((key, ci), (sigs, u));
+                    }
+                    None => fallback.extend(sigs.iter().map(|s| match s {
+                        GroupSig::Small(g, _) | GroupSig::Large(g) => *g,
+                    })),
+                }
+            }
+        }
+        self.cache = cache;
+        fallback.sort_unstable();
+        stats.units = units.len();
+        stats.fallback_groups = fallback.len();
+        stats.last_compile = compile_time;
+        stats.last_update = t0.elapsed();
+        self.stats = stats;
+        Arc::new(Code { units, fallback })
+    }
+}
+
+/// Generate and compile one cluster's function.
+fn compile_unit(items: Vec<Item>, groups: usize) -> Result<Unit, NativeError> {
+    let isa = host_isa()?;
+    let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+    let ptr = module.target_config().pointer_type();
+    if ptr != types::I64 {
+        return Err(NativeError(
+            "the merged classifier needs 64-bit pointers".into(),
+        ));
+    }
+    let mut ctx = module.make_context();
+    let sig = &mut ctx.func.signature;
+    sig.params.push(AbiParam::new(ptr));
+    sig.params.push(AbiParam::new(types::I64));
+    sig.params.push(AbiParam::new(types::I32));
+    sig.params.push(AbiParam::new(ptr));
+    sig.params.push(AbiParam::new(ptr));
+    sig.returns.push(AbiParam::new(types::I64));
+    let mut stats = UnitStats::default();
+    let mut fctx = FunctionBuilderContext::new();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let p = b.block_params(entry).to_vec();
+        let count = Variable::from_u32(0);
+        b.declare_var(count, types::I64);
+        let zero = b.ins().iconst(types::I64, 0);
+        b.def_var(count, zero);
+        let start = b.create_block();
+        let done = b.create_block();
+        b.ins().jump(start, &[]);
+        let mut g = Gen {
+            b,
+            pkt: p[0],
+            caplen: p[1],
+            wirelen: p[2],
+            tables: p[3],
+            out: p[4],
+            count,
+            stats: &mut stats,
+        };
+        g.emit(start, items, Ctx::default(), done);
+        g.b.switch_to_block(done);
+        let n = g.b.use_var(count);
+        g.b.ins().return_(&[n]);
+        g.b.seal_all_blocks();
+        g.b.finalize();
+    }
+    let id = module
+        .declare_function("classify", Linkage::Local, &ctx.func.signature)
+        .map_err(err)?;
+    module
+        .define_function(id, &mut ctx)
+        .map_err(|e| NativeError(format!("{e:?}")))?;
+    stats.code_bytes = ctx
+        .compiled_code()
+        .map(|c| c.code_buffer().len())
+        .unwrap_or(0);
+    module.clear_context(&mut ctx);
+    // Makes the code pages read+execute (and no longer writable).
+    module.finalize_definitions().map_err(err)?;
+    let code = module.get_finalized_function(id);
+    // SAFETY: `code` is the entry of the function just finalized, whose
+    // signature (pointer, i64, i32, pointer, pointer) -> i64 in the host's
+    // default calling convention is exactly `UnitFn`'s `extern "C"` ABI.
+    let func = unsafe { std::mem::transmute::<*const u8, UnitFn>(code) };
+    Ok(Unit {
+        func,
+        module: Some(module),
+        groups,
+        stats,
+    })
+}
+
+/// What is known at a point of the generated code (it dominates there).
+#[derive(Clone, Default)]
+struct Ctx {
+    /// Raw (host-order) values of fields read.
+    raw: Vec<(R, Value)>,
+    /// Their values in network order (as the tables hold them).
+    be: Vec<(R, Value)>,
+    /// `4 * (pkt[hdr] & 0xf)` as a 64-bit value, per `hdr`.
+    hl: Vec<(u32, Value)>,
+    /// The captured length is at least this.
+    known: u64,
+    /// Per `hdr`: the captured length is at least `hl + this`.
+    rel: Vec<(u32, u64)>,
+}
+
+fn find<K: PartialEq + Copy, V: Copy>(v: &[(K, V)], k: K) -> Option<V> {
+    v.iter().find(|(x, _)| *x == k).map(|(_, y)| *y)
+}
+
+/// A test and the outcome wanted (`None`: the field need only be read).
+type TestSig = (Option<Test>, bool);
+
+/// The code generator of one function.
+struct Gen<'a, 's> {
+    b: FunctionBuilder<'a>,
+    pkt: Value,
+    caplen: Value,
+    wirelen: Value,
+    tables: Value,
+    out: Value,
+    count: Variable,
+    stats: &'s mut UnitStats,
+}
+
+fn flags() -> MemFlags {
+    MemFlags::new().with_notrap().with_readonly()
+}
+
+impl Gen<'_, '_> {
+    /// Fill `blk` with the code of `items`: every item whose conditions
+    /// hold does its action; then continue at `cont`.
+    fn emit(&mut self, blk: Block, items: Vec<Item>, mut ctx: Ctx, cont: Block) {
+        self.b.switch_to_block(blk);
+        if items.is_empty() {
+            self.b.ins().jump(cont, &[]);
+            return;
+        }
+        self.aggregate(&items, &mut ctx, cont);
+        let mut rest = Vec::new();
+        for it in items {
+            if it.conds.is_empty() {
+                self.action(&it.action, &mut ctx);
+            } else {
+                rest.push(it);
+            }
+        }
+        if rest.is_empty() {
+            self.b.ins().jump(cont, &[]);
+            return;
+        }
+        if rest.len() == 1 {
+            let it = rest.pop().unwrap();
+            self.leaf(it, ctx, cont);
+            return;
+        }
+        // The field most paths test (known ones first, then by offset).
+        let mut counts: BTreeMap<R, usize> = BTreeMap::new();
+        for it in &rest {
+            let mut seen: Vec<R> = it.conds.iter().map(|c| c.r).collect();
+            seen.sort_unstable();
+            seen.dedup();
+            for r in seen {
+                *counts.entry(r).or_default() += 1;
+            }
+        }
+        let f = counts
+            .iter()
+            .max_by_key(|(r, n)| (**n, find(&ctx.raw, **r).is_some(), std::cmp::Reverse(**r)))
+            .map(|(r, _)| *r)
+            .expect("items have conditions");
+        let (with, without): (Vec<Item>, Vec<Item>) = rest
+            .into_iter()
+            .partition(|it| it.conds.iter().any(|c| c.r == f));
+        let rest_blk = if without.is_empty() {
+            cont
+        } else {
+            self.b.create_block()
+        };
+        let outer = ctx.clone();
+        let v = self.read_raw(&mut ctx, f, rest_blk);
+        let mut eq: BTreeMap<u32, Vec<Item>> = BTreeMap::new();
+        let mut others: Vec<(TestSig, Vec<Item>)> = Vec::new();
+        for mut it in with {
+            let i = it.conds.iter().position(|c| c.r == f).unwrap();
+            let c = it.conds.remove(i);
+            match c.test {
+                Some(Test::Eq(k)) if c.truth => {
+                    if let Some(rk) = f.raw(k) {
+                        eq.entry(rk).or_default().push(it);
+                    }
+                }
+                test => {
+                    let sig = (test, c.truth);
+                    match others.iter_mut().find(|(s, _)| *s == sig) {
+                        Some((_, v)) => v.push(it),
+                        None => others.push((sig, vec![it])),
+                    }
+                }
+            }
+        }
+        let other_blk = if others.is_empty() {
+            rest_blk
+        } else {
+            self.b.create_block()
+        };
+        if eq.is_empty() {
+            self.b.ins().jump(other_blk, &[]);
+        } else {
+            let arms: Vec<(u32, Block)> = eq.keys().map(|&k| (k, self.b.create_block())).collect();
+            self.dispatch(v, f, &arms, other_blk);
+            for ((_, blk), (_, items)) in arms.into_iter().zip(eq) {
+                self.emit(blk, items, ctx.clone(), other_blk);
+            }
+        }
+        let n = others.len();
+        let mut cur = other_blk;
+        for (i, ((test, truth), items)) in others.into_iter().enumerate() {
+            let next = if i + 1 == n {
+                rest_blk
+            } else {
+                self.b.create_block()
+            };
+            self.b.switch_to_block(cur);
+            let sub = self.b.create_block();
+            match test {
+                None => {
+                    self.b.ins().jump(sub, &[]);
+                }
+                Some(t) => {
+                    let mut c2 = ctx.clone();
+                    self.test(&mut c2, f, &t, truth, sub, next);
+                }
+            }
+            self.emit(sub, items, ctx.clone(), next);
+            cur = next;
+        }
+        if !without.is_empty() {
+            self.emit(rest_blk, without, outer, cont);
+        }
+    }
+
+    /// One length check for the fixed-offset reads every item needs (and
+    /// one per IPv4 header for the reads behind it): when it fails, every
+    /// item fails, so it goes to `fail`.
+    fn aggregate(&mut self, items: &[Item], ctx: &mut Ctx, fail: Block) {
+        let mut common: Option<Vec<R>> = None;
+        for it in items {
+            let rs: Vec<R> = it.conds.iter().map(|c| c.r).collect();
+            common = Some(match common {
+                None => rs,
+                Some(c) => c.into_iter().filter(|r| rs.contains(r)).collect(),
+            });
+        }
+        let common = common.unwrap_or_default();
+        let mut end = 0u64;
+        let mut covered = 0;
+        let mut rel: Vec<(u32, u64)> = Vec::new();
+        for r in &common {
+            match *r {
+                R::Abs { off, size } => {
+                    end = end.max(off as u64 + size as u64);
+                    covered += 1;
+                }
+                R::Rel { hdr, off, size } => {
+                    end = end.max(hdr as u64 + 1);
+                    let e = off as u64 + size as u64;
+                    match rel.iter_mut().find(|(h, _)| *h == hdr) {
+                        Some((_, x)) => *x = (*x).max(e),
+                        None => rel.push((hdr, e)),
+                    }
+                }
+                _ => {}
+            }
+        }
+        if end > ctx.known && (covered > 1 || !rel.is_empty()) {
+            self.stats.bounds_checks += 1;
+            let short = self
+                .b
+                .ins()
+                .icmp_imm(IntCC::UnsignedLessThan, self.caplen, end as i64);
+            self.branch_out(short, fail);
+            ctx.known = end;
+        }
+        for (hdr, e) in rel {
+            if find(&ctx.rel, hdr).unwrap_or(0) < e {
+                let hl = self.hl(ctx, hdr, fail);
+                self.rel_check(ctx, hl, hdr, e, fail);
+            }
+        }
+    }
+
+    /// Branch to `fail` when `cond`, else go on in a fresh block.
+    fn branch_out(&mut self, cond: Value, fail: Block) {
+        let next = self.b.create_block();
+        self.b.ins().brif(cond, fail, &[], next, &[]);
+        self.b.switch_to_block(next);
+    }
+
+    /// Check `hl + end <= caplen`, else `fail`.
+    fn rel_check(&mut self, ctx: &mut Ctx, hl: Value, hdr: u32, end: u64, fail: Block) {
+        self.stats.bounds_checks += 1;
+        let e = self.b.ins().iadd_imm(hl, end as i64);
+        let over = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThan, e, self.caplen);
+        self.branch_out(over, fail);
+        match ctx.rel.iter_mut().find(|(h, _)| *h == hdr) {
+            Some((_, x)) => *x = end,
+            None => ctx.rel.push((hdr, end)),
+        }
+    }
+
+    /// `4 * (pkt[hdr] & 0xf)`, 64 bits.
+    fn hl(&mut self, ctx: &mut Ctx, hdr: u32, fail: Block) -> Value {
+        if let Some(v) = find(&ctx.hl, hdr) {
+            return v;
+        }
+        let byte = self.read_raw(ctx, R::Abs { off: hdr, size: 1 }, fail);
+        let x = self.b.ins().band_imm(byte, 0xf);
+        let x = self.b.ins().ishl_imm(x, 2);
+        let x = self.b.ins().uextend(types::I64, x);
+        ctx.hl.push((hdr, x));
+        x
+    }
+
+    /// The address of `width` bytes at `r`'s place, bounds-checked (to
+    /// `fail`) unless a dominating check covers them.
+    fn addr(&mut self, ctx: &mut Ctx, r: R, width: u32, fail: Block) -> Value {
+        match r {
+            R::Abs { off, .. } => {
+                let end = off as u64 + width as u64;
+                if end > ctx.known {
+                    self.stats.bounds_checks += 1;
+                    let short =
+                        self.b
+                            .ins()
+                            .icmp_imm(IntCC::UnsignedLessThan, self.caplen, end as i64);
+                    self.branch_out(short, fail);
+                    ctx.known = end;
+                }
+                self.b.ins().iadd_imm(self.pkt, off as i64)
+            }
+            R::Rel { hdr, off, .. } => {
+                let hl = self.hl(ctx, hdr, fail);
+                let end = off as u64 + width as u64;
+                if find(&ctx.rel, hdr).unwrap_or(0) < end {
+                    self.rel_check(ctx, hl, hdr, end, fail);
+                }
+                let a = self.b.ins().iadd(self.pkt, hl);
+                self.b.ins().iadd_imm(a, off as i64)
+            }
+            R::Len | R::Const(_) => unreachable!("not a load"),
+        }
+    }
+
+    /// A field's raw value (host order of its bytes), 32 bits.
+    fn read_raw(&mut self, ctx: &mut Ctx, r: R, fail: Block) -> Value {
+        if let Some(v) = find(&ctx.raw, r) {
+            return v;
+        }
+        let v = match r {
+            R::Len => self.wirelen,
+            R::Const(k) => self.b.ins().iconst(types::I32, k as i64),
+            R::Abs { size, .. } | R::Rel { size, .. } => {
+                self.stats.loads += 1;
+                let a = self.addr(ctx, r, size as u32, fail);
+                match size {
+                    1 => self.b.ins().uload8(types::I32, flags(), a, 0),
+                    2 => self.b.ins().uload16(types::I32, flags(), a, 0),
+                    _ => self.b.ins().load(types::I32, flags(), a, 0),
+                }
+            }
+        };
+        ctx.raw.push((r, v));
+        v
+    }
+
+    /// A field's value (network order, as the IR means it).
+    fn read_be(&mut self, ctx: &mut Ctx, r: R, fail: Block) -> Value {
+        if let Some(v) = find(&ctx.be, r) {
+            return v;
+        }
+        let raw = self.read_raw(ctx, r, fail);
+        let v = match r.size() {
+            2 if cfg!(target_endian = "little") => {
+                let s = self.b.ins().bswap(raw);
+                self.b.ins().ushr_imm(s, 16)
+            }
+            4 if cfg!(target_endian = "little") => self.b.ins().bswap(raw),
+            _ => raw,
+        };
+        ctx.be.push((r, v));
+        v
+    }
+
+    /// Branch on a test of field `r`: to `t` when it gives `truth`, else `e`.
+    fn test(&mut self, ctx: &mut Ctx, r: R, test: &Test, truth: bool, t: Block, e: Block) {
+        let (yes, no) = if truth { (t, e) } else { (e, t) };
+        match test {
+            Test::Eq(k) => match r.raw(*k) {
+                Some(rk) => {
+                    let v = self.read_raw(ctx, r, e);
+                    let c = self.b.ins().icmp_imm(IntCC::Equal, v, rk as i64);
+                    self.b.ins().brif(c, yes, &[], no, &[]);
+                }
+                None => {
+                    // The field cannot equal k (but must still be read).
+                    self.read_raw(ctx, r, e);
+                    self.b.ins().jump(no, &[]);
+                }
+            },
+            Test::Set(m) => {
+                let v = self.read_raw(ctx, r, e);
+                let x = self.b.ins().band_imm(v, r.raw_mask(*m) as i64);
+                self.b.ins().brif(x, yes, &[], no, &[]);
+            }
+            Test::Gt(k) | Test::Ge(k) => {
+                let v = self.read_be(ctx, r, e);
+                let cc = if matches!(test, Test::Gt(_)) {
+                    IntCC::UnsignedGreaterThan
+                } else {
+                    IntCC::UnsignedGreaterThanOrEqual
+                };
+                let c = self.b.ins().icmp_imm(cc, v, *k as i64);
+                self.b.ins().brif(c, yes, &[], no, &[]);
+            }
+            Test::In(keys) => {
+                let v = self.read_raw(ctx, r, e);
+                let mut raws: Vec<u32> = keys.sorted().iter().filter_map(|&k| r.raw(k)).collect();
+                raws.sort_unstable();
+                raws.dedup();
+                let arms: Vec<(u32, Block)> = raws.into_iter().map(|k| (k, yes)).collect();
+                self.dispatch(v, r, &arms, no);
+            }
+        }
+    }
+
+    /// In the current block: go to the arm whose raw constant equals `v`,
+    /// else to `default` (a chain of compares for a few, a search tree on
+    /// the raw values for more: any order works for equality).
+    fn dispatch(&mut self, v: Value, r: R, arms: &[(u32, Block)], default: Block) {
+        let _ = r;
+        if arms.len() <= 4 {
+            for (i, (k, blk)) in arms.iter().enumerate() {
+                let c = self.b.ins().icmp_imm(IntCC::Equal, v, *k as i64);
+                if i + 1 == arms.len() {
+                    self.b.ins().brif(c, *blk, &[], default, &[]);
+                } else {
+                    self.branch_in(c, *blk);
+                }
+            }
+            if arms.is_empty() {
+                self.b.ins().jump(default, &[]);
+            }
+            return;
+        }
+        let mid = arms.len() / 2;
+        let (hi, lo) = (self.b.create_block(), self.b.create_block());
+        let c = self
+            .b
+            .ins()
+            .icmp_imm(IntCC::UnsignedGreaterThanOrEqual, v, arms[mid].0 as i64);
+        self.b.ins().brif(c, hi, &[], lo, &[]);
+        self.b.switch_to_block(hi);
+        self.dispatch(v, r, &arms[mid..], default);
+        self.b.switch_to_block(lo);
+        self.dispatch(v, r, &arms[..mid], default);
+    }
+
+    /// Branch to `t` when `cond`, else go on in a fresh block.
+    fn branch_in(&mut self, cond: Value, t: Block) {
+        let next = self.b.create_block();
+        self.b.ins().brif(cond, t, &[], next, &[]);
+        self.b.switch_to_block(next);
+    }
+
+    /// One path alone: its equality tests on adjacent fields as wider
+    /// compares, the rest one by one, then its action; continue at `cont`
+    /// (also when a condition fails).
+    fn leaf(&mut self, it: Item, mut ctx: Ctx, cont: Block) {
+        let mut wide: Vec<(Option<u32>, u32, u32, u32)> = Vec::new(); // (hdr, off, size, k)
+        let mut rest = Vec::new();
+        for c in it.conds {
+            let (hdr, off, size) = match c.r {
+                R::Abs { off, size } => (None, off, size as u32),
+                R::Rel { hdr, off, size } => (Some(hdr), off, size as u32),
+                _ => {
+                    rest.push(c);
+                    continue;
+                }
+            };
+            match c.test {
+                Some(Test::Eq(k)) if c.truth && find(&ctx.raw, c.r).is_none() => {
+                    if c.r.raw(k).is_none() {
+                        // Never equal: the path cannot hold (a read that
+                        // would abort makes it fail just the same).
+                        self.b.ins().jump(cont, &[]);
+                        return;
+                    }
+                    wide.push((hdr, off, size, k));
+                }
+                _ => rest.push(c),
+            }
+        }
+        wide.sort_unstable();
+        wide.dedup();
+        // Known values first (no load), then the coalesced loads, then the rest.
+        rest.sort_by_key(|c| find(&ctx.raw, c.r).is_none());
+        let mut i = 0;
+        while i < wide.len() {
+            // The longest run of adjacent fields from i whose total is 8, 4 or 2 bytes.
+            let mut j = i + 1;
+            let mut total = wide[i].2;
+            let mut best = (i + 1, total);
+            while j < wide.len()
+                && wide[j].0 == wide[i].0
+                && wide[j].1 == wide[j - 1].1 + wide[j - 1].2
+                && total + wide[j].2 <= 8
+            {
+                total += wide[j].2;
+                j += 1;
+                if matches!(total, 2 | 4 | 8) {
+                    best = (j, total);
+                }
+            }
+            let (end, width) = best;
+            if end - i == 1 {
+                let (hdr, off, size, k) = wide[i];
+                let r = match hdr {
+                    None => R::Abs {
+                        off,
+                        size: size as u8,
+                    },
+                    Some(hdr) => R::Rel {
+                        hdr,
+                        off,
+                        size: size as u8,
+                    },
+                };
+                let next = self.b.create_block();
+                self.test(&mut ctx, r, &Test::Eq(k), true, next, cont);
+                self.b.switch_to_block(next);
+            } else {
+                self.stats.coalesced += end - i - 1;
+                self.stats.loads += 1;
+                let mut bytes = Vec::with_capacity(8);
+                for &(_, _, size, k) in &wide[i..end] {
+                    bytes.extend_from_slice(&k.to_be_bytes()[4 - size as usize..]);
+                }
+                let (hdr, off, _, _) = wide[i];
+                let r = match hdr {
+                    None => R::Abs { off, size: 1 },
+                    Some(hdr) => R::Rel { hdr, off, size: 1 },
+                };
+                let a = self.addr(&mut ctx, r, width, cont);
+                let (v, k) = match width {
+                    2 => (
+                        self.b.ins().uload16(types::I32, flags(), a, 0),
+                        u16::from_ne_bytes([bytes[0], bytes[1]]) as i64,
+                    ),
+                    4 => (
+                        self.b.ins().load(types::I32, flags(), a, 0),
+                        u32::from_ne_bytes(bytes[..4].try_into().unwrap()) as i64,
+                    ),
+                    _ => (
+                        self.b.ins().load(types::I64, flags(), a, 0),
+                        u64::from_ne_bytes(bytes[..8].try_into().unwrap()) as i64,
+                    ),
+                };
+                let c = self.b.ins().icmp_imm(IntCC::Equal, v, k);
+                let next = self.b.create_block();
+                self.b.ins().brif(c, next, &[], cont, &[]);
+                self.b.switch_to_block(next);
+            }
+            i = end;
+        }
+        for c in rest {
+            let next = self.b.create_block();
+            match &c.test {
+                Some(t) => self.test(&mut ctx, c.r, t, c.truth, next, cont),
+                None => {
+                    self.read_raw(&mut ctx, c.r, cont);
+                    self.b.ins().jump(next, &[]);
+                }
+            }
+            self.b.switch_to_block(next);
+        }
+        self.action(&it.action, &mut ctx);
+        self.b.ins().jump(cont, &[]);
+    }
+
+    /// Write a hit: `out[count] = (group, value, datum)`, `count += 1`.
+    fn hit(&mut self, group: u32, value: Value, datum: Value) {
+        let n = self.b.use_var(self.count);
+        let off = self.b.ins().imul_imm(n, std::mem::size_of::<Hit>() as i64);
+        let a = self.b.ins().iadd(self.out, off);
+        let fl = MemFlags::trusted();
+        let g = self.b.ins().iconst(types::I32, group as i64);
+        self.b
+            .ins()
+            .store(fl, g, a, std::mem::offset_of!(Hit, group) as i32);
+        self.b
+            .ins()
+            .store(fl, value, a, std::mem::offset_of!(Hit, value) as i32);
+        self.b
+            .ins()
+            .store(fl, datum, a, std::mem::offset_of!(Hit, datum) as i32);
+        let n1 = self.b.ins().iadd_imm(n, 1);
+        self.b.def_var(self.count, n1);
+    }
+
+    /// Do an action in the current block (which may end up being another).
+    fn action(&mut self, a: &Action, ctx: &mut Ctx) {
+        match a {
+            Action::Hit { group, slot } => {
+                self.stats.keys_in_code += 1;
+                let v = self.b.ins().iconst(types::I32, slot.value as i64);
+                let d = self.b.ins().iconst(types::I32, slot.datum as i64);
+                self.hit(*group, v, d);
+            }
+            Action::Probe { group, key } => {
+                self.stats.probes += 1;
+                let after = self.b.create_block();
+                // Every key field was read by a condition of this path.
+                let vals: Vec<Value> = key.iter().map(|r| self.read_be(ctx, *r, after)).collect();
+                self.probe(*group, &vals, after);
+                self.b.switch_to_block(after);
+            }
+        }
+    }
+
+    /// Hash `key` as [`sluice_classifier::table::hash`] does and probe
+    /// group `group`'s table; a hit is written; continue at `after`.
+    fn probe(&mut self, group: u32, key: &[Value], after: Block) {
+        const C1: u64 = 0xff51_afd7_ed55_8ccd;
+        const C2: u64 = 0xc4ce_b9fe_1a85_ec53;
+        let seed = 0x9e37_79b9_7f4a_7c15u64 ^ key.len() as u64;
+        let mut h = self.b.ins().iconst(types::I64, seed as i64);
+        let mut words: Vec<Value> = Vec::new();
+        for ch in key.chunks(2) {
+            let lo = self.b.ins().uextend(types::I64, ch[0]);
+            let w = if ch.len() == 2 {
+                let hi = self.b.ins().uextend(types::I64, ch[1]);
+                let hi = self.b.ins().ishl_imm(hi, 32);
+                self.b.ins().bor(lo, hi)
+            } else {
+                lo
+            };
+            words.push(w);
+            let x = self.b.ins().bxor(h, w);
+            let x = self.b.ins().imul_imm(x, C1 as i64);
+            let s = self.b.ins().ushr_imm(x, 29);
+            h = self.b.ins().bxor(x, s);
+        }
+        let x = self.b.ins().imul_imm(h, C2 as i64);
+        let s = self.b.ins().ushr_imm(x, 32);
+        let h = self.b.ins().bxor(x, s);
+        let desc = self.b.ins().iadd_imm(
+            self.tables,
+            (group as usize * std::mem::size_of::<TableDesc>()) as i64,
+        );
+        let fl = MemFlags::trusted().with_readonly();
+        let base = self.b.ins().load(
+            types::I64,
+            fl,
+            desc,
+            std::mem::offset_of!(TableDesc, words) as i32,
+        );
+        let mask = self.b.ins().load(
+            types::I64,
+            fl,
+            desc,
+            std::mem::offset_of!(TableDesc, mask) as i32,
+        );
+        let i0 = self.b.ins().band(h, mask);
+        let budget = self.b.ins().iadd_imm(mask, 1);
+        let head = self.b.create_block();
+        let i = self.b.append_block_param(head, types::I64);
+        let left = self.b.append_block_param(head, types::I64);
+        self.b.ins().jump(head, &[i0, budget]);
+        self.b.switch_to_block(head);
+        let stride = (key.len() + 2) * 4;
+        let off = self.b.ins().imul_imm(i, stride as i64);
+        let slot = self.b.ins().iadd(base, off);
+        let v = self.b.ins().load(types::I32, fl, slot, 0);
+        let next = self.b.create_block();
+        let live = self.b.create_block();
+        self.b.ins().brif(v, live, &[], after, &[]);
+        self.b.switch_to_block(live);
+        let gone = self.b.ins().icmp_imm(IntCC::Equal, v, u32::MAX as i64);
+        self.branch_out(gone, next);
+        for (j, w) in words.iter().enumerate() {
+            let at = (8 + 8 * j) as i32;
+            let two = key.len() > 2 * j + 1;
+            let s = if two {
+                self.b.ins().load(types::I64, fl, slot, at)
+            } else {
+                let s = self.b.ins().load(types::I32, fl, slot, at);
+                self.b.ins().uextend(types::I64, s)
+            };
+            let ne = self.b.ins().icmp(IntCC::NotEqual, s, *w);
+            self.branch_out(ne, next);
+        }
+        let datum = self.b.ins().load(types::I32, fl, slot, 4);
+        self.hit(group, v, datum);
+        self.b.ins().jump(after, &[]);
+        self.b.switch_to_block(next);
+        let i1 = self.b.ins().iadd_imm(i, 1);
+        let i1 = self.b.ins().band(i1, mask);
+        let l1 = self.b.ins().iadd_imm(left, -1);
+        self.b.ins().brif(l1, head, &[i1, l1], after, &[]);
+    }
+}
+
+/// A [`Merged`] classifier with its groups compiled to machine code.
+///
+/// Change it with the forwarding methods, then call
+/// [`NativeMerged::update`]: until then classification takes the Rust path
+/// (never stale code).
+///
+/// ```
+/// use sluice_classifier::merged::Compiled;
+/// use sluice_ir::{Filter, Pred, Val, Size};
+/// let mut m = sluice_native::merged::NativeMerged::new();
+/// m.insert(7, &Compiled::new(Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 1), 1)), 0);
+/// m.update();
+/// assert_eq!(m.classify_first(&[1], 1, &mut Default::default()), Some(7));
+/// ```
+pub struct NativeMerged {
+    merged: Merged,
+    code: Arc<Code>,
+    /// Per group, its table in *this* copy of the data.
+    descs: Vec<TableDesc>,
+    /// False after a change until [`NativeMerged::update`].
+    fresh: bool,
+    /// Shared by the two copies of a [`NativeClassifier`].
+    compiler: Arc<Mutex<Compiler>>,
+}
+
+// SAFETY: the raw pointers in `descs` point into `self.merged`'s tables and
+// are only read (by generated code) through `&self`, never written; they
+// are rebuilt whenever `merged` changes, before the code runs again
+// (`fresh`), and changing `merged` needs `&mut self`. Nothing is tied to a
+// thread.
+unsafe impl Send for NativeMerged {}
+// SAFETY: see `Send`: through `&self` everything is read only (the code
+// writes only into a hit buffer on the caller's stack).
+unsafe impl Sync for NativeMerged {}
+
+impl Clone for NativeMerged {
+    fn clone(&self) -> NativeMerged {
+        let mut m = NativeMerged {
+            merged: self.merged.clone(),
+            code: self.code.clone(),
+            descs: Vec::new(),
+            fresh: false,
+            compiler: self.compiler.clone(),
+        };
+        // The clone's table pointers must be its own.
+        m.install(self.code.clone());
+        m.fresh = self.fresh;
+        m
+    }
+}
+
+impl fmt::Debug for NativeMerged {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NativeMerged")
+            .field("filters", &self.merged.len())
+            .field("units", &self.code.units.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for NativeMerged {
+    fn default() -> Self {
+        NativeMerged::new()
+    }
+}
+
+impl NativeMerged {
+    /// An empty classifier.
+    ///
+    /// ```
+    /// assert!(sluice_native::merged::NativeMerged::new().merged().is_empty());
+    /// ```
+    pub fn new() -> NativeMerged {
+        NativeMerged::from_merged(Merged::default())
+    }
+
+    /// Compile an existing [`Merged`].
+    ///
+    /// ```
+    /// let m = sluice_native::merged::NativeMerged::from_merged(Default::default());
+    /// assert_eq!(m.native_stats().units, 0);
+    /// ```
+    pub fn from_merged(merged: Merged) -> NativeMerged {
+        NativeMerged::with_small_keys(merged, SMALL_KEYS)
+    }
+
+    /// Compile with keys in code for groups of at most `small` keys
+    /// (0: every group is probed in its table).
+    ///
+    /// ```
+    /// let m = sluice_native::merged::NativeMerged::with_small_keys(Default::default(), 0);
+    /// assert_eq!(m.native_stats().keys_in_code, 0);
+    /// ```
+    pub fn with_small_keys(merged: Merged, small: usize) -> NativeMerged {
+        let mut m = NativeMerged {
+            merged,
+            code: Arc::new(Code {
+                units: Vec::new(),
+                fallback: Vec::new(),
+            }),
+            descs: Vec::new(),
+            fresh: false,
+            compiler: Arc::new(Mutex::new(Compiler {
+                small,
+                ..Compiler::default()
+            })),
+        };
+        m.update();
+        m
+    }
+
+    /// The data the code was built from.
+    ///
+    /// ```
+    /// assert_eq!(sluice_native::merged::NativeMerged::new().merged().groups(), 0);
+    /// ```
+    pub fn merged(&self) -> &Merged {
+        &self.merged
+    }
+
+    /// [`Merged::insert`]; takes effect in code at [`NativeMerged::update`].
+    ///
+    /// ```
+    /// let mut m = sluice_native::merged::NativeMerged::new();
+    /// m.insert(0, &sluice_classifier::merged::Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
+    /// assert_eq!(m.merged().len(), 1);
+    /// ```
+    pub fn insert(&mut self, id: u32, c: &Compiled, priority: i32) {
+        self.fresh = false;
+        self.merged.insert(id, c, priority);
+    }
+
+    /// [`Merged::insert_keyed`].
+    ///
+    /// ```
+    /// use sluice_ir::{Filter, Pred, Val, Size};
+    /// let mut m = sluice_native::merged::NativeMerged::new();
+    /// m.insert(0, &sluice_classifier::merged::Compiled::new(Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 1), 1)), 0);
+    /// assert!(m.insert_keyed(1, 0, &[2], 0));
+    /// ```
+    pub fn insert_keyed(&mut self, id: u32, like: u32, key: &[u32], priority: i32) -> bool {
+        self.fresh = false;
+        self.merged.insert_keyed(id, like, key, priority)
+    }
+
+    /// [`Merged::insert_key_block`].
+    ///
+    /// ```
+    /// use sluice_ir::{Filter, Pred, Val, Size};
+    /// let mut m = sluice_native::merged::NativeMerged::new();
+    /// m.insert(0, &sluice_classifier::merged::Compiled::new(Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 1), 1)), 0);
+    /// assert!(m.insert_key_block(1, 0, 1, vec![2, 3].into(), 0));
+    /// ```
+    pub fn insert_key_block(
+        &mut self,
+        first: u32,
+        like: u32,
+        width: usize,
+        keys: Arc<[u32]>,
+        priority: i32,
+    ) -> bool {
+        self.fresh = false;
+        self.merged
+            .insert_key_block(first, like, width, keys, priority)
+    }
+
+    /// [`Merged::remove`].
+    ///
+    /// ```
+    /// let mut m = sluice_native::merged::NativeMerged::new();
+    /// m.remove(3);
+    /// ```
+    pub fn remove(&mut self, id: u32) {
+        self.fresh = false;
+        self.merged.remove(id);
+    }
+
+    /// Bring the code up to date with the data: functions whose groups did
+    /// not change are reused; a key added to a probed group changes nothing.
+    ///
+    /// ```
+    /// let mut m = sluice_native::merged::NativeMerged::new();
+    /// m.update();
+    /// ```
+    pub fn update(&mut self) {
+        let code = self
+            .compiler
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .build(&self.merged);
+        self.install(code);
+    }
+
+    fn install(&mut self, code: Arc<Code>) {
+        self.code = code;
+        self.refresh_descs();
+        self.fresh = true;
+    }
+
+    fn refresh_descs(&mut self) {
+        self.descs = self
+            .merged
+            .group_views()
+            .map(|g| {
+                let t = g.table();
+                TableDesc {
+                    words: t.words().as_ptr(),
+                    mask: (t.slots() - 1) as u64,
+                }
+            })
+            .collect();
+    }
+
+    /// What the code generator holds and has done.
+    ///
+    /// ```
+    /// assert_eq!(sluice_native::merged::NativeMerged::new().native_stats().units, 0);
+    /// ```
+    pub fn native_stats(&self) -> NativeStats {
+        self.compiler
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .stats
+    }
+
+    /// Call `f(filter, priority)` for every match of the groups.
+    #[inline]
+    fn each_group_match(
+        &self,
+        pkt: &[u8],
+        wirelen: u32,
+        s: &mut Scratch,
+        mut f: impl FnMut(u32, i32),
+    ) {
+        let m = &self.merged;
+        let mut hits = [const { std::mem::MaybeUninit::<Hit>::uninit() }; MAX_UNIT_GROUPS];
+        for u in &self.code.units {
+            debug_assert!(u.groups <= MAX_UNIT_GROUPS);
+            // SAFETY: the code reads only `pkt[i]` with `i + width <=
+            // caplen` (every load is covered by a length check against
+            // `caplen`, the slice's length), the `TableDesc`s of the groups
+            // it probes (`descs` has one per group of `merged`, the data the
+            // code was built for: `fresh` is checked by the callers) and the
+            // slots of those tables (indexes masked by the table's
+            // `slots() - 1`, slots of `width + 2` words: inside the table's
+            // words, which live in `self.merged` and do not change while
+            // `&self` is borrowed). It writes at most `u.groups` hits
+            // (each group reports at most one) into `hits`, which holds
+            // `MAX_UNIT_GROUPS >= u.groups`. It always terminates: no loops but the
+            // probe, which stops at an empty slot (a table always has one)
+            // or after `slots()` steps. The code pages live as long as `u`.
+            let n = unsafe {
+                (u.func)(
+                    pkt.as_ptr(),
+                    pkt.len() as u64,
+                    wirelen,
+                    self.descs.as_ptr(),
+                    hits.as_mut_ptr().cast::<Hit>(),
+                )
+            } as usize;
+            for h in &hits[..n.min(MAX_UNIT_GROUPS)] {
+                // SAFETY: the code wrote the first `n` hits of this call.
+                let h = unsafe { h.assume_init_ref() };
+                m.each_slot_filter(
+                    h.group,
+                    Slot {
+                        value: h.value,
+                        datum: h.datum,
+                    },
+                    &mut f,
+                );
+            }
+        }
+        if !self.code.fallback.is_empty() {
+            m.match_groups(&self.code.fallback, pkt, wirelen, s, |g, slot| {
+                m.each_slot_filter(g, slot, &mut f)
+            });
+        }
+    }
+
+    /// Every filter that accepts the packet, as ids in increasing order
+    /// (exactly [`Merged::classify`]).
+    ///
+    /// ```
+    /// let m = sluice_native::merged::NativeMerged::new();
+    /// let mut out = vec![9];
+    /// m.classify(&[], 0, &mut Default::default(), &mut out);
+    /// assert!(out.is_empty());
+    /// ```
+    pub fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch, out: &mut Vec<u32>) {
+        if !self.fresh {
+            return self.merged.classify(pkt, wirelen, s, out);
+        }
+        out.clear();
+        self.each_group_match(pkt, wirelen, s, |f, _| out.push(f));
+        self.merged.whole_matches(pkt, wirelen, out);
+        if out.len() > 1 {
+            out.sort_unstable();
+            out.dedup();
+        }
+    }
+
+    /// The single winner (exactly [`Merged::classify_first`]).
+    ///
+    /// ```
+    /// let m = sluice_native::merged::NativeMerged::new();
+    /// assert_eq!(m.classify_first(&[], 0, &mut Default::default()), None);
+    /// ```
+    pub fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch) -> Option<u32> {
+        if !self.fresh {
+            return self.merged.classify_first(pkt, wirelen, s);
+        }
+        let mut best: Option<(u32, i32)> = None;
+        self.each_group_match(pkt, wirelen, s, |f, p| {
+            if better(best, f, p) {
+                best = Some((f, p));
+            }
+        });
+        self.merged
+            .first_with_whole(pkt, wirelen, best)
+            .map(|(f, _)| f)
+    }
+
+    /// Classify many packets (exactly [`Merged::classify_batch`]):
+    /// `out[i]` gets packet `i`'s filters.
+    ///
+    /// ```
+    /// let m = sluice_native::merged::NativeMerged::new();
+    /// let mut out = vec![vec![1]; 2];
+    /// m.classify_batch(&[(&[][..], 0), (&[1][..], 1)], &mut Default::default(), &mut out);
+    /// assert!(out.iter().all(|o| o.is_empty()));
+    /// ```
+    pub fn classify_batch(&self, pkts: &[(&[u8], u32)], s: &mut Scratch, out: &mut [Vec<u32>]) {
+        if !self.fresh {
+            return self.merged.classify_batch(pkts, s, out);
+        }
+        for ((pkt, wirelen), o) in pkts.iter().zip(out.iter_mut()) {
+            self.classify(pkt, *wirelen, s, o);
+        }
+    }
+}
+
+/// A change to a [`NativeClassifier`], applied to both copies.
+enum Op {
+    Insert(u32, Arc<Compiled>, i32),
+    InsertKeyed(u32, u32, Arc<[u32]>, i32),
+    /// First id, like, key width, keys one after another, priority.
+    InsertKeys(u32, u32, usize, Arc<[u32]>, i32),
+    Remove(u32),
+    /// Bring the code up to date: built by the first copy to absorb it,
+    /// shared with the second.
+    Code(Option<Arc<Code>>),
+}
+
+impl Absorb<Op> for NativeMerged {
+    fn absorb_first(&mut self, op: &mut Op, _: &Self) {
+        match op {
+            Op::Insert(id, c, p) => self.insert(*id, c, *p),
+            Op::InsertKeyed(id, like, key, p) => {
+                self.fresh = false;
+                self.merged.insert_shared_key(*id, *like, key.clone(), *p);
+            }
+            Op::InsertKeys(first, like, width, keys, p) => {
+                self.insert_key_block(*first, *like, *width, keys.clone(), *p);
+            }
+            Op::Remove(id) => self.remove(*id),
+            Op::Code(slot) => {
+                let code = match slot {
+                    Some(c) => c.clone(),
+                    None => {
+                        let c = self
+                            .compiler
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .build(&self.merged);
+                        *slot = Some(c.clone());
+                        c
+                    }
+                };
+                self.install(code);
+            }
+        }
+    }
+
+    fn sync_with(&mut self, first: &Self) {
+        self.merged = first.merged.clone();
+        self.compiler = first.compiler.clone();
+        // Table pointers must be this copy's own.
+        self.install(first.code.clone());
+        self.fresh = first.fresh;
+    }
+}
+
+/// The writer side of the concurrent native classifier: insert, remove,
+/// publish (as [`sluice_classifier::Classifier`], with the code published
+/// together with the data).
+///
+/// ```
+/// use sluice_native::merged::NativeClassifier;
+/// use sluice_ir::{Filter, Pred, Val, Size};
+/// let mut c = NativeClassifier::new();
+/// let port = |p| Filter::new(Pred::eq(Val::load_abs(2, Size::Half), p), 1);
+/// let web = c.insert(&port(80), 0);
+/// c.publish();
+/// let r = c.reader();
+/// assert_eq!(r.classify(&[0, 0, 0, 80], 4), vec![web]);
+/// c.remove(web);
+/// c.publish();
+/// assert!(r.classify(&[0, 0, 0, 80], 4).is_empty());
+/// ```
+pub struct NativeClassifier {
+    w: WriteHandle<NativeMerged, Op>,
+    factory: ReadHandleFactory<NativeMerged>,
+    next: u32,
+    live: usize,
+}
+
+impl Default for NativeClassifier {
+    fn default() -> Self {
+        NativeClassifier::new()
+    }
+}
+
+impl NativeClassifier {
+    /// An empty classifier.
+    ///
+    /// ```
+    /// assert!(sluice_native::merged::NativeClassifier::new().is_empty());
+    /// ```
+    pub fn new() -> NativeClassifier {
+        let (w, r) = left_right::new_from_empty::<NativeMerged, Op>(NativeMerged::new());
+        NativeClassifier {
+            factory: r.factory(),
+            w,
+            next: 0,
+            live: 0,
+        }
+    }
+
+    /// Number of filters (including unpublished changes).
+    ///
+    /// ```
+    /// assert_eq!(sluice_native::merged::NativeClassifier::new().len(), 0);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// True when no filter is installed.
+    ///
+    /// ```
+    /// assert!(sluice_native::merged::NativeClassifier::new().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    fn fresh_id(&mut self) -> u32 {
+        let id = self.next;
+        self.next += 1;
+        self.live += 1;
+        id
+    }
+
+    /// Insert a filter with a priority; it takes effect at the next publish.
+    ///
+    /// ```
+    /// let mut c = sluice_native::merged::NativeClassifier::new();
+    /// let id = c.insert(&sluice_ir::Filter::new(sluice_ir::Pred::True, 1), 0);
+    /// assert_eq!(id.0, 0);
+    /// ```
+    pub fn insert(&mut self, filter: &sluice_ir::Filter, priority: i32) -> FilterId {
+        self.insert_compiled(Arc::new(Compiled::new(filter.clone())), priority)
+    }
+
+    /// Insert a prepared filter (see [`Compiled`]).
+    ///
+    /// ```
+    /// use sluice_bpf::{Insn, op};
+    /// use sluice_classifier::merged::Compiled;
+    /// let mut c = sluice_native::merged::NativeClassifier::new();
+    /// let id = c.insert_compiled(std::sync::Arc::new(Compiled::from_bpf(&[Insn::stmt(op::BPF_RET | op::BPF_K, 9)])), 0);
+    /// c.publish();
+    /// assert_eq!(c.reader().classify(&[], 0), vec![id]);
+    /// ```
+    pub fn insert_compiled(&mut self, c: Arc<Compiled>, priority: i32) -> FilterId {
+        let id = self.fresh_id();
+        self.w.append(Op::Insert(id, c, priority));
+        FilterId(id)
+    }
+
+    /// Publish pending changes with up-to-date code.
+    fn publish_now(&mut self) {
+        self.w.append(Op::Code(None));
+        self.w.publish();
+    }
+
+    /// Insert a filter equal to `like` but for its key constants (one table
+    /// insert; no code changes when the group is probed in its table).
+    /// `None` if `like` is not a filter of one key of that length.
+    ///
+    /// ```
+    /// use sluice_ir::{Filter, Pred, Val, Size};
+    /// let mut c = sluice_native::merged::NativeClassifier::new();
+    /// let a = c.insert(&Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 1), 1), 0);
+    /// let b = c.insert_keyed(a, &[2], 0).unwrap();
+    /// c.publish();
+    /// assert_eq!(c.reader().classify(&[2], 1), vec![b]);
+    /// ```
+    pub fn insert_keyed(&mut self, like: FilterId, key: &[u32], priority: i32) -> Option<FilterId> {
+        self.publish_now();
+        let ok = self.w.enter()?.merged().accepts_key_like(like.0, key.len());
+        if !ok {
+            return None;
+        }
+        let id = self.fresh_id();
+        self.w
+            .append(Op::InsertKeyed(id, like.0, key.into(), priority));
+        Some(FilterId(id))
+    }
+
+    /// Insert many key-only filters like `like` at once (as
+    /// [`sluice_classifier::Classifier::insert_keys`]).
+    ///
+    /// ```
+    /// use sluice_ir::{Filter, Pred, Val, Size};
+    /// let mut c = sluice_native::merged::NativeClassifier::new();
+    /// let a = c.insert(&Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 1), 1), 0);
+    /// let ids = c.insert_keys(a, (2..5).map(|k| vec![k]), 0).unwrap();
+    /// c.publish();
+    /// assert_eq!(c.reader().classify(&[3], 1), vec![ids[1]]);
+    /// ```
+    pub fn insert_keys(
+        &mut self,
+        like: FilterId,
+        keys: impl IntoIterator<Item = Vec<u32>>,
+        priority: i32,
+    ) -> Option<Vec<FilterId>> {
+        self.publish_now();
+        let width = self.w.enter()?.merged().key_width_of(like.0)?;
+        if width == 0 {
+            return None;
+        }
+        let mut flat = Vec::new();
+        for k in keys {
+            if k.len() != width {
+                return None;
+            }
+            flat.extend_from_slice(&k);
+        }
+        let (sorted, pos) = self
+            .w
+            .enter()?
+            .merged()
+            .sort_key_block(like.0, width, &flat);
+        let n = pos.len();
+        let first = self.next;
+        self.next += n as u32;
+        self.live += n;
+        if n > 0 {
+            self.w.append(Op::InsertKeys(
+                first,
+                like.0,
+                width,
+                sorted.into(),
+                priority,
+            ));
+        }
+        Some(pos.into_iter().map(|p| FilterId(first + p)).collect())
+    }
+
+    /// Remove a filter (at the next publish).
+    ///
+    /// ```
+    /// let mut c = sluice_native::merged::NativeClassifier::new();
+    /// let id = c.insert(&sluice_ir::Filter::new(sluice_ir::Pred::True, 1), 0);
+    /// c.remove(id);
+    /// assert!(c.is_empty());
+    /// ```
+    pub fn remove(&mut self, id: FilterId) {
+        if id.0 < self.next {
+            self.live = self.live.saturating_sub(1);
+        }
+        self.w.append(Op::Remove(id.0));
+    }
+
+    /// Make every change visible to readers, with code built for it.
+    /// Readers never wait; they keep running the code of the copy they are
+    /// in until they next enter, and that code is freed only after.
+    ///
+    /// ```
+    /// sluice_native::merged::NativeClassifier::new().publish();
+    /// ```
+    pub fn publish(&mut self) {
+        self.publish_now();
+    }
+
+    /// A reader handle (one per thread).
+    ///
+    /// ```
+    /// let c = sluice_native::merged::NativeClassifier::new();
+    /// assert!(c.reader().classify(&[], 0).is_empty());
+    /// ```
+    pub fn reader(&self) -> NativeReader {
+        NativeReader {
+            r: self.factory.handle(),
+            factory: self.factory.clone(),
+            scratch: RefCell::new(Scratch::default()),
+        }
+    }
+
+    /// Statistics of the published copy: (filters, groups, filters run
+    /// whole, table bytes), as [`sluice_classifier::Classifier::stats`].
+    ///
+    /// ```
+    /// assert_eq!(sluice_native::merged::NativeClassifier::new().stats(), (0, 0, 0, 0));
+    /// ```
+    pub fn stats(&self) -> (usize, usize, usize, usize) {
+        match self.w.enter() {
+            Some(g) => {
+                let m = g.merged();
+                (m.len(), m.groups(), m.whole(), m.table_bytes())
+            }
+            None => (0, 0, 0, 0),
+        }
+    }
+
+    /// The code generator's statistics.
+    ///
+    /// ```
+    /// assert_eq!(sluice_native::merged::NativeClassifier::new().native_stats().compilations, 0);
+    /// ```
+    pub fn native_stats(&self) -> NativeStats {
+        match self.w.enter() {
+            Some(g) => g.native_stats(),
+            None => NativeStats::default(),
+        }
+    }
+}
+
+/// A reader of a [`NativeClassifier`].
+///
+/// ```
+/// let c = sluice_native::merged::NativeClassifier::new();
+/// assert_eq!(c.reader().classify_first(&[], 0), None);
+/// ```
+pub struct NativeReader {
+    r: ReadHandle<NativeMerged>,
+    factory: ReadHandleFactory<NativeMerged>,
+    scratch: RefCell<Scratch>,
+}
+
+impl Clone for NativeReader {
+    fn clone(&self) -> NativeReader {
+        NativeReader {
+            r: self.factory.handle(),
+            factory: self.factory.clone(),
+            scratch: RefCell::new(Scratch::default()),
+        }
+    }
+}
+
+impl NativeReader {
+    /// Every filter accepting the packet.
+    ///
+    /// ```
+    /// let c = sluice_native::merged::NativeClassifier::new();
+    /// assert!(c.reader().classify(&[1, 2], 2).is_empty());
+    /// ```
+    pub fn classify(&self, pkt: &[u8], wirelen: u32) -> Vec<FilterId> {
+        let mut out = Vec::new();
+        self.classify_into(pkt, wirelen, &mut out);
+        out.into_iter().map(FilterId).collect()
+    }
+
+    /// Like [`NativeReader::classify`], into a reused vector of raw ids.
+    ///
+    /// ```
+    /// let c = sluice_native::merged::NativeClassifier::new();
+    /// let mut out = vec![3];
+    /// c.reader().classify_into(&[], 0, &mut out);
+    /// assert!(out.is_empty());
+    /// ```
+    pub fn classify_into(&self, pkt: &[u8], wirelen: u32, out: &mut Vec<u32>) {
+        out.clear();
+        if let Some(g) = self.r.enter() {
+            g.classify(pkt, wirelen, &mut self.scratch.borrow_mut(), out);
+        }
+    }
+
+    /// The single winner: highest priority, then earliest inserted.
+    ///
+    /// ```
+    /// let c = sluice_native::merged::NativeClassifier::new();
+    /// assert_eq!(c.reader().classify_first(&[], 0), None);
+    /// ```
+    pub fn classify_first(&self, pkt: &[u8], wirelen: u32) -> Option<FilterId> {
+        let g = self.r.enter()?;
+        g.classify_first(pkt, wirelen, &mut self.scratch.borrow_mut())
+            .map(FilterId)
+    }
+
+    /// Classify a batch of packets: `out[i]` gets packet `i`'s filters.
+    ///
+    /// ```
+    /// let c = sluice_native::merged::NativeClassifier::new();
+    /// let mut out = vec![vec![]; 1];
+    /// c.reader().classify_batch(&[(&[][..], 0)], &mut out);
+    /// ```
+    pub fn classify_batch(&self, pkts: &[(&[u8], u32)], out: &mut [Vec<u32>]) {
+        match self.r.enter() {
+            Some(g) => g.classify_batch(pkts, &mut self.scratch.borrow_mut(), out),
+            None => out.iter_mut().for_each(Vec::clear),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,326 @@
+//! The native merged classifier against the Rust one and against every
+//! filter run alone, on random filter sets and random, truncated packets.
+
+use super::*;
+use proptest::prelude::*;
+use sluice_ir::arbitrary::{self, ld};
+use sluice_ir::{CmpOp, Filter, Pred, Size};
+
+/// `tcp and src host a and dst host b and src port p and dst port q`, as
+/// the pcap compiler writes it for Ethernet.
+fn session(a: u32, b: u32, p: u32, q: u32) -> Pred {
+    let port = |off| Val::load(Val::ip_hdr_len(14), off, Size::Half);
+    Pred::and(vec![
+        Pred::eq(ld(12, Size::Half), 0x800),
+        Pred::eq(ld(23, Size::Byte), 6),
+        Pred::eq(ld(26, Size::Word), a),
+        Pred::eq(ld(30, Size::Word), b),
+        Pred::not(Pred::cmp(
+            CmpOp::Set,
+            ld(20, Size::Half),
+            Val::Const(0x1fff),
+        )),
+        Pred::eq(port(14), p),
+        Pred::eq(port(16), q),
+    ])
+}
+
+/// An Ethernet/IPv4/TCP packet (IPv4 header of `ihl` words).
+fn tcp_packet(a: u32, b: u32, p: u16, q: u16, ihl: u8, frag: u16, proto: u8) -> Vec<u8> {
+    let mut v = vec![0u8; 14 + ihl as usize * 4 + 20];
+    v[12] = 8;
+    v[14] = 0x40 | ihl;
+    v[20..22].copy_from_slice(&frag.to_be_bytes());
+    v[23] = proto;
+    v[26..30].copy_from_slice(&a.to_be_bytes());
+    v[30..34].copy_from_slice(&b.to_be_bytes());
+    let t = 14 + ihl as usize * 4;
+    v[t..t + 2].copy_from_slice(&p.to_be_bytes());
+    v[t + 2..t + 4].copy_from_slice(&q.to_be_bytes());
+    v
+}
+
+/// Every answer of `n` equals `m`'s and the filters' own, on every packet
+/// cut to every length (or a sample of lengths for long packets).
+fn check(n: &NativeMerged, m: &Merged, filters: &[(u32, Filter)], pkts: &[Vec<u8>]) {
+    let mut s = Scratch::default();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut all: Vec<(&[u8], u32)> = Vec::new();
+    for p in pkts {
+        for len in 0..=p.len() {
+            let cut = &p[..len];
+            let wire = p.len() as u32;
+            all.push((cut, wire));
+            n.classify(cut, wire, &mut s, &mut a);
+            m.classify(cut, wire, &mut s, &mut b);
+            assert_eq!(a, b, "classify, packet {:02x?}", cut);
+            let want: Vec<u32> = filters
+                .iter()
+                .filter(|(_, f)| f.run(cut, wire) != 0)
+                .map(|(id, _)| *id)
+                .collect();
+            assert_eq!(a, want, "filters alone, packet {:02x?}", cut);
+            assert_eq!(
+                n.classify_first(cut, wire, &mut s),
+                m.classify_first(cut, wire, &mut s),
+                "classify_first, packet {:02x?}",
+                cut
+            );
+        }
+    }
+    let mut x = vec![Vec::new(); all.len()];
+    let mut y = vec![Vec::new(); all.len()];
+    n.classify_batch(&all, &mut s, &mut x);
+    m.classify_batch(&all, &mut s, &mut y);
+    assert_eq!(x, y, "classify_batch");
+}
+
+fn build(filters: &[(u32, Filter, i32)], small: usize) -> (NativeMerged, Merged) {
+    let mut m = Merged::default();
+    for (id, f, p) in filters {
+        m.insert(*id, &Compiled::new(f.clone()), *p);
+    }
+    let n = NativeMerged::with_small_keys(m.clone(), small);
+    (n, m)
+}
+
+#[test]
+fn ethertype_dispatch_and_keys_in_code() {
+    let filters: Vec<(u32, Filter, i32)> = [0x800, 0x86dd, 0x806]
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| (i as u32, Filter::new(arbitrary::ether_type(k), 1), 0))
+        .collect();
+    let (n, m) = build(&filters, SMALL_KEYS);
+    let st = n.native_stats();
+    assert_eq!(
+        (st.keys_in_code, st.probe_groups, st.fallback_groups),
+        (3, 0, 0)
+    );
+    let fs: Vec<(u32, Filter)> = filters.iter().map(|f| (f.0, f.1.clone())).collect();
+    check(&n, &m, &fs, &arbitrary::sample_packets());
+}
+
+#[test]
+fn sessions_in_code_and_in_a_table_agree() {
+    let mut filters = Vec::new();
+    let mut pkts = Vec::new();
+    for i in 0..40u32 {
+        let (a, b, p, q) = (0x0a00_0001 + i % 3, 0x0a00_0100 + i % 5, 1000 + i % 7, 80);
+        filters.push((i, Filter::new(session(a, b, p, q), 65535), (i % 3) as i32));
+        pkts.push(tcp_packet(
+            a,
+            b,
+            p as u16,
+            q as u16,
+            5 + (i % 3) as u8,
+            0,
+            6,
+        ));
+        pkts.push(tcp_packet(a, b, p as u16, q as u16, 5, 0x2001, 6));
+    }
+    pkts.push(tcp_packet(1, 2, 3, 4, 2, 0, 6)); // IHL too small
+    let fs: Vec<(u32, Filter)> = filters.iter().map(|f| (f.0, f.1.clone())).collect();
+    for count in [1, 5, 10, 16, 17, 40] {
+        for small in [0, SMALL_KEYS] {
+            let (n, m) = build(&filters[..count], small);
+            let st = n.native_stats();
+            assert_eq!(st.fallback_groups, 0);
+            if small == 0 || count > SMALL_KEYS {
+                assert_eq!((st.probe_groups, st.keys_in_code), (1, 0));
+            } else {
+                assert_eq!(st.probe_groups, 0);
+                assert!(st.keys_in_code > 0);
+                assert!(st.coalesced > 0, "adjacent ports compared at once");
+            }
+            check(&n, &m, &fs[..count], &pkts);
+        }
+    }
+}
+
+#[test]
+fn a_key_added_to_a_probed_group_compiles_nothing() {
+    let mut m = NativeMerged::new();
+    let port = |p| Filter::new(Pred::eq(ld(2, Size::Half), p), 1);
+    for i in 0..=SMALL_KEYS as u32 {
+        m.insert(i, &Compiled::new(port(1000 + i)), 0);
+    }
+    m.update();
+    let st = m.native_stats();
+    assert_eq!((st.probe_groups, st.units), (1, 1));
+    let before = st.compilations;
+    for i in 0..1000u32 {
+        assert!(m.insert_keyed(100 + i, 0, &[5000 + i], 0));
+    }
+    m.update();
+    assert_eq!(m.native_stats().compilations, before);
+    let mut out = Vec::new();
+    m.classify(
+        &[0, 0, 0x13, 0x88 + 7],
+        4,
+        &mut Scratch::default(),
+        &mut out,
+    );
+    assert_eq!(out, vec![107]);
+    // A key of a small group is in the code: a change there recompiles
+    // that group's function only.
+    m.insert(
+        5000,
+        &Compiled::new(Filter::new(Pred::eq(ld(0, Size::Byte), 9), 1)),
+        0,
+    );
+    m.update();
+    assert_eq!(m.native_stats().compilations, before + 1);
+    assert_eq!(m.native_stats().keys_in_code, 1);
+    m.insert(
+        5001,
+        &Compiled::new(Filter::new(Pred::eq(ld(0, Size::Byte), 8), 1)),
+        0,
+    );
+    m.update();
+    assert_eq!(m.native_stats().compilations, before + 2);
+    assert_eq!(m.native_stats().keys_in_code, 2);
+}
+
+#[test]
+fn stale_code_is_never_run() {
+    let mut m = NativeMerged::new();
+    m.insert(
+        0,
+        &Compiled::new(Filter::new(Pred::eq(ld(0, Size::Byte), 1), 1)),
+        0,
+    );
+    m.update();
+    m.remove(0);
+    let mut out = Vec::new();
+    m.classify(&[1], 1, &mut Scratch::default(), &mut out);
+    assert!(out.is_empty());
+}
+
+#[test]
+fn concurrent_readers_see_whole_publishes() {
+    let mut c = NativeClassifier::new();
+    let port = |p| Filter::new(Pred::eq(ld(2, Size::Half), p), 1);
+    let first = c.insert(&port(7), 0);
+    c.publish();
+    let r = c.reader();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let st = stop.clone();
+    let t = std::thread::spawn(move || {
+        let mut n = 0u64;
+        while !st.load(std::sync::atomic::Ordering::Relaxed) {
+            // Filter `first` is never removed; others come and go.
+            let got = r.classify(&[0, 0, 0, 7], 4);
+            assert_eq!(got.first(), Some(&first));
+            n += 1;
+        }
+        n
+    });
+    let mut ids = Vec::new();
+    for round in 0..60u32 {
+        for k in 0..20 {
+            ids.push(c.insert(&port(7 + (k % 3) * 100 + round), 0));
+        }
+        if round % 2 == 1 {
+            ids.drain(..15).for_each(|id| c.remove(id));
+        }
+        c.publish();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(t.join().unwrap() > 0);
+    let mut m = Merged::default();
+    // The final state against the Rust path built from scratch.
+    m.insert(first.0, &Compiled::new(port(7)), 0);
+    let r = c.reader();
+    let got = r.classify(&[0, 0, 0, 7], 4);
+    assert_eq!(got[0], first);
+    assert!(c.native_stats().units >= 1);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Random filters (every IR construct), random priorities, random
+    /// removals, both key placements.
+    #[test]
+    fn random_filter_sets(
+        preds in prop::collection::vec((arbitrary::pred(), 0i32..3), 1..6),
+        removed in prop::collection::vec(any::<prop::sample::Index>(), 0..3),
+        pkts in prop::collection::vec(arbitrary::packet(), 1..3),
+        small in prop_oneof![Just(0usize), Just(2), Just(SMALL_KEYS)],
+    ) {
+        let filters: Vec<(u32, Filter, i32)> = preds
+            .into_iter()
+            .enumerate()
+            .map(|(i, (p, prio))| (i as u32, Filter::new(p, 1), prio))
+            .collect();
+        let (mut n, mut m) = build(&filters, small);
+        let mut live: Vec<(u32, Filter)> = filters.iter().map(|f| (f.0, f.1.clone())).collect();
+        for r in removed {
+            if live.is_empty() { break; }
+            let (id, _) = live.remove(r.index(live.len()));
+            n.remove(id);
+            m.remove(id);
+        }
+        n.update();
+        let mut pkts = pkts;
+        pkts.extend(arbitrary::sample_packets().into_iter().step_by(3));
+        check(&n, &m, &live, &pkts);
+    }
+
+    /// Session filters from a small pool (shared keys, shared fields),
+    /// key-only inserts, removals, packets that match and nearly match.
+    #[test]
+    fn session_sets(
+        sessions in prop::collection::vec((0u32..3, 0u32..3, 0u32..4, 0u32..2, 0i32..2), 1..30),
+        extra in prop::collection::vec((0u32..3, 0u32..3, 0u32..4, 0u32..2), 0..10),
+        removed in prop::collection::vec(any::<prop::sample::Index>(), 0..5),
+        probes in prop::collection::vec((any::<prop::sample::Index>(), 0u8..4, 4u8..8, 0u8..4), 1..8),
+        small in prop_oneof![Just(0usize), Just(4), Just(SMALL_KEYS)],
+    ) {
+        let addr = |i| 0xc0a8_0000 + i;
+        let filters: Vec<(u32, Filter, i32)> = sessions
+            .iter()
+            .enumerate()
+            .map(|(i, &(a, b, p, q, prio))| {
+                (i as u32, Filter::new(session(addr(a), addr(b + 7), 1000 + p, 80 + q), 1), prio)
+            })
+            .collect();
+        let (mut n, mut m) = build(&filters, small);
+        let mut live: Vec<(u32, Filter)> = filters.iter().map(|f| (f.0, f.1.clone())).collect();
+        let mut next = filters.len() as u32;
+        for &(a, b, p, q) in &extra {
+            let key = [0x800, 6, addr(a), addr(b + 7), 1000 + p, 80 + q];
+            let (ok1, ok2) = (n.insert_keyed(next, 0, &key, 1), m.insert_keyed(next, 0, &key, 1));
+            prop_assert_eq!(ok1, ok2);
+            if ok1 {
+                live.push((next, Filter::new(session(addr(a), addr(b + 7), 1000 + p, 80 + q), 1)));
+                next += 1;
+            }
+        }
+        for r in removed {
+            if live.is_empty() { break; }
+            let (id, _) = live.remove(r.index(live.len()));
+            n.remove(id);
+            m.remove(id);
+        }
+        live.sort_by_key(|f| f.0);
+        n.update();
+        // Mostly packets of installed sessions, some one field off, some
+        // fragments, some with odd IPv4 header lengths.
+        let pkts: Vec<Vec<u8>> = probes
+            .iter()
+            .map(|&(i, change, ihl, frag)| {
+                let (a, b, p, q, _) = sessions[i.index(sessions.len())];
+                let (b, p) = match change {
+                    1 => (b, p + 1),
+                    2 => ((b + 1) % 3, p),
+                    _ => (b, p),
+                };
+                let frag = if frag == 0 { 0x21 } else { 0x4000 };
+                tcp_packet(addr(a), addr(b + 7), 1000 + p as u16, 80 + q as u16, ihl, frag, 6)
+            })
+            .collect();
+        check(&n, &m, &live, &pkts);
+    }
+}
