@@ -17,12 +17,17 @@
 pub use sluice_bpf as bpf;
 pub use sluice_capture as capture;
 pub use sluice_cbpf as cbpf;
+pub use sluice_cspf as cspf;
+pub use sluice_dpf as dpf;
 pub use sluice_ir as ir;
 pub use sluice_native as native;
 pub use sluice_pcap as pcap;
 pub use sluice_pcap::link::LinkType;
 
+pub mod language;
 pub mod summary;
+
+pub use language::{Language, Spec};
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -46,6 +51,12 @@ pub enum Error {
     BpfText(sluice_bpf::ParseError),
     /// A BPF program failed verification.
     BpfVerify(sluice_bpf::VerifyError),
+    /// A CSPF program could not be assembled or verified.
+    Cspf(sluice_cspf::Error),
+    /// A DPF filter could not be parsed.
+    Dpf(sluice_dpf::ParseError),
+    /// A `LANG:@file` filter: the file could not be read, or the error in it.
+    Spec(String),
 }
 
 impl fmt::Display for Error {
@@ -56,6 +67,9 @@ impl fmt::Display for Error {
             Error::Lower(e) => write!(f, "{e}"),
             Error::BpfText(e) => write!(f, "{e}"),
             Error::BpfVerify(e) => write!(f, "{e}"),
+            Error::Cspf(e) => write!(f, "cspf: {e}"),
+            Error::Dpf(e) => write!(f, "dpf: {e}"),
+            Error::Spec(e) => write!(f, "{e}"),
         }
     }
 }

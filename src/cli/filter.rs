@@ -77,10 +77,9 @@ impl Source {
     ) -> Result<Program, Fail> {
         match self {
             Source::Bpf(p) => Ok(p.clone()),
-            Source::Expression(e) => {
-                Program::from_expression_for(e, lt, snaplen, optimize, big_endian)
-                    .map_err(|err| Fail(format!("{err} (in '{e}')")))
-            }
+            // Any language, named by its prefix (pcap by default).
+            Source::Expression(e) => Program::from_spec(e, lt, snaplen, optimize, big_endian)
+                .map_err(|err| Fail(format!("{err} (in '{e}')"))),
         }
     }
 }
@@ -182,8 +181,13 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
     status
 }
 
-/// The expression of a `-F` file: its lines without `#` comments, joined.
+/// The expression of a `-F` file: its lines without `#` comments, joined;
+/// a file that starts with another language's prefix (`cspf:`...) is
+/// taken whole, line breaks and all.
 pub fn expression_file(text: &str) -> String {
+    if sluice::Language::split(text).0 != sluice::Language::Pcap {
+        return text.to_string();
+    }
     let lines: Vec<&str> = text.lines().map(super::strip_comment).collect();
     lines.join(" ").trim().to_string()
 }

@@ -136,7 +136,11 @@ pub fn parse_filters(text: &str, file: &str) -> (Vec<FilterLine>, Vec<(usize, St
         filters.push(FilterLine {
             line,
             name: name.to_string(),
-            expression: super::strip_comment(expression).trim().to_string(),
+            // '#' starts a comment, except in CSPF, where it marks literals.
+            expression: match sluice::Language::split(expression).0 {
+                sluice::Language::Cspf => expression.trim().to_string(),
+                _ => super::strip_comment(expression).trim().to_string(),
+            },
         });
     }
     (filters, errors)
@@ -175,18 +179,24 @@ fn build(
     for (i, f) in filters.iter().enumerate() {
         // The same compilation as `sluice filter`, so the same expressions
         // are refused (including those that reject every packet).
-        match Program::from_expression_for(
+        // Any language (a `pcap:`, `bpf:`, `cspf:` or `dpf:` prefix;
+        // `LANG:@path` relative to the filters file).
+        let dir = Path::new(file).parent();
+        match Program::from_spec_in(
             &f.expression,
+            dir,
             lt,
             super::DEFAULT_SNAPLEN,
             true,
             big_endian,
         ) {
             Ok(p) => {
-                if let Some(ir) = p.ir() {
-                    let priority = i32::try_from(n - i).unwrap_or(i32::MAX);
-                    merged.insert(i as u32, &Compiled::new(ir.clone()), priority);
-                }
+                let priority = i32::try_from(n - i).unwrap_or(i32::MAX);
+                let c = match p.ir() {
+                    Some(ir) => Compiled::new(ir.clone()),
+                    None => Compiled::from_bpf(p.bpf()),
+                };
+                merged.insert(i as u32, &c, priority);
             }
             Err(e) => errors.push((
                 f.line,
