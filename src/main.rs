@@ -34,6 +34,8 @@ enum Cmd {
     Filter(cli::filter::FilterArgs),
     /// Split a capture by many named filters in one pass (one merged classifier).
     Split(cli::split::SplitArgs),
+    /// Run FFPF flows (`(file,in.pcap) -> (sampler,2,4) -> (BPF,"tcp") -> (packetcount,,8)`) and report what each produced.
+    Flow(cli::flow::FlowArgs),
     /// Time each engine on a capture held in memory, next to libpcap.
     Bench(cli::bench::BenchArgs),
 }
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Filter(args) => cli::filter::run(args),
         Cmd::Split(args) => cli::split::run(args),
+        Cmd::Flow(args) => cli::flow::run(args),
         Cmd::Bench(args) => cli::bench::run(args),
     };
     match result {

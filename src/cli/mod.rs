@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod filter;
+pub mod flow;
 pub mod split;
 
 use indicatif::{ProgressBar, ProgressStyle};

@@ -553,7 +553,8 @@ impl Group {
         for (f, rec) in g.flows.iter().enumerate() {
             if let Some(r) = rec {
                 out.push_str(&format!(
-                    "    flow{f} [shape=ellipse, label=\"flow {f} ({})\\n{}\"];\n",
+                    "    flow{f} [shape=ellipse, label=\"flow {} ({})\\n{}\"];\n",
+                    f + 1,
                     r.state,
                     q(&r.spec)
                 ));

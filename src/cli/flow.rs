@@ -1,0 +1,230 @@
+//! `sluice flow`: FFPF flows in the `ffpf-flow` notation, run to the end
+//! of their sources in one flow group (shared instances, one packet
+//! buffer), with what every flow and filter produced.
+
+use super::{print_out, Fail};
+use sluice::capture::{CaptureFormat, CaptureWriter};
+use sluice_flow::buffer::Preference;
+use sluice_flow::policy::{Credentials, Policy};
+use sluice_flow::{Flow, FlowReport, Group, GroupConfig};
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// The arguments of `sluice flow`.
+#[derive(clap::Args)]
+pub struct FlowArgs {
+    /// Flow specifications, e.g. `(file,in.pcap) -> (sampler,2,4) -> (BPF,"tcp") -> (packetcount,,8)`.
+    #[arg(value_name = "SPEC", required = true)]
+    specs: Vec<String>,
+    /// Print one JSON object: {"flows": [{"spec", "packets", "drops", "filters": [{"class", "instance", "result"}]}]}.
+    #[arg(long)]
+    json: bool,
+    /// Write the instantiated graph (flows, instances, classes) as Graphviz DOT (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    dot: Option<String>,
+    /// Check every flow against this policy file (no file: everything is allowed).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<String>,
+    /// Write each flow's packets to DIR/flowN.pcap (N from 1, in argument order).
+    #[arg(short = 'w', value_name = "DIR")]
+    write: Option<PathBuf>,
+    /// Packet buffer slots.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    slots: usize,
+    /// Bytes of each packet the packet buffer keeps (longer packets are
+    /// written truncated with -w; filters see them whole).
+    #[arg(long = "slot-bytes", value_name = "N", default_value_t = 65535)]
+    slot_bytes: usize,
+    /// Buffer management: srp (slow-reader preference) or frp (fast-reader preference).
+    #[arg(long, value_name = "PREF", default_value = "srp")]
+    preference: String,
+    /// Deliver packets to each flow in batches of N (the flow's callback interval).
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    every: u64,
+}
+
+/// Packets a flow writes with -w, and the first write error.
+#[derive(Default)]
+struct Output {
+    writer: Option<CaptureWriter<BufWriter<File>>>,
+    path: PathBuf,
+    error: Option<String>,
+}
+
+/// A spec with a caret under the column of an error.
+fn point(spec: &str, column: usize) -> String {
+    let pad: String = spec
+        .chars()
+        .take(column.saturating_sub(1))
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    format!("\n  {spec}\n  {pad}^")
+}
+
+fn text_report(i: usize, r: &FlowReport) -> String {
+    let mut s = format!(
+        "flow {}: {}\n  packets {}  drops {}\n",
+        i + 1,
+        r.spec,
+        r.packets,
+        r.drops
+    );
+    let w = r
+        .filters
+        .iter()
+        .map(|f| f.instance.len())
+        .max()
+        .unwrap_or(0);
+    for f in &r.filters {
+        s.push_str(&format!(
+            "  {:w$}  {}  {}\n",
+            f.instance,
+            f.element,
+            f.result,
+            w = w
+        ));
+    }
+    s
+}
+
+/// Run `sluice flow`.
+pub fn run(args: FlowArgs) -> Result<(), Fail> {
+    let preference: Preference = args.preference.parse().map_err(Fail)?;
+    if args.slots == 0 || args.slot_bytes == 0 || args.every == 0 {
+        return Err(Fail(
+            "--slots, --slot-bytes and --every must be positive".into(),
+        ));
+    }
+    let cfg = GroupConfig {
+        slots: args.slots,
+        slot_bytes: args.slot_bytes,
+        ibuf_entries: args.slots,
+        preference,
+        ..GroupConfig::default()
+    };
+    if args.every > cfg.ibuf_entries as u64 {
+        return Err(Fail(format!(
+            "--every {} is more than the buffer's {} slots",
+            args.every, cfg.ibuf_entries
+        )));
+    }
+    let policy = match &args.policy {
+        Some(p) => Policy::load(p)?,
+        None => Policy::allow_all(),
+    };
+    let cred = Credentials::current();
+    if let Some(dir) = &args.write {
+        std::fs::create_dir_all(dir).map_err(|e| Fail(format!("{}: {e}", dir.display())))?;
+    }
+    let group = Group::new(cfg);
+    let mut flows = Vec::new();
+    let mut outputs = Vec::new();
+    for (i, spec) in args.specs.iter().enumerate() {
+        let at = |e: sluice_flow::Error| match &e {
+            sluice_flow::Error::Spec(s) => {
+                Fail(format!("flow {}: {e}{}", i + 1, point(spec, s.column)))
+            }
+            _ => Fail(format!("flow {}: {e}", i + 1)),
+        };
+        let mut flow = Flow::create(&group);
+        flow.populate(spec).map_err(at)?;
+        let out = Arc::new(Mutex::new(Output {
+            path: args
+                .write
+                .as_ref()
+                .map(|d| d.join(format!("flow{}.pcap", i + 1)))
+                .unwrap_or_default(),
+            ..Output::default()
+        }));
+        let write = args.write.is_some();
+        let sink = out.clone();
+        flow.on_packets(args.every, move |batch| {
+            if !write {
+                while batch.next().is_some() {}
+                return;
+            }
+            let mut o = sink.lock().unwrap_or_else(|e| e.into_inner());
+            while let Some(p) = batch.next() {
+                if o.error.is_some() {
+                    continue;
+                }
+                let pkt = p.to_capture();
+                if o.writer.is_none() {
+                    let format = CaptureFormat::pcap(pkt.linktype, pkt.snaplen.max(pkt.caplen));
+                    match File::create(&o.path) {
+                        Ok(f) => {
+                            let name = o.path.display().to_string();
+                            match CaptureWriter::new(BufWriter::new(f), name, &format) {
+                                Ok(w) => o.writer = Some(w),
+                                Err(e) => o.error = Some(e.to_string()),
+                            }
+                        }
+                        Err(e) => o.error = Some(format!("{}: {e}", o.path.display())),
+                    }
+                }
+                if let Some(w) = o.writer.as_mut() {
+                    if let Err(e) = w.write_packet(&pkt) {
+                        o.error = Some(e.to_string());
+                    }
+                }
+            }
+        })
+        .map_err(at)?;
+        flow.instantiate(&policy, &cred).map_err(at)?;
+        flows.push(flow);
+        outputs.push(out);
+    }
+    for f in &mut flows {
+        f.activate()?;
+    }
+    let run = group.run();
+    if let Some(path) = &args.dot {
+        let dot = group.dot();
+        if path == "-" {
+            print_out(&dot)?;
+        } else {
+            std::fs::write(path, dot).map_err(|e| Fail(format!("{path}: {e}")))?;
+        }
+    }
+    // Close the capture files (an empty flow still gets an empty file).
+    for out in &outputs {
+        let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = o.error.take() {
+            return Err(Fail(e));
+        }
+        if args.write.is_some() {
+            let w = match o.writer.take() {
+                Some(w) => w,
+                None => {
+                    let f = File::create(&o.path)
+                        .map_err(|e| Fail(format!("{}: {e}", o.path.display())))?;
+                    CaptureWriter::new(
+                        BufWriter::new(f),
+                        o.path.display().to_string(),
+                        &CaptureFormat::pcap(1, 65535),
+                    )?
+                }
+            };
+            w.finish()?;
+        }
+    }
+    run?;
+    let reports = flows
+        .iter()
+        .map(|f| f.report())
+        .collect::<Result<Vec<_>, _>>()?;
+    let text = if args.json {
+        let items: Vec<String> = reports.iter().map(FlowReport::to_json).collect();
+        format!("{{\"flows\": [{}]}}\n", items.join(", "))
+    } else {
+        reports
+            .iter()
+            .enumerate()
+            .map(|(i, r)| text_report(i, r))
+            .collect::<Vec<_>>()
+            .join("")
+    };
+    print_out(&text)
+}
