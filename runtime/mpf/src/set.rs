@@ -28,12 +28,105 @@ struct CandSet {
     cands: Cands,
 }
 
+/// Scratch words used as a hash key: up to four inline (no pointer to
+/// follow on a probe), more on the heap. Hashes and compares as the slice.
+#[derive(Clone, Debug)]
+enum Key {
+    Small(u8, [u32; 4]),
+    Large(Box<[u32]>),
+}
+
+impl Key {
+    fn new(words: &[u32]) -> Key {
+        if words.len() <= 4 {
+            let mut w = [0; 4];
+            w[..words.len()].copy_from_slice(words);
+            Key::Small(words.len() as u8, w)
+        } else {
+            Key::Large(words.into())
+        }
+    }
+
+    fn words(&self) -> &[u32] {
+        match self {
+            Key::Small(n, w) => &w[..*n as usize],
+            Key::Large(b) => b,
+        }
+    }
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        self.words() == other.words()
+    }
+}
+
+impl Eq for Key {}
+
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Key) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Key {
+    fn cmp(&self, other: &Key) -> std::cmp::Ordering {
+        self.words().cmp(other.words())
+    }
+}
+
+impl std::hash::Hash for Key {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.words().hash(state)
+    }
+}
+
+/// The filters of one key: one inline, more in a vector.
+#[derive(Clone, Debug)]
+enum Ids {
+    One(FilterId),
+    Many(Vec<FilterId>),
+}
+
+impl Ids {
+    fn as_slice(&self) -> &[FilterId] {
+        match self {
+            Ids::One(id) => std::slice::from_ref(id),
+            Ids::Many(v) => v,
+        }
+    }
+
+    fn push(&mut self, id: FilterId) {
+        match self {
+            Ids::One(first) => *self = Ids::Many(vec![*first, id]),
+            Ids::Many(v) => v.push(id),
+        }
+    }
+
+    /// Removes `id`; `false` when none are left.
+    fn remove(&mut self, id: FilterId) -> bool {
+        let single = match self {
+            Ids::One(first) => return *first != id,
+            Ids::Many(v) => {
+                v.retain(|&f| f != id);
+                match v[..] {
+                    [] => return false,
+                    [one] => one,
+                    _ => return true,
+                }
+            }
+        };
+        *self = Ids::One(single);
+        true
+    }
+}
+
 /// A key site of a group: `M[0..n]` is looked up in `table`.
 #[derive(Debug)]
 struct Site {
     pc: usize,
     n: usize,
-    table: FxHashMap<Box<[u32]>, Vec<FilterId>>,
+    table: FxHashMap<Key, Ids>,
 }
 
 /// The part of a group that runs read-only.
@@ -54,9 +147,10 @@ impl Code {
         self.sites.iter().find(|s| s.pc == pc)
     }
 
+    /// Whether `id`, taken from one of the group's tables (so a member:
+    /// removal takes filters out of the tables), is a candidate.
     fn contains(&self, c: &CandSet, id: FilterId) -> bool {
         id.0 < c.limit
-            && self.is_member(id)
             && match &c.cands {
                 Cands::All => true,
                 Cands::Only(v) => v.binary_search(&id).is_ok(),
@@ -93,12 +187,12 @@ impl Code {
 }
 
 /// When a registration ends: (expiry, filter, scratch words).
-type Expiry = (u64, FilterId, Box<[u32]>);
+type Expiry = (u64, FilterId, Key);
 
 /// Registered data of a group: scratch words → (filter, expiry) pairs.
 #[derive(Debug, Default)]
 struct Data {
-    map: FxHashMap<Box<[u32]>, Vec<(FilterId, u64)>>,
+    map: FxHashMap<Key, Vec<(FilterId, u64)>>,
     /// Expiry times, earliest first; stale when the entry was registered
     /// again since.
     heap: BinaryHeap<Reverse<Expiry>>,
@@ -106,12 +200,13 @@ struct Data {
 
 impl Data {
     fn register(&mut self, key: &[u32], id: FilterId, expiry: u64) {
-        let list = self.map.entry(key.into()).or_default();
+        let key = Key::new(key);
+        let list = self.map.entry(key.clone()).or_default();
         match list.iter_mut().find(|(f, _)| *f == id) {
             Some(e) => e.1 = expiry,
             None => list.push((id, expiry)),
         }
-        self.heap.push(Reverse((expiry, id, key.into())));
+        self.heap.push(Reverse((expiry, id, key)));
     }
 
     /// Removes registrations whose expiry is before `clock`; returns how
@@ -155,7 +250,7 @@ struct Group {
 struct FilterInfo {
     gid: u64,
     /// Keys per site.
-    keys: Vec<Box<[u32]>>,
+    keys: Vec<Key>,
 }
 
 /// One group's wait for a pending packet.
@@ -279,8 +374,8 @@ impl ExtHook for Hook<'_> {
                     return ExtStep::Return(0);
                 };
                 if ret != 0 {
-                    if let Some(ids) = site.table.get(key) {
-                        for &id in ids {
+                    if let Some(ids) = site.table.get(&Key::new(key)) {
+                        for &id in ids.as_slice() {
                             if self.code.contains(&self.cands, id) {
                                 self.out.accepted.push((id, ret));
                             }
@@ -297,7 +392,10 @@ impl ExtHook for Hook<'_> {
                     return ExtStep::Return(0);
                 };
                 let base = at + 1 + n as usize;
-                let matched = site.table.get(key).map_or(&[][..], |v| &v[..]);
+                let matched = site
+                    .table
+                    .get(&Key::new(key))
+                    .map_or(&[][..], Ids::as_slice);
                 if matched.is_empty() && !matches!(self.cands.cands, Cands::Only(_)) {
                     // Nobody matched: everyone takes the false branch.
                     m.pc = base + jf as usize;
@@ -340,7 +438,7 @@ impl ExtHook for Hook<'_> {
                 let Some(key) = words(n as usize) else {
                     return ExtStep::Return(0);
                 };
-                let Some(list) = self.data.map.get(key) else {
+                let Some(list) = self.data.map.get(&Key::new(key)) else {
                     return ExtStep::Continue;
                 };
                 let hits: Vec<FilterId> = list
@@ -502,14 +600,22 @@ impl MpfSet {
             }
         };
         let insns = prog.insns();
-        let keys: Vec<Box<[u32]>> = prog
+        let keys: Vec<Key> = prog
             .key_sites()
             .iter()
-            .map(|s| insns[s.pc + 1..=s.pc + s.n].iter().map(|i| i.k).collect())
+            .map(|s| {
+                let words: Vec<u32> = insns[s.pc + 1..=s.pc + s.n].iter().map(|i| i.k).collect();
+                Key::new(&words)
+            })
             .collect();
         let g = self.group_mut(gid).expect("group just found");
         for (site, key) in g.code.sites.iter_mut().zip(&keys) {
-            site.table.entry(key.clone()).or_default().push(id);
+            match site.table.get_mut(key) {
+                Some(ids) => ids.push(id),
+                None => {
+                    site.table.insert(key.clone(), Ids::One(id));
+                }
+            }
         }
         g.code.members.push(id);
         self.filters.insert(id, FilterInfo { gid, keys });
@@ -533,8 +639,7 @@ impl MpfSet {
         let g = &mut self.groups[pos];
         for (site, key) in g.code.sites.iter_mut().zip(&info.keys) {
             if let Some(ids) = site.table.get_mut(key) {
-                ids.retain(|&f| f != id);
-                if ids.is_empty() {
+                if !ids.remove(id) {
                     site.table.remove(key);
                 }
             }

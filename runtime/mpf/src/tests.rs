@@ -172,6 +172,18 @@ fn identical_keys_deliver_to_both() {
         sorted(&out),
         vec![(a.0, 0, 262144, true), (b.0, 0, 262144, true)]
     );
+    let c = set.insert(&figure3(DST, 1, 2, 3));
+    assert!(set.remove(a));
+    set.process(&packet(1, DST, 0, false, 0, 2, 3), 66, 0, &mut out);
+    assert_eq!(
+        sorted(&out),
+        vec![(b.0, 1, 262144, true), (c.0, 1, 262144, true)]
+    );
+    assert!(set.remove(c));
+    set.process(&packet(1, DST, 0, false, 0, 2, 3), 66, 0, &mut out);
+    assert_eq!(sorted(&out), vec![(b.0, 2, 262144, true)]);
+    assert!(set.remove(b));
+    assert_eq!(set.stats().groups, 0);
 }
 
 #[test]
