@@ -378,3 +378,117 @@ fn figure7_follows_rtsp_ports() {
     assert_eq!(p.run(&data, &mut mem), 1);
     assert_eq!(mem[p.reg_base()], 2);
 }
+
+mod no_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Pieces of FPL, so that random text gets past the lexer often.
+    const PIECES: &[&str] = &[
+        "IF ",
+        "THEN ",
+        "ELSE ",
+        "FI ",
+        "FOR ",
+        "ROF ",
+        "BREAK",
+        "RETURN ",
+        "R[",
+        "MEM[",
+        "]",
+        "(",
+        ")",
+        ";",
+        ",",
+        "PKT.B[",
+        "PKT.W[",
+        "PKT.DW[",
+        ".U1[",
+        ".U8[",
+        "PKT.TCP_DPORT",
+        "PKT.IP_PROTO",
+        "HASH(",
+        "EXTERN(",
+        "GetDynTCPDPortFromRTSP",
+        "DECLARE MEM[",
+        "0",
+        "1",
+        "7",
+        "255",
+        "4294967295",
+        "+",
+        "-",
+        "*",
+        "/",
+        "%",
+        "<<",
+        ">>",
+        "&",
+        "|",
+        "^",
+        "~",
+        "!",
+        "==",
+        "!=",
+        "<",
+        "<=",
+        ">",
+        ">=",
+        "&&",
+        "||",
+        "=",
+        "+=",
+        "++",
+        "--",
+        "\n",
+        " ",
+        "PROTO_TCP",
+        "TRUE",
+        "//x\n",
+        "\"s\"",
+    ];
+
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            proptest::collection::vec(proptest::sample::select(PIECES), 0..60)
+                .prop_map(|v| v.concat()),
+            ".{0,80}",
+            // The examples, cut and spliced.
+            (0usize..2000, 0usize..2000, ".{0,8}").prop_map(|(a, b, s)| {
+                let src = include_str!("../../../examples/fpl-figure7.fpl");
+                let cut = |n: usize| {
+                    let n = n.min(src.len());
+                    (0..=n)
+                        .rev()
+                        .find(|&k| src.is_char_boundary(k))
+                        .unwrap_or(0)
+                };
+                let (a, b) = (cut(a.min(b)), cut(a.max(b)));
+                format!("{}{}{}", &src[..a], s, &src[b..])
+            }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        #[test]
+        fn any_text_compiles_or_errs_inside_it(src in text(), pkt in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let limits = Limits { max_work: 20_000, ..Limits::default() };
+            match Program::compile_with(&src, &Externs::builtin(), &limits) {
+                Err(e) => {
+                    prop_assert!(e.line >= 1 && e.col >= 1);
+                    prop_assert!(e.line as usize <= src.split('\n').count(), "{e}");
+                }
+                Ok(p) => {
+                    prop_assert!(p.work() <= 20_000);
+                    let mut mem = vec![0; p.mem_words().min(1 << 20)];
+                    if mem.len() == p.mem_words() {
+                        p.run(&pkt, &mut mem);
+                        p.run(&[], &mut mem);
+                    }
+                }
+            }
+        }
+    }
+}
