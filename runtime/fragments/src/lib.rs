@@ -486,6 +486,7 @@ pub struct Dispatcher {
     held_bytes: usize,
     spare_packets: Vec<HeldPacket>,
     spare_ids: Vec<Vec<u32>>,
+    spare_lists: Vec<Vec<(usize, u64)>>,
     scratch: Vec<u32>,
     counters: Counters,
 }
@@ -524,6 +525,7 @@ impl Dispatcher {
             held_bytes: 0,
             spare_packets: Vec::new(),
             spare_ids: Vec::new(),
+            spare_lists: Vec::new(),
             scratch: Vec::new(),
             counters: Counters::default(),
         }
@@ -794,6 +796,7 @@ impl Dispatcher {
             self.spare_ids.push(h.own);
         }
         list.clear();
+        self.spare_lists.push(list);
     }
 
     fn later(
@@ -878,7 +881,11 @@ impl Dispatcher {
             self.held_order
                 .retain(|&(_, s, q)| matches!(&slots[s], Some(h) if h.seq == q));
         }
-        self.waiting.entry(frag.key).or_default().push((slot, seq));
+        let spare = &mut self.spare_lists;
+        self.waiting
+            .entry(frag.key)
+            .or_insert_with(|| spare.pop().unwrap_or_default())
+            .push((slot, seq));
     }
 
     /// Empty a held slot.
@@ -899,7 +906,9 @@ impl Dispatcher {
         if let Some(list) = self.waiting.get_mut(&h.key) {
             list.retain(|&(s, q)| !(s == slot && q == h.seq));
             if list.is_empty() {
-                self.waiting.remove(&h.key);
+                if let Some(list) = self.waiting.remove(&h.key) {
+                    self.spare_lists.push(list);
+                }
             }
         }
         match why {

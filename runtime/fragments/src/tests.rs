@@ -447,8 +447,17 @@ fn any_link() -> impl Strategy<Value = Link> {
     proptest::sample::select(Link::ALL.to_vec())
 }
 
+/// 200 random cases per property; `SLUICE_SOAK=1` runs 20,000.
+fn cases() -> u32 {
+    if std::env::var_os("SLUICE_SOAK").is_some() {
+        20_000
+    } else {
+        200
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     /// Random bytes behind any supported link type never panic.
     #[test]
