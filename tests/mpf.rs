@@ -177,6 +177,7 @@ fn collapsed_figure3_sessions_on_the_corpus_equal_each_program_alone() {
         alone.push(p);
     }
     let s = set.stats();
+    eprintln!("{} sessions, {} groups", sessions.len(), s.groups);
     assert_eq!((s.filters, s.groups), (sessions.len(), dsts.len()));
     assert!(s.collapsed_filters > sessions.len() / 2, "{s:?}");
     let mut out = Vec::new();
