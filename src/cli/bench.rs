@@ -16,6 +16,7 @@
 use super::{linktype_of, open_capture, print_out, read_text, Fail, DEFAULT_SNAPLEN};
 use sluice::{Engine, LinkType, Program};
 use sluice_classifier::merged::{Compiled, Merged, Scratch};
+use sluice_native::merged::NativeMerged;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -58,6 +59,12 @@ pub enum BenchEngine {
     Classifier,
     /// The merged classifier, 32 packets per call (a filters file only).
     ClassifierBatch,
+    /// The merged classifier compiled to machine code, one packet per call
+    /// (a filters file only).
+    ClassifierNative,
+    /// The merged classifier compiled to machine code, 32 packets per call
+    /// (a filters file only).
+    ClassifierNativeBatch,
 }
 
 impl BenchEngine {
@@ -69,6 +76,8 @@ impl BenchEngine {
             BenchEngine::Reference => "reference",
             BenchEngine::Classifier => "classifier",
             BenchEngine::ClassifierBatch => "classifier-batch",
+            BenchEngine::ClassifierNative => "classifier-native",
+            BenchEngine::ClassifierNativeBatch => "classifier-native-batch",
         }
     }
 }
@@ -144,7 +153,12 @@ pub fn run(args: BenchArgs) -> Result<(), Fail> {
     let budget = Duration::from_secs_f64(args.seconds);
     let for_many = matches!(
         args.engine,
-        Some(BenchEngine::Classifier | BenchEngine::ClassifierBatch)
+        Some(
+            BenchEngine::Classifier
+                | BenchEngine::ClassifierBatch
+                | BenchEngine::ClassifierNative
+                | BenchEngine::ClassifierNativeBatch
+        )
     );
     let for_one = matches!(
         args.engine,
@@ -455,6 +469,57 @@ fn many(
         })
     };
     // "accepted" counts (packet, filter) deliveries, the same for every engine.
+    let native = (wants(args, BenchEngine::ClassifierNative)
+        || wants(args, BenchEngine::ClassifierNativeBatch))
+    .then(|| {
+        let t = Instant::now();
+        let m = NativeMerged::from_merged(merged.clone());
+        let s = m.native_stats();
+        eprintln!(
+            "sluice bench: native merged code: {} functions, {} keys as immediates, {} groups probed in tables, {} left to the Rust path, {} bytes, built in {:.0} us",
+            s.units,
+            s.keys_in_code,
+            s.probe_groups,
+            s.fallback_groups,
+            s.code_bytes,
+            t.elapsed().as_secs_f64() * 1e6
+        );
+        m
+    });
+    if let (true, Some(nm)) = (wants(args, BenchEngine::ClassifierNativeBatch), &native) {
+        let slices: Vec<(&[u8], u32)> = packets.iter().collect();
+        let mut out = vec![Vec::new(); BATCH];
+        let mut s = Scratch::default();
+        add(
+            BenchEngine::ClassifierNativeBatch,
+            "classifier-native-batch".into(),
+            time(budget, n, || {
+                let mut acc = 0u64;
+                for chunk in slices.chunks(BATCH) {
+                    let o = &mut out[..chunk.len()];
+                    nm.classify_batch(chunk, &mut s, o);
+                    acc += o.iter().map(|v| v.len() as u64).sum::<u64>();
+                }
+                acc
+            }),
+        );
+    }
+    if let (true, Some(nm)) = (wants(args, BenchEngine::ClassifierNative), &native) {
+        let mut ids = Vec::new();
+        let mut s = Scratch::default();
+        add(
+            BenchEngine::ClassifierNative,
+            "classifier-native".into(),
+            time(budget, n, || {
+                let mut acc = 0u64;
+                for (d, w) in packets.iter() {
+                    nm.classify(d, w, &mut s, &mut ids);
+                    acc += ids.len() as u64;
+                }
+                acc
+            }),
+        );
+    }
     if wants(args, BenchEngine::ClassifierBatch) {
         let slices: Vec<(&[u8], u32)> = packets.iter().collect();
         let mut out = vec![Vec::new(); BATCH];

@@ -7,6 +7,7 @@ use sluice::capture::{CaptureFormat, CaptureWriter, Packet};
 use sluice::{LinkType, Program};
 use sluice_classifier::merged::{Compiled, Merged, Scratch};
 use sluice_fragments::{Config, Counters, Dispatcher, Limits, Mode, Output, Source};
+use sluice_native::merged::NativeMerged;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -37,6 +38,10 @@ pub struct SplitArgs {
     /// Print --count and --verdicts as one JSON object.
     #[arg(long, requires = "report")]
     json: bool,
+    /// Engine: the merged classifier as machine code (the default; groups
+    /// it cannot compile take the interpreter's path) or interpreted.
+    #[arg(long, value_enum)]
+    engine: Option<super::filter::EngineArg>,
     /// Fragment dispatch: later fragments of an IP datagram go to the
     /// filters that took its first fragment (held when they come first).
     #[arg(long)]
@@ -296,7 +301,14 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
     let big_endian = super::big_endian(&format);
 
     // Compile everything for the capture's link type before writing anything.
-    let mut classifiers: HashMap<u16, Merged> = HashMap::new();
+    let native = !matches!(args.engine, Some(super::filter::EngineArg::Interp));
+    let build = |filters: &[FilterLine], lt, big_endian, file: &str| {
+        build(filters, lt, big_endian, file).map(|m| match native {
+            true => NativeMerged::from_merged(m),
+            false => NativeMerged::interpreted(m),
+        })
+    };
+    let mut classifiers: HashMap<u16, NativeMerged> = HashMap::new();
     if let Some(n) = reader.linktype() {
         match build(&filters, linktype_of(n, &name)?, big_endian, file) {
             Ok(m) => {

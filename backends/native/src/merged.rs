@@ -1221,6 +1221,8 @@ pub struct NativeMerged {
     fresh: bool,
     /// Shared by the two copies of a [`NativeClassifier`].
     compiler: Arc<Mutex<Compiler>>,
+    /// False: never compile, always the Rust path ([`NativeMerged::interpreted`]).
+    native: bool,
 }
 
 // SAFETY: the raw pointers in `descs` point into `self.merged`'s tables and
@@ -1241,6 +1243,7 @@ impl Clone for NativeMerged {
             descs: Vec::new(),
             fresh: false,
             compiler: self.compiler.clone(),
+            native: self.native,
         };
         // The clone's table pointers must be its own.
         m.install(self.code.clone());
@@ -1304,7 +1307,27 @@ impl NativeMerged {
                 small,
                 ..Compiler::default()
             })),
+            native: true,
         };
+        m.update();
+        m
+    }
+
+    /// The same interface without machine code: every call takes the Rust
+    /// path of [`Merged`] (`--engine interp`).
+    ///
+    /// ```
+    /// use sluice_classifier::merged::{Compiled, Merged};
+    /// let mut base = Merged::default();
+    /// base.insert(0, &Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
+    /// let m = sluice_native::merged::NativeMerged::interpreted(base);
+    /// assert_eq!(m.native_stats().units, 0);
+    /// assert_eq!(m.classify_first(&[], 0, &mut Default::default()), Some(0));
+    /// ```
+    pub fn interpreted(merged: Merged) -> NativeMerged {
+        let mut m = NativeMerged::with_small_keys(Merged::default(), SMALL_KEYS);
+        m.native = false;
+        m.merged = merged;
         m.update();
         m
     }
@@ -1383,6 +1406,10 @@ impl NativeMerged {
     /// m.update();
     /// ```
     pub fn update(&mut self) {
+        if !self.native {
+            self.fresh = false;
+            return;
+        }
         let code = self
             .compiler
             .lock()
@@ -1394,7 +1421,7 @@ impl NativeMerged {
     fn install(&mut self, code: Arc<Code>) {
         self.code = code;
         self.refresh_descs();
-        self.fresh = true;
+        self.fresh = self.native;
     }
 
     fn refresh_descs(&mut self) {
