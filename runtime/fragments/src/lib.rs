@@ -416,6 +416,17 @@ impl Output {
         std::mem::take(&mut self.held)
     }
 
+    /// Deliver the current packet to `ids` (the common path: a packet that
+    /// is not a fragment).
+    #[inline]
+    fn push_current(&mut self, ids: &[u32]) {
+        if !ids.is_empty() {
+            let a = self.ids.len();
+            self.ids.extend_from_slice(ids);
+            self.items.push((usize::MAX, a, self.ids.len()));
+        }
+    }
+
     /// Add a delivery unless `ids` is empty; an undelivered held packet is
     /// handed back.
     fn push_ids(
@@ -635,7 +646,7 @@ impl Dispatcher {
         };
         let frag = self.locator(pkt.linktype).fragment(pkt.data);
         let Some(frag) = frag else {
-            out.push_ids(None, ids.iter().copied());
+            out.push_current(ids);
             return;
         };
         match frag.piece {
@@ -724,9 +735,10 @@ impl Dispatcher {
         }
     }
 
+    #[inline(never)]
     fn first(&mut self, frag: Fragment, ids: &[u32], out: &mut Output) {
         self.counters.first_fragments += 1;
-        out.push_ids(None, ids.iter().copied());
+        out.push_current(ids);
         self.seq += 1;
         let gen = self.seq;
         let deadline = self
@@ -799,6 +811,7 @@ impl Dispatcher {
         self.spare_lists.push(list);
     }
 
+    #[inline(never)]
     fn later(
         &mut self,
         frag: Fragment,
@@ -823,7 +836,7 @@ impl Dispatcher {
         // Its first fragment has not come (or its entry expired): hold it.
         self.counters.held += 1;
         if self.cfg.mode == Mode::All {
-            out.push_ids(None, ids.iter().copied());
+            out.push_current(ids);
         }
         let limits = self.cfg.limits;
         let len = pkt.data.len();
@@ -831,7 +844,7 @@ impl Dispatcher {
             self.counters.dropped_full += 1;
             if self.cfg.mode == Mode::First && !ids.is_empty() {
                 self.counters.fallback += 1;
-                out.push_ids(None, ids.iter().copied());
+                out.push_current(ids);
             }
             return;
         }

@@ -230,6 +230,7 @@ impl Locator {
     }
 
     /// Where the IP header starts and which IP it is, if the packet carries IP.
+    #[inline]
     fn network(&self, p: &[u8]) -> Option<(usize, Ip)> {
         let payload = self.payload as usize;
         let by_type = |t: u16| match t {
