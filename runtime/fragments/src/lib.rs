@@ -776,6 +776,9 @@ impl Dispatcher {
             }
         }
         // Release the fragments that waited for this one, in arrival order.
+        if self.waiting.is_empty() {
+            return;
+        }
         let Some(mut list) = self.waiting.remove(&frag.key) else {
             return;
         };
