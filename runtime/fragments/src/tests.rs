@@ -128,6 +128,59 @@ fn not_fragments() {
         .is_none());
 }
 
+#[test]
+fn other_links_from_the_table() {
+    let f = &datagrams()[0].fragments(3)[1];
+    let f6 = &datagrams()[2].fragments(3)[1];
+    let with = |head: &[u8], ip: &[u8]| [head, ip].concat();
+    // PPP (address, control, protocol), Cisco HDLC, FDDI with LLC/SNAP,
+    // Solaris ipnet (family byte at 1, 24-byte header), OpenBSD enc.
+    let cases: Vec<(LinkType, Vec<u8>, Vec<u8>)> = vec![
+        (
+            LinkType::PPP,
+            vec![0xff, 3, 0, 0x21],
+            vec![0xff, 3, 0, 0x57],
+        ),
+        (
+            LinkType::C_HDLC,
+            vec![0x0f, 0, 8, 0],
+            vec![0x0f, 0, 0x86, 0xdd],
+        ),
+        (
+            LinkType::FDDI,
+            [&[0x50][..], &[0; 12], &[0xaa, 0xaa, 3, 0, 0, 0, 8, 0]].concat(),
+            [&[0x50][..], &[0; 12], &[0xaa, 0xaa, 3, 0, 0, 0, 0x86, 0xdd]].concat(),
+        ),
+        (
+            LinkType::IPNET,
+            [&[1, 2][..], &[0; 22]].concat(),
+            [&[1, 26][..], &[0; 22]].concat(),
+        ),
+        (
+            LinkType::ENC,
+            [&2u32.to_le_bytes()[..], &[0; 8]].concat(),
+            [&24u32.to_le_bytes()[..], &[0; 8]].concat(),
+        ),
+    ];
+    for (lt, h4, h6) in cases {
+        let loc = Locator::new(lt, false);
+        let a = loc
+            .fragment(&with(&h4, f))
+            .unwrap_or_else(|| panic!("{lt}"));
+        assert!(!a.key.v6 && a.piece == Piece::Later, "{lt}");
+        let b = loc
+            .fragment(&with(&h6, f6))
+            .unwrap_or_else(|| panic!("{lt} v6"));
+        assert!(b.key.v6, "{lt}");
+        // Another protocol behind the same header: not IP.
+        let mut other = with(&h4, f);
+        other[h4.len() - 1] ^= 0x40;
+        if lt != LinkType::IPNET && lt != LinkType::ENC {
+            assert!(loc.fragment(&other).is_none(), "{lt}");
+        }
+    }
+}
+
 /// A dispatcher and everything it delivered: (input index, filters).
 struct Run {
     d: Dispatcher,
