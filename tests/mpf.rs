@@ -492,3 +492,133 @@ fn appendix_b_dispatches_fragments_of_its_session() {
     assert!(later_fragments > 5);
     assert_eq!(missed, later_fragments);
 }
+
+/// A fresh directory for one test's files.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sluice-mpf-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn sluice(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn split_mpf_runs_the_examples() {
+    let dir = scratch("split");
+    let ex = repo().join("examples");
+    // Appendix B for the example's session and for a session that does
+    // not exist, written with the MPF disassembler.
+    let b = MpfProgram::parse(&example("mpf-appendix-b.bpf")).unwrap();
+    let none = with_keys(&b, &[1, 2, 3, 1, 2, 3]);
+    std::fs::write(dir.join("none.bpf"), sluice_bpf::mpf::disasm(none.insns())).unwrap();
+    let filters = dir.join("filters.txt");
+    std::fs::write(
+        &filters,
+        format!(
+            "fig3\tbpf:@{0}/mpf-figure3.bpf\nappb\tbpf:@{0}/mpf-appendix-b.bpf\nnone\tbpf:@none.bpf\n\
+             inline\tbpf:4; 40 0 0 12; 21 0 1 2048; 6 0 0 1; 6 0 0 0\n",
+            ex.display()
+        ),
+    )
+    .unwrap();
+    let filters = filters.to_str().unwrap();
+    if let Some(corpus) = corpus() {
+        let cap = corpus.join("mptcp-v0.pcap");
+        let (code, out, err) = sluice(&[
+            "split",
+            "-r",
+            cap.to_str().unwrap(),
+            "--filters",
+            filters,
+            "--mpf",
+            "--count",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let ip = out.lines().find(|l| l.starts_with("inline\t")).unwrap();
+        assert!(ip != "inline\t0", "{out}");
+        assert!(out.starts_with("fig3\t110\nappb\t110\nnone\t0\n"), "{out}");
+    }
+    // The generated fragment capture: Appendix B takes its session's
+    // fragments, late ones included, written into its output file.
+    let sessions = [(0x0a02_0102u32, 35961u16, 22u16), (0x0a02_0103, 35961, 22)];
+    let (bytes, truth) = fragment_capture(&sessions);
+    let cap = dir.join("frag.pcap");
+    std::fs::write(&cap, &bytes).unwrap();
+    let outdir = dir.join("out");
+    let (code, out, err) = sluice(&[
+        "split",
+        "-r",
+        cap.to_str().unwrap(),
+        "--filters",
+        filters,
+        "--mpf",
+        "--count",
+        "--out-dir",
+        outdir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("timed out"), "{err}");
+    // Expected as in the library test: every packet of session 0 but the
+    // fragments whose first fragment never came (or came too late).
+    let mut first_at = BTreeMap::new();
+    let mut ts = Vec::new();
+    let mut r = CaptureReader::from_reader(&bytes[..], "frag").unwrap();
+    while let Some(p) = r.next_packet().unwrap() {
+        ts.push(p.ts_sec as u64 * 1_000_000_000 + p.ts_nsec as u64);
+    }
+    for (t, &at) in truth.iter().zip(&ts) {
+        if let (Some(0), Some(d), 0) = (t.session, t.datagram, t.offset) {
+            first_at.insert(d, at);
+        }
+    }
+    let want = truth
+        .iter()
+        .zip(&ts)
+        .filter(|(t, &at)| {
+            t.session == Some(0)
+                && t.datagram.map_or(true, |d| {
+                    first_at
+                        .get(&d)
+                        .is_some_and(|&f| f <= at + 2_000_000_000 && at <= f + 30_000_000_000)
+                })
+        })
+        .count();
+    assert!(
+        out.contains(&format!("appb\t{want}\n")),
+        "{out} want {want}"
+    );
+    let mut r = CaptureReader::open(outdir.join("appb.pcap")).unwrap();
+    let mut written = 0;
+    while r.next_packet().unwrap().is_some() {
+        written += 1;
+    }
+    assert_eq!(written, want);
+    // A pcap expression is not an MPF program.
+    std::fs::write(dir.join("bad.txt"), "a\ttcp\n").unwrap();
+    let (code, _, err) = sluice(&[
+        "split",
+        "-r",
+        cap.to_str().unwrap(),
+        "--filters",
+        dir.join("bad.txt").to_str().unwrap(),
+        "--mpf",
+        "--count",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("bad.txt:1: a: --mpf takes bpf: programs, not pcap"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

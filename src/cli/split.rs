@@ -64,6 +64,16 @@ pub struct SplitArgs {
     /// With --fragments: most datagrams remembered at once [default: 65536].
     #[arg(long = "max-datagrams", value_name = "N", requires = "fragments")]
     max_datagrams: Option<usize>,
+    /// MPF: every filter is a `bpf:` program, MPF instructions allowed
+    /// (ret_match_imm, jmp_match_imm, register_data, ret_match_data,
+    /// postpone), installed in one MPF set: programs that differ only in
+    /// their keys run once per packet, and postponed packets go out after
+    /// the packet that lets them through.
+    #[arg(long, conflicts_with_all = ["fragments", "first_match", "engine"])]
+    mpf: bool,
+    /// With --mpf: most packets waiting in the postponed queue [default: 1024].
+    #[arg(long = "mpf-pending", value_name = "N", requires = "mpf")]
+    mpf_pending: Option<usize>,
 }
 
 /// A non-negative number of seconds.
@@ -291,10 +301,127 @@ impl Bits {
     }
 }
 
+/// The filters as MPF programs in one set (filter ids in line order).
+fn build_mpf(
+    filters: &[FilterLine],
+    file: &str,
+    config: sluice_mpf::Config,
+) -> Result<sluice_mpf::MpfSet, Vec<(usize, String)>> {
+    let dir = Path::new(file).parent();
+    let mut set = sluice_mpf::MpfSet::new(config);
+    let mut errors = Vec::new();
+    for f in filters {
+        let what = |e: String| (f.line, format!("{file}:{}: {}: {e}", f.line, f.name));
+        let spec = match sluice::Spec::parse(&f.expression, dir) {
+            Ok(s) => s,
+            Err(e) => {
+                errors.push(what(e.to_string()));
+                continue;
+            }
+        };
+        if spec.language != sluice::Language::Bpf {
+            errors.push(what(format!(
+                "--mpf takes bpf: programs, not {}",
+                spec.language.name()
+            )));
+            continue;
+        }
+        // As for `bpf:` filters: on one line, ';' separates instructions.
+        let text = if spec.file.is_none() && !spec.text.trim_end().contains('\n') {
+            spec.text.replace(';', "\n")
+        } else {
+            spec.text.clone()
+        };
+        match sluice_mpf::MpfProgram::parse(&text) {
+            Ok(p) => {
+                set.insert(&p);
+            }
+            Err(e) => errors.push(what(match &spec.file {
+                Some(path) => format!("{path}: {e}"),
+                None => e.to_string(),
+            })),
+        }
+    }
+    if errors.is_empty() {
+        Ok(set)
+    } else {
+        Err(errors)
+    }
+}
+
+/// `sluice split --mpf`: every packet through one MPF set.
+fn run_mpf(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), Fail> {
+    let config = sluice_mpf::Config {
+        max_pending: args
+            .mpf_pending
+            .unwrap_or(sluice_mpf::Config::default().max_pending),
+    };
+    let mut set = build_mpf(filters, file, config).map_err(|e| many(e, true))?;
+    if filters.is_empty() {
+        return Err(Fail(format!("{file}: no filters")));
+    }
+    let (mut reader, size) = open_capture(args.read.as_deref())?;
+    let format = reader.format();
+    let mut outputs = match &args.out_dir {
+        Some(dir) => Some(Outputs::create(dir, filters, &format)?),
+        None => None,
+    };
+    let mut counts = vec![0u64; filters.len()];
+    let mut bits: Vec<Bits> = (0..filters.len()).map(|_| Bits::default()).collect();
+    let mut seen = 0u64;
+    let mut out = Vec::new();
+    let status = for_each_packet(&mut reader, size, |pkt| {
+        let ts = pkt.ts_sec.max(0) as u64 * 1_000_000_000 + pkt.ts_nsec as u64;
+        set.process(pkt.data, pkt.wirelen, ts, &mut out);
+        let mut to = Deliver {
+            counts: &mut counts,
+            bits: args.verdicts.then_some(&mut bits),
+            outputs: outputs.as_mut(),
+        };
+        for d in &out {
+            match &d.late {
+                None => to.deliver(seen, pkt, &[d.filter.0])?,
+                // A postponed packet let through: written now, with its
+                // own timestamp.
+                Some(p) => {
+                    let late = Packet {
+                        ts_sec: (p.ts_ns / 1_000_000_000) as i64,
+                        ts_nsec: (p.ts_ns % 1_000_000_000) as u32,
+                        caplen: p.data.len() as u32,
+                        wirelen: p.wirelen,
+                        data: &p.data,
+                        ..*pkt
+                    };
+                    to.deliver(p.seq, &late, &[d.filter.0])?
+                }
+            }
+        }
+        seen += 1;
+        Ok(())
+    });
+    let finished = outputs.map_or(Ok(()), Outputs::finish);
+    let s = set.stats();
+    let dropped = s.pending_expired + s.pending_dropped_full;
+    if (dropped > 0 || s.pending > 0) && !args.json {
+        eprintln!(
+            "sluice: mpf: postponed packets not delivered: {} (filter, packet) pairs timed out, {} refused with the queue full, {} packets still waiting at the end of input",
+            s.pending_expired, s.pending_dropped_full, s.pending
+        );
+    }
+    report(args, filters, &counts, &bits, seen, None)?;
+    status.and(finished)
+}
+
 /// Run `sluice split`.
 pub fn run(args: SplitArgs) -> Result<(), Fail> {
     let file = args.filters.as_str();
     let (filters, mut errors) = parse_filters(&read_text(file)?, file);
+    if args.mpf {
+        if !errors.is_empty() {
+            return Err(many(errors, true));
+        }
+        return run_mpf(&args, &filters, file);
+    }
     let (mut reader, size) = open_capture(args.read.as_deref())?;
     let name = reader.name().to_string();
     let format = reader.format();
