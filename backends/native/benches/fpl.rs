@@ -1,0 +1,114 @@
+//! ns per packet of FPL programs: the reference interpreter against native
+//! code, for Figures 6 and 7 of the FFPF paper and the per-port counter.
+//!
+//! `cargo bench -p sluice-native --bench fpl`. The packets are every
+//! Ethernet packet of the classic-pcap files among the shared corpus
+//! captures (or `examples/sample.pcap` without the corpus), held in memory;
+//! one criterion iteration runs the program over all of them, so the time
+//! per iteration divided by the packet count (printed first) is the time
+//! per packet. For Figure 7 the MBuf holds 16 announced ports, so each TCP
+//! packet walks a 16-entry array.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use sluice_fpl::{Externs, Program};
+use sluice_native::fpl::NativeFpl;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+
+/// The packets of a classic pcap file with Ethernet link type (either byte
+/// order, micro- or nanosecond); anything else gives none.
+fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
+    let Ok(b) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    if b.len() < 24 {
+        return Vec::new();
+    }
+    let le = match b[..4] {
+        [0xd4, 0xc3, 0xb2, 0xa1] | [0x4d, 0x3c, 0xb2, 0xa1] => true,
+        [0xa1, 0xb2, 0xc3, 0xd4] | [0xa1, 0xb2, 0x3c, 0x4d] => false,
+        _ => return Vec::new(),
+    };
+    let u32_at = |i: usize| {
+        let w = [b[i], b[i + 1], b[i + 2], b[i + 3]];
+        if le {
+            u32::from_le_bytes(w)
+        } else {
+            u32::from_be_bytes(w)
+        }
+    };
+    if u32_at(20) & 0x0fff_ffff != 1 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut at = 24;
+    while at + 16 <= b.len() {
+        let caplen = u32_at(at + 8) as usize;
+        let Some(data) = b.get(at + 16..at + 16 + caplen) else {
+            break;
+        };
+        out.push(data.to_vec());
+        at += 16 + caplen;
+    }
+    out
+}
+
+fn packets() -> Vec<Vec<u8>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(root.join("../shared/conformance/pcaps"))
+    {
+        Ok(d) => d.flatten().map(|e| e.path()).collect(),
+        Err(_) => vec![root.join("examples/sample.pcap")],
+    };
+    files.sort();
+    files.iter().flat_map(|f| read_pcap(f)).collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let pkts = packets();
+    println!("fpl bench: {} packets per iteration", pkts.len());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let ext = Externs::builtin();
+    let mut g = c.benchmark_group("fpl");
+    g.throughput(Throughput::Elements(pkts.len() as u64));
+    for name in ["fpl-figure6", "fpl-figure7", "fpl-tcp-ports"] {
+        let src = std::fs::read_to_string(root.join(format!("{name}.fpl"))).unwrap();
+        let p = Program::compile(&src, &ext).unwrap();
+        let n = NativeFpl::compile(&p).unwrap();
+        // Figure 7: 16 announced ports (not matching the traffic's).
+        let setup = |mem: &mut [u32]| {
+            if name == "fpl-figure7" {
+                for (k, w) in mem[..16].iter_mut().enumerate() {
+                    *w = 60_000 + k as u32;
+                }
+                mem[p.reg_base()] = 16;
+            }
+        };
+        let mut mem = vec![0u32; p.mem_words()];
+        g.bench_function(format!("{name}/interpreter"), |b| {
+            b.iter(|| {
+                setup(&mut mem);
+                let mut acc = 0u32;
+                for pkt in &pkts {
+                    acc = acc.wrapping_add(p.run(black_box(pkt), &mut mem));
+                }
+                acc
+            })
+        });
+        let mut mem = vec![0u32; p.mem_words()];
+        g.bench_function(format!("{name}/native"), |b| {
+            b.iter(|| {
+                setup(&mut mem);
+                let mut acc = 0u32;
+                for pkt in &pkts {
+                    acc = acc.wrapping_add(n.run(black_box(pkt), &mut mem));
+                }
+                acc
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
