@@ -32,7 +32,8 @@ use sluice_native::fpl::NativeFpl;
 /// let c = sluice_flow::fpl::FplClass::new();
 /// let info = c.check(&["IF (PKT.IP_PROTO == PROTO_TCP) THEN RETURN 1; FI".into()]).unwrap();
 /// assert_eq!(info.externs, Vec::<String>::new());
-/// let e = c.check(&["FOR (R[0] = 0; R[0] < R[1]; R[0]++) ROF".into()]).unwrap_err();
+/// // MEM[70] is outside a 16-byte (4-word) MBuf: refused at compile time.
+/// let e = c.check(&["RETURN MEM[70];".into(), "16".into()]).unwrap_err();
 /// assert_eq!(e.arg, Some(0));
 /// ```
 pub struct FplClass {
