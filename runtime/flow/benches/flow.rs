@@ -266,7 +266,7 @@ fn bench(c: &mut Criterion) {
 
     // Footnote 5's filter in FPL-2 and in BPF.
     let expr = "ip src 192.168.1.3 and udp and dst port 54321";
-    let fpl_src = "IF (ETH_TYPE == 0x0800 && IP_SRC == 0xC0A80103 && IP_PROTO == PROTO_UDP && (PKT.W[20] & 0x1FFF) == 0 && UDP_DPORT == 54321) THEN RETURN 1; FI RETURN 0;";
+    let fpl_src = "IF (PKT.ETH_TYPE == 0x0800 && PKT.IP_SRC == 0xC0A80103 && PKT.IP_PROTO == PROTO_UDP && (PKT.W[20] & 0x1FFF) == 0 && PKT.UDP_DPORT == 54321) THEN RETURN 1; FI RETURN 0;";
     let fpl = sluice_fpl::Program::compile(fpl_src, &sluice_fpl::Externs::new());
     let fpl = match fpl {
         Ok(p) => Some(p),
