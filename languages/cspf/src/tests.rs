@@ -391,6 +391,37 @@ fn ports_deliver_like_the_merged_classifier() {
     assert!(checked > 100);
 }
 
+#[test]
+fn sessions_in_appendix_c_form_merge_into_one_classifier_group() {
+    use sluice_classifier::merged::{Compiled, Merged};
+    let src = |sport: u16, dport: u16| {
+        format!(
+            "pushword P[6] pushlit | cand #0x0800
+             pushword P[11] pushlit | and #0x00ff pushlit | cand #6
+             pushword P[10] pushlit | and #0xbfff pushzero | cand
+             pushword P[7] pushlit | and #0x0f00 pushlit | rsh #7 pushlit | add #7 dup
+             pushind pushlit | cand #{sport}
+             pushlit | add #1 pushind pushlit | cand #{dport}"
+        )
+    };
+    let mut m = Merged::default();
+    let mut id = 0;
+    for sport in 1230..1240 {
+        for dport in [80, 443] {
+            m.insert(
+                id,
+                &Compiled::new(assemble(&src(sport, dport)).unwrap().to_ir(1)),
+                0,
+            );
+            id += 1;
+        }
+    }
+    assert_eq!(m.groups(), 1);
+    let mut out = Vec::new();
+    m.classify(&tcp_packet(), 54, &mut Default::default(), &mut out);
+    assert_eq!(out, vec![8]); // 1234 -> 80
+}
+
 fn arb_action() -> impl Strategy<Value = Action> {
     prop_oneof![
         3 => (0u16..30).prop_map(Action::PushWord),
