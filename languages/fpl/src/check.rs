@@ -60,18 +60,26 @@ fn r(lo: u64, hi: u64) -> Range {
     }
 }
 
-/// The values `e` can take (a superset).
-pub(crate) fn range(e: &Expr) -> Range {
+/// Ranges known for registers: loop variables inside their loops' bodies.
+type Env = [(u16, Range)];
+
+/// The values `e` can take (a superset), with registers in `env` limited.
+fn range_in(e: &Expr, env: &Env) -> Range {
     match e {
         Expr::Const(c) => r(*c as u64, *c as u64),
-        Expr::Reg(_) | Expr::Mem { .. } | Expr::Extern { .. } => FULL,
+        Expr::Reg(n) => env
+            .iter()
+            .rev()
+            .find(|(v, _)| v == n)
+            .map_or(FULL, |(_, rg)| *rg),
+        Expr::Mem { .. } | Expr::Extern { .. } => FULL,
         Expr::Pkt { width, .. } => r(0, (1u64 << (width.bytes() * 8)) - 1),
         Expr::Field { bits, .. } => r(0, (1u64 << bits) - 1),
         Expr::Hash { size, .. } => r(0, *size as u64 - 1),
         Expr::Un(UnOp::Not, _) => r(0, 1),
         Expr::Un(..) => FULL,
         Expr::Bin(op, a, b) => {
-            let (a, b) = (range(a), range(b));
+            let (a, b) = (range_in(a, env), range_in(b, env));
             match op {
                 BinOp::Eq
                 | BinOp::Ne
@@ -136,8 +144,13 @@ struct Cx<'a> {
     extern_uses: Vec<(Pos, u64, u64, String)>,
     regs: u32,
     loops: usize,
-    /// Per FOR in pre-order: its position and whether its bound is known.
+    /// Per FOR in pre-order: its position.
     for_pos: Vec<Pos>,
+    /// Per FOR in pre-order: its register and the register's range inside
+    /// the body, when the loop's bound is known.
+    loop_vars: Vec<(u16, Option<Range>)>,
+    /// Loop variables in scope with their ranges.
+    env: Vec<(u16, Range)>,
 }
 
 /// Check and lower a parsed program.
@@ -150,6 +163,8 @@ pub(crate) fn check(p: AProgram, externs: &Externs, limits: &Limits) -> Result<C
         regs: 0,
         loops: 0,
         for_pos: Vec::new(),
+        loop_vars: Vec::new(),
+        env: Vec::new(),
     };
     let mut body = cx.stmts(&p.body)?;
     // The MBuf size: the caller's, the program's declaration, or inferred.
@@ -215,7 +230,13 @@ pub(crate) fn check(p: AProgram, externs: &Externs, limits: &Limits) -> Result<C
         }
     }
     let mut k = 0;
-    finish(&mut body, mem_size as u64, &mut k);
+    finish(
+        &mut body,
+        mem_size as u64,
+        &mut k,
+        &cx.loop_vars,
+        &mut Vec::new(),
+    );
     let mut k = 0;
     let work = work_of(&body, &cx.for_pos, &mut k, limits.max_work)?;
     if work > limits.max_work {
@@ -239,31 +260,37 @@ const UNKNOWN_TRIPS: u32 = u32::MAX;
 
 /// Set each MEM access's `checked` flag and each unknown loop bound, now
 /// that the MBuf size is known.
-fn finish(body: &mut [Stmt], mem: u64, k: &mut usize) {
-    fn expr(e: &mut Expr, mem: u64) {
+fn finish(
+    body: &mut [Stmt],
+    mem: u64,
+    k: &mut usize,
+    loop_vars: &[(u16, Option<Range>)],
+    env: &mut Vec<(u16, Range)>,
+) {
+    fn expr(e: &mut Expr, mem: u64, env: &Env) {
         match e {
             Expr::Const(_) | Expr::Reg(_) | Expr::Extern { .. } => {}
             Expr::Mem { index, checked } => {
-                expr(index, mem);
-                *checked = range(index).hi >= mem;
+                expr(index, mem, env);
+                *checked = range_in(index, env).hi >= mem;
             }
-            Expr::Pkt { offset, .. } => expr(offset, mem),
+            Expr::Pkt { offset, .. } => expr(offset, mem, env),
             Expr::Field { value, index, .. } => {
-                expr(value, mem);
-                expr(index, mem);
+                expr(value, mem, env);
+                expr(index, mem, env);
             }
-            Expr::Un(_, a) => expr(a, mem),
+            Expr::Un(_, a) => expr(a, mem, env),
             Expr::Bin(_, a, b) => {
-                expr(a, mem);
-                expr(b, mem);
+                expr(a, mem, env);
+                expr(b, mem, env);
             }
-            Expr::Hash { start, .. } => expr(start, mem),
+            Expr::Hash { start, .. } => expr(start, mem, env),
         }
     }
     for s in body {
         match s {
             Stmt::SetReg { value, .. } | Stmt::Eval(value) | Stmt::Return(value) => {
-                expr(value, mem)
+                expr(value, mem, env)
             }
             Stmt::SetMem {
                 index,
@@ -271,14 +298,14 @@ fn finish(body: &mut [Stmt], mem: u64, k: &mut usize) {
                 value,
                 ..
             } => {
-                expr(index, mem);
-                expr(value, mem);
-                *checked = range(index).hi >= mem;
+                expr(index, mem, env);
+                expr(value, mem, env);
+                *checked = range_in(index, env).hi >= mem;
             }
             Stmt::If { cond, then, els } => {
-                expr(cond, mem);
-                finish(then, mem, k);
-                finish(els, mem, k);
+                expr(cond, mem, env);
+                finish(then, mem, k, loop_vars, env);
+                finish(els, mem, k, loop_vars, env);
             }
             Stmt::Loop {
                 init,
@@ -287,14 +314,21 @@ fn finish(body: &mut [Stmt], mem: u64, k: &mut usize) {
                 body,
                 max_trips,
             } => {
+                let (var, vr) = loop_vars[*k];
                 *k += 1;
                 if *max_trips == UNKNOWN_TRIPS {
                     *max_trips = mem.min(UNKNOWN_TRIPS as u64 - 1) as u32;
                 }
-                finish(std::slice::from_mut(init), mem, k);
-                expr(cond, mem);
-                finish(std::slice::from_mut(update), mem, k);
-                finish(body, mem, k);
+                finish(std::slice::from_mut(init), mem, k, loop_vars, env);
+                expr(cond, mem, env);
+                finish(std::slice::from_mut(update), mem, k, loop_vars, env);
+                if let Some(vr) = vr {
+                    env.push((var, vr));
+                }
+                finish(body, mem, k, loop_vars, env);
+                if vr.is_some() {
+                    env.pop();
+                }
             }
             Stmt::Break => {}
         }
@@ -385,7 +419,7 @@ impl Cx<'_> {
 
     fn mem_index(&mut self, idx: &AExpr) -> Result<Expr, Error> {
         let e = self.expr(idx)?;
-        self.mem_uses.push((idx.pos, range(&e)));
+        self.mem_uses.push((idx.pos, range_in(&e, &self.env)));
         Ok(e)
     }
 
@@ -431,6 +465,8 @@ impl Cx<'_> {
                 body,
             } => {
                 self.for_pos.push(*pos);
+                let slot = self.loop_vars.len();
+                self.loop_vars.push((0, None));
                 let bad_form = |p: Pos| {
                     p.err("a FOR loop counts a register to a limit: FOR (R[i] = start; R[i] < limit; R[i]++) (also <=, >, >=, !=, +=, -=, --, with a constant step)")
                 };
@@ -508,17 +544,24 @@ impl Cx<'_> {
                         pos.line, pos.col
                     )));
                 }
-                self.loops += 1;
-                let body = self.stmts(body);
-                self.loops -= 1;
-                let body = body?;
-                let max_trips = trips(
-                    range(&start_e),
-                    range(&limit),
+                let (max_trips, var_range) = bounds(
+                    range_in(&start_e, &self.env),
+                    range_in(&limit, &self.env),
                     cop,
                     *uop == BinOp::Add,
                     step_c as u64,
                 );
+                self.loop_vars[slot] = (var, var_range);
+                self.loops += 1;
+                if let Some(vr) = var_range {
+                    self.env.push((var, vr));
+                }
+                let body = self.stmts(body);
+                if var_range.is_some() {
+                    self.env.pop();
+                }
+                self.loops -= 1;
+                let body = body?;
                 Stmt::Loop {
                     init: Box::new(init),
                     cond: cond_e,
@@ -668,7 +711,28 @@ fn assigns(body: &[AStmt], var: u16) -> Option<Pos> {
 
 /// The most iterations of a loop whose register starts in `a`, is compared
 /// with a limit in `b` by `op` and steps by `step` up or down, or
-/// [`UNKNOWN_TRIPS`] if the ranges do not bound it.
+/// [`UNKNOWN_TRIPS`] if the ranges do not bound it; and when they do, the
+/// register's range inside the loop's body (where the test has just held
+/// and, as the ranges rule out wrap-around, the register has only moved
+/// from its start towards the limit).
+fn bounds(a: Range, b: Range, op: BinOp, up: bool, step: u64) -> (u32, Option<Range>) {
+    let n = trips(a, b, op, up, step);
+    if n == UNKNOWN_TRIPS || n == 0 {
+        return (n, None);
+    }
+    let vr = match (op, up) {
+        (BinOp::Lt, true) => r(a.lo, b.hi - 1),
+        (BinOp::Le, true) => r(a.lo, b.hi),
+        (BinOp::Gt, false) => r(b.lo + 1, a.hi),
+        (BinOp::Ge, false) => r(b.lo, a.hi),
+        (BinOp::Ne, true) => r(a.lo, b.lo - step),
+        (BinOp::Ne, false) => r(b.lo + step, a.hi),
+        _ => return (n, None),
+    };
+    (n, Some(vr))
+}
+
+/// See [`bounds`].
 fn trips(a: Range, b: Range, op: BinOp, up: bool, step: u64) -> u32 {
     const MAX: u64 = u32::MAX as u64;
     let n = match (op, up) {

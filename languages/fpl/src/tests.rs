@@ -193,6 +193,23 @@ fn loops() {
     assert_eq!(p.run(&[3, 1, 2, 3, 4], &mut mem), 6);
     assert_eq!(p.run(&[9, 1, 2, 3, 4], &mut mem), 0); // reads past the end
     assert!(matches!(p.body()[0], ir::Stmt::Loop { max_trips: 255, .. }));
+    // Inside a loop with a known bound, its register's range is known too.
+    let p = compile("FOR (R[0] = 2; R[0] < 10; R[0] += 3) MEM[R[0]] = 1; ROF");
+    assert_eq!(p.mem_size(), 10);
+    let ir::Stmt::Loop { body, .. } = &p.body()[0] else {
+        panic!()
+    };
+    assert!(matches!(body[0], ir::Stmt::SetMem { checked: false, .. }));
+    let p = compile("FOR (R[0] = 0; R[0] < 4; R[0]++) FOR (R[1] = R[0]; R[1] <= R[0] + 2; R[1]++) MEM[R[1]]++; ROF ROF");
+    assert_eq!(p.mem_size(), 6);
+    let mut mem = vec![0; p.mem_words()];
+    p.run(&[], &mut mem);
+    assert_eq!(mem[..6], [1, 2, 3, 3, 2, 1]);
+    // After the loop, or with an unknown bound, the register is unknown.
+    assert_eq!(
+        compile("FOR (R[0] = 0; R[0] < 4; R[0]++) ROF MEM[R[0]] = 1;").mem_size(),
+        DEFAULT_MEM_WORDS
+    );
     // A limit in a register: bounded by the MBuf size, aborting beyond it.
     let p = compile("DECLARE MEM[4]; FOR (R[1] = 0; R[1] < R[0]; R[1]++) R[2]++; ROF RETURN 1;");
     assert!(matches!(p.body()[0], ir::Stmt::Loop { max_trips: 4, .. }));
