@@ -323,6 +323,14 @@ fn build(prog: &Program) -> Result<(JITModule, *const u8, usize), NativeError> {
     Ok((module, code, code_bytes))
 }
 
+/// Flags of packet loads. Not `readonly`: Cranelift treats a `readonly`
+/// `notrap` load as pure and may hoist it out of a loop, above the length
+/// check that guards it (a loop-invariant `PKT.B[6]` in a `FOR` would then
+/// be read before the check, past the end of a short packet).
+fn pkt_flags() -> MemFlags {
+    MemFlags::new().with_notrap()
+}
+
 /// The code generator of one program.
 struct G<'a> {
     b: FunctionBuilder<'a>,
@@ -577,7 +585,7 @@ impl G<'_> {
             self.b.ins().ireduce(self.ptr, start)
         };
         let addr = self.b.ins().iadd(self.pkt, start);
-        let flags = MemFlags::new().with_notrap().with_readonly();
+        let flags = pkt_flags();
         match width {
             1 => self.b.ins().uload8(types::I32, flags, addr, 0),
             2 => {
@@ -677,7 +685,7 @@ impl G<'_> {
                     self.b.ins().ireduce(self.ptr, s64)
                 };
                 let base = self.b.ins().iadd(self.pkt, s);
-                let flags = MemFlags::new().with_notrap().with_readonly();
+                let flags = pkt_flags();
                 let mut h = self.iconst(0x811c_9dc5);
                 for k in 0..*len {
                     let byte = self.b.ins().uload8(types::I32, flags, base, k as i32);

@@ -51,6 +51,10 @@ fn agree(src: &str, ext: &Externs, mem0: &[u32], pkts: &[Vec<u8>]) -> Result<(),
         Ok(p) => p,
         Err(_) => return Ok(()),
     };
+    // FPL_TRACE=1 prints each case first (to find one that crashes).
+    if std::env::var("FPL_TRACE").is_ok() {
+        eprintln!("=== PROGRAM\n{src}\n=== MEM0 {mem0:?} PKTS {pkts:?}");
+    }
     let n = NativeFpl::compile(&p).map_err(|e| TestCaseError::fail(format!("{e}\n{src}")))?;
     let mut a: Vec<u32> = mem0.iter().copied().cycle().take(p.mem_words()).collect();
     let mut b = a.clone();
@@ -410,4 +414,35 @@ fn generated_programs_mostly_compile() {
         .filter(|s| Program::compile_with(&program(*s * 7919), &ext, &Limits::default()).is_ok())
         .count();
     assert!(ok > 150, "only {ok} of 199 compiled");
+}
+
+/// Found by the property test (this case as it was generated): a
+/// loop-invariant packet read inside a FOR was hoisted by Cranelift above its
+/// length check (a `readonly` load counts as pure) and read past the end of
+/// an empty packet, although the loop does not even run (R[1] is 0).
+#[test]
+fn loop_invariant_packet_reads_stay_behind_their_checks() {
+    let src = "MEM[0] = MEM[0];
+        FOR (R[6] = 0; R[1] > R[6]; R[6] += 2)
+          IF ((PKT.B[6] <= PKT.B[11]) < 0) THEN
+            IF (42 && ((R[6] && PKT.B[39]) < -(R[7]))) THEN R[3] = ((TRUE + PKT.B[0]) & R[4]); FI
+            MEM[0] += PKT.DW[PKT.W[1].U8[0]];
+          ELSE
+            R[4] -= (HASH(R[1], 5, 232) / (7 != R[1]));
+            MEM[0] ^= R[0];
+            MEM[34] += 12;
+          FI
+          IF (59 < ((R[6] | R[4]) ^ HASH(PKT.B[29], 10, 233))) THEN BREAK; FI
+        ROF
+        R[2]++;
+        R[4]++;
+        RETURN MEM[(((PKT.B[30] ^ R[2]) | R[1])) % 1];";
+    let first: Vec<u8> = (0..44u8).map(|k| k.wrapping_mul(97) ^ 0x56).collect();
+    agree(
+        src,
+        &externs(),
+        &[18694692, 0, 0, 734215396, 363955422],
+        &[first, vec![]],
+    )
+    .unwrap();
 }
