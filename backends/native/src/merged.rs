@@ -344,8 +344,6 @@ struct Unit {
     func: UnitFn,
     /// Owns the code pages; `None` only while dropping.
     module: Option<JITModule>,
-    /// Groups in this function (at most one hit each per packet).
-    groups: usize,
     stats: UnitStats,
 }
 
@@ -372,6 +370,8 @@ impl Drop for Unit {
 /// The compiled form of one state of a [`Merged`].
 struct Code {
     units: Vec<Arc<Unit>>,
+    /// The units' entries, in the same order (the per-packet loop).
+    fns: Box<[UnitFn]>,
     /// Groups run by the Rust path.
     fallback: Vec<u32>,
 }
@@ -493,12 +493,20 @@ impl Compiler {
         stats.last_compile = compile_time;
         stats.last_update = t0.elapsed();
         self.stats = stats;
-        Arc::new(Code { units, fallback })
+        Arc::new(Code {
+            fns: units.iter().map(|u| u.func).collect(),
+            units,
+            fallback,
+        })
     }
 }
 
 /// Generate and compile one cluster's function.
 fn compile_unit(items: Vec<Item>, groups: usize) -> Result<Unit, NativeError> {
+    // The caller's hit buffer holds MAX_UNIT_GROUPS hits: at most one per group.
+    if groups > MAX_UNIT_GROUPS {
+        return Err(NativeError(format!("{groups} groups in one function")));
+    }
     let isa = host_isa()?;
     let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
     let ptr = module.target_config().pointer_type();
@@ -568,7 +576,6 @@ fn compile_unit(items: Vec<Item>, groups: usize) -> Result<Unit, NativeError> {
     Ok(Unit {
         func,
         module: Some(module),
-        groups,
         stats,
     })
 }
@@ -1299,6 +1306,7 @@ impl NativeMerged {
             merged,
             code: Arc::new(Code {
                 units: Vec::new(),
+                fns: Box::new([]),
                 fallback: Vec::new(),
             }),
             descs: Vec::new(),
@@ -1461,8 +1469,7 @@ impl NativeMerged {
     ) {
         let m = &self.merged;
         let mut hits = [const { std::mem::MaybeUninit::<Hit>::uninit() }; MAX_UNIT_GROUPS];
-        for u in &self.code.units {
-            debug_assert!(u.groups <= MAX_UNIT_GROUPS);
+        for &func in self.code.fns.iter() {
             // SAFETY: the code reads only `pkt[i]` with `i + width <=
             // caplen` (every load is covered by a length check against
             // `caplen`, the slice's length), the `TableDesc`s of the groups
@@ -1471,13 +1478,15 @@ impl NativeMerged {
             // slots of those tables (indexes masked by the table's
             // `slots() - 1`, slots of `width + 2` words: inside the table's
             // words, which live in `self.merged` and do not change while
-            // `&self` is borrowed). It writes at most `u.groups` hits
-            // (each group reports at most one) into `hits`, which holds
-            // `MAX_UNIT_GROUPS >= u.groups`. It always terminates: no loops but the
-            // probe, which stops at an empty slot (a table always has one)
-            // or after `slots()` steps. The code pages live as long as `u`.
+            // `&self` is borrowed). It writes at most one hit per group of
+            // its unit (each group reports at most one) into `hits`, which
+            // holds `MAX_UNIT_GROUPS`, the most groups a unit has. It always
+            // terminates: no loops but the probe, which stops at an empty
+            // slot (a table always has one) or after `slots()` steps. The
+            // code pages live as long as `self.code.units`, which `self`
+            // holds.
             let n = unsafe {
-                (u.func)(
+                func(
                     pkt.as_ptr(),
                     pkt.len() as u64,
                     wirelen,
@@ -1485,17 +1494,14 @@ impl NativeMerged {
                     hits.as_mut_ptr().cast::<Hit>(),
                 )
             } as usize;
-            for h in &hits[..n.min(MAX_UNIT_GROUPS)] {
+            for h in hits.iter().take(n) {
                 // SAFETY: the code wrote the first `n` hits of this call.
                 let h = unsafe { h.assume_init_ref() };
-                m.each_slot_filter(
-                    h.group,
-                    Slot {
-                        value: h.value,
-                        datum: h.datum,
-                    },
-                    &mut f,
-                );
+                let slot = Slot {
+                    value: h.value,
+                    datum: h.datum,
+                };
+                m.each_slot_filter(h.group, slot, &mut f);
             }
         }
         if !self.code.fallback.is_empty() {
@@ -1520,7 +1526,9 @@ impl NativeMerged {
         }
         out.clear();
         self.each_group_match(pkt, wirelen, s, |f, _| out.push(f));
-        self.merged.whole_matches(pkt, wirelen, out);
+        if self.merged.whole() > 0 {
+            self.merged.whole_matches(pkt, wirelen, out);
+        }
         if out.len() > 1 {
             out.sort_unstable();
             out.dedup();
@@ -1543,6 +1551,9 @@ impl NativeMerged {
                 best = Some((f, p));
             }
         });
+        if self.merged.whole() == 0 {
+            return best.map(|(f, _)| f);
+        }
         self.merged
             .first_with_whole(pkt, wirelen, best)
             .map(|(f, _)| f)
