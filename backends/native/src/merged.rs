@@ -614,8 +614,11 @@ struct Gen<'a, 's> {
     stats: &'s mut UnitStats,
 }
 
+/// Flags of packet loads: they cannot trap (a length check dominates
+/// them) but are not marked read-only, so Cranelift treats them as
+/// effectful and never moves one above its length check.
 fn flags() -> MemFlags {
-    MemFlags::new().with_notrap().with_readonly()
+    MemFlags::new().with_notrap()
 }
 
 impl Gen<'_, '_> {
