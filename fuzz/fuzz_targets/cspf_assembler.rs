@@ -17,7 +17,10 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(text) else {
         return;
     };
-    for prog in [assemble(text), assemble_inline(text)].into_iter().flatten() {
+    for prog in [assemble(text), assemble_inline(text)]
+        .into_iter()
+        .flatten()
+    {
         let ir = lower(prog.insns());
         let want = prog.run(pkt);
         let got = sluice_ir::eval_pred(&ir, pkt, pkt.len() as u32) == Ok(true);

@@ -28,5 +28,8 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(got, want, "length {len}");
     }
     let text = disassemble(&prog);
-    assert_eq!(assemble(&text).expect("disassembly assembles").words(), words);
+    assert_eq!(
+        assemble(&text).expect("disassembly assembles").words(),
+        words
+    );
 });
