@@ -10,6 +10,8 @@
 //!   its trip bound comes from the ranges of the start and the limit, or is
 //!   the MBuf size in words when the limit is unknown (a register or MBuf
 //!   word: such loops walk arrays kept in the MBuf, as Figure 7 does);
+//!   inside a loop with a known bound the register's range is known too
+//!   (the body cannot assign it), so `MEM[R[i]]` there can be proven;
 //! - the work of one run, counted in expression nodes with loops multiplied
 //!   by their trip bounds, must not exceed [`crate::Limits::max_work`].
 
