@@ -152,6 +152,12 @@ impl NativeFpl {
     /// assert_eq!(mem, [0, 1, 4, 9, 4]); // MEM[0..4], then R[0]
     /// ```
     pub fn compile(prog: &Program) -> Result<NativeFpl, NativeError> {
+        let size = size(prog.body());
+        if size > MAX_SIZE {
+            return Err(NativeError(format!(
+                "an FPL program of {size} nodes (HASH bytes counted), more than the {MAX_SIZE} compiled; run it in the interpreter"
+            )));
+        }
         let (module, code, code_bytes) = build(prog)?;
         // SAFETY: `code` is the entry of the function just finalized, whose
         // signature (pointer, i64, pointer, pointer) -> i32 in the host's
@@ -233,6 +239,53 @@ impl NativeFpl {
     pub fn code_bytes(&self) -> usize {
         self.code_bytes
     }
+}
+
+/// The largest program compiled, in IR nodes with each HASH counting its
+/// length (HASH is unrolled): Cranelift's time and memory grow with it, and
+/// the work limit alone allows programs of a million nodes.
+///
+/// ```
+/// use sluice_fpl::{Externs, Program};
+/// let src = "R[0] = HASH(0, 1000, 7);".repeat(1 + sluice_native::fpl::MAX_SIZE / 1000);
+/// let p = Program::compile(&src, &Externs::new()).unwrap();
+/// assert!(sluice_native::fpl::NativeFpl::compile(&p).is_err());
+/// ```
+pub const MAX_SIZE: usize = 100_000;
+
+/// The size of `body` as counted for [`MAX_SIZE`].
+fn size(body: &[Stmt]) -> usize {
+    fn expr(e: &Expr) -> usize {
+        1 + match e {
+            Expr::Const(_) | Expr::Reg(_) | Expr::Extern { .. } => 0,
+            Expr::Mem { index, .. } => expr(index),
+            Expr::Pkt { offset, .. } => expr(offset),
+            Expr::Field { value, index, .. } => expr(value) + expr(index),
+            Expr::Un(_, a) => expr(a),
+            Expr::Bin(_, a, b) => expr(a) + expr(b),
+            Expr::Hash { start, len, .. } => expr(start) + *len as usize,
+        }
+    }
+    body.iter()
+        .map(|s| match s {
+            Stmt::SetReg { value, .. } | Stmt::Eval(value) | Stmt::Return(value) => 1 + expr(value),
+            Stmt::SetMem { index, value, .. } => 1 + expr(index) + expr(value),
+            Stmt::If { cond, then, els } => 1 + expr(cond) + size(then) + size(els),
+            Stmt::Loop {
+                init,
+                cond,
+                update,
+                body,
+                ..
+            } => {
+                1 + size(std::slice::from_ref(init))
+                    + expr(cond)
+                    + size(std::slice::from_ref(update))
+                    + size(body)
+            }
+            Stmt::Break => 1,
+        })
+        .sum()
 }
 
 /// Generate, compile and finalize the function for `prog`: the module that
