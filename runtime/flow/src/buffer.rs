@@ -57,7 +57,7 @@
 //!   lock), so [`MBuf::snapshot`] and [`MBuf::load_u64`] read consistent
 //!   values while the filter runs.
 
-use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Words of a PBuf slot's header.
@@ -437,6 +437,9 @@ pub struct IBuf {
     head: AtomicU64,
     w: AtomicU64,
     readers: Box<[AtomicU64]>,
+    /// One past the highest reader slot ever registered (the writer scans
+    /// only these).
+    used: AtomicUsize,
     drops: AtomicU64,
     done: AtomicBool,
 }
@@ -456,6 +459,7 @@ impl IBuf {
             head: AtomicU64::new(0),
             w: AtomicU64::new(0),
             readers: (0..MAX_READERS).map(|_| AtomicU64::new(FREE)).collect(),
+            used: AtomicUsize::new(0),
             drops: AtomicU64::new(0),
             done: AtomicBool::new(false),
         }
@@ -543,6 +547,10 @@ impl IBuf {
             if r.compare_exchange(FREE, w, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
+                // A writer that misses this slot for a moment is harmless:
+                // the reader starts at the current `W` and needs nothing
+                // older.
+                self.used.fetch_max(i + 1, Ordering::AcqRel);
                 return Some(i);
             }
         }
@@ -570,7 +578,8 @@ impl IBuf {
     /// The slowest registered reader's position (`W` when there is none).
     fn slowest(&self) -> u64 {
         let mut m = self.w.load(Ordering::Relaxed);
-        for r in self.readers.iter() {
+        let used = self.used.load(Ordering::Acquire);
+        for r in &self.readers[..used] {
             let v = r.load(Ordering::Acquire);
             if v != FREE {
                 m = m.min(v);
@@ -613,11 +622,21 @@ impl IBuf {
     /// assert_eq!(ib.written(), 5);
     /// ```
     pub fn push(&self, pos: u64, result: u32) -> bool {
+        self.push_inner(pos, result, true)
+    }
+
+    /// [`IBuf::push`] right after [`IBuf::has_room`] said yes (readers only
+    /// make more room, so the check need not be repeated).
+    pub(crate) fn push_after_check(&self, pos: u64, result: u32) {
+        self.push_inner(pos, result, false);
+    }
+
+    fn push_inner(&self, pos: u64, result: u32, check: bool) -> bool {
         let w = self.w.load(Ordering::Relaxed);
         let k = (w % self.cap) as usize * 2;
         match self.pref {
             Preference::Slow => {
-                if w - self.slowest() >= self.cap {
+                if check && w - self.slowest() >= self.cap {
                     self.count_drop();
                     return false;
                 }

@@ -928,7 +928,7 @@ impl GraphState {
                             for t in room {
                                 let i = instances[t].as_ref().expect("terminal");
                                 if let Some(ib) = &i.ibuf {
-                                    ib.push(pos, results[t]);
+                                    ib.push_after_check(pos, results[t]);
                                 }
                             }
                         }
