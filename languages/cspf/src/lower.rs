@@ -146,6 +146,25 @@ fn step(
     Some(())
 }
 
+/// `2 v` for a 16-bit `v` (no wrap-around): `(x >> a) << 1` is `x >> (a - 1)`
+/// when the low `a` bits of `x` are known to be 0, as in the header-length
+/// idiom `(word & 0x0f00) >> 7` of MPF's Appendix C.
+fn double(v: Val) -> Val {
+    if let Val::Bin(BinOp::Shr, x, a) = &v {
+        if let Val::Const(a @ 1..=31) = **a {
+            let low = (1u32 << a) - 1;
+            let clear = match &**x {
+                Val::Bin(BinOp::And, _, m) => matches!(**m, Val::Const(m) if m & low == 0),
+                _ => false,
+            };
+            if clear {
+                return Val::bin(BinOp::Shr, (**x).clone(), Val::Const(a - 1));
+            }
+        }
+    }
+    Val::bin(BinOp::Shl, v, Val::Const(1))
+}
+
 /// Packet word number `idx` (a 16-bit value): bytes `2 idx`, `2 idx + 1`.
 fn word_at(idx: Val) -> Val {
     match idx {
@@ -155,13 +174,13 @@ fn word_at(idx: Val) -> Val {
             // stays within 16 bits, so 2 idx = 2 x + 2 k without wrapping.
             let Val::Const(k) = *c else { unreachable!() };
             Val::Load {
-                base: Box::new(Val::bin(BinOp::Shl, *x, Val::Const(1))),
+                base: Box::new(double(*x)),
                 offset: 2 * k,
                 size: Size::Half,
             }
         }
         idx => Val::Load {
-            base: Box::new(Val::bin(BinOp::Shl, idx, Val::Const(1))),
+            base: Box::new(double(idx)),
             offset: 0,
             size: Size::Half,
         },
