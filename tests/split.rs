@@ -474,3 +474,35 @@ fn usage_errors_exit_2() {
         assert_eq!(sluice(&args).status.code(), Some(2), "{args:?}");
     }
 }
+
+/// The merged classifier as machine code (the default) and interpreted
+/// (`--engine interp`) give the same verdicts, first-match included.
+#[test]
+fn native_and_interpreted_engines_agree() {
+    let dir = tmp("engines");
+    let mut captures = vec![sample()];
+    let pcaps = manifest(CORPUS).join("pcaps");
+    for name in ["mptcp-v0.pcap", "pim-packet-assortment.pcap", "vrrp.pcap"] {
+        if pcaps.join(name).exists() {
+            captures.push(s(&pcaps.join(name)).to_string());
+        }
+    }
+    for capture in &captures {
+        let (filters, _) = filters_for(capture, &dir);
+        let file = dir.join("filters.txt");
+        std::fs::write(&file, &filters).unwrap();
+        for extra in [&[][..], &["--first-match"][..]] {
+            let run = |engine: &str| {
+                let mut args = vec!["split", "-r", capture, "--filters", s(&file), "--verdicts"];
+                args.extend_from_slice(extra);
+                args.extend_from_slice(&["--engine", engine]);
+                let o = sluice(&args);
+                assert!(o.status.success(), "{}", text(&o.stderr));
+                text(&o.stdout)
+            };
+            let native = run("native");
+            assert!(native.lines().count() >= 10, "{capture}: {native}");
+            assert_eq!(native, run("interp"), "{capture} {extra:?}");
+        }
+    }
+}
