@@ -33,6 +33,7 @@
 use sluice_classifier::path::{Atom, Test};
 use sluice_classifier::table::hash;
 use sluice_classifier::{merged::Compiled, Classifier, Reader};
+use sluice_native::merged::NativeClassifier;
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::io::Write as _;
@@ -350,9 +351,23 @@ fn install(sessions: &[Session], layout: &Layout) -> (Classifier, Duration) {
     (c, t.elapsed())
 }
 
+/// The same sessions in the classifier compiled to machine code.
+fn install_native(sessions: &[Session], layout: &Layout) -> NativeClassifier {
+    let mut c = NativeClassifier::new();
+    let first = c.insert(&compile(&sessions[0].expression()), 0);
+    c.publish();
+    let keys: Vec<Vec<u32>> = sessions[1..].iter().map(|s| layout.key(s)).collect();
+    c.insert_keys(first, keys, 0).expect("key-only insert");
+    c.publish();
+    c.publish();
+    c
+}
+
 struct Row {
     n: usize,
     classify: f64,
+    /// The same lookups through `sluice_native::merged::NativeClassifier`.
+    native: f64,
     batch16: f64,
     batch32: f64,
     libpcap: Option<f64>,
@@ -396,6 +411,25 @@ fn run_size(n: usize, layout: &Layout, dump: Option<&PathBuf>) -> Row {
         "every session packet matches once"
     );
     assert_eq!(batched(&r, &pkts, 16), packets.hits);
+    let native = {
+        let nc = install_native(&sessions, layout);
+        let nr = nc.reader();
+        let pass = || {
+            let mut out = Vec::new();
+            let mut matched = 0;
+            for &(p, w) in &pkts {
+                nr.classify_into(black_box(p), w, &mut out);
+                matched += out.len();
+            }
+            matched
+        };
+        assert_eq!(
+            pass(),
+            packets.hits,
+            "native: every session packet matches once"
+        );
+        ns_per_packet(pkts.len(), pass)
+    };
 
     // The CSPF/BPF model: every libpcap program on every packet.
     let small = (20_000_000 / n).clamp(200, packet_count());
@@ -456,6 +490,7 @@ fn run_size(n: usize, layout: &Layout, dump: Option<&PathBuf>) -> Row {
     Row {
         n,
         classify,
+        native,
         batch16,
         batch32,
         libpcap,
@@ -528,22 +563,23 @@ fn main() {
         "{} packets in memory: 90% TCP of an installed session (uniform), 5% TCP of no session, 3% UDP, 2% IPv6/TCP\n",
         packet_count()
     );
-    println!("| N | sluice classify | sluice batch 16 | sluice batch 32 | libpcap × N (CSPF/BPF) | libpcap / batch 16 | collisions: classify | collisions: batch 16 | key-only inserts/s | table bytes / filter | RSS growth / filter |");
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
-    let mut tsv = String::from("n\tclassify\tbatch16\tbatch32\tlibpcap\tlibpcap_packets\tcollide_classify\tcollide_batch16\tinserts_per_s\ttable_bytes\trss_bytes\n");
+    println!("| N | sluice classify | sluice batch 16 | sluice batch 32 | sluice native classify | libpcap × N (CSPF/BPF) | libpcap / batch 16 | collisions: classify | collisions: batch 16 | key-only inserts/s | table bytes / filter | RSS growth / filter |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    let mut tsv = String::from("n\tclassify\tbatch16\tbatch32\tlibpcap\tlibpcap_packets\tcollide_classify\tcollide_batch16\tinserts_per_s\ttable_bytes\trss_bytes\tnative\n");
     let mut base = None;
     for &n in &sizes {
         let row = run_size(n, &layout, dump.as_ref());
         let base = *base.get_or_insert((row.classify, row.batch16));
         let opt = |x: Option<f64>| x.map_or("-".to_string(), fmt_ns);
         println!(
-            "| {} | {} ({:.2}×) | {} ({:.2}×) | {} | {} | {} | {} | {} | {} | {:.0} B | {:.0} B |",
+            "| {} | {} ({:.2}×) | {} ({:.2}×) | {} | {} | {} | {} | {} | {} | {} | {:.0} B | {:.0} B |",
             row.n,
             fmt_ns(row.classify),
             row.classify / base.0,
             fmt_ns(row.batch16),
             row.batch16 / base.1,
             fmt_ns(row.batch32),
+            fmt_ns(row.native),
             opt(row.libpcap),
             row.libpcap
                 .map_or("-".into(), |l| format!("{:.1}×", l / row.batch16)),
@@ -561,7 +597,7 @@ fn main() {
         let num = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
         let _ = writeln!(
             tsv,
-            "{}\t{:.2}\t{:.2}\t{:.2}\t{}\t{}\t{}\t{}\t{:.0}\t{:.1}\t{:.1}",
+            "{}\t{:.2}\t{:.2}\t{:.2}\t{}\t{}\t{}\t{}\t{:.0}\t{:.1}\t{:.1}\t{:.2}",
             row.n,
             row.classify,
             row.batch16,
@@ -572,7 +608,8 @@ fn main() {
             num(row.collide.map(|c| c.1)),
             row.inserts_per_s,
             row.table_bytes,
-            row.rss_bytes
+            row.rss_bytes,
+            row.native
         );
     }
     if let Some(dir) = &dump {
