@@ -304,6 +304,9 @@ fn wants(args: &BenchArgs, e: BenchEngine) -> bool {
     args.engine.map_or(true, |x| x == e)
 }
 
+/// The engines' rows, libpcap's row and the memory floor (ns per packet).
+type OneResult = (Vec<Row>, Option<Row>, Option<f64>);
+
 /// One expression through each engine.
 fn one(
     args: &BenchArgs,
@@ -312,7 +315,7 @@ fn one(
     big_endian: bool,
     budget: Duration,
     libpcap: Option<&sluice_libpcap::Libpcap>,
-) -> Result<(Vec<Row>, Option<Row>, Option<f64>), Fail> {
+) -> Result<OneResult, Fail> {
     let expr = args.expression.join(" ");
     let program = Program::from_expression_for(&expr, lt, DEFAULT_SNAPLEN, true, big_endian)
         .map_err(|e| Fail(format!("{e} (in '{expr}')")))?;
