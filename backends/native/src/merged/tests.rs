@@ -238,7 +238,11 @@ fn concurrent_readers_see_whole_publishes() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    // SLUICE_SOAK=1: many more cases.
+    #![proptest_config(ProptestConfig {
+        cases: if std::env::var_os("SLUICE_SOAK").is_some() { 3000 } else { 48 },
+        ..ProptestConfig::default()
+    })]
 
     /// Random filters (every IR construct), random priorities, random
     /// removals, both key placements.
