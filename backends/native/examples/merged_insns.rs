@@ -8,7 +8,10 @@
 //!
 //! and divide the difference by 10 × the second argument (each pass runs
 //! the ten packets once). `SESSIONS=N` changes the number of filters,
-//! `ENGINE=rust` runs the Rust path instead.
+//! `ENGINE=rust` runs the Rust path instead, `SMALL=K` compiles keys as
+//! immediates only for groups of at most K keys. It prints the time per
+//! packet too, on the packets in a shuffled order (`SHUFFLE=1`: 4096
+//! packets of random sessions, so that branches are not predictable).
 
 use sluice_classifier::merged::{Compiled, Merged, Scratch};
 use sluice_ir::{CmpOp, Filter, Pred, Size, Val};
@@ -66,7 +69,24 @@ fn main() {
         pkts.push(packet(a, b, p as u16, q as u16));
     }
     pkts.truncate(10);
-    let nm = NativeMerged::from_merged(m.clone());
+    if std::env::var_os("SHUFFLE").is_some() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        pkts = (0..4096)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let i = (x % n as u64) as u32;
+                packet(0x0a00_0000 + i, 0xc0a8_0000 + 7 * i, 1024 + i as u16, 80)
+            })
+            .collect();
+    }
+    let small = std::env::var("SMALL")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(sluice_native::merged::SMALL_KEYS);
+    let nm = NativeMerged::with_small_keys(m.clone(), small);
+    let t = std::time::Instant::now();
     let mut s = Scratch::default();
     let mut found = 0u64;
     for _ in 0..iters {
@@ -80,5 +100,9 @@ fn main() {
             found += r.is_some() as u64;
         }
     }
-    println!("{found} packets matched; {:?}", nm.native_stats());
+    let ns = t.elapsed().as_nanos() as f64 / (iters * pkts.len()).max(1) as f64;
+    println!(
+        "{found} packets matched, {ns:.2} ns per packet; {:?}",
+        nm.native_stats()
+    );
 }
