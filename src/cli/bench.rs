@@ -198,7 +198,13 @@ pub fn run(args: BenchArgs) -> Result<(), Fail> {
                 budget,
                 libpcap.as_ref(),
             )?;
-            (rows, n, lib, BenchEngine::ClassifierBatch, None)
+            // The fastest merged engine where native code exists.
+            let best = if sluice::Engine::host_default() == sluice::Engine::Native {
+                BenchEngine::ClassifierNative
+            } else {
+                BenchEngine::ClassifierBatch
+            };
+            (rows, n, lib, best, None)
         }
         None => {
             let (rows, lib, floor) =
@@ -317,7 +323,7 @@ fn one(
     libpcap: Option<&sluice_libpcap::Libpcap>,
 ) -> Result<OneResult, Fail> {
     let expr = args.expression.join(" ");
-    let program = Program::from_expression_for(&expr, lt, DEFAULT_SNAPLEN, true, big_endian)
+    let program = Program::from_spec(&expr, lt, DEFAULT_SNAPLEN, true, big_endian)
         .map_err(|e| Fail(format!("{e} (in '{expr}')")))?;
     let n = packets.len();
     let mut floor = None;
@@ -389,7 +395,7 @@ fn one(
         floor = Some(ns);
     }
     let lib = match libpcap {
-        Some(l) => match l.compile(&expr, lt.number(), DEFAULT_SNAPLEN, true) {
+        Some(l) => match libpcap_program(l, &expr, None, &program, lt) {
             Ok(p) => {
                 let (ns, accepted) = time(budget, n, || {
                     packets.iter().filter(|&(d, w)| p.run(d, w) != 0).count() as u64
@@ -409,6 +415,25 @@ fn one(
         None => None,
     };
     Ok((rows, lib, floor))
+}
+
+/// What libpcap runs for a filter: its own compilation of a pcap
+/// expression (what tcpdump would run), or sluice's classic BPF for the
+/// other languages (libpcap's interpreter on the same program).
+fn libpcap_program<'l>(
+    l: &'l sluice_libpcap::Libpcap,
+    text: &str,
+    dir: Option<&std::path::Path>,
+    program: &Program,
+    lt: LinkType,
+) -> Result<sluice_libpcap::Program<'l>, String> {
+    let spec = sluice::Spec::parse(text, dir).map_err(|e| e.to_string())?;
+    match spec.language {
+        sluice::Language::Pcap => l
+            .compile(&spec.text, lt.number(), DEFAULT_SNAPLEN, true)
+            .map_err(|e| e.to_string()),
+        _ => Ok(l.program(program.bpf())),
+    }
 }
 
 /// `libpcap 1.10.3` from libpcap's version string.
@@ -439,20 +464,20 @@ fn many(
     if lines.is_empty() {
         return Err(Fail(format!("{file}: no filters")));
     }
+    let dir = std::path::Path::new(file).parent();
     let mut programs = Vec::with_capacity(lines.len());
     let mut merged = Merged::default();
     let nf = lines.len();
     for (i, f) in lines.iter().enumerate() {
-        let p = Program::from_expression_for(&f.expression, lt, DEFAULT_SNAPLEN, true, big_endian)
+        // Any language, as `sluice split` reads it.
+        let p = Program::from_spec_in(&f.expression, dir, lt, DEFAULT_SNAPLEN, true, big_endian)
             .map_err(|e| Fail(format!("{file}:{}: {}: {e}", f.line, f.name)))?;
-        let Some(ir) = p.ir() else {
-            return Err(Fail(format!(
-                "{file}:{}: {}: no intermediate form",
-                f.line, f.name
-            )));
+        let c = match p.ir() {
+            Some(ir) => Compiled::new(ir.clone()),
+            None => Compiled::from_bpf(p.bpf()),
         };
         let priority = i32::try_from(nf - i).unwrap_or(i32::MAX);
-        merged.insert(i as u32, &Compiled::new(ir.clone()), priority);
+        merged.insert(i as u32, &c, priority);
         programs.push(p);
     }
     eprintln!(
@@ -586,8 +611,8 @@ fn many(
     let mut lib = None;
     if let Some(l) = libpcap {
         let mut progs = Vec::with_capacity(nf);
-        for f in &lines {
-            match l.compile(&f.expression, lt.number(), DEFAULT_SNAPLEN, true) {
+        for (f, p) in lines.iter().zip(&programs) {
+            match libpcap_program(l, &f.expression, dir, p, lt) {
                 Ok(p) => progs.push(p),
                 Err(e) => {
                     eprintln!("sluice bench: libpcap could not compile {}: {e}", f.name);
