@@ -13,6 +13,14 @@
 //! run as native code when they lift into the IR, in `sluice-bpf`'s
 //! interpreter otherwise.
 //!
+//! The argument may also be in sluice's other filter languages, with the
+//! prefix the rest of sluice uses: `(BPF,"dpf:(12:16 == 0x800)")`, or
+//! `cspf:` for a CSPF program (one line, `;` between instructions, or
+//! `cspf:@FILE`). The classes `CSPF` and `DPF` ([`LanguageClass`]) take the
+//! program without the prefix: `(DPF,"(12:16 == 0x800) && (23:8 == 6)")`.
+//! Both go through the IR like expressions, so they run as native code and
+//! merge with the other filters.
+//!
 //! Elements of this class hanging off the same point of a group's graph
 //! are run together through one merged classifier (`sluice-classifier`).
 
@@ -43,6 +51,105 @@ pub struct BpfClass;
 enum Text {
     Expr(String),
     Code(Vec<Insn>),
+    /// A CSPF or DPF program, already in the IR (no link type needed).
+    Ir(Filter),
+}
+
+/// A CSPF or DPF program (the text after its `cspf:` or `dpf:` prefix) as
+/// IR; `None` when the text has no such prefix.
+fn other_language(raw: &str) -> Option<Result<Filter, ArgError>> {
+    let t = raw.trim_start();
+    let (lang, rest) = t.split_once(':')?;
+    let lang = lang.to_ascii_lowercase();
+    if lang != "cspf" && lang != "dpf" {
+        return None;
+    }
+    let (text, one_line) = match rest.trim_start().strip_prefix('@') {
+        Some(path) => match std::fs::read_to_string(path.trim()) {
+            Ok(t) => (t, false),
+            Err(e) => return Some(Err(ArgError::at(0, format!("{}: {e}", path.trim())))),
+        },
+        None => (rest.to_string(), !rest.contains('\n')),
+    };
+    Some(if lang == "cspf" {
+        let prog = if one_line {
+            sluice_cspf::assemble_inline(&text)
+        } else {
+            sluice_cspf::assemble(&text)
+        };
+        prog.map(|p| p.to_ir(SNAPLEN))
+            .map_err(|e| ArgError::at(0, format!("CSPF: {e}")))
+    } else {
+        sluice_dpf::parse(&text)
+            .map(|f| f.to_ir(SNAPLEN))
+            .map_err(|e| ArgError::at(0, format!("DPF: {e}")))
+    })
+}
+
+/// A filter class for one of sluice's other languages, `CSPF` or `DPF`:
+/// the `BPF` class with the language given by the class name.
+///
+/// ```
+/// use sluice_flow::class::FilterClass;
+/// use sluice_flow::bpf::LanguageClass;
+/// let dpf = LanguageClass::dpf();
+/// assert_eq!(dpf.name(), "DPF");
+/// assert!(dpf.check(&["(12:16 == 0x800)".into()]).is_ok());
+/// assert!(dpf.check(&["(12:16 == ".into()]).is_err());
+/// assert!(LanguageClass::cspf().check(&["pushword P[6]; pushlit | eq; #0x800".into()]).is_ok());
+/// ```
+pub struct LanguageClass {
+    name: &'static str,
+    prefix: &'static str,
+}
+
+impl LanguageClass {
+    /// The `CSPF` class: a CSPF program, one line with `;` between
+    /// instructions, or `@FILE`.
+    ///
+    /// ```
+    /// use sluice_flow::class::FilterClass;
+    /// assert_eq!(sluice_flow::bpf::LanguageClass::cspf().name(), "CSPF");
+    /// ```
+    pub fn cspf() -> LanguageClass {
+        LanguageClass {
+            name: "CSPF",
+            prefix: "cspf:",
+        }
+    }
+
+    /// The `DPF` class: DPF atoms joined by `&&` (or `@FILE`).
+    ///
+    /// ```
+    /// use sluice_flow::class::FilterClass;
+    /// assert_eq!(sluice_flow::bpf::LanguageClass::dpf().name(), "DPF");
+    /// ```
+    pub fn dpf() -> LanguageClass {
+        LanguageClass {
+            name: "DPF",
+            prefix: "dpf:",
+        }
+    }
+
+    fn prefixed(&self, args: &[String]) -> Vec<String> {
+        let mut v = args.to_vec();
+        if let Some(first) = v.first_mut() {
+            *first = format!("{}{first}", self.prefix);
+        }
+        v
+    }
+}
+
+impl FilterClass for LanguageClass {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn check(&self, args: &[String]) -> Result<ClassInfo, ArgError> {
+        BpfClass.check(&self.prefixed(args))
+    }
+    fn build(&self, args: &[String], env: &BuildEnv) -> Result<Box<dyn Element>, ArgError> {
+        BpfClass.build(&self.prefixed(args), env)
+    }
 }
 
 fn looks_like_program(t: &str) -> bool {
@@ -68,6 +175,9 @@ fn load(args: &[String]) -> Result<Text, ArgError> {
     let raw = args
         .first()
         .ok_or_else(|| ArgError::element("BPF needs an expression or a program: (BPF,\"tcp\")"))?;
+    if let Some(ir) = other_language(raw) {
+        return Ok(Text::Ir(ir?));
+    }
     let text = match raw.strip_prefix('@') {
         Some(path) => {
             std::fs::read_to_string(path).map_err(|e| ArgError::at(0, format!("{path}: {e}")))?
@@ -136,6 +246,16 @@ impl Code {
         })
     }
 
+    fn from_ir(ir: &Filter) -> Result<Code, String> {
+        let insns = sluice_cbpf::lower_with(ir, sluice_cbpf::Options { optimize: true })
+            .map_err(|e| e.to_string())?;
+        Ok(Code {
+            ir: Some(ir.clone()),
+            native: NativeFilter::compile(ir).ok(),
+            insns,
+        })
+    }
+
     fn from_program(prog: &[Insn]) -> Code {
         let ir = sluice_bpf::lift(prog).ok();
         let native = ir.as_ref().and_then(|f| NativeFilter::compile(f).ok());
@@ -165,13 +285,14 @@ struct Bpf {
 impl Bpf {
     fn code(&mut self, linktype: u16, big_endian: bool) -> Result<&Code, String> {
         let key = match self.text {
-            Text::Code(_) => (0, false),
+            Text::Code(_) | Text::Ir(_) => (0, false),
             Text::Expr(_) => (linktype, big_endian),
         };
         if !self.codes.contains_key(&key) {
             let c = match &self.text {
                 Text::Expr(t) => Code::from_expr(t, linktype, big_endian)?,
                 Text::Code(p) => Code::from_program(p),
+                Text::Ir(f) => Code::from_ir(f)?,
             };
             self.codes.insert(key, c);
         }
@@ -201,7 +322,7 @@ impl FilterClass for BpfClass {
         for &(lt, be) in &env.linktypes {
             b.code(lt, be).map_err(|e| ArgError::at(0, e))?;
         }
-        if matches!(b.text, Text::Code(_)) {
+        if matches!(b.text, Text::Code(_) | Text::Ir(_)) {
             b.code(0, false).map_err(|e| ArgError::at(0, e))?;
         }
         b.last = (u16::MAX, false);
@@ -213,7 +334,7 @@ impl Element for Bpf {
     #[inline]
     fn run(&mut self, pkt: &Pkt<'_>, _: &MBuf) -> Result<u32, String> {
         let key = match self.text {
-            Text::Code(_) => (0, false),
+            Text::Code(_) | Text::Ir(_) => (0, false),
             Text::Expr(_) => (pkt.linktype, pkt.big_endian),
         };
         let r = if key == self.last {
@@ -293,5 +414,34 @@ mod tests {
         assert_eq!(a.run(&p, &m).unwrap(), SNAPLEN);
         assert_eq!(b.run(&p, &m).unwrap(), SNAPLEN);
         assert!(a.ir(1, false).is_some());
+        // The same filter in DPF and CSPF, through their classes and prefixes.
+        let mut arp = ip.clone();
+        arp[13] = 0x06;
+        let q = Pkt { data: &arp, ..p };
+        let dpf = "(12:16 == 0x800)".to_string();
+        let cspf = "pushword P[6]; pushlit | eq; #0x0800".to_string();
+        let mut c = LanguageClass::dpf().build(std::slice::from_ref(&dpf), &env).unwrap();
+        let mut d = LanguageClass::cspf().build(std::slice::from_ref(&cspf), &env).unwrap();
+        let mut e = BpfClass.build(&[format!("dpf:{dpf}")], &env).unwrap();
+        for x in [&mut c, &mut d, &mut e] {
+            assert_eq!(x.run(&p, &m).unwrap(), SNAPLEN);
+            assert_eq!(x.run(&q, &m).unwrap(), 0);
+            assert_eq!(
+                x.run(
+                    &Pkt {
+                        data: &ip[..13],
+                        ..p
+                    },
+                    &m
+                )
+                .unwrap(),
+                0
+            );
+            assert!(x.ir(1, false).is_some(), "merges with the others");
+        }
+        let err = LanguageClass::cspf()
+            .check(&["pushword P[6] | frob".into()])
+            .unwrap_err();
+        assert!(err.message.contains("CSPF"), "{err:?}");
     }
 }

@@ -12,7 +12,8 @@
 //! | `file` | `PATH` | every packet of a pcap or pcapng file | | packets read |
 //! | `replay` | `PATH,RATE[,UNIT][,CLOCK][,PASSES]` | the file again and again at a rate | | packets, passes |
 //! | `sampler` | `N[,BYTES]` | the first of every `N` packets | 4 bytes: position in the cycle | seen, passed |
-//! | `BPF` | `EXPR` or BPF text (`-d`/`-dd`/`-ddd`; `@FILE` reads a file) | what the filter accepts; result = its return value | | accepted |
+//! | `BPF` | `EXPR` or BPF text (`-d`/`-dd`/`-ddd`; `@FILE` reads a file; `cspf:`/`dpf:` prefixes) | what the filter accepts; result = its return value | | accepted |
+//! | `CSPF`, `DPF` | a CSPF program (`;` between instructions) or DPF atoms; `@FILE` | as `BPF` | | accepted |
 //! | `packetcount` | `[pass][,BYTES]` | nothing (everything with `pass`) | 8 bytes: the count | count |
 //! | `bytecount` | `[pass][,BYTES]` | nothing (everything with `pass`) | 8 bytes: wire bytes | count |
 //! | `FPL-2` | `PROGRAM[,BYTES]` (`@FILE` reads a file) | packets the program returns non-zero for; result = that value | the program's `MEM` and registers | runs, passed, memory |
@@ -245,6 +246,8 @@ impl Classes {
         c.register_filter(Arc::new(CountClass { bytes: true }));
         c.register_filter(Arc::new(StrSearchClass));
         c.register_filter(Arc::new(crate::bpf::BpfClass));
+        c.register_filter(Arc::new(crate::bpf::LanguageClass::cspf()));
+        c.register_filter(Arc::new(crate::bpf::LanguageClass::dpf()));
         c.register_filter(Arc::new(crate::stats::HashCountClass));
         c.register_filter(Arc::new(crate::stats::RtspClass));
         c.register_filter(Arc::new(crate::fpl::FplClass::new()));
