@@ -982,6 +982,13 @@ impl Gen<'_, '_> {
             return self.load(inner, *offset, size);
         }
         let width = size.bytes() as u64;
+        // `readonly` lets Cranelift treat the load as pure: it may share it
+        // with an identical dominating load and hoist it out of a loop when
+        // its address is loop-invariant. Filters have no loops, and in the
+        // batch function's loop over packets every address depends on that
+        // iteration's packet pointer, so no load can move above its length
+        // check. (The FPL and merged generators, whose loops do have
+        // invariant addresses, do not mark packet loads `readonly`.)
         let flags = MemFlags::new().with_notrap().with_readonly();
         let addr = match base {
             Val::Const(c) => {
