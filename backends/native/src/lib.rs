@@ -217,6 +217,11 @@ fn host_isa() -> Result<cranelift_codegen::isa::OwnedTargetIsa, NativeError> {
         set(&mut flags, "opt_level", "speed")?;
         set(&mut flags, "is_pic", "false")?;
         set(&mut flags, "use_colocated_libcalls", "false")?;
+        // Cranelift's IR verifier checks the generator, not the filter: it
+        // runs in debug builds (every test), and release builds skip its
+        // share of the compile time.
+        let verify = if cfg!(debug_assertions) { "true" } else { "false" };
+        set(&mut flags, "enable_verifier", verify)?;
         cranelift_native::builder()
             .map_err(|e| e.to_string())?
             .finish(settings::Flags::new(flags))
