@@ -40,12 +40,12 @@ use cranelift_codegen::ir::{
     types, AbiParam, Block, InstBuilder, MemFlags, SigRef, Signature, Type, Value,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
-use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, Linkage, Module};
+use cranelift_jit::JITModule;
+use cranelift_module::{Linkage, Module};
 use sluice_fpl::ir::{BinOp, Expr, Stmt, UnOp};
 use sluice_fpl::Program;
 
-use crate::{err, host_isa, NativeError};
+use crate::{err, CodePages, NativeError};
 
 /// What the machine function reads besides its arguments: everything the
 /// `EXTERN` helper needs.
@@ -105,8 +105,8 @@ extern "C" fn extern_helper(ctx: *mut Ctx, func: u32, input: u32, output: u32) -
 /// ```
 pub struct NativeFpl {
     func: FplFn,
-    /// Owns the code pages; `None` only while dropping.
-    module: Option<JITModule>,
+    /// Owns the code pages (freed when this is dropped).
+    _pages: CodePages,
     prog: Program,
     code_bytes: usize,
 }
@@ -126,17 +126,6 @@ impl fmt::Debug for NativeFpl {
             .field("code_bytes", &self.code_bytes)
             .field("prog", &self.prog)
             .finish_non_exhaustive()
-    }
-}
-
-impl Drop for NativeFpl {
-    fn drop(&mut self) {
-        if let Some(module) = self.module.take() {
-            // SAFETY: `func` points into this module's code and is only
-            // reachable through `self`, which is being dropped: no call can
-            // be running (`run` borrows `self`) and none can start after.
-            unsafe { module.free_memory() };
-        }
     }
 }
 
@@ -165,7 +154,7 @@ impl NativeFpl {
         let func = unsafe { std::mem::transmute::<*const u8, FplFn>(code) };
         Ok(NativeFpl {
             func,
-            module: Some(module),
+            _pages: CodePages::new(module),
             prog: prog.clone(),
             code_bytes,
         })
@@ -291,8 +280,7 @@ fn size(body: &[Stmt]) -> usize {
 /// Generate, compile and finalize the function for `prog`: the module that
 /// owns the code, the entry's address, and the code size.
 fn build(prog: &Program) -> Result<(JITModule, *const u8, usize), NativeError> {
-    let isa = host_isa()?;
-    let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+    let mut module = CodePages::module()?;
     let ptr = module.target_config().pointer_type();
     let mut ctx = module.make_context();
     let sig = &mut ctx.func.signature;

@@ -168,8 +168,8 @@ type FilterFn = unsafe extern "C" fn(pkt: *const u8, caplen: u64, wirelen: u32) 
 /// ```
 pub struct NativeFilter {
     func: FilterFn,
-    /// Owns the code pages; `None` only while dropping.
-    module: Option<JITModule>,
+    /// Owns the code pages (freed when this is dropped).
+    _pages: CodePages,
     stats: Stats,
     /// The filter, kept to build the batch function on first use.
     filter: Filter,
@@ -194,12 +194,34 @@ impl fmt::Debug for NativeFilter {
     }
 }
 
-impl Drop for NativeFilter {
+/// The pages of one finalized JIT module (the machine code of a filter, a
+/// batch loop, an FPL program or a merged-classifier unit), freed when this
+/// is dropped. Every owner of a pointer into the code keeps the
+/// `CodePages` in the same struct and calls the code only through a borrow
+/// of that struct, so no call can be running, or start, once it drops.
+pub(crate) struct CodePages(Option<JITModule>);
+
+impl CodePages {
+    /// A new JIT module for the host CPU to define functions in.
+    pub(crate) fn module() -> Result<JITModule, NativeError> {
+        Ok(JITModule::new(JITBuilder::with_isa(
+            host_isa()?,
+            default_libcall_names(),
+        )))
+    }
+
+    /// Own a module whose definitions are finalized.
+    pub(crate) fn new(module: JITModule) -> CodePages {
+        CodePages(Some(module))
+    }
+}
+
+impl Drop for CodePages {
     fn drop(&mut self) {
-        if let Some(module) = self.module.take() {
-            // SAFETY: `func` points into this module's code and is only
-            // reachable through `self`, which is being dropped: no call can
-            // be running (`run` borrows `self`) and none can start after.
+        if let Some(module) = self.0.take() {
+            // SAFETY: the code is reachable only through the struct that
+            // owns these pages (see the type's documentation), which is
+            // being dropped: no call into it can be running or start after.
             unsafe { module.free_memory() };
         }
     }
@@ -220,7 +242,11 @@ fn host_isa() -> Result<cranelift_codegen::isa::OwnedTargetIsa, NativeError> {
         // Cranelift's IR verifier checks the generator, not the filter: it
         // runs in debug builds (every test), and release builds skip its
         // share of the compile time.
-        let verify = if cfg!(debug_assertions) { "true" } else { "false" };
+        let verify = if cfg!(debug_assertions) {
+            "true"
+        } else {
+            "false"
+        };
         set(&mut flags, "enable_verifier", verify)?;
         cranelift_native::builder()
             .map_err(|e| e.to_string())?
@@ -261,8 +287,8 @@ const BATCH_CHUNK: usize = 64;
 /// The batch function and the module owning its code pages.
 struct BatchCode {
     func: BatchFn,
-    /// Owns the code pages; `None` only while dropping.
-    module: Option<JITModule>,
+    /// Owns the code pages (freed when this is dropped).
+    _pages: CodePages,
 }
 
 // SAFETY: as for `NativeFilter`: the module is only touched again to free it
@@ -272,17 +298,6 @@ unsafe impl Send for BatchCode {}
 // SAFETY: see `Send`.
 unsafe impl Sync for BatchCode {}
 
-impl Drop for BatchCode {
-    fn drop(&mut self) {
-        if let Some(module) = self.module.take() {
-            // SAFETY: `func` is only reachable through `self` (and its owner
-            // `NativeFilter`, whose `run_batch` borrows it): no call can be
-            // running and none can start once `self` is being dropped.
-            unsafe { module.free_memory() };
-        }
-    }
-}
-
 /// Generate, compile and finalize one function for `filter`: the module that
 /// owns the code and the address of its entry. `stats` counts what the
 /// lowering emitted.
@@ -291,8 +306,7 @@ fn build(
     shape: Shape,
     stats: &mut Stats,
 ) -> Result<(JITModule, *const u8), NativeError> {
-    let isa = host_isa()?;
-    let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+    let mut module = CodePages::module()?;
     let ptr = module.target_config().pointer_type();
 
     let mut ctx = module.make_context();
@@ -454,7 +468,7 @@ impl NativeFilter {
         let func = unsafe { std::mem::transmute::<*const u8, FilterFn>(code) };
         Ok(NativeFilter {
             func,
-            module: Some(module),
+            _pages: CodePages::new(module),
             stats,
             filter: filter.clone(),
             batch: std::sync::OnceLock::new(),
@@ -516,7 +530,7 @@ impl NativeFilter {
             let func = unsafe { std::mem::transmute::<*const u8, BatchFn>(code) };
             Some(BatchCode {
                 func,
-                module: Some(module),
+                _pages: CodePages::new(module),
             })
         });
         let Some(code) = code else {

@@ -53,12 +53,11 @@
 //! assert_eq!(m.native_stats().keys_in_code, 2);
 //! ```
 
-use crate::{err, host_isa, NativeError};
+use crate::{err, CodePages, NativeError};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, Block, InstBuilder, MemFlags, Value};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
-use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, Linkage, Module};
+use cranelift_module::{Linkage, Module};
 use left_right::{Absorb, ReadHandle, ReadHandleFactory, WriteHandle};
 use sluice_classifier::merged::{
     better, Compiled, FieldRead, GroupView, GuardView, Merged, Scratch, Slot,
@@ -342,8 +341,8 @@ struct UnitStats {
 /// One cluster's machine function.
 struct Unit {
     func: UnitFn,
-    /// Owns the code pages; `None` only while dropping.
-    module: Option<JITModule>,
+    /// Owns the code pages (freed when this is dropped).
+    _pages: CodePages,
     stats: UnitStats,
 }
 
@@ -354,18 +353,6 @@ struct Unit {
 unsafe impl Send for Unit {}
 // SAFETY: see `Send`.
 unsafe impl Sync for Unit {}
-
-impl Drop for Unit {
-    fn drop(&mut self) {
-        if let Some(module) = self.module.take() {
-            // SAFETY: `func` is reachable only through this `Unit`, held in
-            // `Arc`s by code tables; the last `Arc` is being dropped, so no
-            // reader holds it (readers call the code only while they hold
-            // the copy that holds the `Arc`) and no call can start after.
-            unsafe { module.free_memory() };
-        }
-    }
-}
 
 /// The compiled form of one state of a [`Merged`].
 struct Code {
@@ -507,8 +494,7 @@ fn compile_unit(items: Vec<Item>, groups: usize) -> Result<Unit, NativeError> {
     if groups > MAX_UNIT_GROUPS {
         return Err(NativeError(format!("{groups} groups in one function")));
     }
-    let isa = host_isa()?;
-    let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+    let mut module = CodePages::module()?;
     let ptr = module.target_config().pointer_type();
     if ptr != types::I64 {
         return Err(NativeError(
@@ -575,7 +561,7 @@ fn compile_unit(items: Vec<Item>, groups: usize) -> Result<Unit, NativeError> {
     let func = unsafe { std::mem::transmute::<*const u8, UnitFn>(code) };
     Ok(Unit {
         func,
-        module: Some(module),
+        _pages: CodePages::new(module),
         stats,
     })
 }
