@@ -420,8 +420,12 @@ mod tests {
         let q = Pkt { data: &arp, ..p };
         let dpf = "(12:16 == 0x800)".to_string();
         let cspf = "pushword P[6]; pushlit | eq; #0x0800".to_string();
-        let mut c = LanguageClass::dpf().build(std::slice::from_ref(&dpf), &env).unwrap();
-        let mut d = LanguageClass::cspf().build(std::slice::from_ref(&cspf), &env).unwrap();
+        let mut c = LanguageClass::dpf()
+            .build(std::slice::from_ref(&dpf), &env)
+            .unwrap();
+        let mut d = LanguageClass::cspf()
+            .build(std::slice::from_ref(&cspf), &env)
+            .unwrap();
         let mut e = BpfClass.build(&[format!("dpf:{dpf}")], &env).unwrap();
         for x in [&mut c, &mut d, &mut e] {
             assert_eq!(x.run(&p, &m).unwrap(), SNAPLEN);
