@@ -353,7 +353,7 @@ fn install(sessions: &[Session], layout: &Layout) -> (Classifier, Duration) {
 
 /// The same sessions in the classifier compiled to machine code.
 fn install_native(sessions: &[Session], layout: &Layout) -> NativeClassifier {
-    let mut c = NativeClassifier::new();
+    let mut c = NativeClassifier::default();
     let first = c.insert(&compile(&sessions[0].expression()), 0);
     c.publish();
     let keys: Vec<Vec<u32>> = sessions[1..].iter().map(|s| layout.key(s)).collect();

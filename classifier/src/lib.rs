@@ -43,51 +43,147 @@ use std::sync::Arc;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FilterId(pub u32);
 
-/// A change to the classifier, applied to both copies.
+/// A change to the filters, applied to both copies of a [`Classifier`].
+///
+/// ```
+/// use sluice_classifier::{Change, Engine, merged::Merged};
+/// let mut m = Merged::empty();
+/// m.change(&Change::Remove(3)); // removing an unknown id does nothing
+/// assert!(m.is_empty());
+/// ```
 #[derive(Clone, Debug)]
-enum Op {
+pub enum Change {
+    /// Id, filter, priority.
     Insert(u32, Arc<Compiled>, i32),
+    /// Id, the filter it is like, its key, priority.
     InsertKeyed(u32, u32, Arc<[u32]>, i32),
     /// First id, like, key width, keys one after another, priority.
     InsertKeys(u32, u32, usize, Arc<[u32]>, i32),
+    /// Id.
     Remove(u32),
 }
 
-impl Absorb<Op> for Merged {
-    fn absorb_first(&mut self, op: &mut Op, _: &Self) {
-        match op {
-            Op::Insert(id, c, p) => self.insert(*id, c, *p),
-            Op::InsertKeyed(id, like, key, p) => {
+/// What a [`Classifier`] keeps two copies of and its readers classify with:
+/// the merged filters ([`Merged`]), or an engine built over them (native
+/// code, in `sluice-native`) that derives more state at each publish.
+///
+/// ```
+/// use sluice_classifier::{Engine, merged::{Merged, Scratch}};
+/// let m = Merged::empty();
+/// let mut out = vec![1];
+/// Engine::classify(&m, &[], 0, &mut Scratch::default(), &mut out);
+/// assert!(out.is_empty());
+/// ```
+pub trait Engine: Clone {
+    /// State derived once per publish and shared by both copies (for
+    /// example machine code); `()` for none.
+    type Derived: Clone;
+    /// An engine without filters.
+    fn empty() -> Self;
+    /// The merged filters.
+    fn merged(&self) -> &Merged;
+    /// Apply one change.
+    fn change(&mut self, c: &Change);
+    /// Bring derived state up to date before a publish: the first copy
+    /// finds `slot` empty, builds and leaves its result there; the second
+    /// copy takes it from `slot`.
+    fn refresh(&mut self, _slot: &mut Option<Self::Derived>) {}
+    /// Become equal to `first` (left-right's first synchronisation).
+    fn sync_with(&mut self, first: &Self) {
+        *self = first.clone();
+    }
+    /// Every filter accepting the packet, as ids in increasing order.
+    fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch, out: &mut Vec<u32>);
+    /// The single winner: highest priority, then earliest inserted.
+    fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch) -> Option<u32>;
+    /// `out[i]` gets packet `i`'s filters.
+    fn classify_batch(&self, pkts: &[(&[u8], u32)], s: &mut Scratch, out: &mut [Vec<u32>]);
+}
+
+impl Engine for Merged {
+    type Derived = ();
+
+    fn empty() -> Merged {
+        Merged::default()
+    }
+
+    fn merged(&self) -> &Merged {
+        self
+    }
+
+    fn change(&mut self, c: &Change) {
+        match c {
+            Change::Insert(id, c, p) => self.insert(*id, c, *p),
+            Change::InsertKeyed(id, like, key, p) => {
                 self.insert_shared_key(*id, *like, key.clone(), *p);
             }
-            Op::InsertKeys(first, like, width, keys, p) => {
+            Change::InsertKeys(first, like, width, keys, p) => {
                 self.insert_key_block(*first, *like, *width, keys.clone(), *p);
             }
-            Op::Remove(id) => self.remove(*id),
+            Change::Remove(id) => self.remove(*id),
+        }
+    }
+
+    fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch, out: &mut Vec<u32>) {
+        Merged::classify(self, pkt, wirelen, s, out)
+    }
+
+    fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch) -> Option<u32> {
+        Merged::classify_first(self, pkt, wirelen, s)
+    }
+
+    fn classify_batch(&self, pkts: &[(&[u8], u32)], s: &mut Scratch, out: &mut [Vec<u32>]) {
+        Merged::classify_batch(self, pkts, s, out)
+    }
+}
+
+/// What the writer appends: a change, or the refresh a publish starts with.
+enum Op<E: Engine> {
+    Change(Change),
+    Refresh(Option<E::Derived>),
+}
+
+/// One of the two copies (a local type, so that it can absorb [`Op`]s).
+#[derive(Clone)]
+struct Twin<E>(E);
+
+impl<E: Engine> Absorb<Op<E>> for Twin<E> {
+    fn absorb_first(&mut self, op: &mut Op<E>, _: &Self) {
+        match op {
+            Op::Change(c) => self.0.change(c),
+            Op::Refresh(slot) => self.0.refresh(slot),
         }
     }
 
     fn sync_with(&mut self, first: &Self) {
-        *self = first.clone();
+        self.0.sync_with(&first.0);
     }
 }
 
-/// The writer side: insert, remove, publish.
+/// The writer side: insert, remove, publish. `Classifier` runs the merged
+/// filters in Rust; `Classifier<E>` runs them through another [`Engine`]
+/// (`sluice_native::merged::NativeClassifier` is machine code).
 ///
 /// ```
 /// let c = sluice_classifier::Classifier::new();
 /// assert_eq!(c.len(), 0);
 /// ```
-pub struct Classifier {
-    w: WriteHandle<Merged, Op>,
-    factory: ReadHandleFactory<Merged>,
+pub struct Classifier<E: Engine = Merged> {
+    w: WriteHandle<Twin<E>, Op<E>>,
+    factory: ReadHandleFactory<Twin<E>>,
     next: u32,
     live: usize,
 }
 
-impl Default for Classifier {
+impl<E: Engine> Default for Classifier<E> {
     fn default() -> Self {
-        Classifier::new()
+        let (w, r) = left_right::new_from_empty::<Twin<E>, Op<E>>(Twin(E::empty()));
+        Classifier {
+            factory: r.factory(),
+            w,
+            next: 0,
+            live: 0,
+        }
     }
 }
 
@@ -98,15 +194,11 @@ impl Classifier {
     /// let _ = sluice_classifier::Classifier::new();
     /// ```
     pub fn new() -> Classifier {
-        let (w, r) = left_right::new::<Merged, Op>();
-        Classifier {
-            factory: r.factory(),
-            w,
-            next: 0,
-            live: 0,
-        }
+        Classifier::default()
     }
+}
 
+impl<E: Engine> Classifier<E> {
     /// Number of filters (including unpublished changes).
     ///
     /// ```
@@ -159,7 +251,7 @@ impl Classifier {
     /// ```
     pub fn insert_compiled(&mut self, c: Arc<Compiled>, priority: i32) -> FilterId {
         let id = self.fresh();
-        self.w.append(Op::Insert(id, c, priority));
+        self.w.append(Op::Change(Change::Insert(id, c, priority)));
         FilterId(id)
     }
 
@@ -178,18 +270,24 @@ impl Classifier {
     /// assert_eq!(c.reader().classify(&[2], 1), vec![b]);
     /// ```
     pub fn insert_keyed(&mut self, like: FilterId, key: &[u32], priority: i32) -> Option<FilterId> {
-        // Check against the published copy, then against pending inserts.
-        self.w.publish();
-        let ok = {
-            let g = self.w.enter()?;
-            g.accepts_key_like(like.0, key.len())
-        };
+        // Check against the published copy, with pending inserts published.
+        self.publish();
+        let ok = self
+            .w
+            .enter()?
+            .0
+            .merged()
+            .accepts_key_like(like.0, key.len());
         if !ok {
             return None;
         }
         let id = self.fresh();
-        self.w
-            .append(Op::InsertKeyed(id, like.0, key.into(), priority));
+        self.w.append(Op::Change(Change::InsertKeyed(
+            id,
+            like.0,
+            key.into(),
+            priority,
+        )));
         Some(FilterId(id))
     }
 
@@ -214,11 +312,8 @@ impl Classifier {
         keys: impl IntoIterator<Item = Vec<u32>>,
         priority: i32,
     ) -> Option<Vec<FilterId>> {
-        self.w.publish();
-        let width = {
-            let g = self.w.enter()?;
-            g.key_width(like.0)?
-        };
+        self.publish();
+        let width = self.w.enter()?.0.merged().key_width_of(like.0)?;
         if width == 0 {
             return None;
         }
@@ -229,22 +324,24 @@ impl Classifier {
             }
             flat.extend_from_slice(&k);
         }
-        let (sorted, pos) = {
-            let g = self.w.enter()?;
-            g.sort_key_block(like.0, width, &flat)
-        };
+        let (sorted, pos) = self
+            .w
+            .enter()?
+            .0
+            .merged()
+            .sort_key_block(like.0, width, &flat);
         let n = pos.len();
         let first = self.next;
         self.next += n as u32;
         self.live += n;
         if n > 0 {
-            self.w.append(Op::InsertKeys(
+            self.w.append(Op::Change(Change::InsertKeys(
                 first,
                 like.0,
                 width,
                 sorted.into(),
                 priority,
-            ));
+            )));
         }
         Some(pos.into_iter().map(|p| FilterId(first + p)).collect())
     }
@@ -261,16 +358,19 @@ impl Classifier {
         if id.0 < self.next {
             self.live = self.live.saturating_sub(1);
         }
-        self.w.append(Op::Remove(id.0));
+        self.w.append(Op::Change(Change::Remove(id.0)));
     }
 
-    /// Make every change so far visible to readers. Readers never wait; the
-    /// writer waits for readers still on the old copy.
+    /// Make every change so far visible to readers, with the engine's
+    /// derived state (native code) brought up to date first. Readers never
+    /// wait; the writer waits for readers still on the old copy, so state
+    /// they may still use is dropped only after they leave it.
     ///
     /// ```
     /// sluice_classifier::Classifier::new().publish();
     /// ```
     pub fn publish(&mut self) {
+        self.w.append(Op::Refresh(None));
         self.w.publish();
     }
 
@@ -282,12 +382,23 @@ impl Classifier {
     /// let r2 = r.clone();
     /// assert!(r2.classify(&[], 0).is_empty());
     /// ```
-    pub fn reader(&self) -> Reader {
+    pub fn reader(&self) -> Reader<E> {
         Reader {
             r: self.factory.handle(),
             factory: self.factory.clone(),
             scratch: RefCell::new(Scratch::default()),
         }
+    }
+
+    /// Run `f` on the published engine (for its statistics), or `None`
+    /// before the first publish.
+    ///
+    /// ```
+    /// let c = sluice_classifier::Classifier::new();
+    /// assert_eq!(c.published(|m| m.len()), Some(0));
+    /// ```
+    pub fn published<R>(&self, f: impl FnOnce(&E) -> R) -> Option<R> {
+        self.w.enter().map(|g| f(&g.0))
     }
 
     /// Statistics of the published copy: (filters, groups, filters run whole, table bytes).
@@ -296,16 +407,11 @@ impl Classifier {
     /// assert_eq!(sluice_classifier::Classifier::new().stats(), (0, 0, 0, 0));
     /// ```
     pub fn stats(&self) -> (usize, usize, usize, usize) {
-        match self.w.enter() {
-            Some(g) => (g.len(), g.groups(), g.whole(), g.table_bytes()),
-            None => (0, 0, 0, 0),
-        }
-    }
-}
-
-impl Merged {
-    fn key_width(&self, like: u32) -> Option<usize> {
-        self.key_width_of(like)
+        self.published(|e| {
+            let m = e.merged();
+            (m.len(), m.groups(), m.whole(), m.table_bytes())
+        })
+        .unwrap_or((0, 0, 0, 0))
     }
 }
 
@@ -315,14 +421,14 @@ impl Merged {
 /// let c = sluice_classifier::Classifier::new();
 /// assert_eq!(c.reader().classify_first(&[], 0), None);
 /// ```
-pub struct Reader {
-    r: ReadHandle<Merged>,
-    factory: ReadHandleFactory<Merged>,
+pub struct Reader<E: Engine = Merged> {
+    r: ReadHandle<Twin<E>>,
+    factory: ReadHandleFactory<Twin<E>>,
     scratch: RefCell<Scratch>,
 }
 
-impl Clone for Reader {
-    fn clone(&self) -> Reader {
+impl<E: Engine> Clone for Reader<E> {
+    fn clone(&self) -> Reader<E> {
         Reader {
             r: self.factory.handle(),
             factory: self.factory.clone(),
@@ -331,7 +437,7 @@ impl Clone for Reader {
     }
 }
 
-impl Reader {
+impl<E: Engine> Reader<E> {
     /// Every filter accepting the packet (monitoring: every flow that wants it).
     ///
     /// ```
@@ -355,7 +461,7 @@ impl Reader {
     pub fn classify_into(&self, pkt: &[u8], wirelen: u32, out: &mut Vec<u32>) {
         out.clear();
         if let Some(g) = self.r.enter() {
-            g.classify(pkt, wirelen, &mut self.scratch.borrow_mut(), out);
+            g.0.classify(pkt, wirelen, &mut self.scratch.borrow_mut(), out);
         }
     }
 
@@ -367,7 +473,7 @@ impl Reader {
     /// ```
     pub fn classify_first(&self, pkt: &[u8], wirelen: u32) -> Option<FilterId> {
         let g = self.r.enter()?;
-        g.classify_first(pkt, wirelen, &mut self.scratch.borrow_mut())
+        g.0.classify_first(pkt, wirelen, &mut self.scratch.borrow_mut())
             .map(FilterId)
     }
 
@@ -380,7 +486,9 @@ impl Reader {
     /// ```
     pub fn classify_batch(&self, pkts: &[(&[u8], u32)], out: &mut [Vec<u32>]) {
         match self.r.enter() {
-            Some(g) => g.classify_batch(pkts, &mut self.scratch.borrow_mut(), out),
+            Some(g) => {
+                g.0.classify_batch(pkts, &mut self.scratch.borrow_mut(), out)
+            }
             None => out.iter_mut().for_each(Vec::clear),
         }
     }

@@ -41,11 +41,11 @@ use cranelift_codegen::ir::{
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::JITModule;
-use cranelift_module::{Linkage, Module};
+use cranelift_module::Module;
 use sluice_fpl::ir::{BinOp, Expr, Stmt, UnOp};
 use sluice_fpl::Program;
 
-use crate::{err, CodePages, NativeError};
+use crate::{CodePages, NativeError};
 
 /// What the machine function reads besides its arguments: everything the
 /// `EXTERN` helper needs.
@@ -347,20 +347,7 @@ fn build(prog: &Program) -> Result<(JITModule, *const u8, usize), NativeError> {
         g.b.finalize();
     }
 
-    let id = module
-        .declare_function("fpl", Linkage::Local, &ctx.func.signature)
-        .map_err(err)?;
-    module
-        .define_function(id, &mut ctx)
-        .map_err(|e| NativeError(format!("{e:?}")))?;
-    let code_bytes = ctx
-        .compiled_code()
-        .map(|c| c.code_buffer().len())
-        .unwrap_or(0);
-    module.clear_context(&mut ctx);
-    // Makes the code pages read+execute (and no longer writable).
-    module.finalize_definitions().map_err(err)?;
-    let code = module.get_finalized_function(id);
+    let (code, code_bytes) = CodePages::finish(&mut module, &mut ctx, "fpl")?;
     Ok((module, code, code_bytes))
 }
 
@@ -574,19 +561,7 @@ impl G<'_> {
                     self.b.ins().urem(x, y)
                 }
             }
-            BinOp::Shl | BinOp::Shr => {
-                let r = if op == BinOp::Shl {
-                    self.b.ins().ishl(x, y)
-                } else {
-                    self.b.ins().ushr(x, y)
-                };
-                let big = self
-                    .b
-                    .ins()
-                    .icmp_imm(IntCC::UnsignedGreaterThanOrEqual, y, 32);
-                let zero = self.iconst(0);
-                self.b.ins().select(big, zero, r)
-            }
+            BinOp::Shl | BinOp::Shr => crate::shift32(&mut self.b, op == BinOp::Shl, x, y),
             BinOp::BitAnd => self.b.ins().band(x, y),
             BinOp::BitOr => self.b.ins().bor(x, y),
             BinOp::BitXor => self.b.ins().bxor(x, y),

@@ -214,6 +214,30 @@ impl CodePages {
     pub(crate) fn new(module: JITModule) -> CodePages {
         CodePages(Some(module))
     }
+
+    /// Compile the function built in `ctx` into `module` under `name` and
+    /// finalize it: the entry's address and the size of its machine code.
+    /// The pages become read+execute (and no longer writable) here, before
+    /// any pointer to the code exists.
+    pub(crate) fn finish(
+        module: &mut JITModule,
+        ctx: &mut cranelift_codegen::Context,
+        name: &str,
+    ) -> Result<(*const u8, usize), NativeError> {
+        let id = module
+            .declare_function(name, Linkage::Local, &ctx.func.signature)
+            .map_err(err)?;
+        module
+            .define_function(id, ctx)
+            .map_err(|e| NativeError(format!("{e:?}")))?;
+        let bytes = ctx
+            .compiled_code()
+            .map(|c| c.code_buffer().len())
+            .unwrap_or(0);
+        module.clear_context(ctx);
+        module.finalize_definitions().map_err(err)?;
+        Ok((module.get_finalized_function(id), bytes))
+    }
 }
 
 impl Drop for CodePages {
@@ -225,6 +249,19 @@ impl Drop for CodePages {
             unsafe { module.free_memory() };
         }
     }
+}
+
+/// `x << y` (or `x >> y`, logical) on 32 bits as sluice's languages mean
+/// it: a shift by 32 or more gives 0, where Cranelift shifts by `y mod 32`.
+pub(crate) fn shift32(b: &mut FunctionBuilder, left: bool, x: Value, y: Value) -> Value {
+    let s = if left {
+        b.ins().ishl(x, y)
+    } else {
+        b.ins().ushr(x, y)
+    };
+    let big = b.ins().icmp_imm(IntCC::UnsignedGreaterThanOrEqual, y, 32);
+    let zero = b.ins().iconst(types::I32, 0);
+    b.ins().select(big, zero, s)
 }
 
 /// The host's target description, built once: detecting the CPU and
@@ -426,20 +463,8 @@ fn build(
         g.b.finalize();
     }
 
-    let id = module
-        .declare_function("filter", Linkage::Local, &ctx.func.signature)
-        .map_err(err)?;
-    module
-        .define_function(id, &mut ctx)
-        .map_err(|e| NativeError(format!("{e:?}")))?;
-    stats.code_bytes = ctx
-        .compiled_code()
-        .map(|c| c.code_buffer().len())
-        .unwrap_or(0);
-    module.clear_context(&mut ctx);
-    // Makes the code pages read+execute (and no longer writable).
-    module.finalize_definitions().map_err(err)?;
-    let code = module.get_finalized_function(id);
+    let (code, bytes) = CodePages::finish(&mut module, &mut ctx, "filter")?;
+    stats.code_bytes = bytes;
     Ok((module, code))
 }
 
@@ -943,20 +968,7 @@ impl Gen<'_, '_> {
             BinOp::And => self.b.ins().band(x, y),
             BinOp::Or => self.b.ins().bor(x, y),
             BinOp::Xor => self.b.ins().bxor(x, y),
-            BinOp::Shl | BinOp::Shr => {
-                // Cranelift shifts by `y mod 32`; the IR gives 0 from 32 on.
-                let s = if op == BinOp::Shl {
-                    self.b.ins().ishl(x, y)
-                } else {
-                    self.b.ins().ushr(x, y)
-                };
-                let big = self
-                    .b
-                    .ins()
-                    .icmp_imm(IntCC::UnsignedGreaterThanOrEqual, y, 32);
-                let zero = self.b.ins().iconst(types::I32, 0);
-                self.b.ins().select(big, zero, s)
-            }
+            BinOp::Shl | BinOp::Shr => shift32(&mut self.b, op == BinOp::Shl, x, y),
         }
     }
 

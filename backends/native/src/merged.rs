@@ -53,19 +53,17 @@
 //! assert_eq!(m.native_stats().keys_in_code, 2);
 //! ```
 
-use crate::{err, CodePages, NativeError};
+use crate::{CodePages, NativeError};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, Block, InstBuilder, MemFlags, Value};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
-use cranelift_module::{Linkage, Module};
-use left_right::{Absorb, ReadHandle, ReadHandleFactory, WriteHandle};
+use cranelift_module::Module;
 use sluice_classifier::merged::{
     better, Compiled, FieldRead, GroupView, GuardView, Merged, Scratch, Slot,
 };
 use sluice_classifier::path::Test;
-use sluice_classifier::FilterId;
+use sluice_classifier::{Change, Classifier, Engine, Reader};
 use sluice_ir::Val;
-use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -354,8 +352,15 @@ unsafe impl Send for Unit {}
 // SAFETY: see `Send`.
 unsafe impl Sync for Unit {}
 
-/// The compiled form of one state of a [`Merged`].
-struct Code {
+/// The compiled form of one state of a [`Merged`]: built once per publish
+/// and shared by both copies of a [`NativeClassifier`] (its
+/// [`Engine::Derived`] state). Opaque.
+///
+/// ```
+/// use sluice_classifier::Engine;
+/// let _: Option<<sluice_native::merged::NativeMerged as Engine>::Derived> = None;
+/// ```
+pub struct Code {
     units: Vec<Arc<Unit>>,
     /// The units' entries, in the same order (the per-packet loop).
     fns: Box<[UnitFn]>,
@@ -541,20 +546,8 @@ fn compile_unit(items: Vec<Item>, groups: usize) -> Result<Unit, NativeError> {
         g.b.seal_all_blocks();
         g.b.finalize();
     }
-    let id = module
-        .declare_function("classify", Linkage::Local, &ctx.func.signature)
-        .map_err(err)?;
-    module
-        .define_function(id, &mut ctx)
-        .map_err(|e| NativeError(format!("{e:?}")))?;
-    stats.code_bytes = ctx
-        .compiled_code()
-        .map(|c| c.code_buffer().len())
-        .unwrap_or(0);
-    module.clear_context(&mut ctx);
-    // Makes the code pages read+execute (and no longer writable).
-    module.finalize_definitions().map_err(err)?;
-    let code = module.get_finalized_function(id);
+    let (code, bytes) = CodePages::finish(&mut module, &mut ctx, "classify")?;
+    stats.code_bytes = bytes;
     // SAFETY: `code` is the entry of the function just finalized, whose
     // signature (pointer, i64, i32, pointer, pointer) -> i64 in the host's
     // default calling convention is exactly `UnitFn`'s `extern "C"` ABI.
@@ -1567,46 +1560,47 @@ impl NativeMerged {
     }
 }
 
-/// A change to a [`NativeClassifier`], applied to both copies.
-enum Op {
-    Insert(u32, Arc<Compiled>, i32),
-    InsertKeyed(u32, u32, Arc<[u32]>, i32),
-    /// First id, like, key width, keys one after another, priority.
-    InsertKeys(u32, u32, usize, Arc<[u32]>, i32),
-    Remove(u32),
-    /// Bring the code up to date: built by the first copy to absorb it,
-    /// shared with the second.
-    Code(Option<Arc<Code>>),
-}
+impl Engine for NativeMerged {
+    type Derived = Arc<Code>;
 
-impl Absorb<Op> for NativeMerged {
-    fn absorb_first(&mut self, op: &mut Op, _: &Self) {
-        match op {
-            Op::Insert(id, c, p) => self.insert(*id, c, *p),
-            Op::InsertKeyed(id, like, key, p) => {
+    fn empty() -> NativeMerged {
+        NativeMerged::new()
+    }
+
+    fn merged(&self) -> &Merged {
+        &self.merged
+    }
+
+    fn change(&mut self, c: &Change) {
+        match c {
+            Change::Insert(id, c, p) => self.insert(*id, c, *p),
+            Change::InsertKeyed(id, like, key, p) => {
                 self.fresh = false;
                 self.merged.insert_shared_key(*id, *like, key.clone(), *p);
             }
-            Op::InsertKeys(first, like, width, keys, p) => {
+            Change::InsertKeys(first, like, width, keys, p) => {
                 self.insert_key_block(*first, *like, *width, keys.clone(), *p);
             }
-            Op::Remove(id) => self.remove(*id),
-            Op::Code(slot) => {
-                let code = match slot {
-                    Some(c) => c.clone(),
-                    None => {
-                        let c = self
-                            .compiler
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .build(&self.merged);
-                        *slot = Some(c.clone());
-                        c
-                    }
-                };
-                self.install(code);
-            }
+            Change::Remove(id) => self.remove(*id),
         }
+    }
+
+    /// The code is built by the first copy to refresh and shared with the
+    /// second.
+    fn refresh(&mut self, slot: &mut Option<Arc<Code>>) {
+        let code = match slot {
+            Some(c) => c.clone(),
+            None => {
+                let c = self
+                    .compiler
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .build(&self.merged);
+                *slot = Some(c.clone());
+                c
+            }
+        };
+        self.install(code);
     }
 
     fn sync_with(&mut self, first: &Self) {
@@ -1616,16 +1610,31 @@ impl Absorb<Op> for NativeMerged {
         self.install(first.code.clone());
         self.fresh = first.fresh;
     }
+
+    fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch, out: &mut Vec<u32>) {
+        NativeMerged::classify(self, pkt, wirelen, s, out)
+    }
+
+    fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch) -> Option<u32> {
+        NativeMerged::classify_first(self, pkt, wirelen, s)
+    }
+
+    fn classify_batch(&self, pkts: &[(&[u8], u32)], s: &mut Scratch, out: &mut [Vec<u32>]) {
+        NativeMerged::classify_batch(self, pkts, s, out)
+    }
 }
 
-/// The writer side of the concurrent native classifier: insert, remove,
-/// publish (as [`sluice_classifier::Classifier`], with the code published
-/// together with the data).
+/// The concurrent classifier with the merged filters as machine code:
+/// [`sluice_classifier::Classifier`] over [`NativeMerged`], so inserts,
+/// removals and publishing work the same, and each publish builds the code
+/// for the new filters first. Readers never wait; they keep running the
+/// code of the copy they are in until they next enter, and that code is
+/// freed only after.
 ///
 /// ```
 /// use sluice_native::merged::NativeClassifier;
 /// use sluice_ir::{Filter, Pred, Val, Size};
-/// let mut c = NativeClassifier::new();
+/// let mut c = NativeClassifier::default();
 /// let port = |p| Filter::new(Pred::eq(Val::load_abs(2, Size::Half), p), 1);
 /// let web = c.insert(&port(80), 0);
 /// c.publish();
@@ -1635,312 +1644,16 @@ impl Absorb<Op> for NativeMerged {
 /// c.publish();
 /// assert!(r.classify(&[0, 0, 0, 80], 4).is_empty());
 /// ```
-pub struct NativeClassifier {
-    w: WriteHandle<NativeMerged, Op>,
-    factory: ReadHandleFactory<NativeMerged>,
-    next: u32,
-    live: usize,
-}
-
-impl Default for NativeClassifier {
-    fn default() -> Self {
-        NativeClassifier::new()
-    }
-}
-
-impl NativeClassifier {
-    /// An empty classifier.
-    ///
-    /// ```
-    /// assert!(sluice_native::merged::NativeClassifier::new().is_empty());
-    /// ```
-    pub fn new() -> NativeClassifier {
-        let (w, r) = left_right::new_from_empty::<NativeMerged, Op>(NativeMerged::new());
-        NativeClassifier {
-            factory: r.factory(),
-            w,
-            next: 0,
-            live: 0,
-        }
-    }
-
-    /// Number of filters (including unpublished changes).
-    ///
-    /// ```
-    /// assert_eq!(sluice_native::merged::NativeClassifier::new().len(), 0);
-    /// ```
-    pub fn len(&self) -> usize {
-        self.live
-    }
-
-    /// True when no filter is installed.
-    ///
-    /// ```
-    /// assert!(sluice_native::merged::NativeClassifier::new().is_empty());
-    /// ```
-    pub fn is_empty(&self) -> bool {
-        self.live == 0
-    }
-
-    fn fresh_id(&mut self) -> u32 {
-        let id = self.next;
-        self.next += 1;
-        self.live += 1;
-        id
-    }
-
-    /// Insert a filter with a priority; it takes effect at the next publish.
-    ///
-    /// ```
-    /// let mut c = sluice_native::merged::NativeClassifier::new();
-    /// let id = c.insert(&sluice_ir::Filter::new(sluice_ir::Pred::True, 1), 0);
-    /// assert_eq!(id.0, 0);
-    /// ```
-    pub fn insert(&mut self, filter: &sluice_ir::Filter, priority: i32) -> FilterId {
-        self.insert_compiled(Arc::new(Compiled::new(filter.clone())), priority)
-    }
-
-    /// Insert a prepared filter (see [`Compiled`]).
-    ///
-    /// ```
-    /// use sluice_bpf::{Insn, op};
-    /// use sluice_classifier::merged::Compiled;
-    /// let mut c = sluice_native::merged::NativeClassifier::new();
-    /// let id = c.insert_compiled(std::sync::Arc::new(Compiled::from_bpf(&[Insn::stmt(op::BPF_RET | op::BPF_K, 9)])), 0);
-    /// c.publish();
-    /// assert_eq!(c.reader().classify(&[], 0), vec![id]);
-    /// ```
-    pub fn insert_compiled(&mut self, c: Arc<Compiled>, priority: i32) -> FilterId {
-        let id = self.fresh_id();
-        self.w.append(Op::Insert(id, c, priority));
-        FilterId(id)
-    }
-
-    /// Publish pending changes with up-to-date code.
-    fn publish_now(&mut self) {
-        self.w.append(Op::Code(None));
-        self.w.publish();
-    }
-
-    /// Insert a filter equal to `like` but for its key constants (one table
-    /// insert; no code changes when the group is probed in its table).
-    /// `None` if `like` is not a filter of one key of that length.
-    ///
-    /// ```
-    /// use sluice_ir::{Filter, Pred, Val, Size};
-    /// let mut c = sluice_native::merged::NativeClassifier::new();
-    /// let a = c.insert(&Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 1), 1), 0);
-    /// let b = c.insert_keyed(a, &[2], 0).unwrap();
-    /// c.publish();
-    /// assert_eq!(c.reader().classify(&[2], 1), vec![b]);
-    /// ```
-    pub fn insert_keyed(&mut self, like: FilterId, key: &[u32], priority: i32) -> Option<FilterId> {
-        self.publish_now();
-        let ok = self.w.enter()?.merged().accepts_key_like(like.0, key.len());
-        if !ok {
-            return None;
-        }
-        let id = self.fresh_id();
-        self.w
-            .append(Op::InsertKeyed(id, like.0, key.into(), priority));
-        Some(FilterId(id))
-    }
-
-    /// Insert many key-only filters like `like` at once (as
-    /// [`sluice_classifier::Classifier::insert_keys`]).
-    ///
-    /// ```
-    /// use sluice_ir::{Filter, Pred, Val, Size};
-    /// let mut c = sluice_native::merged::NativeClassifier::new();
-    /// let a = c.insert(&Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 1), 1), 0);
-    /// let ids = c.insert_keys(a, (2..5).map(|k| vec![k]), 0).unwrap();
-    /// c.publish();
-    /// assert_eq!(c.reader().classify(&[3], 1), vec![ids[1]]);
-    /// ```
-    pub fn insert_keys(
-        &mut self,
-        like: FilterId,
-        keys: impl IntoIterator<Item = Vec<u32>>,
-        priority: i32,
-    ) -> Option<Vec<FilterId>> {
-        self.publish_now();
-        let width = self.w.enter()?.merged().key_width_of(like.0)?;
-        if width == 0 {
-            return None;
-        }
-        let mut flat = Vec::new();
-        for k in keys {
-            if k.len() != width {
-                return None;
-            }
-            flat.extend_from_slice(&k);
-        }
-        let (sorted, pos) = self
-            .w
-            .enter()?
-            .merged()
-            .sort_key_block(like.0, width, &flat);
-        let n = pos.len();
-        let first = self.next;
-        self.next += n as u32;
-        self.live += n;
-        if n > 0 {
-            self.w.append(Op::InsertKeys(
-                first,
-                like.0,
-                width,
-                sorted.into(),
-                priority,
-            ));
-        }
-        Some(pos.into_iter().map(|p| FilterId(first + p)).collect())
-    }
-
-    /// Remove a filter (at the next publish).
-    ///
-    /// ```
-    /// let mut c = sluice_native::merged::NativeClassifier::new();
-    /// let id = c.insert(&sluice_ir::Filter::new(sluice_ir::Pred::True, 1), 0);
-    /// c.remove(id);
-    /// assert!(c.is_empty());
-    /// ```
-    pub fn remove(&mut self, id: FilterId) {
-        if id.0 < self.next {
-            self.live = self.live.saturating_sub(1);
-        }
-        self.w.append(Op::Remove(id.0));
-    }
-
-    /// Make every change visible to readers, with code built for it.
-    /// Readers never wait; they keep running the code of the copy they are
-    /// in until they next enter, and that code is freed only after.
-    ///
-    /// ```
-    /// sluice_native::merged::NativeClassifier::new().publish();
-    /// ```
-    pub fn publish(&mut self) {
-        self.publish_now();
-    }
-
-    /// A reader handle (one per thread).
-    ///
-    /// ```
-    /// let c = sluice_native::merged::NativeClassifier::new();
-    /// assert!(c.reader().classify(&[], 0).is_empty());
-    /// ```
-    pub fn reader(&self) -> NativeReader {
-        NativeReader {
-            r: self.factory.handle(),
-            factory: self.factory.clone(),
-            scratch: RefCell::new(Scratch::default()),
-        }
-    }
-
-    /// Statistics of the published copy: (filters, groups, filters run
-    /// whole, table bytes), as [`sluice_classifier::Classifier::stats`].
-    ///
-    /// ```
-    /// assert_eq!(sluice_native::merged::NativeClassifier::new().stats(), (0, 0, 0, 0));
-    /// ```
-    pub fn stats(&self) -> (usize, usize, usize, usize) {
-        match self.w.enter() {
-            Some(g) => {
-                let m = g.merged();
-                (m.len(), m.groups(), m.whole(), m.table_bytes())
-            }
-            None => (0, 0, 0, 0),
-        }
-    }
-
-    /// The code generator's statistics.
-    ///
-    /// ```
-    /// assert_eq!(sluice_native::merged::NativeClassifier::new().native_stats().compilations, 0);
-    /// ```
-    pub fn native_stats(&self) -> NativeStats {
-        match self.w.enter() {
-            Some(g) => g.native_stats(),
-            None => NativeStats::default(),
-        }
-    }
-}
+pub type NativeClassifier = Classifier<NativeMerged>;
 
 /// A reader of a [`NativeClassifier`].
 ///
 /// ```
-/// let c = sluice_native::merged::NativeClassifier::new();
-/// assert_eq!(c.reader().classify_first(&[], 0), None);
+/// let c = sluice_native::merged::NativeClassifier::default();
+/// let r: sluice_native::merged::NativeReader = c.reader();
+/// assert_eq!(r.classify_first(&[], 0), None);
 /// ```
-pub struct NativeReader {
-    r: ReadHandle<NativeMerged>,
-    factory: ReadHandleFactory<NativeMerged>,
-    scratch: RefCell<Scratch>,
-}
-
-impl Clone for NativeReader {
-    fn clone(&self) -> NativeReader {
-        NativeReader {
-            r: self.factory.handle(),
-            factory: self.factory.clone(),
-            scratch: RefCell::new(Scratch::default()),
-        }
-    }
-}
-
-impl NativeReader {
-    /// Every filter accepting the packet.
-    ///
-    /// ```
-    /// let c = sluice_native::merged::NativeClassifier::new();
-    /// assert!(c.reader().classify(&[1, 2], 2).is_empty());
-    /// ```
-    pub fn classify(&self, pkt: &[u8], wirelen: u32) -> Vec<FilterId> {
-        let mut out = Vec::new();
-        self.classify_into(pkt, wirelen, &mut out);
-        out.into_iter().map(FilterId).collect()
-    }
-
-    /// Like [`NativeReader::classify`], into a reused vector of raw ids.
-    ///
-    /// ```
-    /// let c = sluice_native::merged::NativeClassifier::new();
-    /// let mut out = vec![3];
-    /// c.reader().classify_into(&[], 0, &mut out);
-    /// assert!(out.is_empty());
-    /// ```
-    pub fn classify_into(&self, pkt: &[u8], wirelen: u32, out: &mut Vec<u32>) {
-        out.clear();
-        if let Some(g) = self.r.enter() {
-            g.classify(pkt, wirelen, &mut self.scratch.borrow_mut(), out);
-        }
-    }
-
-    /// The single winner: highest priority, then earliest inserted.
-    ///
-    /// ```
-    /// let c = sluice_native::merged::NativeClassifier::new();
-    /// assert_eq!(c.reader().classify_first(&[], 0), None);
-    /// ```
-    pub fn classify_first(&self, pkt: &[u8], wirelen: u32) -> Option<FilterId> {
-        let g = self.r.enter()?;
-        g.classify_first(pkt, wirelen, &mut self.scratch.borrow_mut())
-            .map(FilterId)
-    }
-
-    /// Classify a batch of packets: `out[i]` gets packet `i`'s filters.
-    ///
-    /// ```
-    /// let c = sluice_native::merged::NativeClassifier::new();
-    /// let mut out = vec![vec![]; 1];
-    /// c.reader().classify_batch(&[(&[][..], 0)], &mut out);
-    /// ```
-    pub fn classify_batch(&self, pkts: &[(&[u8], u32)], out: &mut [Vec<u32>]) {
-        match self.r.enter() {
-            Some(g) => g.classify_batch(pkts, &mut self.scratch.borrow_mut(), out),
-            None => out.iter_mut().for_each(Vec::clear),
-        }
-    }
-}
+pub type NativeReader = Reader<NativeMerged>;
 
 #[cfg(test)]
 mod tests;
