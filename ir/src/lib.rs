@@ -240,6 +240,62 @@ impl Val {
         }
     }
 
+    /// The largest value this can take on any packet: a bound, not always
+    /// reached, and `u32::MAX` when unknown or when 32-bit arithmetic may
+    /// wrap. Front ends and back ends use it to fold constants into offsets
+    /// exactly.
+    ///
+    /// ```
+    /// use sluice_ir::{Val, Size};
+    /// assert_eq!(Val::ip_hdr_len(14).upper_bound(), 60);
+    /// assert_eq!(Val::load_abs(0, Size::Half).upper_bound(), 0xffff);
+    /// ```
+    pub fn upper_bound(&self) -> u64 {
+        const TOP: u64 = u32::MAX as u64;
+        let r = match self {
+            Val::Const(k) => *k as u64,
+            Val::Len => TOP,
+            Val::Load { size, .. } => match size {
+                Size::Byte => 0xff,
+                Size::Half => 0xffff,
+                Size::Word => TOP,
+            },
+            Val::Bin(op, a, b) => {
+                let (x, y) = (a.upper_bound(), b.upper_bound());
+                match op {
+                    BinOp::And => x.min(y),
+                    BinOp::Or | BinOp::Xor => {
+                        let m = x.max(y);
+                        if m == 0 {
+                            0
+                        } else {
+                            (1u64 << (64 - m.leading_zeros())) - 1
+                        }
+                    }
+                    BinOp::Add => x + y,
+                    BinOp::Mul => x.saturating_mul(y),
+                    BinOp::Sub => match **b {
+                        Val::Const(0) => x,
+                        _ => TOP,
+                    },
+                    BinOp::Div => x,
+                    BinOp::Mod => x.min(y.saturating_sub(1)),
+                    BinOp::Shl => match **b {
+                        Val::Const(k) if k < 32 => x << k,
+                        _ => TOP,
+                    },
+                    BinOp::Shr => match **b {
+                        Val::Const(k) if k < 32 => x >> k,
+                        Val::Const(_) => 0,
+                        _ => x,
+                    },
+                }
+            }
+            Val::Neg(_) => TOP,
+        };
+        r.min(TOP)
+    }
+
     /// True for [`Val::Const`].
     ///
     /// ```

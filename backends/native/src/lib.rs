@@ -1120,38 +1120,6 @@ fn must(p: &Pred) -> u64 {
     }
 }
 
-/// The largest value `v` can take (32-bit arithmetic; `u32::MAX` when
-/// unknown or when the computation may wrap).
-fn upper(v: &Val) -> u64 {
-    const MAX: u64 = u32::MAX as u64;
-    match v {
-        Val::Const(k) => *k as u64,
-        Val::Len => MAX,
-        Val::Load { size, .. } => match size {
-            Size::Byte => 0xff,
-            Size::Half => 0xffff,
-            Size::Word => MAX,
-        },
-        Val::Bin(op, a, b) => {
-            let (x, y) = (upper(a), upper(b));
-            let r = match op {
-                BinOp::And => x.min(y),
-                BinOp::Add => x + y,
-                BinOp::Mul => x.saturating_mul(y),
-                BinOp::Shl => match **b {
-                    Val::Const(s) if s < 32 => x << s,
-                    _ => MAX,
-                },
-                BinOp::Shr | BinOp::Div => x,
-                BinOp::Mod => x.min(y.saturating_sub(1)),
-                _ => MAX,
-            };
-            r.min(MAX)
-        }
-        Val::Neg(_) => MAX,
-    }
-}
-
 /// DPF's constant shifts folded into offsets: a load at `(x + c) + offset`
 /// is a load at `x + (c + offset)` when `x + c` cannot wrap at 32 bits, so
 /// loads after one computed header share its base (one computation, one
@@ -1165,7 +1133,7 @@ fn fold_base(base: &Val, offset: u32) -> Option<(Val, u32)> {
         (Val::Const(c), x) if !x.is_const() => (x, *c),
         _ => return None,
     };
-    if upper(x) + c as u64 > u32::MAX as u64 {
+    if x.upper_bound() + c as u64 > u32::MAX as u64 {
         return None;
     }
     let offset = offset.checked_add(c)?;

@@ -187,56 +187,9 @@ fn word_at(idx: Val) -> Val {
     }
 }
 
-/// The largest value `v` can take (a bound, not always reached).
-pub(crate) fn max_of(v: &Val) -> u64 {
-    const TOP: u64 = u32::MAX as u64;
-    let r = match v {
-        Val::Const(k) => *k as u64,
-        Val::Len => TOP,
-        Val::Load { size, .. } => match size {
-            Size::Byte => 0xff,
-            Size::Half => 0xffff,
-            Size::Word => TOP,
-        },
-        Val::Bin(op, a, b) => {
-            let (x, y) = (max_of(a), max_of(b));
-            match op {
-                BinOp::And => x.min(y),
-                BinOp::Or | BinOp::Xor => {
-                    let m = x.max(y);
-                    if m == 0 {
-                        0
-                    } else {
-                        (1u64 << (64 - m.leading_zeros())) - 1
-                    }
-                }
-                BinOp::Add => x + y,
-                BinOp::Mul => x.saturating_mul(y),
-                BinOp::Sub => match **b {
-                    Val::Const(0) => x,
-                    _ => TOP,
-                },
-                BinOp::Div => x,
-                BinOp::Mod => x.min(y.saturating_sub(1)),
-                BinOp::Shl => match **b {
-                    Val::Const(k) if k < 32 => x << k,
-                    _ => TOP,
-                },
-                BinOp::Shr => match **b {
-                    Val::Const(k) if k < 32 => x >> k,
-                    Val::Const(_) => 0,
-                    _ => x,
-                },
-            }
-        }
-        Val::Neg(_) => TOP,
-    };
-    r.min(TOP)
-}
-
 /// `v` reduced to 16 bits, without the mask when it cannot matter.
 fn mask16(v: Val) -> Val {
-    if max_of(&v) <= 0xffff {
+    if v.upper_bound() <= 0xffff {
         v
     } else {
         Val::bin(BinOp::And, v, Val::Const(0xffff))

@@ -35,43 +35,6 @@ use std::collections::BTreeMap;
 
 const MAX: u32 = u32::MAX;
 
-/// The largest value `v` can take (a bound).
-fn max_of(v: &Val) -> u64 {
-    const TOP: u64 = MAX as u64;
-    let r = match v {
-        Val::Const(k) => *k as u64,
-        Val::Len => TOP,
-        Val::Load { size, .. } => match size {
-            Size::Byte => 0xff,
-            Size::Half => 0xffff,
-            Size::Word => TOP,
-        },
-        Val::Bin(op, a, b) => {
-            let (x, y) = (max_of(a), max_of(b));
-            match op {
-                BinOp::And => x.min(y),
-                BinOp::Or | BinOp::Xor => ones(x.max(y)) as u64,
-                BinOp::Add => x + y,
-                BinOp::Mul => x.saturating_mul(y),
-                BinOp::Sub => TOP,
-                BinOp::Div => x,
-                BinOp::Mod => x.min(y.saturating_sub(1)),
-                BinOp::Shl => match **b {
-                    Val::Const(k) if k < 32 => x << k,
-                    _ => TOP,
-                },
-                BinOp::Shr => match **b {
-                    Val::Const(k) if k < 32 => x >> k,
-                    Val::Const(_) => 0,
-                    _ => x,
-                },
-            }
-        }
-        Val::Neg(_) => TOP,
-    };
-    r.min(TOP)
-}
-
 /// All ones up to the highest bit of `m`.
 fn ones(m: u64) -> u32 {
     if m == 0 {
@@ -88,7 +51,7 @@ fn bits_of(v: &Val) -> u32 {
     match v {
         Val::Const(k) => *k,
         Val::Bin(BinOp::And, a, b) => bits_of(a) & bits_of(b),
-        v => ones(max_of(v)),
+        v => ones(v.upper_bound()),
     }
 }
 
@@ -214,7 +177,7 @@ impl Ptr {
         let at = self.plus(addr);
         match at.var {
             None => Val::load_abs(at.k, size),
-            Some(v) if max_of(&v) + at.k as u64 <= MAX as u64 => Val::Load {
+            Some(v) if v.upper_bound() + at.k as u64 <= MAX as u64 => Val::Load {
                 base: Box::new(v),
                 offset: at.k,
                 size,
@@ -364,7 +327,7 @@ fn atom(rel: Rel, l: Val, r: Val) -> Option<Pred> {
             if let Val::Const(a) = l {
                 return t((a == c) != ne);
             }
-            let impossible = c as u64 > max_of(&l) || c & !bits_of(&l) != 0;
+            let impossible = c as u64 > l.upper_bound() || c & !bits_of(&l) != 0;
             if impossible {
                 return t(ne);
             }
@@ -379,7 +342,7 @@ fn atom(rel: Rel, l: Val, r: Val) -> Option<Pred> {
                 Rel::Lt => (Some(c), true),
                 _ => (c.checked_add(1), true),
             };
-            let max = max_of(&l);
+            let max = l.upper_bound();
             match bound {
                 // l > MAX never holds; l <= MAX always does.
                 None => t(negated),
