@@ -368,6 +368,8 @@ struct Row {
     classify: f64,
     /// The same lookups through `sluice_native::merged::NativeClassifier`.
     native: f64,
+    /// Its first-match batch call, 64 packets per call.
+    native_batch: f64,
     batch16: f64,
     batch32: f64,
     libpcap: Option<f64>,
@@ -411,9 +413,24 @@ fn run_size(n: usize, layout: &Layout, dump: Option<&PathBuf>) -> Row {
         "every session packet matches once"
     );
     assert_eq!(batched(&r, &pkts, 16), packets.hits);
-    let native = {
+    let (native, native_batch) = {
         let nc = install_native(&sessions, layout);
         let nr = nc.reader();
+        let firsts = || {
+            let mut out = [None; 64];
+            let mut matched = 0;
+            for chunk in pkts.chunks(64) {
+                let out = &mut out[..chunk.len()];
+                nr.classify_first_batch(black_box(chunk), out);
+                matched += out.iter().filter(|o| o.is_some()).count();
+            }
+            matched
+        };
+        assert_eq!(
+            firsts(),
+            packets.hits,
+            "native batch: every session packet matches once"
+        );
         let pass = || {
             let mut out = Vec::new();
             let mut matched = 0;
@@ -428,7 +445,10 @@ fn run_size(n: usize, layout: &Layout, dump: Option<&PathBuf>) -> Row {
             packets.hits,
             "native: every session packet matches once"
         );
-        ns_per_packet(pkts.len(), pass)
+        (
+            ns_per_packet(pkts.len(), pass),
+            ns_per_packet(pkts.len(), firsts),
+        )
     };
 
     // The CSPF/BPF model: every libpcap program on every packet.
@@ -491,6 +511,7 @@ fn run_size(n: usize, layout: &Layout, dump: Option<&PathBuf>) -> Row {
         n,
         classify,
         native,
+        native_batch,
         batch16,
         batch32,
         libpcap,
@@ -563,16 +584,16 @@ fn main() {
         "{} packets in memory: 90% TCP of an installed session (uniform), 5% TCP of no session, 3% UDP, 2% IPv6/TCP\n",
         packet_count()
     );
-    println!("| N | sluice classify | sluice batch 16 | sluice batch 32 | sluice native classify | libpcap × N (CSPF/BPF) | libpcap / batch 16 | collisions: classify | collisions: batch 16 | key-only inserts/s | table bytes / filter | RSS growth / filter |");
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
-    let mut tsv = String::from("n\tclassify\tbatch16\tbatch32\tlibpcap\tlibpcap_packets\tcollide_classify\tcollide_batch16\tinserts_per_s\ttable_bytes\trss_bytes\tnative\n");
+    println!("| N | sluice classify | sluice batch 16 | sluice batch 32 | sluice native classify | sluice native first-match batch 64 | libpcap × N (CSPF/BPF) | libpcap / batch 16 | collisions: classify | collisions: batch 16 | key-only inserts/s | table bytes / filter | RSS growth / filter |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    let mut tsv = String::from("n\tclassify\tbatch16\tbatch32\tlibpcap\tlibpcap_packets\tcollide_classify\tcollide_batch16\tinserts_per_s\ttable_bytes\trss_bytes\tnative\tnative_batch\n");
     let mut base = None;
     for &n in &sizes {
         let row = run_size(n, &layout, dump.as_ref());
         let base = *base.get_or_insert((row.classify, row.batch16));
         let opt = |x: Option<f64>| x.map_or("-".to_string(), fmt_ns);
         println!(
-            "| {} | {} ({:.2}×) | {} ({:.2}×) | {} | {} | {} | {} | {} | {} | {} | {:.0} B | {:.0} B |",
+            "| {} | {} ({:.2}×) | {} ({:.2}×) | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} B | {:.0} B |",
             row.n,
             fmt_ns(row.classify),
             row.classify / base.0,
@@ -580,6 +601,7 @@ fn main() {
             row.batch16 / base.1,
             fmt_ns(row.batch32),
             fmt_ns(row.native),
+            fmt_ns(row.native_batch),
             opt(row.libpcap),
             row.libpcap
                 .map_or("-".into(), |l| format!("{:.1}×", l / row.batch16)),
@@ -597,7 +619,7 @@ fn main() {
         let num = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
         let _ = writeln!(
             tsv,
-            "{}\t{:.2}\t{:.2}\t{:.2}\t{}\t{}\t{}\t{}\t{:.0}\t{:.1}\t{:.1}\t{:.2}",
+            "{}\t{:.2}\t{:.2}\t{:.2}\t{}\t{}\t{}\t{}\t{:.0}\t{:.1}\t{:.1}\t{:.2}\t{:.2}",
             row.n,
             row.classify,
             row.batch16,
@@ -609,7 +631,8 @@ fn main() {
             row.inserts_per_s,
             row.table_bytes,
             row.rss_bytes,
-            row.native
+            row.native,
+            row.native_batch
         );
     }
     if let Some(dir) = &dump {

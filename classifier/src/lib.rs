@@ -98,6 +98,18 @@ pub trait Engine: Clone {
     fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch) -> Option<u32>;
     /// `out[i]` gets packet `i`'s filters.
     fn classify_batch(&self, pkts: &[(&[u8], u32)], s: &mut Scratch, out: &mut [Vec<u32>]);
+    /// `out[i]` gets packet `i`'s single winner (as
+    /// [`Engine::classify_first`]); engines with a batch path override it.
+    fn classify_first_batch(
+        &self,
+        pkts: &[(&[u8], u32)],
+        s: &mut Scratch,
+        out: &mut [Option<u32>],
+    ) {
+        for ((pkt, wirelen), o) in pkts.iter().zip(out.iter_mut()) {
+            *o = self.classify_first(pkt, *wirelen, s);
+        }
+    }
 }
 
 impl Engine for Merged {
@@ -490,6 +502,33 @@ impl<E: Engine> Reader<E> {
                 g.0.classify_batch(pkts, &mut self.scratch.borrow_mut(), out)
             }
             None => out.iter_mut().for_each(Vec::clear),
+        }
+    }
+
+    /// The single winner of each of a batch of packets (`out[i]` for
+    /// packet `i`, as [`Reader::classify_first`] gives it): the
+    /// demultiplexer's batch call. One entry for the whole batch.
+    ///
+    /// # Panics
+    ///
+    /// If `out.len() != pkts.len()`.
+    ///
+    /// ```
+    /// use sluice_ir::{Filter, Pred, Size, Val};
+    /// let mut c = sluice_classifier::Classifier::new();
+    /// let one = c.insert(&Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 1), 1), 0);
+    /// c.publish();
+    /// let mut out = [None; 2];
+    /// c.reader().classify_first_batch(&[(&[1][..], 1), (&[2][..], 1)], &mut out);
+    /// assert_eq!(out, [Some(one.0), None]);
+    /// ```
+    pub fn classify_first_batch(&self, pkts: &[(&[u8], u32)], out: &mut [Option<u32>]) {
+        assert_eq!(pkts.len(), out.len(), "one result slot per packet");
+        match self.r.enter() {
+            Some(g) => {
+                g.0.classify_first_batch(pkts, &mut self.scratch.borrow_mut(), out)
+            }
+            None => out.fill(None),
         }
     }
 }

@@ -1033,6 +1033,30 @@ pub struct Slot {
     pub datum: u32,
 }
 
+impl Slot {
+    /// Table values below this name one filter (`value - 1`, with its
+    /// priority in the datum word); from here up, a list of filters. Code
+    /// generators that decode slots themselves test against it.
+    ///
+    /// ```
+    /// use sluice_classifier::merged::Slot;
+    /// assert!(Slot { value: 1, datum: 0 }.value < Slot::LIST_BASE);
+    /// ```
+    pub const LIST_BASE: u32 = MULTI;
+
+    /// The key's only filter, if it has exactly one (else its filters are
+    /// a list: [`Merged::each_slot_filter`]).
+    ///
+    /// ```
+    /// use sluice_classifier::merged::Slot;
+    /// assert_eq!(Slot { value: 8, datum: 0 }.single_filter(), Some(7));
+    /// assert_eq!(Slot { value: Slot::LIST_BASE, datum: 0 }.single_filter(), None);
+    /// ```
+    pub fn single_filter(self) -> Option<u32> {
+        (self.value < MULTI).then(|| self.value - 1)
+    }
+}
+
 /// A read-only description of one group: its guards, its key fields and
 /// its keys. A packet matches a key of the group when every guard holds,
 /// every key field reads without aborting, and the fields' values equal the

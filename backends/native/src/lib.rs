@@ -234,9 +234,29 @@ impl CodePages {
             .compiled_code()
             .map(|c| c.code_buffer().len())
             .unwrap_or(0);
+        if let Some(c) = ctx.compiled_code() {
+            dump_code(name, c.code_buffer());
+        }
         module.clear_context(ctx);
         module.finalize_definitions().map_err(err)?;
         Ok((module.get_finalized_function(id), bytes))
+    }
+}
+
+/// With `SLUICE_DUMP_CODE=DIR` set, write the machine code of every
+/// function compiled to `DIR/NAME-N.bin` (N counts functions in this
+/// process), to read with `objdump -D -b binary -mi386:x86-64 FILE`; how
+/// the instruction counts in the README were checked. Errors are ignored:
+/// this is a debugging aid, never on the packet path.
+fn dump_code(name: &str, code: &[u8]) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static COUNT: AtomicUsize = AtomicUsize::new(0);
+    if let Some(dir) = std::env::var_os("SLUICE_DUMP_CODE") {
+        let i = COUNT.fetch_add(1, Ordering::Relaxed);
+        let _ = std::fs::write(
+            std::path::Path::new(&dir).join(format!("{name}-{i}.bin")),
+            code,
+        );
     }
 }
 
@@ -307,10 +327,10 @@ enum Shape {
 /// One packet of a batch, as the batch function reads it.
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct Desc {
-    ptr: *const u8,
-    caplen: u64,
-    wirelen: u32,
+pub(crate) struct Desc {
+    pub(crate) ptr: *const u8,
+    pub(crate) caplen: u64,
+    pub(crate) wirelen: u32,
 }
 
 /// The batch function's type.
@@ -319,7 +339,7 @@ type BatchFn = unsafe extern "C" fn(descs: *const Desc, n: u64, out: *mut u32);
 /// Packets handed to the batch function per call: [`NativeFilter::run_batch`]
 /// builds their descriptors in an array on its own stack (no allocation, no
 /// shared buffer), so a longer batch is run in chunks of this many.
-const BATCH_CHUNK: usize = 64;
+pub(crate) const BATCH_CHUNK: usize = 64;
 
 /// The batch function and the module owning its code pages.
 struct BatchCode {

@@ -53,7 +53,7 @@
 //! assert_eq!(m.native_stats().keys_in_code, 2);
 //! ```
 
-use crate::{CodePages, NativeError};
+use crate::{CodePages, Desc, NativeError, BATCH_CHUNK};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, Block, InstBuilder, MemFlags, Value};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
@@ -113,6 +113,21 @@ type UnitFn = unsafe extern "C" fn(
     tables: *const TableDesc,
     out: *mut Hit,
 ) -> u64;
+
+/// A cluster's batch function: for each of `n` packets (descriptors
+/// `descs[..n]`), `out[i]` gets [`NO_MATCH`], the one filter of the
+/// packet's only match in the cluster, or [`MANY`].
+type BatchUnitFn =
+    unsafe extern "C" fn(descs: *const Desc, n: u64, tables: *const TableDesc, out: *mut u32);
+
+/// A batch result: no group of the function matched.
+const NO_MATCH: u32 = u32::MAX;
+
+/// A batch result: more than one group matched, or the key matched has
+/// several filters; the caller asks the hit function instead. (Filter ids
+/// of single-filter slots are below `Slot::LIST_BASE - 1`, so neither
+/// value is a filter.)
+const MANY: u32 = u32::MAX - 1;
 
 /// A field read the code generator handles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -329,6 +344,8 @@ fn plan_group(g: &GroupView<'_>, small: usize) -> Plan {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct UnitStats {
     keys_in_code: usize,
+    /// Sets of keys dispatched by a perfect hash.
+    hashed_sets: usize,
     probes: usize,
     loads: usize,
     bounds_checks: usize,
@@ -336,11 +353,17 @@ struct UnitStats {
     code_bytes: usize,
 }
 
-/// One cluster's machine function.
+/// One cluster's machine functions: the hit function (one packet, every
+/// hit written out) and the batch function (many packets, one result word
+/// each), built from the same paths.
 struct Unit {
     func: UnitFn,
-    /// Owns the code pages (freed when this is dropped).
+    batch: BatchUnitFn,
+    /// Own the code pages (freed when this is dropped).
     _pages: CodePages,
+    _batch_pages: CodePages,
+    /// Tables the code reads by address (perfect-hash key sets).
+    _data: Vec<Box<[u64]>>,
     stats: UnitStats,
 }
 
@@ -364,6 +387,8 @@ pub struct Code {
     units: Vec<Arc<Unit>>,
     /// The units' entries, in the same order (the per-packet loop).
     fns: Box<[UnitFn]>,
+    /// The units' batch entries, in the same order.
+    batch_fns: Box<[BatchUnitFn]>,
     /// Groups run by the Rust path.
     fallback: Vec<u32>,
 }
@@ -385,6 +410,11 @@ pub struct NativeStats {
     pub small_groups: usize,
     /// Keys compiled as immediates.
     pub keys_in_code: usize,
+    /// Key sets of small groups dispatched by a perfect hash chosen for
+    /// their keys (DPF's hashed disjunctions), in all functions in use:
+    /// one multiply-shift and one compare of the whole key, no collision
+    /// chain and no data-dependent branch before the compare.
+    pub hashed_sets: usize,
     /// Groups probed in their hash table by the code.
     pub probe_groups: usize,
     /// Groups left to the Rust path.
@@ -466,6 +496,7 @@ impl Compiler {
                             }
                         }
                         stats.keys_in_code += u.stats.keys_in_code;
+                        stats.hashed_sets += u.stats.hashed_sets;
                         stats.bounds_checks += u.stats.bounds_checks;
                         stats.coalesced += u.stats.coalesced;
                         stats.code_bytes += u.stats.code_bytes;
@@ -487,18 +518,56 @@ impl Compiler {
         self.stats = stats;
         Arc::new(Code {
             fns: units.iter().map(|u| u.func).collect(),
+            batch_fns: units.iter().map(|u| u.batch).collect(),
             units,
             fallback,
         })
     }
 }
 
-/// Generate and compile one cluster's function.
+/// Generate and compile one cluster's functions.
 fn compile_unit(items: Vec<Item>, groups: usize) -> Result<Unit, NativeError> {
     // The caller's hit buffer holds MAX_UNIT_GROUPS hits: at most one per group.
     if groups > MAX_UNIT_GROUPS {
         return Err(NativeError(format!("{groups} groups in one function")));
     }
+    let mut stats = UnitStats::default();
+    let mut data = Vec::new();
+    let (code, pages) = compile_fn(items.clone(), groups, false, &mut stats, &mut data)?;
+    let mut batch_stats = UnitStats::default();
+    let (batch, batch_pages) = compile_fn(items, groups, true, &mut batch_stats, &mut data)?;
+    stats.code_bytes += batch_stats.code_bytes;
+    // SAFETY: `code` is the entry of the hit function just finalized, whose
+    // signature (pointer, i64, i32, pointer, pointer) -> i64 in the host's
+    // default calling convention is exactly `UnitFn`'s `extern "C"` ABI.
+    let func = unsafe { std::mem::transmute::<*const u8, UnitFn>(code) };
+    // SAFETY: `batch` is the entry of the batch function just finalized,
+    // whose signature (pointer, i64, pointer, pointer) -> () in the host's
+    // default calling convention is exactly `BatchUnitFn`'s ABI.
+    let batch = unsafe { std::mem::transmute::<*const u8, BatchUnitFn>(batch) };
+    Ok(Unit {
+        func,
+        batch,
+        _pages: pages,
+        _batch_pages: batch_pages,
+        _data: data,
+        stats,
+    })
+}
+
+/// Generate and compile one function of a cluster: the hit function
+/// (`batch == false`: `(pkt, caplen, wirelen, tables, out) -> hits`) or
+/// the batch function (a loop over packet descriptors, one result word
+/// per packet: [`BatchUnitFn`]). Its entry and the pages that hold it;
+/// tables the code reads by address are added to `data`, which must
+/// outlive the code.
+fn compile_fn(
+    items: Vec<Item>,
+    groups: usize,
+    batch: bool,
+    stats: &mut UnitStats,
+    data: &mut Vec<Box<[u64]>>,
+) -> Result<(*const u8, CodePages), NativeError> {
     let mut module = CodePages::module()?;
     let ptr = module.target_config().pointer_type();
     if ptr != types::I64 {
@@ -508,13 +577,19 @@ fn compile_unit(items: Vec<Item>, groups: usize) -> Result<Unit, NativeError> {
     }
     let mut ctx = module.make_context();
     let sig = &mut ctx.func.signature;
-    sig.params.push(AbiParam::new(ptr));
-    sig.params.push(AbiParam::new(types::I64));
-    sig.params.push(AbiParam::new(types::I32));
-    sig.params.push(AbiParam::new(ptr));
-    sig.params.push(AbiParam::new(ptr));
-    sig.returns.push(AbiParam::new(types::I64));
-    let mut stats = UnitStats::default();
+    if batch {
+        sig.params.push(AbiParam::new(ptr));
+        sig.params.push(AbiParam::new(types::I64));
+        sig.params.push(AbiParam::new(ptr));
+        sig.params.push(AbiParam::new(ptr));
+    } else {
+        sig.params.push(AbiParam::new(ptr));
+        sig.params.push(AbiParam::new(types::I64));
+        sig.params.push(AbiParam::new(types::I32));
+        sig.params.push(AbiParam::new(ptr));
+        sig.params.push(AbiParam::new(ptr));
+        sig.returns.push(AbiParam::new(types::I64));
+    }
     let mut fctx = FunctionBuilderContext::new();
     {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
@@ -522,41 +597,84 @@ fn compile_unit(items: Vec<Item>, groups: usize) -> Result<Unit, NativeError> {
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
         let p = b.block_params(entry).to_vec();
-        let count = Variable::from_u32(0);
-        b.declare_var(count, types::I64);
-        let zero = b.ins().iconst(types::I64, 0);
-        b.def_var(count, zero);
         let start = b.create_block();
         let done = b.create_block();
-        b.ins().jump(start, &[]);
+        let count = Variable::from_u32(0);
+        // For a batch: the loop's index and the packet's result word.
+        let mut lp = None;
+        let (pkt, caplen, wirelen, tables, out) = if batch {
+            let (descs, n) = (p[0], p[1]);
+            let head = b.create_block();
+            let i = b.append_block_param(head, types::I64);
+            let exit = b.create_block();
+            // entry: if n == 0 return, else head(0).
+            let zero = b.ins().iconst(types::I64, 0);
+            b.ins().brif(n, head, &[zero], exit, &[]);
+            b.switch_to_block(exit);
+            b.ins().return_(&[]);
+            // head(i): read descs[i], mark the result "no match", then the paths.
+            b.switch_to_block(head);
+            let off = b.ins().imul_imm(i, std::mem::size_of::<Desc>() as i64);
+            let d = b.ins().iadd(descs, off);
+            let fl = MemFlags::trusted().with_readonly();
+            let pkt = b
+                .ins()
+                .load(ptr, fl, d, std::mem::offset_of!(Desc, ptr) as i32);
+            let caplen = b
+                .ins()
+                .load(types::I64, fl, d, std::mem::offset_of!(Desc, caplen) as i32);
+            let wirelen = b.ins().load(
+                types::I32,
+                fl,
+                d,
+                std::mem::offset_of!(Desc, wirelen) as i32,
+            );
+            let off = b.ins().ishl_imm(i, 2);
+            let slot = b.ins().iadd(p[3], off);
+            let none = b.ins().iconst(types::I32, NO_MATCH as i64);
+            b.ins().store(MemFlags::trusted(), none, slot, 0);
+            b.ins().jump(start, &[]);
+            lp = Some((i, n, head, exit));
+            let single = groups == 1;
+            (pkt, caplen, wirelen, p[2], Out::First { slot, single })
+        } else {
+            b.declare_var(count, types::I64);
+            let zero = b.ins().iconst(types::I64, 0);
+            b.def_var(count, zero);
+            b.ins().jump(start, &[]);
+            (p[0], p[1], p[2], p[3], Out::Hits { out: p[4], count })
+        };
         let mut g = Gen {
             b,
-            pkt: p[0],
-            caplen: p[1],
-            wirelen: p[2],
-            tables: p[3],
-            out: p[4],
-            count,
-            stats: &mut stats,
+            pkt,
+            caplen,
+            wirelen,
+            tables,
+            out,
+            stats,
+            data,
         };
         g.emit(start, items, Ctx::default(), done);
         g.b.switch_to_block(done);
-        let n = g.b.use_var(count);
-        g.b.ins().return_(&[n]);
+        match lp {
+            // done: i + 1 < n ? head(i + 1) : return.
+            Some((i, n, head, exit)) => {
+                let i1 = g.b.ins().iadd_imm(i, 1);
+                let more = g.b.ins().icmp(IntCC::UnsignedLessThan, i1, n);
+                g.b.ins().brif(more, head, &[i1], exit, &[]);
+            }
+            None => {
+                let n = g.b.use_var(count);
+                g.b.ins().return_(&[n]);
+            }
+        }
         g.b.seal_all_blocks();
         g.b.finalize();
     }
-    let (code, bytes) = CodePages::finish(&mut module, &mut ctx, "classify")?;
-    stats.code_bytes = bytes;
-    // SAFETY: `code` is the entry of the function just finalized, whose
-    // signature (pointer, i64, i32, pointer, pointer) -> i64 in the host's
-    // default calling convention is exactly `UnitFn`'s `extern "C"` ABI.
-    let func = unsafe { std::mem::transmute::<*const u8, UnitFn>(code) };
-    Ok(Unit {
-        func,
-        _pages: CodePages::new(module),
-        stats,
-    })
+    let name = if batch { "classify_batch" } else { "classify" };
+    let (code, bytes) = CodePages::finish(&mut module, &mut ctx, name)?;
+    stats.code_bytes += bytes;
+    Ok((code, CodePages::new(module)))
 }
 
 /// What is known at a point of the generated code (it dominates there).
@@ -588,9 +706,22 @@ struct Gen<'a, 's> {
     caplen: Value,
     wirelen: Value,
     tables: Value,
-    out: Value,
-    count: Variable,
+    out: Out,
     stats: &'s mut UnitStats,
+    /// Tables the code reads by address; they live as long as the code.
+    data: &'s mut Vec<Box<[u64]>>,
+}
+
+/// Where a function's matches go.
+#[derive(Clone, Copy)]
+enum Out {
+    /// The hit function: hits written to `out[count]`, their number in
+    /// `count` (returned).
+    Hits { out: Value, count: Variable },
+    /// The batch function: the packet's result word at `slot`
+    /// ([`NO_MATCH`], a filter or [`MANY`]). `single`: the function has
+    /// one group, so at most one match per packet.
+    First { slot: Value, single: bool },
 }
 
 /// Flags of packet loads: they cannot trap (a length check dominates
@@ -610,6 +741,8 @@ impl Gen<'_, '_> {
             return;
         }
         self.aggregate(&items, &mut ctx, cont);
+        let mut items = items;
+        self.shared_masks(&mut items, &ctx, cont);
         let mut rest = Vec::new();
         for it in items {
             if it.conds.is_empty() {
@@ -627,6 +760,10 @@ impl Gen<'_, '_> {
             self.leaf(it, ctx, cont);
             return;
         }
+        let rest = match self.perfect_hash(rest, &mut ctx, cont) {
+            Ok(()) => return,
+            Err(rest) => rest,
+        };
         // The field most paths test (known ones first, then by offset).
         let mut counts: BTreeMap<R, usize> = BTreeMap::new();
         for it in &rest {
@@ -710,6 +847,224 @@ impl Gen<'_, '_> {
         }
         if !without.is_empty() {
             self.emit(rest_blk, without, outer, cont);
+        }
+    }
+
+    /// Keys of one small group that all test the same fields for
+    /// equality, at least [`HASH_MIN_KEYS`] of them: dispatched by a
+    /// perfect hash chosen for these keys (DPF's hashed disjunctions).
+    /// Fields equal in every key are tested once; the others are read as
+    /// few words as possible (adjacent fields as one 2-, 4- or 8-byte
+    /// load), combined, and multiplied by a constant found so that no two
+    /// keys share a slot of a table of at most eight times as many slots,
+    /// so there is no collision chain: one slot is loaded and the whole key
+    /// compared with one branch. Unused slots hold a copy of a key that
+    /// hashes elsewhere, so they never match. `Err(items)` when the items
+    /// do not have that form or no multiplier was found (the search tree
+    /// is used instead).
+    fn perfect_hash(
+        &mut self,
+        items: Vec<Item>,
+        ctx: &mut Ctx,
+        cont: Block,
+    ) -> Result<(), Vec<Item>> {
+        let Some(shape) = hash_shape(&items) else {
+            return Err(items);
+        };
+        let HashShape {
+            group,
+            fixed,
+            words,
+            keys,
+        } = shape;
+        let Some((mult, bits)) = find_multiplier(&keys) else {
+            return Err(items);
+        };
+        self.stats.hashed_sets += 1;
+        self.stats.keys_in_code += keys.len();
+        self.stats.coalesced += words.iter().map(|w| w.fields - 1).sum::<usize>();
+        // Slot: the words, then value | datum << 32, then the batch
+        // function's result word.
+        let k = words.len();
+        let stride = k + 2;
+        let slots = 1usize << bits;
+        let mut table = vec![0u64; slots * stride];
+        for i in 0..slots {
+            // A copy of the first key: it hashes to its own slot, never here.
+            table[i * stride..i * stride + k].copy_from_slice(&keys[0].0);
+        }
+        for (key, slot) in &keys {
+            let at = (combine(key).wrapping_mul(mult) >> (64 - bits)) as usize * stride;
+            table[at..at + k].copy_from_slice(key);
+            table[at + k] = slot.value as u64 | (slot.datum as u64) << 32;
+            table[at + k + 1] = slot.single_filter().unwrap_or(MANY) as u64;
+        }
+        let table: Box<[u64]> = table.into();
+        let base = table.as_ptr() as i64;
+        self.data.push(table);
+        // The fields every key tests alike.
+        for (r, k) in fixed {
+            let next = self.b.create_block();
+            self.test(ctx, r, &Test::Eq(k), true, next, cont);
+            self.b.switch_to_block(next);
+        }
+        // Read every word (a failed read fails every key), combine, hash.
+        let mut vals = Vec::with_capacity(k);
+        for w in &words {
+            let v = if w.fields == 1 {
+                self.read_raw(ctx, w.r, cont)
+            } else {
+                self.stats.loads += 1;
+                let a = self.addr(ctx, w.r, w.width, cont);
+                match w.width {
+                    2 => self.b.ins().uload16(types::I32, flags(), a, 0),
+                    4 => self.b.ins().load(types::I32, flags(), a, 0),
+                    _ => self.b.ins().load(types::I64, flags(), a, 0),
+                }
+            };
+            vals.push(if w.width == 8 {
+                v
+            } else {
+                self.b.ins().uextend(types::I64, v)
+            });
+        }
+        let mut x = vals[0];
+        for (i, &v) in vals.iter().enumerate().skip(1) {
+            let m = self.b.ins().imul_imm(v, COMBINE[i - 1] as i64);
+            x = self.b.ins().iadd(x, m);
+        }
+        let h = self.b.ins().imul_imm(x, mult as i64);
+        let h = self.b.ins().ushr_imm(h, (64 - bits) as i64);
+        let off = self.b.ins().imul_imm(h, (stride * 8) as i64);
+        let at = self.b.ins().iadd_imm(off, base);
+        let fl = MemFlags::trusted().with_readonly();
+        let mut diff = None;
+        for (i, &have) in vals.iter().enumerate() {
+            let want = self.b.ins().load(types::I64, fl, at, (8 * i) as i32);
+            let d = self.b.ins().bxor(want, have);
+            diff = Some(match diff {
+                None => d,
+                Some(acc) => self.b.ins().bor(acc, d),
+            });
+        }
+        let diff = diff.expect("at least one word");
+        let found = self.b.create_block();
+        self.b.ins().brif(diff, cont, &[], found, &[]);
+        self.b.switch_to_block(found);
+        let vd = self.b.ins().load(types::I64, fl, at, (8 * k) as i32);
+        let value = self.b.ins().ireduce(types::I32, vd);
+        let datum = self.b.ins().ushr_imm(vd, 32);
+        let datum = self.b.ins().ireduce(types::I32, datum);
+        let result = self.b.ins().load(types::I32, fl, at, (8 * k + 8) as i32);
+        self.hit_with(group, value, datum, None, Some(result));
+        self.b.ins().jump(cont, &[]);
+        Ok(())
+    }
+
+    /// Conditions every item has, on fixed-offset fields inside the length
+    /// already checked, that are an equality or "no bit of a mask set":
+    /// those within one 2-, 4- or 8-byte window are tested together as one
+    /// load, one `and` and one compare (atom coalescing with masks: the
+    /// IPv4 fragment offset and the protocol byte are one 32-bit test),
+    /// and removed from the items. When one fails, every item fails, so
+    /// it goes to `fail`.
+    fn shared_masks(&mut self, items: &mut [Item], ctx: &Ctx, fail: Block) {
+        // (offset, size, mask, value) of each candidate, in field order.
+        let mut cands: Vec<(u32, u32, u32, u32, Cond)> = Vec::new();
+        let Some(first) = items.first() else { return };
+        for c in &first.conds {
+            let R::Abs { off, size } = c.r else { continue };
+            let size = size as u32;
+            if !matches!(size, 1 | 2 | 4) || find(&ctx.raw, c.r).is_some() {
+                continue;
+            }
+            let full = if size == 4 {
+                u32::MAX
+            } else {
+                (1 << (8 * size)) - 1
+            };
+            let (mask, value) = match (&c.test, c.truth) {
+                (Some(Test::Eq(k)), true) if *k <= full => (full, *k),
+                (Some(Test::Set(m)), false) => (m & full, 0),
+                _ => continue,
+            };
+            if items[1..].iter().all(|it| it.conds.contains(c)) {
+                cands.push((off, size, mask, value, c.clone()));
+            }
+        }
+        cands.sort_by_key(|c| (c.0, c.1));
+        let mut i = 0;
+        while i < cands.len() {
+            let base = cands[i].0;
+            // Fields from i that fit in 8 bytes from `base` without overlapping.
+            let mut group = vec![i];
+            let mut end = base + cands[i].1;
+            let mut j = i + 1;
+            while j < cands.len() && cands[j].0 + cands[j].1 <= base + 8 {
+                if cands[j].0 >= end {
+                    group.push(j);
+                    end = cands[j].0 + cands[j].1;
+                }
+                j += 1;
+            }
+            let width = [2u32, 4, 8].into_iter().find(|w| base + w >= end);
+            let fits = width.is_some_and(|w| (base + w) as u64 <= ctx.known);
+            if group.len() < 2 || !fits {
+                i += 1;
+                continue;
+            }
+            let width = width.unwrap_or(8);
+            let (mut mask, mut value) = ([0u8; 8], [0u8; 8]);
+            for &g in &group {
+                let (off, size, m, v, _) = cands[g];
+                let at = (off - base) as usize;
+                let n = size as usize;
+                mask[at..at + n].copy_from_slice(&m.to_be_bytes()[4 - n..]);
+                value[at..at + n].copy_from_slice(&v.to_be_bytes()[4 - n..]);
+            }
+            self.stats.coalesced += group.len() - 1;
+            self.stats.loads += 1;
+            let a = self.b.ins().iadd_imm(self.pkt, base as i64);
+            let (v, m, k) = match width {
+                2 => (
+                    self.b.ins().uload16(types::I32, flags(), a, 0),
+                    u16::from_ne_bytes([mask[0], mask[1]]) as i64,
+                    u16::from_ne_bytes([value[0], value[1]]) as i64,
+                ),
+                4 => (
+                    self.b.ins().load(types::I32, flags(), a, 0),
+                    u32::from_ne_bytes(mask[..4].try_into().unwrap()) as i64,
+                    u32::from_ne_bytes(value[..4].try_into().unwrap()) as i64,
+                ),
+                _ => (
+                    self.b.ins().load(types::I64, flags(), a, 0),
+                    u64::from_ne_bytes(mask) as i64,
+                    u64::from_ne_bytes(value) as i64,
+                ),
+            };
+            let full = match width {
+                2 => 0xffff,
+                4 => u32::MAX as i64,
+                _ => -1,
+            };
+            let v = if m == full {
+                v
+            } else {
+                self.b.ins().band_imm(v, m)
+            };
+            let ok = self.b.ins().icmp_imm(IntCC::Equal, v, k);
+            let next = self.b.create_block();
+            self.b.ins().brif(ok, next, &[], fail, &[]);
+            self.b.switch_to_block(next);
+            for &g in &group {
+                let c = &cands[g].4;
+                for it in items.iter_mut() {
+                    if let Some(at) = it.conds.iter().position(|x| x == c) {
+                        it.conds.remove(at);
+                    }
+                }
+            }
+            i = *group.last().unwrap_or(&i) + 1;
         }
     }
 
@@ -1064,24 +1419,73 @@ impl Gen<'_, '_> {
         self.b.ins().jump(cont, &[]);
     }
 
-    /// Write a hit: `out[count] = (group, value, datum)`, `count += 1`.
-    fn hit(&mut self, group: u32, value: Value, datum: Value) {
-        let n = self.b.use_var(self.count);
-        let off = self.b.ins().imul_imm(n, std::mem::size_of::<Hit>() as i64);
-        let a = self.b.ins().iadd(self.out, off);
+    /// Record a match of `group` with slot words `value` and `datum`
+    /// (`known`: the slot when it is a constant). The hit function writes
+    /// `out[count] = (group, value, datum)` and counts it; the batch
+    /// function turns the packet's result word from [`NO_MATCH`] into the
+    /// slot's only filter, or into [`MANY`] for a second match or a slot
+    /// with several filters.
+    fn hit(&mut self, group: u32, value: Value, datum: Value, known: Option<Slot>) {
+        self.hit_with(group, value, datum, known, None)
+    }
+
+    /// [`Gen::hit`], with the batch function's result word for this slot
+    /// (the slot's only filter or [`MANY`]) already at hand in `result`.
+    fn hit_with(
+        &mut self,
+        group: u32,
+        value: Value,
+        datum: Value,
+        known: Option<Slot>,
+        result: Option<Value>,
+    ) {
         let fl = MemFlags::trusted();
-        let g = self.b.ins().iconst(types::I32, group as i64);
-        self.b
-            .ins()
-            .store(fl, g, a, std::mem::offset_of!(Hit, group) as i32);
-        self.b
-            .ins()
-            .store(fl, value, a, std::mem::offset_of!(Hit, value) as i32);
-        self.b
-            .ins()
-            .store(fl, datum, a, std::mem::offset_of!(Hit, datum) as i32);
-        let n1 = self.b.ins().iadd_imm(n, 1);
-        self.b.def_var(self.count, n1);
+        match self.out {
+            Out::Hits { out, count } => {
+                let n = self.b.use_var(count);
+                let off = self.b.ins().imul_imm(n, std::mem::size_of::<Hit>() as i64);
+                let a = self.b.ins().iadd(out, off);
+                let g = self.b.ins().iconst(types::I32, group as i64);
+                self.b
+                    .ins()
+                    .store(fl, g, a, std::mem::offset_of!(Hit, group) as i32);
+                self.b
+                    .ins()
+                    .store(fl, value, a, std::mem::offset_of!(Hit, value) as i32);
+                self.b
+                    .ins()
+                    .store(fl, datum, a, std::mem::offset_of!(Hit, datum) as i32);
+                let n1 = self.b.ins().iadd_imm(n, 1);
+                self.b.def_var(count, n1);
+            }
+            Out::First { slot, single } => {
+                let many = self.b.ins().iconst(types::I32, MANY as i64);
+                let cand = match (known, result) {
+                    (_, Some(r)) => r,
+                    (Some(s), None) => {
+                        let r = s.single_filter().unwrap_or(MANY);
+                        self.b.ins().iconst(types::I32, r as i64)
+                    }
+                    (None, None) => {
+                        let one = self.b.ins().icmp_imm(
+                            IntCC::UnsignedLessThan,
+                            value,
+                            Slot::LIST_BASE as i64,
+                        );
+                        let f = self.b.ins().iadd_imm(value, -1);
+                        self.b.ins().select(one, f, many)
+                    }
+                };
+                let r = if single {
+                    cand
+                } else {
+                    let old = self.b.ins().load(types::I32, fl, slot, 0);
+                    let first = self.b.ins().icmp_imm(IntCC::Equal, old, NO_MATCH as i64);
+                    self.b.ins().select(first, cand, many)
+                };
+                self.b.ins().store(fl, r, slot, 0);
+            }
+        }
     }
 
     /// Do an action in the current block (which may end up being another).
@@ -1091,7 +1495,7 @@ impl Gen<'_, '_> {
                 self.stats.keys_in_code += 1;
                 let v = self.b.ins().iconst(types::I32, slot.value as i64);
                 let d = self.b.ins().iconst(types::I32, slot.datum as i64);
-                self.hit(*group, v, d);
+                self.hit(*group, v, d, Some(*slot));
             }
             Action::Probe { group, key } => {
                 self.stats.probes += 1;
@@ -1177,7 +1581,7 @@ impl Gen<'_, '_> {
             self.branch_out(ne, next);
         }
         let datum = self.b.ins().load(types::I32, fl, slot, 4);
-        self.hit(group, v, datum);
+        self.hit(group, v, datum, None);
         self.b.ins().jump(after, &[]);
         self.b.switch_to_block(next);
         let i1 = self.b.ins().iadd_imm(i, 1);
@@ -1185,6 +1589,223 @@ impl Gen<'_, '_> {
         let l1 = self.b.ins().iadd_imm(left, -1);
         self.b.ins().brif(l1, head, &[i1, l1], after, &[]);
     }
+}
+
+/// Key sets of at least this many keys are dispatched by a perfect hash
+/// (DPF switches from compares to hashing above three).
+const HASH_MIN_KEYS: usize = 4;
+
+/// Multipliers of the second and later fields when a key's fields are
+/// combined into one word ([`combine`]): odd, with bits spread over the
+/// whole word.
+const COMBINE: [u64; 7] = [
+    0x9e37_79b9_7f4a_7c15,
+    0xc2b2_ae3d_27d4_eb4f,
+    0x1656_67b1_9e37_79f9,
+    0xd6e8_feb8_6659_fd93,
+    0xff51_afd7_ed55_8ccd,
+    0xc4ce_b9fe_1a85_ec53,
+    0x94d0_49bb_1331_11eb,
+];
+
+/// A key's raw word values as one word: the first plus each later one
+/// times its [`COMBINE`] constant (what the generated code computes).
+fn combine(key: &[u64]) -> u64 {
+    key.iter().enumerate().fold(0u64, |x, (i, &v)| {
+        let m = if i == 0 { 1 } else { COMBINE[i - 1] };
+        x.wrapping_add(v.wrapping_mul(m))
+    })
+}
+
+/// One word of a hashed key: `fields` adjacent fields read as one load of
+/// `width` bytes at `r`'s place (or the one field `r` itself).
+#[derive(Clone, Copy, Debug)]
+struct HashWord {
+    r: R,
+    width: u32,
+    fields: usize,
+}
+
+/// A set of keys a perfect hash can dispatch ([`hash_shape`]).
+struct HashShape {
+    group: u32,
+    /// Fields with the same value in every key, and that value.
+    fixed: Vec<(R, u32)>,
+    /// The other fields, as words.
+    words: Vec<HashWord>,
+    /// Each key's raw word values (zero-extended) and its slot.
+    keys: Vec<(Vec<u64>, Slot)>,
+}
+
+/// The form a perfect hash needs: every item a key of the same small
+/// group, testing the same fixed-width fields for equality and nothing
+/// else, at least [`HASH_MIN_KEYS`] distinct keys (keys whose value cannot
+/// fit a field never match and are left out).
+fn hash_shape(items: &[Item]) -> Option<HashShape> {
+    if items.len() < HASH_MIN_KEYS {
+        return None;
+    }
+    let Action::Hit { group, .. } = items[0].action else {
+        return None;
+    };
+    let mut fields: Vec<R> = items[0].conds.iter().map(|c| c.r).collect();
+    fields.sort_unstable();
+    if fields.is_empty()
+        || fields.windows(2).any(|w| w[0] == w[1])
+        || !fields
+            .iter()
+            .all(|r| matches!(r, R::Abs { .. } | R::Rel { .. }) && matches!(r.size(), 1 | 2 | 4))
+    {
+        return None;
+    }
+    // Each key's values (as the IR means them) per field.
+    let mut keys: Vec<(Vec<u32>, Slot)> = Vec::with_capacity(items.len());
+    for it in items {
+        let Action::Hit { group: g, slot } = it.action else {
+            return None;
+        };
+        if g != group || it.conds.len() != fields.len() {
+            return None;
+        }
+        let mut key = vec![0u32; fields.len()];
+        let mut possible = true;
+        for c in &it.conds {
+            let (Some(Test::Eq(k)), true) = (&c.test, c.truth) else {
+                return None;
+            };
+            let i = fields.binary_search(&c.r).ok()?;
+            key[i] = *k;
+            possible &= c.r.raw(*k).is_some();
+        }
+        if possible {
+            keys.push((key, slot));
+        }
+    }
+    if keys.len() < HASH_MIN_KEYS {
+        return None;
+    }
+    let same: Vec<bool> = (0..fields.len())
+        .map(|i| keys.iter().all(|(k, _)| k[i] == keys[0].0[i]))
+        .collect();
+    let fixed: Vec<(R, u32)> = (0..fields.len())
+        .filter(|&i| same[i])
+        .map(|i| (fields[i], keys[0].0[i]))
+        .collect();
+    // The varying fields in (header, offset) order, adjacent ones as one
+    // word when together they are 2, 4 or 8 bytes.
+    let place = |r: R| match r {
+        R::Abs { off, size } => (None, off, size as u32),
+        R::Rel { hdr, off, size } => (Some(hdr), off, size as u32),
+        R::Len | R::Const(_) => unreachable!("checked above"),
+    };
+    let mut vary: Vec<usize> = (0..fields.len()).filter(|&i| !same[i]).collect();
+    vary.sort_by_key(|&i| place(fields[i]));
+    let mut words: Vec<(HashWord, Vec<usize>)> = Vec::new();
+    let mut i = 0;
+    while i < vary.len() {
+        let (hdr, off, size) = place(fields[vary[i]]);
+        let (mut j, mut total) = (i + 1, size);
+        let mut best = (i + 1, size);
+        while j < vary.len() {
+            let (h2, o2, s2) = place(fields[vary[j]]);
+            if h2 != hdr || o2 != off + total || total + s2 > 8 {
+                break;
+            }
+            total += s2;
+            j += 1;
+            if matches!(total, 2 | 4 | 8) {
+                best = (j, total);
+            }
+        }
+        let (end, width) = best;
+        let r = if end - i == 1 {
+            fields[vary[i]]
+        } else {
+            match hdr {
+                None => R::Abs { off, size: 1 },
+                Some(hdr) => R::Rel { hdr, off, size: 1 },
+            }
+        };
+        let fields_in = vary[i..end].to_vec();
+        words.push((
+            HashWord {
+                r,
+                width,
+                fields: end - i,
+            },
+            fields_in,
+        ));
+        i = end;
+    }
+    if words.is_empty() || words.len() > COMBINE.len() + 1 {
+        return None;
+    }
+    // Each key's raw word values, as the loads give them.
+    let mut raw_keys: Vec<(Vec<u64>, Slot)> = keys
+        .iter()
+        .map(|(key, slot)| {
+            let vals = words
+                .iter()
+                .map(|(w, fs)| {
+                    if w.fields == 1 {
+                        return fields[fs[0]].raw(key[fs[0]]).unwrap_or(0) as u64;
+                    }
+                    let mut bytes = [0u8; 8];
+                    let mut at = 0;
+                    for &f in fs {
+                        let n = fields[f].size() as usize;
+                        bytes[at..at + n].copy_from_slice(&key[f].to_be_bytes()[4 - n..]);
+                        at += n;
+                    }
+                    match w.width {
+                        2 => u16::from_ne_bytes([bytes[0], bytes[1]]) as u64,
+                        4 => u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as u64,
+                        _ => u64::from_ne_bytes(bytes),
+                    }
+                })
+                .collect();
+            (vals, *slot)
+        })
+        .collect();
+    raw_keys.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    if raw_keys.windows(2).any(|w| w[0].0 == w[1].0) {
+        return None;
+    }
+    Some(HashShape {
+        group,
+        fixed,
+        words: words.into_iter().map(|(w, _)| w).collect(),
+        keys: raw_keys,
+    })
+}
+
+/// A multiplier under which the keys' combined words ([`combine`]) land in
+/// distinct slots of a table of `2^bits` slots (from the first power of
+/// two at least twice the keys' count to four times that), tried from a fixed sequence so that the
+/// same keys always give the same code.
+fn find_multiplier(keys: &[(Vec<u64>, Slot)]) -> Option<(u64, u32)> {
+    let words: Vec<u64> = keys.iter().map(|(k, _)| combine(k)).collect();
+    let min_bits = usize::BITS - (keys.len() - 1).leading_zeros() + 1;
+    let mut seen = Vec::new();
+    for bits in min_bits..min_bits + 3 {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..256 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let m = x | 1;
+            seen.clear();
+            seen.resize(1 << bits, false);
+            let injective = words.iter().all(|w| {
+                let h = (w.wrapping_mul(m) >> (64 - bits)) as usize;
+                !std::mem::replace(&mut seen[h], true)
+            });
+            if injective {
+                return Some((m, bits));
+            }
+        }
+    }
+    None
 }
 
 /// A [`Merged`] classifier with its groups compiled to machine code.
@@ -1289,6 +1910,7 @@ impl NativeMerged {
             code: Arc::new(Code {
                 units: Vec::new(),
                 fns: Box::new([]),
+                batch_fns: Box::new([]),
                 fallback: Vec::new(),
             }),
             descs: Vec::new(),
@@ -1493,6 +2115,87 @@ impl NativeMerged {
         }
     }
 
+    /// Whether the batch functions answer alone: the code is fresh, no
+    /// group takes the Rust path and no filter runs whole.
+    fn coded(&self) -> bool {
+        self.fresh && self.code.fallback.is_empty() && self.merged.whole() == 0
+    }
+
+    /// Per packet, through the batch functions: [`NO_MATCH`], the only
+    /// filter of its only match, or [`MANY`] (ask the hit functions).
+    /// Only when [`NativeMerged::coded`].
+    fn results(&self, pkts: &[(&[u8], u32)], out: &mut [u32]) {
+        debug_assert_eq!(pkts.len(), out.len());
+        let fns = &self.code.batch_fns;
+        let Some((&first, rest)) = fns.split_first() else {
+            out.fill(NO_MATCH);
+            return;
+        };
+        let mut descs = [const { std::mem::MaybeUninit::<Desc>::uninit() }; BATCH_CHUNK];
+        let mut more = [const { std::mem::MaybeUninit::<u32>::uninit() }; BATCH_CHUNK];
+        for (pkts, out) in pkts.chunks(BATCH_CHUNK).zip(out.chunks_mut(BATCH_CHUNK)) {
+            for (d, (p, w)) in descs.iter_mut().zip(pkts) {
+                d.write(Desc {
+                    ptr: p.as_ptr(),
+                    caplen: p.len() as u64,
+                    wirelen: *w,
+                });
+            }
+            let n = pkts.len();
+            let descs = descs.as_ptr().cast::<Desc>();
+            // SAFETY: the first `n` descriptors were just written (`n <=
+            // BATCH_CHUNK`), each from a slice of `pkts` that outlives the
+            // call. Each function reads only `descs[..n]`, for each packet
+            // the bytes `ptr[j]` with `j + width <= caplen` (the same
+            // bounds-checked paths as the hit function), the `TableDesc`s
+            // of its groups and their slots (as in `each_group_match`), and
+            // writes only `out[..n]` (`out.len() == n` here) or
+            // `more[..n]`. It terminates: the loop runs `n` times and the
+            // body's only loop is the bounded probe. The code pages live as
+            // long as `self.code`, which `self` holds.
+            unsafe { first(descs, n as u64, self.descs.as_ptr(), out.as_mut_ptr()) };
+            for &f in rest {
+                // SAFETY: as above.
+                unsafe {
+                    f(
+                        descs,
+                        n as u64,
+                        self.descs.as_ptr(),
+                        more.as_mut_ptr().cast(),
+                    )
+                };
+                for (a, b) in out.iter_mut().zip(&more[..n]) {
+                    // SAFETY: the call wrote `more[..n]`.
+                    let b = unsafe { b.assume_init() };
+                    if b != NO_MATCH {
+                        *a = if *a == NO_MATCH { b } else { MANY };
+                    }
+                }
+            }
+        }
+    }
+
+    /// The result word of one packet ([`NativeMerged::results`]).
+    #[inline]
+    fn result(&self, pkt: &[u8], wirelen: u32) -> u32 {
+        let d = Desc {
+            ptr: pkt.as_ptr(),
+            caplen: pkt.len() as u64,
+            wirelen,
+        };
+        let mut acc = NO_MATCH;
+        for &f in self.code.batch_fns.iter() {
+            let mut r = NO_MATCH;
+            // SAFETY: as in `results`, with one descriptor (`d`, built from
+            // `pkt`, which outlives the call) and one result word (`r`).
+            unsafe { f(&d, 1, self.descs.as_ptr(), &mut r) };
+            if r != NO_MATCH {
+                acc = if acc == NO_MATCH { r } else { MANY };
+            }
+        }
+        acc
+    }
+
     /// Every filter that accepts the packet, as ids in increasing order
     /// (exactly [`Merged::classify`]).
     ///
@@ -1503,6 +2206,21 @@ impl NativeMerged {
     /// assert!(out.is_empty());
     /// ```
     pub fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch, out: &mut Vec<u32>) {
+        if !self.coded() {
+            return self.classify_hits(pkt, wirelen, s, out);
+        }
+        match self.result(pkt, wirelen) {
+            NO_MATCH => out.clear(),
+            MANY => self.classify_hits(pkt, wirelen, s, out),
+            f => {
+                out.clear();
+                out.push(f);
+            }
+        }
+    }
+
+    /// [`NativeMerged::classify`] through the hit functions.
+    fn classify_hits(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch, out: &mut Vec<u32>) {
         if !self.fresh {
             return self.merged.classify(pkt, wirelen, s, out);
         }
@@ -1524,6 +2242,18 @@ impl NativeMerged {
     /// assert_eq!(m.classify_first(&[], 0, &mut Default::default()), None);
     /// ```
     pub fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch) -> Option<u32> {
+        if !self.coded() {
+            return self.first_hits(pkt, wirelen, s);
+        }
+        match self.result(pkt, wirelen) {
+            NO_MATCH => None,
+            MANY => self.first_hits(pkt, wirelen, s),
+            f => Some(f),
+        }
+    }
+
+    /// [`NativeMerged::classify_first`] through the hit functions.
+    fn first_hits(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch) -> Option<u32> {
         if !self.fresh {
             return self.merged.classify_first(pkt, wirelen, s);
         }
@@ -1542,7 +2272,9 @@ impl NativeMerged {
     }
 
     /// Classify many packets (exactly [`Merged::classify_batch`]):
-    /// `out[i]` gets packet `i`'s filters.
+    /// `out[i]` gets packet `i`'s filters. The packets go through the batch
+    /// functions (one machine call per 64 packets and function) and only
+    /// those with more than one match take the hit functions.
     ///
     /// ```
     /// let m = sluice_native::merged::NativeMerged::new();
@@ -1554,8 +2286,72 @@ impl NativeMerged {
         if !self.fresh {
             return self.merged.classify_batch(pkts, s, out);
         }
-        for ((pkt, wirelen), o) in pkts.iter().zip(out.iter_mut()) {
-            self.classify(pkt, *wirelen, s, o);
+        if !self.coded() {
+            for ((pkt, wirelen), o) in pkts.iter().zip(out.iter_mut()) {
+                self.classify_hits(pkt, *wirelen, s, o);
+            }
+            return;
+        }
+        let mut r = [NO_MATCH; BATCH_CHUNK];
+        for (pkts, out) in pkts.chunks(BATCH_CHUNK).zip(out.chunks_mut(BATCH_CHUNK)) {
+            let r = &mut r[..pkts.len()];
+            self.results(pkts, r);
+            for ((&x, (pkt, wirelen)), o) in r.iter().zip(pkts).zip(out.iter_mut()) {
+                match x {
+                    NO_MATCH => o.clear(),
+                    MANY => self.classify_hits(pkt, *wirelen, s, o),
+                    f => {
+                        o.clear();
+                        o.push(f);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The single winner of each of many packets (exactly
+    /// [`Merged::classify_first`] per packet), through the batch functions:
+    /// the demultiplexer's fast path.
+    ///
+    /// # Panics
+    ///
+    /// If `out.len() != pkts.len()`.
+    ///
+    /// ```
+    /// use sluice_classifier::merged::Compiled;
+    /// use sluice_ir::{Filter, Pred, Val, Size};
+    /// let mut m = sluice_native::merged::NativeMerged::new();
+    /// m.insert(4, &Compiled::new(Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 1), 1)), 0);
+    /// m.update();
+    /// let mut out = [Some(9); 3];
+    /// m.classify_first_batch(&[(&[1][..], 1), (&[2][..], 1), (&[][..], 0)], &mut Default::default(), &mut out);
+    /// assert_eq!(out, [Some(4), None, None]);
+    /// ```
+    pub fn classify_first_batch(
+        &self,
+        pkts: &[(&[u8], u32)],
+        s: &mut Scratch,
+        out: &mut [Option<u32>],
+    ) {
+        assert_eq!(pkts.len(), out.len(), "one result slot per packet");
+        if !self.coded() {
+            for ((pkt, wirelen), o) in pkts.iter().zip(out.iter_mut()) {
+                *o = self.first_hits(pkt, *wirelen, s);
+            }
+            return;
+        }
+        let mut r = [NO_MATCH; BATCH_CHUNK];
+        for (pkts, out) in pkts.chunks(BATCH_CHUNK).zip(out.chunks_mut(BATCH_CHUNK)) {
+            let n = pkts.len();
+            let (r, out) = (&mut r[..n], &mut out[..n]);
+            self.results(pkts, r);
+            for i in 0..n {
+                out[i] = match r[i] {
+                    NO_MATCH => None,
+                    MANY => self.first_hits(pkts[i].0, pkts[i].1, s),
+                    f => Some(f),
+                };
+            }
         }
     }
 }
@@ -1621,6 +2417,15 @@ impl Engine for NativeMerged {
 
     fn classify_batch(&self, pkts: &[(&[u8], u32)], s: &mut Scratch, out: &mut [Vec<u32>]) {
         NativeMerged::classify_batch(self, pkts, s, out)
+    }
+
+    fn classify_first_batch(
+        &self,
+        pkts: &[(&[u8], u32)],
+        s: &mut Scratch,
+        out: &mut [Option<u32>],
+    ) {
+        NativeMerged::classify_first_batch(self, pkts, s, out)
     }
 }
 

@@ -73,6 +73,98 @@ fn check(n: &NativeMerged, m: &Merged, filters: &[(u32, Filter)], pkts: &[Vec<u8
     n.classify_batch(&all, &mut s, &mut x);
     m.classify_batch(&all, &mut s, &mut y);
     assert_eq!(x, y, "classify_batch");
+    let mut firsts = vec![Some(u32::MAX); all.len()];
+    n.classify_first_batch(&all, &mut s, &mut firsts);
+    let want: Vec<Option<u32>> = all
+        .iter()
+        .map(|(p, w)| m.classify_first(p, *w, &mut s))
+        .collect();
+    assert_eq!(firsts, want, "classify_first_batch");
+}
+
+/// Four or more keys of a small group are dispatched by a perfect hash
+/// chosen for them (DPF's hashed disjunctions; three keys keep their
+/// compares), and the answers equal `Merged`'s and each filter's own on
+/// packets of every session, near misses (one port off, a fragment), an
+/// IPv4 header with options, and every truncation of them.
+#[test]
+fn key_sets_are_hashed_from_four_keys() {
+    let addr = |i| 0xc0a8_0000 + i;
+    for n in [3u32, 4, 10, 16] {
+        let filters: Vec<(u32, Filter, i32)> = (0..n)
+            .map(|i| {
+                let f = session(addr(i), addr(100 + 3 * i), 1000 + i, 80 + i % 2);
+                (i, Filter::new(f, 1), 0)
+            })
+            .collect();
+        let (nm, m) = build(&filters, SMALL_KEYS);
+        assert_eq!(
+            nm.native_stats().hashed_sets,
+            usize::from(n >= 4),
+            "{n} keys"
+        );
+        let mut pkts = Vec::new();
+        for i in 0..n {
+            let (a, b, q) = (addr(i), addr(100 + 3 * i), 80 + (i % 2) as u16);
+            pkts.push(tcp_packet(a, b, 1000 + i as u16, q, 5, 0x4000, 6));
+            pkts.push(tcp_packet(a, b, 1000 + i as u16, q, 6, 0, 6));
+            pkts.push(tcp_packet(a, b, 1001 + i as u16, q, 5, 0, 6));
+            pkts.push(tcp_packet(a, b, 1000 + i as u16, q, 5, 0x21, 6));
+        }
+        let live: Vec<(u32, Filter)> = filters.iter().map(|f| (f.0, f.1.clone())).collect();
+        check(&nm, &m, &live, &pkts);
+    }
+}
+
+/// The batch functions answer alone for a packet with one match of a key
+/// with one filter, and hand over (MANY) a key with two filters and a
+/// packet two groups match; every answer equals `Merged`'s.
+#[test]
+fn batch_results_hand_over_only_shared_keys() {
+    let addr = |i| 0xc0a8_0000 + i;
+    let mut filters: Vec<(u32, Filter, i32)> = (0..10)
+        .map(|i| {
+            (
+                i,
+                Filter::new(session(addr(i), addr(50), 1000 + i, 80), 1),
+                0,
+            )
+        })
+        .collect();
+    // Filter 10 shares session 3's key; filter 11 is another group (any TCP
+    // to port 80 of 192.168.0.50).
+    filters.push((10, Filter::new(session(addr(3), addr(50), 1003, 80), 1), 5));
+    let to50 = Pred::and(vec![
+        Pred::eq(Val::load_abs(12, Size::Half), 0x800),
+        Pred::eq(Val::load_abs(30, Size::Word), addr(50)),
+    ]);
+    filters.push((11, Filter::new(to50, 1), 0));
+    for small in [0, SMALL_KEYS] {
+        let (n, m) = build(&filters, small);
+        assert!(n.coded());
+        let pkt = |i: u32| tcp_packet(addr(i), addr(50), 1000 + i as u16, 80, 5, 0x4000, 6);
+        let (p1, p3, p_other) = (
+            pkt(1),
+            pkt(3),
+            tcp_packet(addr(1), addr(51), 1001, 80, 5, 0, 6),
+        );
+        let pkts: Vec<(&[u8], u32)> = vec![(&p1, 54), (&p3, 54), (&p_other, 54), (&p1[..20], 54)];
+        let mut r = vec![0; pkts.len()];
+        n.results(&pkts, &mut r);
+        // p1: session 1 and the to-50 group: two matches.
+        assert_eq!(r, [MANY, MANY, NO_MATCH, NO_MATCH], "small = {small}");
+        let mut s = Scratch::default();
+        for (p, w) in &pkts {
+            assert_eq!(
+                n.classify_first(p, *w, &mut s),
+                m.classify_first(p, *w, &mut s)
+            );
+        }
+        // Without the to-50 group, session 1 is answered in code.
+        let (n, _) = build(&filters[..11], small);
+        n.results(&pkts, &mut r);
+        assert_eq!(r, [1, MANY, NO_MATCH, NO_MATCH], "small = {small}");
+    }
 }
 
 fn build(filters: &[(u32, Filter, i32)], small: usize) -> (NativeMerged, Merged) {
