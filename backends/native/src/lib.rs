@@ -333,6 +333,24 @@ pub(crate) struct Desc {
     pub(crate) wirelen: u32,
 }
 
+/// Ask the CPU to bring the cache line holding `p` into the caches (a hint:
+/// nothing happens on targets without a prefetch instruction here).
+///
+/// The batch paths call it for every packet while they build the batch's
+/// descriptors, so that on a capture larger than the caches the packets'
+/// headers are on their way before the generated code reads them.
+#[inline(always)]
+pub(crate) fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch hint never faults and changes nothing but the
+    // caches, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// The batch function's type.
 type BatchFn = unsafe extern "C" fn(descs: *const Desc, n: u64, out: *mut u32);
 
@@ -587,6 +605,7 @@ impl NativeFilter {
         let mut descs = [const { std::mem::MaybeUninit::<Desc>::uninit() }; BATCH_CHUNK];
         for (pkts, out) in pkts.chunks(BATCH_CHUNK).zip(out.chunks_mut(BATCH_CHUNK)) {
             for (d, (p, w)) in descs.iter_mut().zip(pkts) {
+                prefetch(p.as_ptr());
                 d.write(Desc {
                     ptr: p.as_ptr(),
                     caplen: p.len() as u64,

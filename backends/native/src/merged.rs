@@ -53,9 +53,9 @@
 //! assert_eq!(m.native_stats().keys_in_code, 2);
 //! ```
 
-use crate::{CodePages, Desc, NativeError, BATCH_CHUNK};
+use crate::{prefetch, CodePages, Desc, NativeError, BATCH_CHUNK};
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, AbiParam, Block, InstBuilder, MemFlags, Value};
+use cranelift_codegen::ir::{types, AbiParam, Block, InstBuilder, MemFlags, Signature, Value};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_module::Module;
 use sluice_classifier::merged::{
@@ -602,18 +602,18 @@ fn compile_fn(
         let count = Variable::from_u32(0);
         // For a batch: the loop's index and the packet's result word.
         let mut lp = None;
-        let (pkt, caplen, wirelen, tables, out) = if batch {
-            let (descs, n) = (p[0], p[1]);
-            let head = b.create_block();
-            let i = b.append_block_param(head, types::I64);
-            let exit = b.create_block();
-            // entry: if n == 0 return, else head(0).
-            let zero = b.ins().iconst(types::I64, 0);
-            b.ins().brif(n, head, &[zero], exit, &[]);
-            b.switch_to_block(exit);
-            b.ins().return_(&[]);
-            // head(i): read descs[i], mark the result "no match", then the paths.
-            b.switch_to_block(head);
+        // The groups the paths probe in their tables.
+        let mut probed: Vec<u32> = items
+            .iter()
+            .filter_map(|it| match it.action {
+                Action::Probe { group, .. } => Some(group),
+                Action::Hit { .. } => None,
+            })
+            .collect();
+        probed.sort_unstable();
+        probed.dedup();
+        let (descs, n) = (p[0], p[1]);
+        let read_desc = |b: &mut FunctionBuilder, i: Value| {
             let off = b.ins().imul_imm(i, std::mem::size_of::<Desc>() as i64);
             let d = b.ins().iadd(descs, off);
             let fl = MemFlags::trusted().with_readonly();
@@ -629,6 +629,65 @@ fn compile_fn(
                 d,
                 std::mem::offset_of!(Desc, wirelen) as i32,
             );
+            (pkt, caplen, wirelen)
+        };
+        // A batch with a large probed table first runs the paths once
+        // with every probe replaced by a prefetch of its first slot
+        // (`Out::Prefetch`), so the slots of the whole batch are on their
+        // way to the cache before the second pass probes them.
+        let mut prefetch = None;
+        let (pkt, caplen, wirelen, tables, out) = if batch {
+            let head = b.create_block();
+            let i = b.append_block_param(head, types::I64);
+            let exit = b.create_block();
+            let zero = b.ins().iconst(types::I64, 0);
+            if probed.is_empty() {
+                // entry: if n == 0 return, else head(0).
+                b.ins().brif(n, head, &[zero], exit, &[]);
+            } else {
+                // entry: if n == 0 return; if a probed table is large,
+                // pre_head(0), else head(0).
+                let gate = b.create_block();
+                b.ins().brif(n, gate, &[], exit, &[]);
+                b.switch_to_block(gate);
+                let fl = MemFlags::trusted().with_readonly();
+                let mut big = None;
+                for &g in &probed {
+                    let at = (g as usize * std::mem::size_of::<TableDesc>()
+                        + std::mem::offset_of!(TableDesc, mask))
+                        as i32;
+                    let mask = b.ins().load(types::I64, fl, p[2], at);
+                    let x = b.ins().icmp_imm(
+                        IntCC::UnsignedGreaterThanOrEqual,
+                        mask,
+                        PREFETCH_SLOTS as i64 - 1,
+                    );
+                    big = Some(match big {
+                        None => x,
+                        Some(y) => b.ins().bor(x, y),
+                    });
+                }
+                let pre_head = b.create_block();
+                let j = b.append_block_param(pre_head, types::I64);
+                b.ins().brif(
+                    big.expect("a probed group"),
+                    pre_head,
+                    &[zero],
+                    head,
+                    &[zero],
+                );
+                b.switch_to_block(pre_head);
+                let (pkt, caplen, wirelen) = read_desc(&mut b, j);
+                let pre_start = b.create_block();
+                b.ins().jump(pre_start, &[]);
+                prefetch = Some((j, pre_head, pre_start, pkt, caplen, wirelen));
+                // (pre_done is filled after the paths.)
+            }
+            b.switch_to_block(exit);
+            b.ins().return_(&[]);
+            // head(i): read descs[i], mark the result "no match", then the paths.
+            b.switch_to_block(head);
+            let (pkt, caplen, wirelen) = read_desc(&mut b, i);
             let off = b.ins().ishl_imm(i, 2);
             let slot = b.ins().iadd(p[3], off);
             let none = b.ins().iconst(types::I32, NO_MATCH as i64);
@@ -654,6 +713,29 @@ fn compile_fn(
             stats,
             data,
         };
+        if let (Some((j, pre_head, pre_start, pkt, caplen, wirelen)), Some((_, _, head, _))) =
+            (prefetch, lp)
+        {
+            let pre_done = g.b.create_block();
+            let main = (g.pkt, g.caplen, g.wirelen, g.out);
+            (g.pkt, g.caplen, g.wirelen, g.out) = (pkt, caplen, wirelen, Out::Prefetch);
+            // Only the probing paths matter in this pass.
+            let probes: Vec<Item> = items
+                .iter()
+                .filter(|it| matches!(it.action, Action::Probe { .. }))
+                .cloned()
+                .collect();
+            let saved = std::mem::take(g.stats);
+            g.emit(pre_start, probes, Ctx::default(), pre_done);
+            *g.stats = saved;
+            (g.pkt, g.caplen, g.wirelen, g.out) = main;
+            // pre_done: j + 1 < n ? pre_head(j + 1) : head(0).
+            g.b.switch_to_block(pre_done);
+            let j1 = g.b.ins().iadd_imm(j, 1);
+            let more = g.b.ins().icmp(IntCC::UnsignedLessThan, j1, n);
+            let zero = g.b.ins().iconst(types::I64, 0);
+            g.b.ins().brif(more, pre_head, &[j1], head, &[zero]);
+        }
         g.emit(start, items, Ctx::default(), done);
         g.b.switch_to_block(done);
         match lp {
@@ -722,6 +804,20 @@ enum Out {
     /// ([`NO_MATCH`], a filter or [`MANY`]). `single`: the function has
     /// one group, so at most one match per packet.
     First { slot: Value, single: bool },
+    /// The batch function's first pass over a batch with a large table:
+    /// a probe only prefetches its first slot; nothing is recorded.
+    Prefetch,
+}
+
+/// Tables of at least this many slots (1 MB and more for session keys)
+/// are prefetched a batch ahead by the batch functions; smaller ones stay
+/// in the caches between packets anyway.
+const PREFETCH_SLOTS: u64 = 1 << 15;
+
+/// Called from generated code: ask the CPU to bring the cache line at `p`
+/// (a slot of a probed table) closer, ahead of the probe that reads it.
+extern "C" fn prefetch_helper(p: *const u8) {
+    prefetch(p)
 }
 
 /// Flags of packet loads: they cannot trap (a length check dominates
@@ -1441,6 +1537,7 @@ impl Gen<'_, '_> {
     ) {
         let fl = MemFlags::trusted();
         match self.out {
+            Out::Prefetch => {}
             Out::Hits { out, count } => {
                 let n = self.b.use_var(count);
                 let off = self.b.ins().imul_imm(n, std::mem::size_of::<Hit>() as i64);
@@ -1552,13 +1649,25 @@ impl Gen<'_, '_> {
             std::mem::offset_of!(TableDesc, mask) as i32,
         );
         let i0 = self.b.ins().band(h, mask);
+        let stride = (key.len() + 2) * 4;
+        if matches!(self.out, Out::Prefetch) {
+            let off = self.b.ins().imul_imm(i0, stride as i64);
+            let slot = self.b.ins().iadd(base, off);
+            let mut sig = Signature::new(self.b.func.signature.call_conv);
+            sig.params.push(AbiParam::new(types::I64));
+            let sigref = self.b.import_signature(sig);
+            let helper = prefetch_helper as extern "C" fn(_);
+            let callee = self.b.ins().iconst(types::I64, helper as usize as i64);
+            self.b.ins().call_indirect(sigref, callee, &[slot]);
+            self.b.ins().jump(after, &[]);
+            return;
+        }
         let budget = self.b.ins().iadd_imm(mask, 1);
         let head = self.b.create_block();
         let i = self.b.append_block_param(head, types::I64);
         let left = self.b.append_block_param(head, types::I64);
         self.b.ins().jump(head, &[i0, budget]);
         self.b.switch_to_block(head);
-        let stride = (key.len() + 2) * 4;
         let off = self.b.ins().imul_imm(i, stride as i64);
         let slot = self.b.ins().iadd(base, off);
         let v = self.b.ins().load(types::I32, fl, slot, 0);
@@ -2135,6 +2244,7 @@ impl NativeMerged {
         let mut more = [const { std::mem::MaybeUninit::<u32>::uninit() }; BATCH_CHUNK];
         for (pkts, out) in pkts.chunks(BATCH_CHUNK).zip(out.chunks_mut(BATCH_CHUNK)) {
             for (d, (p, w)) in descs.iter_mut().zip(pkts) {
+                prefetch(p.as_ptr());
                 d.write(Desc {
                     ptr: p.as_ptr(),
                     caplen: p.len() as u64,

@@ -116,6 +116,56 @@ fn key_sets_are_hashed_from_four_keys() {
     }
 }
 
+/// A table large enough for the batch functions' prefetch pass (2^16
+/// slots: 20,000 sessions) gives the same answers as `Merged` in batches
+/// and one by one, for packets of installed sessions and of none.
+#[test]
+fn large_tables_prefetched_in_batches_agree() {
+    let addr = |i| 0x0a00_0000 + i;
+    let mut m = Merged::default();
+    m.insert(
+        0,
+        &Compiled::new(Filter::new(session(addr(0), addr(1), 1000, 80), 1)),
+        0,
+    );
+    for i in 1..20_000u32 {
+        let key = [0x800, 6, addr(i), addr(i + 1), 1000 + i % 50_000, 80];
+        assert!(m.insert_keyed(i, 0, &key, 0));
+    }
+    let n = NativeMerged::from_merged(m.clone());
+    assert!(n.coded());
+    assert!(n.merged().group_view(0).unwrap().table().slots() as u64 >= PREFETCH_SLOTS);
+    let pkts: Vec<Vec<u8>> = (0..300u32)
+        .map(|k| {
+            let i = k * 67 % 20_000;
+            let q = if k % 5 == 0 { 81 } else { 80 };
+            tcp_packet(
+                addr(i),
+                addr(i + 1),
+                (1000 + i % 50_000) as u16,
+                q,
+                5,
+                0x4000,
+                6,
+            )
+        })
+        .collect();
+    let all: Vec<(&[u8], u32)> = pkts.iter().map(|p| (&p[..], p.len() as u32)).collect();
+    let mut s = Scratch::default();
+    let mut firsts = vec![None; all.len()];
+    n.classify_first_batch(&all, &mut s, &mut firsts);
+    let want: Vec<Option<u32>> = all
+        .iter()
+        .map(|(p, w)| m.classify_first(p, *w, &mut s))
+        .collect();
+    assert_eq!(firsts, want);
+    assert_eq!(want.iter().filter(|w| w.is_some()).count(), 240);
+    let mut x = vec![Vec::new(); all.len()];
+    n.classify_batch(&all, &mut s, &mut x);
+    let y: Vec<Vec<u32>> = want.iter().map(|w| w.iter().copied().collect()).collect();
+    assert_eq!(x, y);
+}
+
 /// The batch functions answer alone for a packet with one match of a key
 /// with one filter, and hand over (MANY) a key with two filters and a
 /// packet two groups match; every answer equals `Merged`'s.
