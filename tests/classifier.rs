@@ -241,8 +241,12 @@ fn merged_verdicts_equal_alone_for_generated_combinations() {
         m.whole(),
         pkts.len()
     );
+    // The same set as machine code, one packet at a time and in batches.
+    let native = sluice_native::merged::NativeMerged::from_merged(m.clone());
     let mut s = Scratch::default();
     let mut got = Vec::new();
+    let mut firsts = Vec::new();
+    let mut alls = Vec::new();
     for (pkt, wirelen) in &pkts {
         m.classify(pkt, *wirelen, &mut s, &mut got);
         let want: Vec<u32> = filters
@@ -252,11 +256,23 @@ fn merged_verdicts_equal_alone_for_generated_combinations() {
             .map(|(i, _)| i as u32)
             .collect();
         assert_eq!(got, want, "packet {pkt:02x?}");
+        native.classify(pkt, *wirelen, &mut s, &mut got);
+        assert_eq!(got, want, "native, packet {pkt:02x?}");
         // The winner: highest priority, then lowest id.
         let first = want
             .iter()
             .copied()
             .max_by_key(|&i| (filters[i as usize].2, std::cmp::Reverse(i)));
         assert_eq!(m.classify_first(pkt, *wirelen, &mut s), first);
+        assert_eq!(native.classify_first(pkt, *wirelen, &mut s), first);
+        firsts.push(first);
+        alls.push(want);
     }
+    let refs: Vec<(&[u8], u32)> = pkts.iter().map(|(p, w)| (&p[..], *w)).collect();
+    let mut batch_firsts = vec![None; refs.len()];
+    native.classify_first_batch(&refs, &mut s, &mut batch_firsts);
+    assert_eq!(batch_firsts, firsts, "native classify_first_batch");
+    let mut batch_alls = vec![Vec::new(); refs.len()];
+    native.classify_batch(&refs, &mut s, &mut batch_alls);
+    assert_eq!(batch_alls, alls, "native classify_batch");
 }
