@@ -69,6 +69,7 @@
 
 pub mod fpl;
 pub mod merged;
+mod settle;
 
 use std::fmt;
 
@@ -121,6 +122,12 @@ pub struct Stats {
     pub aggregated_checks: usize,
     /// `in` sets compiled to a jump table.
     pub jump_tables: usize,
+    /// Equality tests decided by the path to them (a repeated test, or the
+    /// same field tested for another constant), compiled as jumps.
+    pub settled: usize,
+    /// Equality and mask tests of 2- and 4-byte fields compiled against the
+    /// constant in packet byte order (no byte swap per packet).
+    pub raw_compares: usize,
     /// Compares merged away by atom coalescing: adjacent fields of one
     /// header compared with constants become one wider compare.
     pub coalesced: usize,
@@ -494,7 +501,10 @@ fn build(
                 }
             }
         }
-        let first = g.lower(&filter.pred, accept, reject);
+        // Tests the path has already decided become jumps.
+        let (pred, settled) = settle::settle(&filter.pred);
+        g.stats.settled += settled;
+        let first = g.lower(&pred, accept, reject);
         g.b.switch_to_block(start);
         g.b.ins().jump(first, &[]);
         g.b.seal_all_blocks();
@@ -709,6 +719,36 @@ impl Gen<'_, '_> {
         match p {
             Pred::True => t,
             Pred::False => f,
+            Pred::Cmp {
+                op: op @ (CmpOp::Eq | CmpOp::Set),
+                lhs:
+                    Val::Load {
+                        base,
+                        offset,
+                        size: size @ (Size::Half | Size::Word),
+                    },
+                rhs: Val::Const(k),
+            } => {
+                // Equality and mask tests of 2- and 4-byte fields compare
+                // the bytes as loaded with the constant in the packet's
+                // byte order: no byte swap per packet.
+                let blk = self.b.create_block();
+                self.b.switch_to_block(blk);
+                let saved = self.known;
+                let raw = self.load_raw(base, *offset, *size);
+                let (k, fits) = match size {
+                    Size::Half => (((*k & 0xffff) as u16).to_be() as u32, *k <= 0xffff),
+                    _ => (k.to_be(), true),
+                };
+                self.stats.raw_compares += 1;
+                let cond = match op {
+                    CmpOp::Eq if !fits => self.b.ins().iconst(types::I8, 0),
+                    _ => self.cmp_imm(*op, raw, k),
+                };
+                self.b.ins().brif(cond, t, &[], f, &[]);
+                self.known = saved;
+                blk
+            }
             Pred::Cmp { op, lhs, rhs } => {
                 let blk = self.b.create_block();
                 self.b.switch_to_block(blk);
@@ -1044,12 +1084,28 @@ impl Gen<'_, '_> {
     /// A big-endian load of `size` bytes at `base + offset`, bounds-checked
     /// unless a dominating check already covers it.
     fn load(&mut self, base: &Val, offset: u32, size: Size) -> Value {
+        let x = self.load_raw(base, offset, size);
+        match size {
+            Size::Byte => x,
+            Size::Half => {
+                let x = self.b.ins().ireduce(types::I16, x);
+                let x = self.b.ins().bswap(x);
+                self.b.ins().uextend(types::I32, x)
+            }
+            Size::Word => self.b.ins().bswap(x),
+        }
+    }
+
+    /// The `size` bytes at `base + offset` as the CPU loads them (host byte
+    /// order, zero-extended to 32 bits), bounds-checked unless a dominating
+    /// check already covers them.
+    fn load_raw(&mut self, base: &Val, offset: u32, size: Size) -> Value {
         self.stats.loads += 1;
         let folded = fold_base(base, offset);
         if let Some((inner, offset)) = &folded {
             self.stats.folded_offsets += 1;
             self.stats.loads -= 1; // counted again by the call below
-            return self.load(inner, *offset, size);
+            return self.load_raw(inner, *offset, size);
         }
         let width = size.bytes() as u64;
         // `readonly` lets Cranelift treat the load as pure: it may share it
@@ -1119,15 +1175,8 @@ impl Gen<'_, '_> {
         };
         match size {
             Size::Byte => self.b.ins().uload8(types::I32, flags, addr, 0),
-            Size::Half => {
-                let x = self.b.ins().load(types::I16, flags, addr, 0);
-                let x = self.b.ins().bswap(x);
-                self.b.ins().uextend(types::I32, x)
-            }
-            Size::Word => {
-                let x = self.b.ins().load(types::I32, flags, addr, 0);
-                self.b.ins().bswap(x)
-            }
+            Size::Half => self.b.ins().uload16(types::I32, flags, addr, 0),
+            Size::Word => self.b.ins().load(types::I32, flags, addr, 0),
         }
     }
 }
