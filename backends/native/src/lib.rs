@@ -358,6 +358,24 @@ pub(crate) fn prefetch(p: *const u8) {
     let _ = p;
 }
 
+/// Write the descriptors of `pkts` (at most [`BATCH_CHUNK`]) into the first
+/// `pkts.len()` places of `descs`, prefetching each packet's first cache
+/// line on the way, and return the array's address for the generated code.
+pub(crate) fn fill_descs(
+    descs: &mut [std::mem::MaybeUninit<Desc>; BATCH_CHUNK],
+    pkts: &[(&[u8], u32)],
+) -> *const Desc {
+    for (d, (p, w)) in descs.iter_mut().zip(pkts) {
+        prefetch(p.as_ptr());
+        d.write(Desc {
+            ptr: p.as_ptr(),
+            caplen: p.len() as u64,
+            wirelen: *w,
+        });
+    }
+    descs.as_ptr().cast::<Desc>()
+}
+
 /// The batch function's type.
 type BatchFn = unsafe extern "C" fn(descs: *const Desc, n: u64, out: *mut u32);
 
@@ -614,14 +632,7 @@ impl NativeFilter {
         };
         let mut descs = [const { std::mem::MaybeUninit::<Desc>::uninit() }; BATCH_CHUNK];
         for (pkts, out) in pkts.chunks(BATCH_CHUNK).zip(out.chunks_mut(BATCH_CHUNK)) {
-            for (d, (p, w)) in descs.iter_mut().zip(pkts) {
-                prefetch(p.as_ptr());
-                d.write(Desc {
-                    ptr: p.as_ptr(),
-                    caplen: p.len() as u64,
-                    wirelen: *w,
-                });
-            }
+            let descs = fill_descs(&mut descs, pkts);
             // SAFETY: the first `pkts.len()` descriptors were just written
             // (`pkts.len() <= BATCH_CHUNK`), each from a slice of `pkts` that
             // outlives the call; the code reads only `descs[..n]` and, for
@@ -630,13 +641,7 @@ impl NativeFilter {
             // which is `out.len() == n` `u32`s borrowed mutably. It always
             // terminates (the loop runs `n` times, the body has no loops) and
             // the code pages live as long as `self`.
-            unsafe {
-                (code.func)(
-                    descs.as_ptr().cast::<Desc>(),
-                    pkts.len() as u64,
-                    out.as_mut_ptr(),
-                )
-            }
+            unsafe { (code.func)(descs, pkts.len() as u64, out.as_mut_ptr()) }
         }
     }
 

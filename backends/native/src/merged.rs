@@ -53,7 +53,7 @@
 //! assert_eq!(m.native_stats().keys_in_code, 2);
 //! ```
 
-use crate::{prefetch, CodePages, Desc, NativeError, BATCH_CHUNK};
+use crate::{fill_descs, prefetch, CodePages, Desc, NativeError, BATCH_CHUNK};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, Block, InstBuilder, MemFlags, Signature, Value};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
@@ -2243,16 +2243,8 @@ impl NativeMerged {
         let mut descs = [const { std::mem::MaybeUninit::<Desc>::uninit() }; BATCH_CHUNK];
         let mut more = [const { std::mem::MaybeUninit::<u32>::uninit() }; BATCH_CHUNK];
         for (pkts, out) in pkts.chunks(BATCH_CHUNK).zip(out.chunks_mut(BATCH_CHUNK)) {
-            for (d, (p, w)) in descs.iter_mut().zip(pkts) {
-                prefetch(p.as_ptr());
-                d.write(Desc {
-                    ptr: p.as_ptr(),
-                    caplen: p.len() as u64,
-                    wirelen: *w,
-                });
-            }
             let n = pkts.len();
-            let descs = descs.as_ptr().cast::<Desc>();
+            let descs = fill_descs(&mut descs, pkts);
             // SAFETY: the first `n` descriptors were just written (`n <=
             // BATCH_CHUNK`), each from a slice of `pkts` that outlives the
             // call. Each function reads only `descs[..n]`, for each packet
