@@ -690,12 +690,18 @@ fn compile_fn(
             let (pkt, caplen, wirelen) = read_desc(&mut b, i);
             let off = b.ins().ishl_imm(i, 2);
             let slot = b.ins().iadd(p[3], off);
-            let none = b.ins().iconst(types::I32, NO_MATCH as i64);
-            b.ins().store(MemFlags::trusted(), none, slot, 0);
+            // With one group, a hit ends the packet (`done`) and every other
+            // way out is "no match" (`nomatch`, below); with several, the
+            // word starts as "no match" and hits update it.
+            let single = groups == 1;
+            if !single {
+                let none = b.ins().iconst(types::I32, NO_MATCH as i64);
+                b.ins().store(MemFlags::trusted(), none, slot, 0);
+            }
             b.ins().jump(start, &[]);
             lp = Some((i, n, head, exit));
-            let single = groups == 1;
-            (pkt, caplen, wirelen, p[2], Out::First { slot, single })
+            let done = single.then_some(done);
+            (pkt, caplen, wirelen, p[2], Out::First { slot, done })
         } else {
             b.declare_var(count, types::I64);
             let zero = b.ins().iconst(types::I64, 0);
@@ -736,7 +742,23 @@ fn compile_fn(
             let zero = g.b.ins().iconst(types::I64, 0);
             g.b.ins().brif(more, pre_head, &[j1], head, &[zero]);
         }
-        g.emit(start, items, Ctx::default(), done);
+        // With one group, the ways out without a match store "no match"
+        // in a block laid out after the loop's step, so that a hit falls
+        // through into the step.
+        let nomatch = match g.out {
+            Out::First {
+                slot,
+                done: Some(_),
+            } => {
+                let nomatch = g.b.create_block();
+                g.emit(start, items, Ctx::default(), nomatch);
+                Some((nomatch, slot))
+            }
+            _ => {
+                g.emit(start, items, Ctx::default(), done);
+                None
+            }
+        };
         g.b.switch_to_block(done);
         match lp {
             // done: i + 1 < n ? head(i + 1) : return.
@@ -749,6 +771,12 @@ fn compile_fn(
                 let n = g.b.use_var(count);
                 g.b.ins().return_(&[n]);
             }
+        }
+        if let Some((nomatch, slot)) = nomatch {
+            g.b.switch_to_block(nomatch);
+            let none = g.b.ins().iconst(types::I32, NO_MATCH as i64);
+            g.b.ins().store(MemFlags::trusted(), none, slot, 0);
+            g.b.ins().jump(done, &[]);
         }
         g.b.seal_all_blocks();
         g.b.finalize();
@@ -801,9 +829,10 @@ enum Out {
     /// `count` (returned).
     Hits { out: Value, count: Variable },
     /// The batch function: the packet's result word at `slot`
-    /// ([`NO_MATCH`], a filter or [`MANY`]). `single`: the function has
-    /// one group, so at most one match per packet.
-    First { slot: Value, single: bool },
+    /// ([`NO_MATCH`], a filter or [`MANY`]). `done`: the function has one
+    /// group, so at most one match per packet, and a hit writes the word
+    /// and goes on with the next packet there.
+    First { slot: Value, done: Option<Block> },
     /// The batch function's first pass over a batch with a large table:
     /// a probe only prefetches its first slot; nothing is recorded.
     Prefetch,
@@ -1013,12 +1042,12 @@ impl Gen<'_, '_> {
                 self.stats.loads += 1;
                 let a = self.addr(ctx, w.r, w.width, cont);
                 match w.width {
-                    2 => self.b.ins().uload16(types::I32, flags(), a, 0),
-                    4 => self.b.ins().load(types::I32, flags(), a, 0),
+                    2 => self.b.ins().uload16(types::I64, flags(), a, 0),
+                    4 => self.b.ins().uload32(flags(), a, 0),
                     _ => self.b.ins().load(types::I64, flags(), a, 0),
                 }
             };
-            vals.push(if w.width == 8 {
+            vals.push(if w.fields > 1 {
                 v
             } else {
                 self.b.ins().uextend(types::I64, v)
@@ -1032,8 +1061,16 @@ impl Gen<'_, '_> {
         let h = self.b.ins().imul_imm(x, mult as i64);
         let h = self.b.ins().ushr_imm(h, (64 - bits) as i64);
         let off = self.b.ins().imul_imm(h, (stride * 8) as i64);
-        let at = self.b.ins().iadd_imm(off, base);
+        // The table's address, read from a cell rather than used as an
+        // immediate: a read-only load is hoisted out of the batch loop into
+        // a register, where an immediate would be rematerialised at every
+        // use.
+        let cell: Box<[u64]> = vec![base as u64].into();
+        let cell_at = self.b.ins().iconst(types::I64, cell.as_ptr() as i64);
+        self.data.push(cell);
         let fl = MemFlags::trusted().with_readonly();
+        let base = self.b.ins().load(types::I64, fl, cell_at, 0);
+        let at = self.b.ins().iadd(off, base);
         let mut diff = None;
         for (i, &have) in vals.iter().enumerate() {
             let want = self.b.ins().load(types::I64, fl, at, (8 * i) as i32);
@@ -1555,7 +1592,7 @@ impl Gen<'_, '_> {
                 let n1 = self.b.ins().iadd_imm(n, 1);
                 self.b.def_var(count, n1);
             }
-            Out::First { slot, single } => {
+            Out::First { slot, done } => {
                 let many = self.b.ins().iconst(types::I32, MANY as i64);
                 let cand = match (known, result) {
                     (_, Some(r)) => r,
@@ -1573,14 +1610,22 @@ impl Gen<'_, '_> {
                         self.b.ins().select(one, f, many)
                     }
                 };
-                let r = if single {
-                    cand
-                } else {
-                    let old = self.b.ins().load(types::I32, fl, slot, 0);
-                    let first = self.b.ins().icmp_imm(IntCC::Equal, old, NO_MATCH as i64);
-                    self.b.ins().select(first, cand, many)
-                };
-                self.b.ins().store(fl, r, slot, 0);
+                match done {
+                    // The only group: its hit is the packet's answer.
+                    Some(done) => {
+                        self.b.ins().store(fl, cand, slot, 0);
+                        self.b.ins().jump(done, &[]);
+                        // What the caller emits after the hit is unreachable.
+                        let dead = self.b.create_block();
+                        self.b.switch_to_block(dead);
+                    }
+                    None => {
+                        let old = self.b.ins().load(types::I32, fl, slot, 0);
+                        let first = self.b.ins().icmp_imm(IntCC::Equal, old, NO_MATCH as i64);
+                        let r = self.b.ins().select(first, cand, many);
+                        self.b.ins().store(fl, r, slot, 0);
+                    }
+                }
             }
         }
     }
@@ -1796,27 +1841,27 @@ fn hash_shape(items: &[Item]) -> Option<HashShape> {
     let same: Vec<bool> = (0..fields.len())
         .map(|i| keys.iter().all(|(k, _)| k[i] == keys[0].0[i]))
         .collect();
-    let fixed: Vec<(R, u32)> = (0..fields.len())
-        .filter(|&i| same[i])
-        .map(|i| (fields[i], keys[0].0[i]))
-        .collect();
-    // The varying fields in (header, offset) order, adjacent ones as one
-    // word when together they are 2, 4 or 8 bytes.
+    // The fields in (header, offset) order, adjacent ones as one word when
+    // together they are 2, 4 or 8 bytes. A word whose fields are equal in
+    // every key is tested field by field instead of hashed; a field equal
+    // in every key that shares a word with others is hashed with them (it
+    // costs nothing more there).
     let place = |r: R| match r {
         R::Abs { off, size } => (None, off, size as u32),
         R::Rel { hdr, off, size } => (Some(hdr), off, size as u32),
         R::Len | R::Const(_) => unreachable!("checked above"),
     };
-    let mut vary: Vec<usize> = (0..fields.len()).filter(|&i| !same[i]).collect();
-    vary.sort_by_key(|&i| place(fields[i]));
+    let mut order: Vec<usize> = (0..fields.len()).collect();
+    order.sort_by_key(|&i| place(fields[i]));
+    let mut fixed: Vec<(R, u32)> = Vec::new();
     let mut words: Vec<(HashWord, Vec<usize>)> = Vec::new();
     let mut i = 0;
-    while i < vary.len() {
-        let (hdr, off, size) = place(fields[vary[i]]);
+    while i < order.len() {
+        let (hdr, off, size) = place(fields[order[i]]);
         let (mut j, mut total) = (i + 1, size);
         let mut best = (i + 1, size);
-        while j < vary.len() {
-            let (h2, o2, s2) = place(fields[vary[j]]);
+        while j < order.len() {
+            let (h2, o2, s2) = place(fields[order[j]]);
             if h2 != hdr || o2 != off + total || total + s2 > 8 {
                 break;
             }
@@ -1827,24 +1872,28 @@ fn hash_shape(items: &[Item]) -> Option<HashShape> {
             }
         }
         let (end, width) = best;
-        let r = if end - i == 1 {
-            fields[vary[i]]
+        let fields_in = order[i..end].to_vec();
+        i = end;
+        if fields_in.iter().all(|&f| same[f]) {
+            fixed.extend(fields_in.iter().map(|&f| (fields[f], keys[0].0[f])));
+            continue;
+        }
+        let r = if fields_in.len() == 1 {
+            fields[fields_in[0]]
         } else {
             match hdr {
                 None => R::Abs { off, size: 1 },
                 Some(hdr) => R::Rel { hdr, off, size: 1 },
             }
         };
-        let fields_in = vary[i..end].to_vec();
         words.push((
             HashWord {
                 r,
                 width,
-                fields: end - i,
+                fields: fields_in.len(),
             },
             fields_in,
         ));
-        i = end;
     }
     if words.is_empty() || words.len() > COMBINE.len() + 1 {
         return None;
