@@ -34,8 +34,38 @@ pub struct KeyTable {
     used: usize,
 }
 
-/// The hash of a key: two words per 64-bit multiply-and-fold round (half
-/// the dependent multiplies of one per word), then a final mix.
+/// The multipliers of [`hash`]: the key's length, then its 64-bit words in
+/// turn (cycling), then the final mix. Code generators that hash keys
+/// themselves use the same constants.
+///
+/// ```
+/// assert!(sluice_classifier::table::HASH_WORDS.iter().all(|m| m % 2 == 1));
+/// ```
+pub const HASH_LEN: u64 = 0x9e37_79b9_7f4a_7c15;
+/// See [`HASH_LEN`].
+///
+/// ```
+/// assert_eq!(sluice_classifier::table::HASH_WORDS.len(), 4);
+/// ```
+pub const HASH_WORDS: [u64; 4] = [
+    0xff51_afd7_ed55_8ccd,
+    0xc4ce_b9fe_1a85_ec53,
+    0xc2b2_ae3d_27d4_eb4f,
+    0x1656_67b1_9e37_79f9,
+];
+/// See [`HASH_LEN`].
+///
+/// ```
+/// assert_eq!(sluice_classifier::table::HASH_MIX % 2, 1);
+/// ```
+pub const HASH_MIX: u64 = 0xd6e8_feb8_6659_fd93;
+
+/// The hash of a key. Words are taken two at a time as 64-bit values (the
+/// last alone, zero-extended, if the count is odd); each is multiplied by
+/// its own constant and the products are summed with the length's, so the
+/// multiplies are independent of each other (a short dependency chain for
+/// the CPU), then one xor-shift, multiply, xor-shift mix spreads every bit
+/// into the low bits the table indexes with.
 ///
 /// ```
 /// use sluice_classifier::table::hash;
@@ -44,18 +74,13 @@ pub struct KeyTable {
 /// ```
 #[inline]
 pub fn hash(key: &[u32]) -> u64 {
-    let mut h: u64 = 0x9e37_79b9_7f4a_7c15 ^ key.len() as u64;
-    let mut pairs = key.chunks_exact(2);
-    for p in &mut pairs {
-        h = (h ^ (p[0] as u64 | (p[1] as u64) << 32)).wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 29;
+    let mut acc = (key.len() as u64).wrapping_mul(HASH_LEN);
+    for (i, p) in key.chunks(2).enumerate() {
+        let w = p[0] as u64 | (p.get(1).copied().unwrap_or(0) as u64) << 32;
+        acc = acc.wrapping_add(w.wrapping_mul(HASH_WORDS[i % HASH_WORDS.len()]));
     }
-    if let [w] = pairs.remainder() {
-        h = (h ^ *w as u64).wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 29;
-    }
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 32)
+    let h = (acc ^ (acc >> 32)).wrapping_mul(HASH_MIX);
+    h ^ (h >> 29)
 }
 
 impl KeyTable {

@@ -1650,15 +1650,17 @@ impl Gen<'_, '_> {
         }
     }
 
-    /// Hash `key` as [`sluice_classifier::table::hash`] does and probe
-    /// group `group`'s table; a hit is written; continue at `after`.
+    /// Hash `key` as [`sluice_classifier::table::hash`] does (with its
+    /// constants) and probe group `group`'s table; a hit is written;
+    /// continue at `after`.
     fn probe(&mut self, group: u32, key: &[Value], after: Block) {
-        const C1: u64 = 0xff51_afd7_ed55_8ccd;
-        const C2: u64 = 0xc4ce_b9fe_1a85_ec53;
-        let seed = 0x9e37_79b9_7f4a_7c15u64 ^ key.len() as u64;
-        let mut h = self.b.ins().iconst(types::I64, seed as i64);
+        use sluice_classifier::table::{HASH_LEN, HASH_MIX, HASH_WORDS};
+        let mut acc = self
+            .b
+            .ins()
+            .iconst(types::I64, (key.len() as u64).wrapping_mul(HASH_LEN) as i64);
         let mut words: Vec<Value> = Vec::new();
-        for ch in key.chunks(2) {
+        for (i, ch) in key.chunks(2).enumerate() {
             let lo = self.b.ins().uextend(types::I64, ch[0]);
             let w = if ch.len() == 2 {
                 let hi = self.b.ins().uextend(types::I64, ch[1]);
@@ -1668,13 +1670,16 @@ impl Gen<'_, '_> {
                 lo
             };
             words.push(w);
-            let x = self.b.ins().bxor(h, w);
-            let x = self.b.ins().imul_imm(x, C1 as i64);
-            let s = self.b.ins().ushr_imm(x, 29);
-            h = self.b.ins().bxor(x, s);
+            let x = self
+                .b
+                .ins()
+                .imul_imm(w, HASH_WORDS[i % HASH_WORDS.len()] as i64);
+            acc = self.b.ins().iadd(acc, x);
         }
-        let x = self.b.ins().imul_imm(h, C2 as i64);
-        let s = self.b.ins().ushr_imm(x, 32);
+        let s = self.b.ins().ushr_imm(acc, 32);
+        let x = self.b.ins().bxor(acc, s);
+        let x = self.b.ins().imul_imm(x, HASH_MIX as i64);
+        let s = self.b.ins().ushr_imm(x, 29);
         let h = self.b.ins().bxor(x, s);
         let desc = self.b.ins().iadd_imm(
             self.tables,
