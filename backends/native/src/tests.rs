@@ -366,3 +366,30 @@ proptest! {
         n.run_batch(&[], &mut []);
     }
 }
+
+/// The pcap compiler's `ip6 and udp port 53` tests the IPv6 ethertype again
+/// inside its `and` and the IPv4 one inside the IPv6 branch: those tests
+/// are settled (compiled as jumps), the 16-bit tests compare the loaded
+/// bytes with the constant in packet byte order, and the code still equals
+/// the reference on IPv6, IPv4 and ARP packets cut to every length.
+#[test]
+fn settled_tests_and_byte_order_compares() {
+    use sluice_pcap::link::LinkType;
+    let f = sluice_pcap::compile("ip6 and udp port 53", LinkType::EN10MB, ACCEPT).unwrap();
+    let mut v6 = vec![0u8; 62];
+    v6[12..14].copy_from_slice(&[0x86, 0xdd]);
+    v6[20] = 17;
+    v6[56..58].copy_from_slice(&53u16.to_be_bytes());
+    let mut v4 = vec![0u8; 42];
+    v4[12] = 8;
+    v4[14] = 0x45;
+    v4[23] = 17;
+    v4[36..38].copy_from_slice(&53u16.to_be_bytes());
+    let mut arp = vec![0u8; 42];
+    arp[12..14].copy_from_slice(&[8, 6]);
+    let n = check(&f, &[v6.clone(), v4, arp]);
+    assert_eq!(n.run(&v6, 62), ACCEPT);
+    let s = n.stats();
+    assert!(s.settled >= 2, "{s:?}");
+    assert!(s.raw_compares >= 2, "{s:?}");
+}
