@@ -6,14 +6,13 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+
+#[path = "input.rs"]
+mod input;
 use sluice_dpf::{canonical, parse};
 
 fuzz_target!(|data: &[u8]| {
-    let (text, pkt) = match data.iter().position(|&b| b == 0) {
-        Some(i) => (&data[..i], &data[i + 1..]),
-        None => (data, &[][..]),
-    };
-    let Ok(text) = std::str::from_utf8(text) else {
+    let Some((text, pkt)) = input::text_and_packet(data) else {
         return;
     };
     let Ok(f) = parse(text) else {

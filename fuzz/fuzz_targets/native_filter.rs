@@ -8,14 +8,13 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+
+#[path = "input.rs"]
+mod input;
 use sluice::{LinkType, Program};
 
 fuzz_target!(|data: &[u8]| {
-    let (text, pkt) = match data.iter().position(|&b| b == 0) {
-        Some(i) => (&data[..i], &data[i + 1..]),
-        None => (data, &[][..]),
-    };
-    let Ok(text) = std::str::from_utf8(text) else {
+    let Some((text, pkt)) = input::text_and_packet(data) else {
         return;
     };
     let wirelen = pkt.len() as u32 + 2;
@@ -31,7 +30,11 @@ fuzz_target!(|data: &[u8]| {
         n.run_batch(&cuts, &mut batch);
         for ((cut, w), b) in cuts.iter().zip(&batch) {
             let want = p.run_reference(cut, *w);
-            assert_eq!(n.run(cut, *w), want, "native vs reference: {text:?} on {lt}");
+            assert_eq!(
+                n.run(cut, *w),
+                want,
+                "native vs reference: {text:?} on {lt}"
+            );
             assert_eq!(*b, want, "native batch vs reference: {text:?} on {lt}");
         }
     }

@@ -6,6 +6,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+
+#[path = "input.rs"]
+mod input;
 use sluice::{LinkType, Program};
 
 const LINKS: [LinkType; 5] = [
@@ -17,11 +20,7 @@ const LINKS: [LinkType; 5] = [
 ];
 
 fuzz_target!(|data: &[u8]| {
-    let (text, pkt) = match data.iter().position(|&b| b == 0) {
-        Some(i) => (&data[..i], &data[i + 1..]),
-        None => (data, &[][..]),
-    };
-    let Ok(text) = std::str::from_utf8(text) else {
+    let Some((text, pkt)) = input::text_and_packet(data) else {
         return;
     };
     let wirelen = pkt.len() as u32 + 2;
@@ -30,8 +29,16 @@ fuzz_target!(|data: &[u8]| {
         let unopt = Program::from_expression(text, lt, 65535, false);
         if let (Ok(o), Ok(u)) = (&opt, &unopt) {
             let r = u.run_reference(pkt, wirelen);
-            assert_eq!(o.run(pkt, wirelen), r, "optimised vs reference: {text:?} on {lt}");
-            assert_eq!(u.run(pkt, wirelen), r, "unoptimised vs reference: {text:?} on {lt}");
+            assert_eq!(
+                o.run(pkt, wirelen),
+                r,
+                "optimised vs reference: {text:?} on {lt}"
+            );
+            assert_eq!(
+                u.run(pkt, wirelen),
+                r,
+                "unoptimised vs reference: {text:?} on {lt}"
+            );
         }
     }
 });
