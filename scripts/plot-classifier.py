@@ -12,6 +12,7 @@ import sys
 SERIES = [
     ("sluice classify", "sluice, per packet", "#1f77b4", ""),
     ("sluice batch 16", "sluice, batches of 16", "#2ca02c", ""),
+    ("sluice native first-match batch 64", "sluice native code, batches of 64", "#9467bd", ""),
     ("handdemux.c", "handdemux.c (hand-written hash)", "#ff7f0e", "6,3"),
     ("libpcap × N (pcap crate)", "libpcap, N programs in sequence", "#d62728", "2,3"),
 ]
