@@ -369,6 +369,22 @@ impl Link {
         }
     }
 
+    /// The VLAN IDs of this link's tags as a datagram key holds them
+    /// ([`crate::parse::Key::vlan`]: outermost in the low 12 bits).
+    ///
+    /// ```
+    /// use sluice_fragments::fragmenter::Link;
+    /// assert_eq!(Link::QinQ(1, 2).vlan_ids(), 1 | 2 << 12);
+    /// assert_eq!(Link::Sll.vlan_ids(), 0);
+    /// ```
+    pub fn vlan_ids(self) -> u64 {
+        match self {
+            Link::Vlan(v) => u64::from(v & 0x0fff),
+            Link::QinQ(outer, inner) => u64::from(outer & 0x0fff) | u64::from(inner & 0x0fff) << 12,
+            _ => 0,
+        }
+    }
+
     /// `ip` behind this link's header (the IP version picks the protocol).
     ///
     /// ```

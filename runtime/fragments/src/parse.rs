@@ -23,12 +23,15 @@ use sluice_pcap::link::{Layout, LinkType, ProtoField};
 
 /// Which datagram a fragment belongs to: source, destination, protocol
 /// (IPv4's protocol field, or the next-header field of IPv6's fragment
-/// header) and identification.
+/// header) and identification, and the VLAN IDs of the tags the packet
+/// carried: the same addresses and identification on two VLANs (private
+/// address space reused per VLAN) are two datagrams.
 ///
 /// ```
 /// use sluice_fragments::parse::Key;
 /// let k = Key::v4([10, 0, 0, 1], [10, 0, 0, 2], 17, 99);
-/// assert!(!k.v6 && k.id == 99);
+/// assert!(!k.v6 && k.id == 99 && k.vlan == 0);
+/// assert_ne!(k, k.on_vlans(7));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Key {
@@ -42,6 +45,10 @@ pub struct Key {
     pub src: [u8; 16],
     /// Destination address.
     pub dst: [u8; 16],
+    /// The 12-bit VLAN IDs of the packet's tags, outermost in the low bits,
+    /// 12 bits each (five tags fit; a sixth and later are folded in with
+    /// xor); 0 for an untagged packet.
+    pub vlan: u64,
 }
 
 /// Five words instead of the derived field-by-field hashing (a third of
@@ -58,6 +65,7 @@ impl std::hash::Hash for Key {
         h.write_u64(word(&self.dst, 0));
         h.write_u64(word(&self.dst, 8));
         h.write_u64(u64::from(self.id) << 16 | u64::from(self.proto) << 8 | u64::from(self.v6));
+        h.write_u64(self.vlan);
     }
 }
 
@@ -75,6 +83,7 @@ impl Key {
             id: u32::from(id),
             src: [0; 16],
             dst: [0; 16],
+            vlan: 0,
         };
         k.src[..4].copy_from_slice(&src);
         k.dst[..4].copy_from_slice(&dst);
@@ -94,7 +103,19 @@ impl Key {
             id,
             src,
             dst,
+            vlan: 0,
         }
+    }
+
+    /// The same datagram key for a packet that carried VLAN tags (`vlan`
+    /// as in [`Key::vlan`]).
+    ///
+    /// ```
+    /// let k = sluice_fragments::parse::Key::v4([1, 2, 3, 4], [5, 6, 7, 8], 6, 1).on_vlans(3);
+    /// assert_eq!(k.vlan, 3);
+    /// ```
+    pub fn on_vlans(self, vlan: u64) -> Key {
+        Key { vlan, ..self }
     }
 }
 
@@ -247,8 +268,10 @@ impl Locator {
     }
 
     /// Where the IP header starts and which IP it is, if the packet carries IP.
+    /// Where the IP header starts, which IP, and the VLAN IDs of the tags
+    /// in front of it (as [`Key::vlan`]).
     #[inline]
-    fn network(&self, p: &[u8]) -> Option<(usize, Ip)> {
+    fn network(&self, p: &[u8]) -> Option<(usize, Ip, u64)> {
         let payload = self.payload as usize;
         let by_type = |t: u16| match t {
             ETHERTYPE_IP => Some(Ip::V4),
@@ -259,26 +282,29 @@ impl Locator {
             Proto::EtherType { at, vlan } => {
                 let mut t = be16(p, at as usize)?;
                 let mut off = payload;
+                let mut ids = 0u64;
                 if vlan {
                     let mut tags = 0;
                     while VLAN_TYPES.contains(&t) && tags < MAX_TAGS {
+                        let vid = u64::from(be16(p, off)? & 0x0fff);
+                        ids ^= vid << (12 * (tags % 5));
                         t = be16(p, off + 2)?;
                         off += 4;
                         tags += 1;
                     }
                 }
-                Some((off, by_type(t)?))
+                Some((off, by_type(t)?, ids))
             }
             Proto::Snap { at } => {
                 let llc = payload - 8;
                 if p.get(llc..llc + 6)? != [0xaa, 0xaa, 0x03, 0, 0, 0] {
                     return None;
                 }
-                Some((payload, by_type(be16(p, at as usize)?)?))
+                Some((payload, by_type(be16(p, at as usize)?)?, 0))
             }
             Proto::Ppp { at } => match be16(p, at as usize)? {
-                0x0021 => Some((payload, Ip::V4)),
-                0x0057 => Some((payload, Ip::V6)),
+                0x0021 => Some((payload, Ip::V4, 0)),
+                0x0057 => Some((payload, Ip::V6, 0)),
                 _ => None,
             },
             Proto::Family4 { at, big } => {
@@ -291,23 +317,23 @@ impl Locator {
                 // AF_INET is 2 everywhere; AF_INET6 is 10 (Linux), 24
                 // (NetBSD, OpenBSD), 28 (FreeBSD) or 30 (macOS).
                 match af {
-                    2 => Some((payload, Ip::V4)),
-                    10 | 24 | 28 | 30 => Some((payload, Ip::V6)),
+                    2 => Some((payload, Ip::V4, 0)),
+                    10 | 24 | 28 | 30 => Some((payload, Ip::V6, 0)),
                     _ => None,
                 }
             }
             Proto::FamilyByte { at } => match *p.get(at as usize)? {
-                2 => Some((payload, Ip::V4)),
-                26 => Some((payload, Ip::V6)),
+                2 => Some((payload, Ip::V4, 0)),
+                26 => Some((payload, Ip::V6, 0)),
                 _ => None,
             },
             Proto::Version => match *p.get(payload)? >> 4 {
-                4 => Some((payload, Ip::V4)),
-                6 => Some((payload, Ip::V6)),
+                4 => Some((payload, Ip::V4, 0)),
+                6 => Some((payload, Ip::V6, 0)),
                 _ => None,
             },
-            Proto::Only4 => Some((payload, Ip::V4)),
-            Proto::Only6 => Some((payload, Ip::V6)),
+            Proto::Only4 => Some((payload, Ip::V4, 0)),
+            Proto::Only6 => Some((payload, Ip::V6, 0)),
             Proto::None => None,
         }
     }
@@ -328,10 +354,13 @@ impl Locator {
     /// ```
     #[inline]
     pub fn fragment(&self, p: &[u8]) -> Option<Fragment> {
-        match self.network(p)? {
-            (off, Ip::V4) => v4(p, off),
-            (off, Ip::V6) => v6(p, off),
-        }
+        let (off, ip, vlan) = self.network(p)?;
+        let mut f = match ip {
+            Ip::V4 => v4(p, off),
+            Ip::V6 => v6(p, off),
+        }?;
+        f.key.vlan = vlan;
+        Some(f)
     }
 }
 

@@ -49,7 +49,7 @@ fn parses_fragments_behind_every_link() {
                             d.id as u16,
                         )
                     };
-                    assert_eq!(got.key, key, "{link:?}");
+                    assert_eq!(got.key, key.on_vlans(link.vlan_ids()), "{link:?}");
                     assert_eq!(got.piece == Piece::First, i == 0);
                     assert_eq!(got.more, i + 1 < n);
                     assert_eq!(got.offset, expect_offset);
@@ -592,6 +592,37 @@ proptest! {
                 *per.entry(*i).or_insert(0) += fs.len();
             }
             prop_assert!(per.values().all(|&n| n == 1));
+        }
+    }
+}
+
+/// The same IPv4 and IPv6 datagrams (addresses, protocol, identification)
+/// on two VLANs, and under two stacks of tags that differ only in the inner
+/// one, are different datagrams: later fragments go to the filters of the
+/// first fragment of their own VLAN, never to the other's.
+#[test]
+fn the_same_datagram_on_two_vlans_does_not_mix() {
+    for d in datagrams() {
+        let f = d.fragments(3);
+        for (a, b) in [
+            (Link::Vlan(3), Link::Vlan(4)),
+            (Link::QinQ(10, 3), Link::QinQ(10, 4)),
+            (Link::Ethernet, Link::Vlan(3)),
+        ] {
+            let mut r = Run::new(Mode::All, Limits::default());
+            r.feed(0, a, &f[0], &[1]);
+            // b's later fragments: no first fragment of theirs yet, so held.
+            let held: Vec<u64> = f[1..].iter().map(|x| r.feed(1, b, x, &[])).collect();
+            assert_eq!(r.d.holding(), 2, "{a:?} / {b:?}");
+            // a's later fragments go to a's filter at once.
+            let later = r.feed(2, a, &f[1], &[]);
+            assert_eq!(r.got(later), vec![vec![1]]);
+            // b's first fragment releases b's held fragments to b's filter.
+            r.feed(3, b, &f[0], &[2]);
+            for i in held {
+                assert_eq!(r.got(i), vec![vec![2]], "{a:?} / {b:?}");
+            }
+            assert_eq!(r.d.holding(), 0);
         }
     }
 }
