@@ -28,9 +28,12 @@
 //! slots, 1: sessions recorded, 2–3: stream packets passed), then `SLOTS`
 //! sessions of [`RTSP_ENTRY`] words: 0: used (bit 31), server ports known
 //! (bit 0), family (bits 8–15); 1: client ports first << 16 | last; 2:
-//! server ports first << 16 | last; 4–7 client address; 8–11 server
-//! address. When the table is full the oldest session is replaced. Default
-//! `SLOTS`: 64.
+//! server ports first << 16 | last; 3: a hash of the RTSP session id
+//! (`Session:` of the reply; 0 while unknown); 4–7 client address; 8–11
+//! server address. A `TEARDOWN` request ends the session it names (every
+//! session between the two hosts if it names none): its streams stop
+//! passing and its entry is freed. When the table is full the oldest
+//! session is replaced. Default `SLOTS`: 64.
 
 use crate::buffer::MBuf;
 use crate::class::{at_most, number, ArgError, BuildEnv, ClassInfo, Element, FilterClass, Pkt};
@@ -275,6 +278,7 @@ struct Rtsp {
     slots: usize,
     setups: u64,
     replies: u64,
+    teardowns: u64,
 }
 
 fn rtsp_args(args: &[String]) -> Result<(bool, usize), ArgError> {
@@ -317,6 +321,7 @@ impl FilterClass for RtspClass {
             slots,
             setups: 0,
             replies: 0,
+            teardowns: 0,
         }))
     }
 }
@@ -361,6 +366,30 @@ pub fn transport_ports(msg: &str) -> Option<(Option<(u16, u16)>, Option<(u16, u1
     (client.is_some() || server.is_some()).then_some((client, server))
 }
 
+/// The session id of an RTSP message's `Session:` header (without its
+/// `;timeout=` parameter).
+///
+/// ```
+/// let m = "TEARDOWN rtsp://x/a RTSP/1.0\r\nCSeq: 9\r\nSession: 4711;timeout=60\r\n\r\n";
+/// assert_eq!(sluice_flow::stats::session_id(m), Some("4711"));
+/// ```
+pub fn session_id(msg: &str) -> Option<&str> {
+    let line = msg
+        .split('\n')
+        .find(|l| l.len() >= 8 && l.as_bytes()[..8].eq_ignore_ascii_case(b"session:"))?;
+    let id = line[8..].split(';').next()?.trim();
+    (!id.is_empty()).then_some(id)
+}
+
+/// A session id as the MBuf holds it: never 0 (0 is "not known").
+fn session_word(id: &str) -> u32 {
+    // FNV-1a.
+    let h = id.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    h.max(1)
+}
+
 fn addr_words(a: &[u8; 16]) -> [u32; 4] {
     let mut w = [0u32; 4];
     for (i, x) in w.iter_mut().enumerate() {
@@ -378,6 +407,7 @@ impl Rtsp {
         (0..4).all(|i| mem.get(at + i) == a[i])
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn record(
         &mut self,
         mem: &MBuf,
@@ -386,6 +416,7 @@ impl Rtsp {
         server: &[u8; 16],
         cp: (u16, u16),
         sp: Option<(u16, u16)>,
+        session: u32,
     ) {
         let (cw, sw) = (addr_words(client), addr_words(server));
         let cports = (cp.0 as u32) << 16 | cp.1 as u32;
@@ -420,10 +451,32 @@ impl Rtsp {
         } else if slot.is_none() {
             mem.set(e + 2, 0);
         }
+        if session != 0 || slot.is_none() {
+            mem.set(e + 3, session);
+        }
         for k in 0..4 {
             mem.set(e + 4 + k, cw[k]);
             mem.set(e + 8 + k, sw[k]);
         }
+    }
+
+    /// End the sessions between `client` and `server` that `session`
+    /// names (every one between them when `session` is 0); how many.
+    fn teardown(&self, mem: &MBuf, client: &[u8; 16], server: &[u8; 16], session: u32) -> u64 {
+        let (cw, sw) = (addr_words(client), addr_words(server));
+        let mut ended = 0;
+        for i in 0..self.slots {
+            let e = self.entry(i);
+            if mem.get(e) >> 31 == 1
+                && Self::same_addr(mem, e + 4, &cw)
+                && Self::same_addr(mem, e + 8, &sw)
+                && (session == 0 || mem.get(e + 3) == session)
+            {
+                mem.set(e, 0);
+                ended += 1;
+            }
+        }
+        ended
     }
 
     fn in_range(port: u16, r: u32) -> bool {
@@ -471,16 +524,19 @@ impl Element for Rtsp {
         };
         if k.proto == 6 && (k.sport == 554 || k.dport == 554) {
             let text = String::from_utf8_lossy(body);
+            let session = session_id(&text).map_or(0, session_word);
             if k.dport == 554 && text.starts_with("SETUP ") {
                 if let Some((Some(cp), sp)) = transport_ports(&text) {
                     self.setups += 1;
-                    self.record(mem, k.family, &k.src, &k.dst, cp, sp);
+                    self.record(mem, k.family, &k.src, &k.dst, cp, sp, session);
                 }
+            } else if k.dport == 554 && text.starts_with("TEARDOWN ") {
+                self.teardowns += self.teardown(mem, &k.src, &k.dst, session);
             } else if k.sport == 554 && text.starts_with("RTSP/") {
                 let ok = text.split(' ').nth(1).is_some_and(|c| c.starts_with('2'));
                 if let (true, Some((Some(cp), sp))) = (ok, transport_ports(&text)) {
                     self.replies += 1;
-                    self.record(mem, k.family, &k.dst, &k.src, cp, sp);
+                    self.record(mem, k.family, &k.dst, &k.src, cp, sp, session);
                 }
             }
             return Ok(if self.control { 2 } else { 0 });
@@ -531,6 +587,7 @@ impl Element for Rtsp {
         Value::map([
             ("setups", Value::U64(self.setups)),
             ("replies", Value::U64(self.replies)),
+            ("teardowns", Value::U64(self.teardowns)),
             ("stream_packets", Value::U64(mem.load_u64(2))),
             ("sessions", Value::List(sessions)),
         ])
@@ -676,6 +733,70 @@ pub(crate) mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A TEARDOWN naming the session ends its streams and frees its entry;
+    /// one naming another session, or between other hosts, ends nothing.
+    #[test]
+    fn rtsp_teardown_ends_the_named_session() {
+        let client = [192, 168, 0, 10];
+        let server = [192, 168, 0, 1];
+        let args: Vec<String> = vec![];
+        let m = MBuf::new(RtspClass.check(&args).unwrap().mbuf_words);
+        let mut r = RtspClass.build(&args, &BuildEnv::default()).unwrap();
+        let run = |r: &mut Box<dyn Element>, p: &[u8]| r.run(&pkt(p), &m).unwrap();
+        for (cport, session) in [(8000u16, "AB12"), (8002, "CD34")] {
+            let setup = format!("SETUP rtsp://s/a RTSP/1.0\r\nCSeq: 2\r\nTransport: RTP/AVP;unicast;client_port={cport}-{}\r\n\r\n", cport + 1);
+            run(
+                &mut r,
+                &ipv4(6, client, 40000, server, 554, setup.as_bytes()),
+            );
+            let reply = format!("RTSP/1.0 200 OK\r\nCSeq: 2\r\nTransport: RTP/AVP;unicast;client_port={cport}-{};server_port=6970-6971\r\nSession: {session};timeout=60\r\n\r\n", cport + 1);
+            run(
+                &mut r,
+                &ipv4(6, server, 554, client, 40000, reply.as_bytes()),
+            );
+        }
+        let rtp = |port| ipv4(17, server, 6970, client, port, b"rtp");
+        assert_eq!((run(&mut r, &rtp(8000)), run(&mut r, &rtp(8002))), (1, 1));
+        // Another session's id, or other hosts: nothing ends.
+        let other = b"TEARDOWN rtsp://s/a RTSP/1.0\r\nCSeq: 5\r\nSession: ZZ99\r\n\r\n";
+        run(&mut r, &ipv4(6, client, 40000, server, 554, other));
+        run(
+            &mut r,
+            &ipv4(
+                6,
+                [10, 0, 0, 9],
+                40000,
+                server,
+                554,
+                b"TEARDOWN rtsp://s/a RTSP/1.0\r\nCSeq: 5\r\n\r\n",
+            ),
+        );
+        assert_eq!((run(&mut r, &rtp(8000)), run(&mut r, &rtp(8002))), (1, 1));
+        let down = b"TEARDOWN rtsp://s/a RTSP/1.0\r\nCSeq: 6\r\nSession: AB12\r\n\r\n";
+        assert_eq!(run(&mut r, &ipv4(6, client, 40000, server, 554, down)), 0);
+        assert_eq!((run(&mut r, &rtp(8000)), run(&mut r, &rtp(8002))), (0, 1));
+        let rep = r.report(&m);
+        assert_eq!(rep.get("teardowns"), Some(&Value::U64(1)));
+        match rep.get("sessions") {
+            Some(Value::List(l)) => assert_eq!(l.len(), 1),
+            other => panic!("{other:?}"),
+        }
+        // Without a Session header: every session between the two hosts.
+        run(
+            &mut r,
+            &ipv4(
+                6,
+                client,
+                40000,
+                server,
+                554,
+                b"TEARDOWN rtsp://s/a RTSP/1.0\r\nCSeq: 7\r\n\r\n",
+            ),
+        );
+        assert_eq!(run(&mut r, &rtp(8002)), 0);
+        assert_eq!(r.report(&m).get("teardowns"), Some(&Value::U64(2)));
     }
 
     #[test]
