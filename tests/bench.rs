@@ -1,28 +1,11 @@
 //! `sluice bench` as a user runs it: the table, the JSON last line, the
 //! engines' agreement, and errors.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+use common::{sample, sluice, tmp_file as tmp};
 
-fn sluice(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .output()
-        .expect("run sluice")
-}
-
-fn sample() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples/sample.pcap")
-        .to_string_lossy()
-        .into_owned()
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sluice-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
+use std::path::Path;
+use std::process::Output;
 
 /// The JSON object on the last line of standard output.
 fn last_json(o: &Output) -> serde_json::Value {

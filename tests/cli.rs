@@ -1,15 +1,10 @@
 //! The `sluice` command as a user runs it: flags, outputs, exit codes.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
+use common::{sample, sluice, text, tmp_file as tmp};
 
-fn sluice(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .output()
-        .expect("run sluice")
-}
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
 
 fn sluice_stdin(args: &[&str], input: &[u8]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
@@ -21,23 +16,6 @@ fn sluice_stdin(args: &[&str], input: &[u8]) -> Output {
         .expect("run sluice");
     child.stdin.take().unwrap().write_all(input).unwrap();
     child.wait_with_output().unwrap()
-}
-
-fn sample() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples/sample.pcap")
-        .to_string_lossy()
-        .into_owned()
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sluice-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn text(o: &[u8]) -> String {
-    String::from_utf8_lossy(o).into_owned()
 }
 
 #[test]

@@ -3,43 +3,17 @@
 //! command agrees with `sluice filter`, its JSON has the documented shape,
 //! bad specifications and policy refusals say where.
 
+mod common;
+use common::{fresh_dir as tmp, manifest, sample, sluice, text};
+
 use flate2::read::GzDecoder;
 use sluice_flow::value::Value;
 use sluice_flow::{Flow, Group, GroupConfig};
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const CORPUS: &str = "../shared/conformance";
-
-fn sluice(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .output()
-        .expect("run sluice")
-}
-
-fn text(o: &[u8]) -> String {
-    String::from_utf8_lossy(o).into_owned()
-}
-
-fn manifest(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
-fn sample() -> String {
-    manifest("examples/sample.pcap")
-        .to_string_lossy()
-        .into_owned()
-}
-
-fn tmp(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sluice-flow-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn json(o: &Output) -> serde_json::Value {
     assert!(o.status.success(), "{}", text(&o.stderr));

@@ -16,14 +16,16 @@
 //!   model's order, on Ethernet, 802.1Q, Linux cooked v1/v2, NULL and raw IP;
 //!   `--json` reports the drop counters.
 
+mod common;
+use common::{fresh_dir as tmp, s, sluice};
+
 use pcap::{BpfProgram, Capture, Linktype};
 use sluice::capture::{CaptureFormat, CaptureReader, CaptureWriter, Packet};
 use sluice_classifier::Classifier;
 use sluice_fragments::fragmenter::{Datagram, Link};
 use sluice_fragments::{Config, Dispatcher, Limits, Mode, Output, Source};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output as ProcOutput};
+use std::path::Path;
 use std::time::Duration;
 
 const HOLD_MS: i64 = 1000;
@@ -430,24 +432,6 @@ fn dispatcher_delivers_every_fragment_where_the_model_says() {
 }
 
 // ---- the command ----
-
-fn sluice(args: &[&str]) -> ProcOutput {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .output()
-        .expect("run sluice")
-}
-
-fn tmp(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sluice-fragments-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 /// Write the scenario as a pcap file of `link`.
 fn write_capture(path: &Path, events: &[Gen], link: Link) {

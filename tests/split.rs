@@ -2,44 +2,13 @@
 //! verdicts and output files must agree; first-match, formats, bad lines,
 //! truncated captures and usage errors.
 
+mod common;
+use common::{fresh_dir as tmp, manifest, s, sample, sluice, text};
+
 use sluice::capture::{CaptureFormat, CaptureReader, CaptureWriter, Packet};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
 const CORPUS: &str = "../shared/conformance";
-
-fn sluice(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .output()
-        .expect("run sluice")
-}
-
-fn text(o: &[u8]) -> String {
-    String::from_utf8_lossy(o).into_owned()
-}
-
-fn manifest(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
-fn sample() -> String {
-    manifest("examples/sample.pcap")
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// A fresh directory for one test.
-fn tmp(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sluice-split-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 /// What `sluice filter` says about one expression: count, verdicts, output bytes.
 struct Alone {
