@@ -849,6 +849,44 @@ extern "C" fn prefetch_helper(p: *const u8) {
     prefetch(p)
 }
 
+/// The constant a load of `width` (2, 4 or 8) bytes gives where memory
+/// holds `bytes` (host byte order), zero-extended.
+fn ne_word(bytes: &[u8; 8], width: u32) -> u64 {
+    match width {
+        2 => u16::from_ne_bytes([bytes[0], bytes[1]]) as u64,
+        4 => u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as u64,
+        _ => u64::from_ne_bytes(*bytes),
+    }
+}
+
+/// Where fields lie, as `(header, offset, size)`, `place(k)` for the k-th
+/// of `n` fields sorted by place: the longest run of adjacent fields from
+/// `i` (same header, each starting where the last ends) whose sizes add up
+/// to 2, 4 or 8 bytes, as its end and that total (the run of field `i`
+/// alone when no longer one adds up). Atom coalescing reads such a run
+/// with one load.
+fn adjacent_run(
+    n: usize,
+    i: usize,
+    place: impl Fn(usize) -> (Option<u32>, u32, u32),
+) -> (usize, u32) {
+    let (hdr, off, size) = place(i);
+    let (mut j, mut total) = (i + 1, size);
+    let mut best = (i + 1, size);
+    while j < n {
+        let (h2, o2, s2) = place(j);
+        if h2 != hdr || o2 != off + total || total + s2 > 8 {
+            break;
+        }
+        total += s2;
+        j += 1;
+        if matches!(total, 2 | 4 | 8) {
+            best = (j, total);
+        }
+    }
+    best
+}
+
 /// Flags of packet loads: they cannot trap (a length check dominates
 /// them) but are not marked read-only, so Cranelift treats them as
 /// effectful and never moves one above its length check.
@@ -1041,11 +1079,7 @@ impl Gen<'_, '_> {
             } else {
                 self.stats.loads += 1;
                 let a = self.addr(ctx, w.r, w.width, cont);
-                match w.width {
-                    2 => self.b.ins().uload16(types::I64, flags(), a, 0),
-                    4 => self.b.ins().uload32(flags(), a, 0),
-                    _ => self.b.ins().load(types::I64, flags(), a, 0),
-                }
+                self.load_word(a, w.width, types::I64)
             };
             vals.push(if w.fields > 1 {
                 v
@@ -1089,7 +1123,7 @@ impl Gen<'_, '_> {
         let datum = self.b.ins().ushr_imm(vd, 32);
         let datum = self.b.ins().ireduce(types::I32, datum);
         let result = self.b.ins().load(types::I32, fl, at, (8 * k + 8) as i32);
-        self.hit_with(group, value, datum, None, Some(result));
+        self.hit(group, value, datum, None, Some(result));
         self.b.ins().jump(cont, &[]);
         Ok(())
     }
@@ -1158,23 +1192,8 @@ impl Gen<'_, '_> {
             self.stats.coalesced += group.len() - 1;
             self.stats.loads += 1;
             let a = self.b.ins().iadd_imm(self.pkt, base as i64);
-            let (v, m, k) = match width {
-                2 => (
-                    self.b.ins().uload16(types::I32, flags(), a, 0),
-                    u16::from_ne_bytes([mask[0], mask[1]]) as i64,
-                    u16::from_ne_bytes([value[0], value[1]]) as i64,
-                ),
-                4 => (
-                    self.b.ins().load(types::I32, flags(), a, 0),
-                    u32::from_ne_bytes(mask[..4].try_into().unwrap()) as i64,
-                    u32::from_ne_bytes(value[..4].try_into().unwrap()) as i64,
-                ),
-                _ => (
-                    self.b.ins().load(types::I64, flags(), a, 0),
-                    u64::from_ne_bytes(mask) as i64,
-                    u64::from_ne_bytes(value) as i64,
-                ),
-            };
+            let v = self.load_word(a, width, types::I32);
+            let (m, k) = (ne_word(&mask, width) as i64, ne_word(&value, width) as i64);
             let full = match width {
                 2 => 0xffff,
                 4 => u32::MAX as i64,
@@ -1248,6 +1267,17 @@ impl Gen<'_, '_> {
                 let hl = self.hl(ctx, hdr, fail);
                 self.rel_check(ctx, hl, hdr, e, fail);
             }
+        }
+    }
+
+    /// The `width` (2, 4 or 8) bytes at `a` as loaded, zero-extended to
+    /// `ty` (`I32` for 2 and 4 bytes, or `I64`; always `I64` for 8).
+    fn load_word(&mut self, a: Value, width: u32, ty: cranelift_codegen::ir::Type) -> Value {
+        match (width, ty) {
+            (2, _) => self.b.ins().uload16(ty, flags(), a, 0),
+            (4, types::I64) => self.b.ins().uload32(flags(), a, 0),
+            (4, _) => self.b.ins().load(types::I32, flags(), a, 0),
+            _ => self.b.ins().load(types::I64, flags(), a, 0),
         }
     }
 
@@ -1471,22 +1501,7 @@ impl Gen<'_, '_> {
         rest.sort_by_key(|c| find(&ctx.raw, c.r).is_none());
         let mut i = 0;
         while i < wide.len() {
-            // The longest run of adjacent fields from i whose total is 8, 4 or 2 bytes.
-            let mut j = i + 1;
-            let mut total = wide[i].2;
-            let mut best = (i + 1, total);
-            while j < wide.len()
-                && wide[j].0 == wide[i].0
-                && wide[j].1 == wide[j - 1].1 + wide[j - 1].2
-                && total + wide[j].2 <= 8
-            {
-                total += wide[j].2;
-                j += 1;
-                if matches!(total, 2 | 4 | 8) {
-                    best = (j, total);
-                }
-            }
-            let (end, width) = best;
+            let (end, width) = adjacent_run(wide.len(), i, |k| (wide[k].0, wide[k].1, wide[k].2));
             if end - i == 1 {
                 let (hdr, off, size, k) = wide[i];
                 let r = match hdr {
@@ -1506,9 +1521,11 @@ impl Gen<'_, '_> {
             } else {
                 self.stats.coalesced += end - i - 1;
                 self.stats.loads += 1;
-                let mut bytes = Vec::with_capacity(8);
+                let (mut bytes, mut at) = ([0u8; 8], 0);
                 for &(_, _, size, k) in &wide[i..end] {
-                    bytes.extend_from_slice(&k.to_be_bytes()[4 - size as usize..]);
+                    let n = size as usize;
+                    bytes[at..at + n].copy_from_slice(&k.to_be_bytes()[4 - n..]);
+                    at += n;
                 }
                 let (hdr, off, _, _) = wide[i];
                 let r = match hdr {
@@ -1516,20 +1533,8 @@ impl Gen<'_, '_> {
                     Some(hdr) => R::Rel { hdr, off, size: 1 },
                 };
                 let a = self.addr(&mut ctx, r, width, cont);
-                let (v, k) = match width {
-                    2 => (
-                        self.b.ins().uload16(types::I32, flags(), a, 0),
-                        u16::from_ne_bytes([bytes[0], bytes[1]]) as i64,
-                    ),
-                    4 => (
-                        self.b.ins().load(types::I32, flags(), a, 0),
-                        u32::from_ne_bytes(bytes[..4].try_into().unwrap()) as i64,
-                    ),
-                    _ => (
-                        self.b.ins().load(types::I64, flags(), a, 0),
-                        u64::from_ne_bytes(bytes[..8].try_into().unwrap()) as i64,
-                    ),
-                };
+                let v = self.load_word(a, width, types::I32);
+                let k = ne_word(&bytes, width) as i64;
                 let c = self.b.ins().icmp_imm(IntCC::Equal, v, k);
                 let next = self.b.create_block();
                 self.b.ins().brif(c, next, &[], cont, &[]);
@@ -1557,14 +1562,9 @@ impl Gen<'_, '_> {
     /// `out[count] = (group, value, datum)` and counts it; the batch
     /// function turns the packet's result word from [`NO_MATCH`] into the
     /// slot's only filter, or into [`MANY`] for a second match or a slot
-    /// with several filters.
-    fn hit(&mut self, group: u32, value: Value, datum: Value, known: Option<Slot>) {
-        self.hit_with(group, value, datum, known, None)
-    }
-
-    /// [`Gen::hit`], with the batch function's result word for this slot
-    /// (the slot's only filter or [`MANY`]) already at hand in `result`.
-    fn hit_with(
+    /// with several filters (`result`: that word for this slot when the
+    /// caller has it at hand).
+    fn hit(
         &mut self,
         group: u32,
         value: Value,
@@ -1637,7 +1637,7 @@ impl Gen<'_, '_> {
                 self.stats.keys_in_code += 1;
                 let v = self.b.ins().iconst(types::I32, slot.value as i64);
                 let d = self.b.ins().iconst(types::I32, slot.datum as i64);
-                self.hit(*group, v, d, Some(*slot));
+                self.hit(*group, v, d, Some(*slot), None);
             }
             Action::Probe { group, key } => {
                 self.stats.probes += 1;
@@ -1740,7 +1740,7 @@ impl Gen<'_, '_> {
             self.branch_out(ne, next);
         }
         let datum = self.b.ins().load(types::I32, fl, slot, 4);
-        self.hit(group, v, datum, None);
+        self.hit(group, v, datum, None, None);
         self.b.ins().jump(after, &[]);
         self.b.switch_to_block(next);
         let i1 = self.b.ins().iadd_imm(i, 1);
@@ -1862,21 +1862,8 @@ fn hash_shape(items: &[Item]) -> Option<HashShape> {
     let mut words: Vec<(HashWord, Vec<usize>)> = Vec::new();
     let mut i = 0;
     while i < order.len() {
-        let (hdr, off, size) = place(fields[order[i]]);
-        let (mut j, mut total) = (i + 1, size);
-        let mut best = (i + 1, size);
-        while j < order.len() {
-            let (h2, o2, s2) = place(fields[order[j]]);
-            if h2 != hdr || o2 != off + total || total + s2 > 8 {
-                break;
-            }
-            total += s2;
-            j += 1;
-            if matches!(total, 2 | 4 | 8) {
-                best = (j, total);
-            }
-        }
-        let (end, width) = best;
+        let (hdr, off, _) = place(fields[order[i]]);
+        let (end, width) = adjacent_run(order.len(), i, |k| place(fields[order[k]]));
         let fields_in = order[i..end].to_vec();
         i = end;
         if fields_in.iter().all(|&f| same[f]) {
@@ -1920,11 +1907,7 @@ fn hash_shape(items: &[Item]) -> Option<HashShape> {
                         bytes[at..at + n].copy_from_slice(&key[f].to_be_bytes()[4 - n..]);
                         at += n;
                     }
-                    match w.width {
-                        2 => u16::from_ne_bytes([bytes[0], bytes[1]]) as u64,
-                        4 => u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as u64,
-                        _ => u64::from_ne_bytes(bytes),
-                    }
+                    ne_word(&bytes, w.width)
                 })
                 .collect();
             (vals, *slot)
