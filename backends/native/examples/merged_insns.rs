@@ -16,41 +16,17 @@
 //! packets of random sessions, so that branches are not predictable).
 
 use sluice_classifier::merged::{Compiled, Merged, Scratch};
-use sluice_ir::{CmpOp, Filter, Pred, Size, Val};
+use sluice_ir::Filter;
 use sluice_native::merged::NativeMerged;
 use std::hint::black_box;
 
-/// `tcp and src host a and dst host b and src port p and dst port q` as the
-/// pcap compiler writes it for Ethernet.
-fn session(a: u32, b: u32, p: u32, q: u32) -> Pred {
-    let ld = Val::load_abs;
-    let port = |off| Val::load(Val::ip_hdr_len(14), off, Size::Half);
-    Pred::and(vec![
-        Pred::eq(ld(12, Size::Half), 0x800),
-        Pred::eq(ld(23, Size::Byte), 6),
-        Pred::eq(ld(26, Size::Word), a),
-        Pred::eq(ld(30, Size::Word), b),
-        Pred::not(Pred::cmp(
-            CmpOp::Set,
-            ld(20, Size::Half),
-            Val::Const(0x1fff),
-        )),
-        Pred::eq(port(14), p),
-        Pred::eq(port(16), q),
-    ])
-}
+#[path = "../src/merged/fixtures.rs"]
+mod fixtures;
+use fixtures::{session, tcp_packet};
 
+/// A packet of session (a, b, p, q): IPv4 header of 5 words, DF set.
 fn packet(a: u32, b: u32, p: u16, q: u16) -> Vec<u8> {
-    let mut v = vec![0u8; 54];
-    v[12] = 8;
-    v[14] = 0x45;
-    v[20] = 0x40;
-    v[23] = 6;
-    v[26..30].copy_from_slice(&a.to_be_bytes());
-    v[30..34].copy_from_slice(&b.to_be_bytes());
-    v[34..36].copy_from_slice(&p.to_be_bytes());
-    v[36..38].copy_from_slice(&q.to_be_bytes());
-    v
+    tcp_packet(a, b, p, q, 5, 0x4000, 6)
 }
 
 fn main() {

@@ -8,27 +8,14 @@
 //! ```
 
 use sluice_classifier::merged::{Compiled, Merged};
-use sluice_ir::{CmpOp, Filter, Pred, Size, Val};
+use sluice_ir::{Filter, Pred, Size, Val};
 use sluice_native::merged::NativeMerged;
 use std::time::Instant;
 
-fn session(a: u32, b: u32, p: u32, q: u32) -> Pred {
-    let ld = Val::load_abs;
-    let port = |off| Val::load(Val::ip_hdr_len(14), off, Size::Half);
-    Pred::and(vec![
-        Pred::eq(ld(12, Size::Half), 0x800),
-        Pred::eq(ld(23, Size::Byte), 6),
-        Pred::eq(ld(26, Size::Word), a),
-        Pred::eq(ld(30, Size::Word), b),
-        Pred::not(Pred::cmp(
-            CmpOp::Set,
-            ld(20, Size::Half),
-            Val::Const(0x1fff),
-        )),
-        Pred::eq(port(14), p),
-        Pred::eq(port(16), q),
-    ])
-}
+#[allow(dead_code)]
+#[path = "../src/merged/fixtures.rs"]
+mod fixtures;
+use fixtures::session;
 
 fn main() {
     let n: u32 = std::env::var("SESSIONS")

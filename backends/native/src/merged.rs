@@ -2600,4 +2600,6 @@ pub type NativeClassifier = Classifier<NativeMerged>;
 pub type NativeReader = Reader<NativeMerged>;
 
 #[cfg(test)]
+mod fixtures;
+#[cfg(test)]
 mod tests;
