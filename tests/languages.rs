@@ -79,6 +79,36 @@ fn engines(p: &Program, pkt: &[u8], wire: u32) -> [bool; 3] {
     [Engine::Interp, Engine::Native, Engine::Reference].map(|e| p.run_with(e, pkt, wire) != 0)
 }
 
+/// What `spec` compiles to gives, in all three engines, the verdict of
+/// the language's own interpreter `want` on every packet (or, when the
+/// compiler says it rejects everything, `want` rejects every packet).
+fn engines_agree_with(
+    spec: &str,
+    want: impl Fn(&[u8]) -> bool,
+    pkts: &[Vec<u8>],
+) -> Result<(), TestCaseError> {
+    match Program::from_spec(spec, LinkType::EN10MB, 1, true, false) {
+        Ok(p) => {
+            for pkt in pkts {
+                prop_assert_eq!(
+                    engines(&p, pkt, pkt.len() as u32),
+                    [want(pkt); 3],
+                    "{}\n{:?}",
+                    spec,
+                    pkt
+                );
+            }
+        }
+        Err(sluice::Error::RejectsAll) => {
+            for pkt in pkts {
+                prop_assert!(!want(pkt));
+            }
+        }
+        Err(e) => prop_assert!(false, "{}: {}", spec, e),
+    }
+    Ok(())
+}
+
 /// The session of the examples in mptcp-v0.pcap.
 const SESSION_PACKETS: usize = 110;
 
@@ -306,39 +336,13 @@ proptest! {
     #[test]
     fn cspf_engines_agree(text in arb_cspf(), pkts in prop::collection::vec(arb_packet(), 6)) {
         let Ok(cspf) = sluice::cspf::assemble(&text) else { return Ok(()) };
-        match Program::from_spec(&format!("cspf:{text}"), LinkType::EN10MB, 1, true, false) {
-            Ok(p) => {
-                for pkt in &pkts {
-                    let want = cspf.run(pkt);
-                    prop_assert_eq!(engines(&p, pkt, pkt.len() as u32), [want; 3], "{}\n{:?}", text, pkt);
-                }
-            }
-            Err(sluice::Error::RejectsAll) => {
-                for pkt in &pkts {
-                    prop_assert!(!cspf.run(pkt));
-                }
-            }
-            Err(e) => prop_assert!(false, "{}: {}", text, e),
-        }
+        engines_agree_with(&format!("cspf:{text}"), |p| cspf.run(p), &pkts)?;
     }
 
     #[test]
     fn dpf_engines_agree(text in arb_dpf(), pkts in prop::collection::vec(arb_packet(), 6)) {
         let f = sluice::dpf::parse(&text).unwrap();
-        match Program::from_spec(&format!("dpf:{text}"), LinkType::EN10MB, 1, true, false) {
-            Ok(p) => {
-                for pkt in &pkts {
-                    let want = f.run(pkt);
-                    prop_assert_eq!(engines(&p, pkt, pkt.len() as u32), [want; 3], "{}\n{:?}", text, pkt);
-                }
-            }
-            Err(sluice::Error::RejectsAll) => {
-                for pkt in &pkts {
-                    prop_assert!(!f.run(pkt));
-                }
-            }
-            Err(e) => prop_assert!(false, "{}: {}", text, e),
-        }
+        engines_agree_with(&format!("dpf:{text}"), |p| f.run(p), &pkts)?;
     }
 
     #[test]
