@@ -7,6 +7,22 @@ use common::{sample, sluice, tmp_file as tmp};
 use std::path::Path;
 use std::process::Output;
 
+/// `sluice bench` on the sample capture with the filters file `f`, for a
+/// short time; it must succeed.
+fn bench_filters(f: &Path) -> Output {
+    let o = sluice(&[
+        "bench",
+        "-r",
+        &sample(),
+        "--seconds",
+        "0.02",
+        "--filters",
+        f.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
 /// The JSON object on the last line of standard output.
 fn last_json(o: &Output) -> serde_json::Value {
     let out = String::from_utf8_lossy(&o.stdout);
@@ -88,16 +104,7 @@ fn libpcap_column_when_installed() {
 fn filters_file_merged_against_one_by_one() {
     let f = tmp("filters");
     std::fs::write(&f, "web\ttcp port 80\ndns\tudp port 53\nall\t\n").unwrap();
-    let o = sluice(&[
-        "bench",
-        "-r",
-        &sample(),
-        "--seconds",
-        "0.02",
-        "--filters",
-        f.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = bench_filters(&f);
     let out = String::from_utf8_lossy(&o.stdout);
     for engine in ["classifier-batch", "classifier", "native,", "interp,"] {
         assert!(
@@ -144,16 +151,7 @@ fn any_language_and_libpcap_runs_sluices_bpf_for_the_others() {
         "(000) ldh [12]\n(001) jeq #0x800 jt 2 jf 5\n(002) ldb [23]\n(003) jeq #0x6 jt 4 jf 5\n(004) ret #262144\n(005) ret #0\n",
     )
     .unwrap();
-    let o = sluice(&[
-        "bench",
-        "-r",
-        &sample(),
-        "--seconds",
-        "0.02",
-        "--filters",
-        f.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = bench_filters(&f);
     assert_eq!(last_json(&o)["filters"], 3);
     // One filter in another language on the command line.
     let o = sluice(&[
