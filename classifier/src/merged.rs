@@ -1251,8 +1251,8 @@ impl Merged {
     #[inline]
     pub fn each_slot_filter(&self, group: u32, slot: Slot, mut f: impl FnMut(u32, i32)) {
         if let Some(g) = self.groups.get(group as usize) {
-            if slot.value < MULTI {
-                f(slot.value - 1, slot.datum as i32);
+            if let Some(filter) = slot.single_filter() {
+                f(filter, slot.datum as i32);
             } else if let Some(list) = g.lists.get((slot.value - MULTI) as usize) {
                 list.iter().for_each(|e| f(e.filter, e.priority));
             }

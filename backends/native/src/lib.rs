@@ -376,6 +376,26 @@ pub(crate) fn fill_descs(
     descs.as_ptr().cast::<Desc>()
 }
 
+/// In generated code: the packet pointer, captured length and wire length
+/// of the descriptor at `d` (pointers of type `ptr`). The descriptors do
+/// not change during a call, so the loads are read-only.
+pub(crate) fn read_desc(b: &mut FunctionBuilder, ptr: Type, d: Value) -> (Value, Value, Value) {
+    let fl = MemFlags::trusted().with_readonly();
+    let pkt = b
+        .ins()
+        .load(ptr, fl, d, std::mem::offset_of!(Desc, ptr) as i32);
+    let caplen = b
+        .ins()
+        .load(types::I64, fl, d, std::mem::offset_of!(Desc, caplen) as i32);
+    let wirelen = b.ins().load(
+        types::I32,
+        fl,
+        d,
+        std::mem::offset_of!(Desc, wirelen) as i32,
+    );
+    (pkt, caplen, wirelen)
+}
+
 /// The batch function's type.
 type BatchFn = unsafe extern "C" fn(descs: *const Desc, n: u64, out: *mut u32);
 
@@ -467,19 +487,7 @@ fn build(
                     b.ins().iadd(base, off)
                 };
                 let d = at(&mut b, descs, std::mem::size_of::<Desc>());
-                let fl = MemFlags::trusted().with_readonly();
-                pkt = b
-                    .ins()
-                    .load(ptr, fl, d, std::mem::offset_of!(Desc, ptr) as i32);
-                caplen = b
-                    .ins()
-                    .load(types::I64, fl, d, std::mem::offset_of!(Desc, caplen) as i32);
-                wirelen = b.ins().load(
-                    types::I32,
-                    fl,
-                    d,
-                    std::mem::offset_of!(Desc, wirelen) as i32,
-                );
+                (pkt, caplen, wirelen) = read_desc(&mut b, ptr, d);
                 let slot = at(&mut b, out, std::mem::size_of::<u32>());
                 b.ins().jump(start, &[]);
                 // next: i + 1 < n ? head(i + 1) : return.

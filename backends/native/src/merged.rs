@@ -53,7 +53,7 @@
 //! assert_eq!(m.native_stats().keys_in_code, 2);
 //! ```
 
-use crate::{fill_descs, prefetch, CodePages, Desc, NativeError, BATCH_CHUNK};
+use crate::{fill_descs, prefetch, read_desc, CodePages, Desc, NativeError, BATCH_CHUNK};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, Block, InstBuilder, MemFlags, Signature, Value};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
@@ -613,23 +613,10 @@ fn compile_fn(
         probed.sort_unstable();
         probed.dedup();
         let (descs, n) = (p[0], p[1]);
-        let read_desc = |b: &mut FunctionBuilder, i: Value| {
+        let desc_i = |b: &mut FunctionBuilder, i: Value| {
             let off = b.ins().imul_imm(i, std::mem::size_of::<Desc>() as i64);
             let d = b.ins().iadd(descs, off);
-            let fl = MemFlags::trusted().with_readonly();
-            let pkt = b
-                .ins()
-                .load(ptr, fl, d, std::mem::offset_of!(Desc, ptr) as i32);
-            let caplen = b
-                .ins()
-                .load(types::I64, fl, d, std::mem::offset_of!(Desc, caplen) as i32);
-            let wirelen = b.ins().load(
-                types::I32,
-                fl,
-                d,
-                std::mem::offset_of!(Desc, wirelen) as i32,
-            );
-            (pkt, caplen, wirelen)
+            read_desc(b, ptr, d)
         };
         // A batch with a large probed table first runs the paths once
         // with every probe replaced by a prefetch of its first slot
@@ -677,7 +664,7 @@ fn compile_fn(
                     &[zero],
                 );
                 b.switch_to_block(pre_head);
-                let (pkt, caplen, wirelen) = read_desc(&mut b, j);
+                let (pkt, caplen, wirelen) = desc_i(&mut b, j);
                 let pre_start = b.create_block();
                 b.ins().jump(pre_start, &[]);
                 prefetch = Some((j, pre_head, pre_start, pkt, caplen, wirelen));
@@ -687,7 +674,7 @@ fn compile_fn(
             b.ins().return_(&[]);
             // head(i): read descs[i], mark the result "no match", then the paths.
             b.switch_to_block(head);
-            let (pkt, caplen, wirelen) = read_desc(&mut b, i);
+            let (pkt, caplen, wirelen) = desc_i(&mut b, i);
             let off = b.ins().ishl_imm(i, 2);
             let slot = b.ins().iadd(p[3], off);
             // With one group, a hit ends the packet (`done`) and every other
@@ -2305,12 +2292,19 @@ impl NativeMerged {
                 };
                 for (a, b) in out.iter_mut().zip(&more[..n]) {
                     // SAFETY: the call wrote `more[..n]`.
-                    let b = unsafe { b.assume_init() };
-                    if b != NO_MATCH {
-                        *a = if *a == NO_MATCH { b } else { MANY };
-                    }
+                    *a = Self::either(*a, unsafe { b.assume_init() });
                 }
             }
+        }
+    }
+
+    /// Two functions' result words for one packet as one: a match in
+    /// either, or [`MANY`] when both matched.
+    #[inline]
+    fn either(a: u32, b: u32) -> u32 {
+        match (a, b) {
+            (NO_MATCH, x) | (x, NO_MATCH) => x,
+            _ => MANY,
         }
     }
 
@@ -2328,9 +2322,7 @@ impl NativeMerged {
             // SAFETY: as in `results`, with one descriptor (`d`, built from
             // `pkt`, which outlives the call) and one result word (`r`).
             unsafe { f(&d, 1, self.descs.as_ptr(), &mut r) };
-            if r != NO_MATCH {
-                acc = if acc == NO_MATCH { r } else { MANY };
-            }
+            acc = Self::either(acc, r);
         }
         acc
     }
