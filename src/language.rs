@@ -269,7 +269,7 @@ impl Program {
 
     /// A program from an IR filter: the fast-disjunction rewrite when
     /// optimising, then classic BPF for the interpreter and `-d`.
-    fn from_ir(mut ir: sluice_ir::Filter, optimize: bool) -> Result<Program, Error> {
+    pub(crate) fn from_ir(mut ir: sluice_ir::Filter, optimize: bool) -> Result<Program, Error> {
         if optimize {
             ir.pred = sluice_ir::simplify::fast_disjunctions(ir.pred);
         }

@@ -174,22 +174,9 @@ impl Program {
         optimize: bool,
         capture_big_endian: bool,
     ) -> Result<Program, Error> {
-        let mut ir = sluice_pcap::compile_for(text, linktype, snaplen, capture_big_endian)
+        let ir = sluice_pcap::compile_for(text, linktype, snaplen, capture_big_endian)
             .map_err(Error::Expression)?;
-        if optimize {
-            ir.pred = sluice_ir::simplify::fast_disjunctions(ir.pred);
-        }
-        let opts = sluice_cbpf::Options { optimize };
-        let bpf = match sluice_cbpf::lower_with(&ir, opts) {
-            Ok(b) => b,
-            Err(sluice_cbpf::LowerError::RejectsAll) => return Err(Error::RejectsAll),
-            Err(e) => return Err(Error::Lower(e.to_string())),
-        };
-        Ok(Program {
-            ir: Some(ir),
-            bpf,
-            native: Arc::default(),
-        })
+        Program::from_ir(ir, optimize)
     }
 
     /// Load a classic BPF program in any of tcpdump's `-d`, `-dd` or `-ddd`
