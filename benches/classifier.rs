@@ -370,6 +370,9 @@ struct Row {
     native: f64,
     /// Its first-match batch call, 64 packets per call.
     native_batch: f64,
+    /// Bytes per filter of its tables: the group's own and the packed
+    /// copy its code probes.
+    native_bytes: f64,
     batch16: f64,
     batch32: f64,
     libpcap: Option<f64>,
@@ -413,8 +416,11 @@ fn run_size(n: usize, layout: &Layout, dump: Option<&PathBuf>) -> Row {
         "every session packet matches once"
     );
     assert_eq!(batched(&r, &pkts, 16), packets.hits);
-    let (native, native_batch) = {
+    let (native, native_batch, native_bytes) = {
         let nc = install_native(&sessions, layout);
+        let bytes = nc
+            .published(|e| e.merged().table_bytes() + e.packed_bytes())
+            .expect("published");
         let nr = nc.reader();
         let firsts = || {
             let mut out = [None; 64];
@@ -448,6 +454,7 @@ fn run_size(n: usize, layout: &Layout, dump: Option<&PathBuf>) -> Row {
         (
             ns_per_packet(pkts.len(), pass),
             ns_per_packet(pkts.len(), firsts),
+            bytes as f64 / n as f64,
         )
     };
 
@@ -512,6 +519,7 @@ fn run_size(n: usize, layout: &Layout, dump: Option<&PathBuf>) -> Row {
         classify,
         native,
         native_batch,
+        native_bytes,
         batch16,
         batch32,
         libpcap,
@@ -584,16 +592,18 @@ fn main() {
         "{} packets in memory: 90% TCP of an installed session (uniform), 5% TCP of no session, 3% UDP, 2% IPv6/TCP\n",
         packet_count()
     );
-    println!("| N | sluice classify | sluice batch 16 | sluice batch 32 | sluice native classify | sluice native first-match batch 64 | libpcap × N (CSPF/BPF) | libpcap / batch 16 | collisions: classify | collisions: batch 16 | key-only inserts/s | table bytes / filter | RSS growth / filter |");
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
-    let mut tsv = String::from("n\tclassify\tbatch16\tbatch32\tlibpcap\tlibpcap_packets\tcollide_classify\tcollide_batch16\tinserts_per_s\ttable_bytes\trss_bytes\tnative\tnative_batch\n");
+    println!("| N | sluice classify | sluice batch 16 | sluice batch 32 | sluice native classify | sluice native first-match batch 64 | libpcap × N (CSPF/BPF) | libpcap / batch 16 | collisions: classify | collisions: batch 16 | key-only inserts/s | table bytes / filter | native table bytes / filter | RSS growth / filter |");
+    println!(
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    );
+    let mut tsv = String::from("n\tclassify\tbatch16\tbatch32\tlibpcap\tlibpcap_packets\tcollide_classify\tcollide_batch16\tinserts_per_s\ttable_bytes\trss_bytes\tnative\tnative_batch\tnative_bytes\n");
     let mut base = None;
     for &n in &sizes {
         let row = run_size(n, &layout, dump.as_ref());
         let base = *base.get_or_insert((row.classify, row.batch16));
         let opt = |x: Option<f64>| x.map_or("-".to_string(), fmt_ns);
         println!(
-            "| {} | {} ({:.2}×) | {} ({:.2}×) | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} B | {:.0} B |",
+            "| {} | {} ({:.2}×) | {} ({:.2}×) | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} B | {:.0} B | {:.0} B |",
             row.n,
             fmt_ns(row.classify),
             row.classify / base.0,
@@ -613,13 +623,14 @@ fn main() {
                 format!("{:.2} M", row.inserts_per_s / 1e6)
             },
             row.table_bytes,
+            row.native_bytes,
             row.rss_bytes,
         );
         std::io::stdout().flush().ok();
         let num = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
         let _ = writeln!(
             tsv,
-            "{}\t{:.2}\t{:.2}\t{:.2}\t{}\t{}\t{}\t{}\t{:.0}\t{:.1}\t{:.1}\t{:.2}\t{:.2}",
+            "{}\t{:.2}\t{:.2}\t{:.2}\t{}\t{}\t{}\t{}\t{:.0}\t{:.1}\t{:.1}\t{:.2}\t{:.2}\t{:.1}",
             row.n,
             row.classify,
             row.batch16,
@@ -632,7 +643,8 @@ fn main() {
             row.table_bytes,
             row.rss_bytes,
             row.native,
-            row.native_batch
+            row.native_batch,
+            row.native_bytes
         );
     }
     if let Some(dir) = &dump {

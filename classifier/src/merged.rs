@@ -743,6 +743,35 @@ impl Merged {
         }
     }
 
+    /// Call `f(group, key)` for every key filter `id` put in a group's
+    /// table (none for a filter that runs whole or an unknown id): what
+    /// code that mirrors the tables must look at after the filter is
+    /// inserted or before it is removed.
+    ///
+    /// ```
+    /// use sluice_classifier::merged::{Merged, Compiled};
+    /// use sluice_ir::{Filter, Pred, Val, Size};
+    /// let mut m = Merged::default();
+    /// m.insert(0, &Compiled::new(Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 7), 1)), 0);
+    /// let mut keys = Vec::new();
+    /// m.keys_of(0, |g, k| keys.push((g, k.to_vec())));
+    /// assert_eq!(keys, vec![(0, vec![7])]);
+    /// ```
+    pub fn keys_of(&self, id: u32, mut f: impl FnMut(u32, &[u32])) {
+        match self.filters.get(&id) {
+            Some((_, Placement::Keys(placed))) => {
+                for (g, k) in placed {
+                    f(*g, k);
+                }
+            }
+            Some((_, Placement::Key(g, keys, at))) => {
+                let width = self.groups[*g as usize].key.len();
+                f(*g, &keys[*at as usize..*at as usize + width]);
+            }
+            Some((_, Placement::Whole)) | None => {}
+        }
+    }
+
     /// Remove a filter; unknown ids are ignored.
     ///
     /// ```

@@ -16,9 +16,13 @@
 //!   with the keys as immediates (a search tree on the first field that
 //!   tells them apart, then the rest; adjacent fields compared as one wider
 //!   load: atom coalescing), with no table;
-//! - for a larger group, hash the key in the generated code (the table's
-//!   own hash) and probe the group's [`KeyTable`](sluice_classifier::table::KeyTable),
-//!   which stays data: adding a key does not touch the code.
+//! - for a larger group whose key fields are all packet loads, keep a copy
+//!   of its keys in packet byte order (`merged/raw.rs`: adjacent fields
+//!   packed into one load, loads packed into 64-bit words), hash the loaded
+//!   words in the generated code and probe that copy: no byte swaps, one
+//!   compare per word; other large groups hash the key with the table's own
+//!   hash and probe the group's [`KeyTable`](sluice_classifier::table::KeyTable).
+//!   Both stay data: adding a key does not touch the code.
 //!
 //! Groups are clustered by the first field they all test (typically the
 //! ethertype and its value) and each cluster is one machine function,
@@ -69,6 +73,9 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod raw;
+use raw::{Layout, RawTable, RAW_MIX, RAW_MUL};
+
 /// Groups with at most this many keys have their keys compiled into the
 /// code as immediates; larger ones are probed in their hash table.
 ///
@@ -103,6 +110,8 @@ struct Hit {
 struct TableDesc {
     words: *const u32,
     mask: u64,
+    /// For a [`RawTable`]: the home slot is `raw_hash(key) >> shift`.
+    shift: u64,
 }
 
 /// A cluster's machine function: hits written to `out`, their number returned.
@@ -207,8 +216,13 @@ enum Action {
     /// Report a key of a small group.
     Hit { group: u32, slot: Slot },
     /// Hash the key fields (read by the path's conditions) and probe the
-    /// group's table.
-    Probe { group: u32, key: Vec<R> },
+    /// group's table, or with a layout its [`RawTable`] (the path's
+    /// conditions read the layout's loads instead of the fields).
+    Probe {
+        group: u32,
+        key: Vec<R>,
+        raw: Option<Layout>,
+    },
 }
 
 /// A path of a cluster: a key of a small group, or a whole large group.
@@ -318,9 +332,14 @@ fn plan_group(g: &GroupView<'_>, small: usize) -> Plan {
         };
         Plan::Code(cluster, GroupSig::Small(id, keys), items)
     } else {
+        let raw = Layout::of(&key);
         let mut conds = guards;
-        conds.extend(key.iter().map(|r| Cond {
-            r: *r,
+        let reads: Vec<R> = match &raw {
+            Some(l) => l.loads.iter().map(|l| l.r).collect(),
+            None => key.clone(),
+        };
+        conds.extend(reads.into_iter().map(|r| Cond {
+            r,
             test: None,
             truth: true,
         }));
@@ -334,7 +353,11 @@ fn plan_group(g: &GroupView<'_>, small: usize) -> Plan {
             GroupSig::Large(id),
             vec![Item {
                 conds,
-                action: Action::Probe { group: id, key },
+                action: Action::Probe {
+                    group: id,
+                    key,
+                    raw,
+                },
             }],
         )
     }
@@ -1333,7 +1356,8 @@ impl Gen<'_, '_> {
         }
     }
 
-    /// A field's raw value (host order of its bytes), 32 bits.
+    /// A field's raw value (host order of its bytes), 32 bits (64 for an
+    /// 8-byte load of a packed key).
     fn read_raw(&mut self, ctx: &mut Ctx, r: R, fail: Block) -> Value {
         if let Some(v) = find(&ctx.raw, r) {
             return v;
@@ -1347,6 +1371,7 @@ impl Gen<'_, '_> {
                 match size {
                     1 => self.b.ins().uload8(types::I32, flags(), a, 0),
                     2 => self.b.ins().uload16(types::I32, flags(), a, 0),
+                    8 => self.b.ins().load(types::I64, flags(), a, 0),
                     _ => self.b.ins().load(types::I32, flags(), a, 0),
                 }
             }
@@ -1626,7 +1651,37 @@ impl Gen<'_, '_> {
                 let d = self.b.ins().iconst(types::I32, slot.datum as i64);
                 self.hit(*group, v, d, Some(*slot), None);
             }
-            Action::Probe { group, key } => {
+            Action::Probe {
+                group,
+                raw: Some(layout),
+                ..
+            } => {
+                self.stats.probes += 1;
+                let after = self.b.create_block();
+                // Every load was read by a condition of this path.
+                let mut words: Vec<Option<Value>> = vec![None; layout.words];
+                for l in &layout.loads {
+                    let v = self.read_raw(ctx, l.r, after);
+                    let v = if l.r.size() == 8 {
+                        v
+                    } else {
+                        self.b.ins().uextend(types::I64, v)
+                    };
+                    let v = if l.at > 0 {
+                        self.b.ins().ishl_imm(v, 8 * l.at as i64)
+                    } else {
+                        v
+                    };
+                    words[l.word] = Some(match words[l.word] {
+                        None => v,
+                        Some(w) => self.b.ins().bor(w, v),
+                    });
+                }
+                let words: Vec<Value> = words.into_iter().map(|w| w.expect("a load")).collect();
+                self.probe_raw(*group, &words, after);
+                self.b.switch_to_block(after);
+            }
+            Action::Probe { group, key, .. } => {
                 self.stats.probes += 1;
                 let after = self.b.create_block();
                 // Every key field was read by a condition of this path.
@@ -1635,6 +1690,84 @@ impl Gen<'_, '_> {
                 self.b.switch_to_block(after);
             }
         }
+    }
+
+    /// Hash packed key `words` as [`raw_hash`] does and probe group
+    /// `group`'s [`RawTable`]; a hit is written; continue at `after`.
+    fn probe_raw(&mut self, group: u32, words: &[Value], after: Block) {
+        let mut h: Option<Value> = None;
+        for (j, w) in words.iter().enumerate() {
+            let x = self.b.ins().imul_imm(*w, RAW_MUL[j % RAW_MUL.len()] as i64);
+            h = Some(match h {
+                None => x,
+                Some(h) => self.b.ins().iadd(h, x),
+            });
+        }
+        let h = h.expect("a word");
+        let hi = self.b.ins().ushr_imm(h, 32);
+        let h = self.b.ins().bxor(h, hi);
+        let h = self.b.ins().imul_imm(h, RAW_MIX as i64);
+        let desc = self.b.ins().iadd_imm(
+            self.tables,
+            (group as usize * std::mem::size_of::<TableDesc>()) as i64,
+        );
+        let fl = MemFlags::trusted().with_readonly();
+        let field = |g: &mut Self, at: usize| g.b.ins().load(types::I64, fl, desc, at as i32);
+        let base = field(self, std::mem::offset_of!(TableDesc, words));
+        let shift = field(self, std::mem::offset_of!(TableDesc, shift));
+        let i0 = self.b.ins().ushr(h, shift);
+        let stride = ((words.len() + 1) * 8) as i64;
+        let value_at = (words.len() * 8) as i32;
+        if matches!(self.out, Out::Prefetch) {
+            let off = self.b.ins().imul_imm(i0, stride);
+            let slot = self.b.ins().iadd(base, off);
+            self.call_prefetch(slot);
+            self.b.ins().jump(after, &[]);
+            return;
+        }
+        let mask = field(self, std::mem::offset_of!(TableDesc, mask));
+        let budget = self.b.ins().iadd_imm(mask, 1);
+        let head = self.b.create_block();
+        let i = self.b.append_block_param(head, types::I64);
+        let left = self.b.append_block_param(head, types::I64);
+        self.b.ins().jump(head, &[i0, budget]);
+        self.b.switch_to_block(head);
+        let off = self.b.ins().imul_imm(i, stride);
+        let slot = self.b.ins().iadd(base, off);
+        let differs = self.b.create_block();
+        for (j, w) in words.iter().enumerate() {
+            let s = self.b.ins().load(types::I64, fl, slot, (8 * j) as i32);
+            let ne = self.b.ins().icmp(IntCC::NotEqual, s, *w);
+            self.branch_out(ne, differs);
+        }
+        // The key matches; an empty slot (value 0) holds no key.
+        let v = self.b.ins().load(types::I32, fl, slot, value_at);
+        let found = self.b.create_block();
+        self.b.ins().brif(v, found, &[], after, &[]);
+        self.b.switch_to_block(found);
+        let datum = self.b.ins().load(types::I32, fl, slot, value_at + 4);
+        self.hit(group, v, datum, None, None);
+        self.b.ins().jump(after, &[]);
+        // Another key: go on unless the slot is empty.
+        self.b.switch_to_block(differs);
+        let v = self.b.ins().load(types::I32, fl, slot, value_at);
+        let step = self.b.create_block();
+        self.b.ins().brif(v, step, &[], after, &[]);
+        self.b.switch_to_block(step);
+        let i1 = self.b.ins().iadd_imm(i, 1);
+        let i1 = self.b.ins().band(i1, mask);
+        let l1 = self.b.ins().iadd_imm(left, -1);
+        self.b.ins().brif(l1, head, &[i1, l1], after, &[]);
+    }
+
+    /// Call [`prefetch_helper`] on `addr`.
+    fn call_prefetch(&mut self, addr: Value) {
+        let mut sig = Signature::new(self.b.func.signature.call_conv);
+        sig.params.push(AbiParam::new(types::I64));
+        let sigref = self.b.import_signature(sig);
+        let helper = prefetch_helper as extern "C" fn(_);
+        let callee = self.b.ins().iconst(types::I64, helper as usize as i64);
+        self.b.ins().call_indirect(sigref, callee, &[addr]);
     }
 
     /// Hash `key` as [`sluice_classifier::table::hash`] does (with its
@@ -1690,12 +1823,7 @@ impl Gen<'_, '_> {
         if matches!(self.out, Out::Prefetch) {
             let off = self.b.ins().imul_imm(i0, stride as i64);
             let slot = self.b.ins().iadd(base, off);
-            let mut sig = Signature::new(self.b.func.signature.call_conv);
-            sig.params.push(AbiParam::new(types::I64));
-            let sigref = self.b.import_signature(sig);
-            let helper = prefetch_helper as extern "C" fn(_);
-            let callee = self.b.ins().iconst(types::I64, helper as usize as i64);
-            self.b.ins().call_indirect(sigref, callee, &[slot]);
+            self.call_prefetch(slot);
             self.b.ins().jump(after, &[]);
             return;
         }
@@ -1734,6 +1862,18 @@ impl Gen<'_, '_> {
         let i1 = self.b.ins().band(i1, mask);
         let l1 = self.b.ins().iadd_imm(left, -1);
         self.b.ins().brif(l1, head, &[i1, l1], after, &[]);
+    }
+}
+
+/// Make group `g`'s packed table (if it has one) agree with its table on
+/// `key`.
+fn sync_key(m: &Merged, raw: &mut [Option<RawTable>], g: u32, key: &[u32]) {
+    if let Some(Some(t)) = raw.get_mut(g as usize) {
+        let e = m.group_view(g).and_then(|v| {
+            v.table()
+                .entry_hashed(key, sluice_classifier::table::hash(key))
+        });
+        t.set(key, e);
     }
 }
 
@@ -1960,6 +2100,11 @@ pub struct NativeMerged {
     code: Arc<Code>,
     /// Per group, its table in *this* copy of the data.
     descs: Vec<TableDesc>,
+    /// Per group probed by code with packed keys, its keys in that form
+    /// (kept equal to the group's table by every change).
+    raw: Vec<Option<RawTable>>,
+    /// Groups of at most this many keys have their keys in code.
+    small: usize,
     /// False after a change until [`NativeMerged::update`].
     fresh: bool,
     /// Shared by the two copies of a [`NativeClassifier`].
@@ -1968,11 +2113,11 @@ pub struct NativeMerged {
     native: bool,
 }
 
-// SAFETY: the raw pointers in `descs` point into `self.merged`'s tables and
-// are only read (by generated code) through `&self`, never written; they
+// SAFETY: the raw pointers in `descs` point into `self.merged`'s tables or
+// `self.raw`'s and are only read (by generated code) through `&self`, never written; they
 // are rebuilt whenever `merged` changes, before the code runs again
-// (`fresh`), and changing `merged` needs `&mut self`. Nothing is tied to a
-// thread.
+// (`fresh`), and changing `merged` or `raw` needs `&mut self`. Nothing is
+// tied to a thread.
 unsafe impl Send for NativeMerged {}
 // SAFETY: see `Send`: through `&self` everything is read only (the code
 // writes only into a hit buffer on the caller's stack).
@@ -1984,6 +2129,8 @@ impl Clone for NativeMerged {
             merged: self.merged.clone(),
             code: self.code.clone(),
             descs: Vec::new(),
+            raw: self.raw.clone(),
+            small: self.small,
             fresh: false,
             compiler: self.compiler.clone(),
             native: self.native,
@@ -2047,6 +2194,8 @@ impl NativeMerged {
                 fallback: Vec::new(),
             }),
             descs: Vec::new(),
+            raw: Vec::new(),
+            small,
             fresh: false,
             compiler: Arc::new(Mutex::new(Compiler {
                 small,
@@ -2096,6 +2245,7 @@ impl NativeMerged {
     pub fn insert(&mut self, id: u32, c: &Compiled, priority: i32) {
         self.fresh = false;
         self.merged.insert(id, c, priority);
+        self.sync(id);
     }
 
     /// [`Merged::insert_keyed`].
@@ -2108,7 +2258,9 @@ impl NativeMerged {
     /// ```
     pub fn insert_keyed(&mut self, id: u32, like: u32, key: &[u32], priority: i32) -> bool {
         self.fresh = false;
-        self.merged.insert_keyed(id, like, key, priority)
+        let done = self.merged.insert_keyed(id, like, key, priority);
+        self.sync(id);
+        done
     }
 
     /// [`Merged::insert_key_block`].
@@ -2128,8 +2280,14 @@ impl NativeMerged {
         priority: i32,
     ) -> bool {
         self.fresh = false;
-        self.merged
-            .insert_key_block(first, like, width, keys, priority)
+        let n = keys.len().checked_div(width).unwrap_or(1) as u32;
+        let done = self
+            .merged
+            .insert_key_block(first, like, width, keys, priority);
+        for id in first..first.saturating_add(n) {
+            self.sync(id);
+        }
+        done
     }
 
     /// [`Merged::remove`].
@@ -2140,7 +2298,70 @@ impl NativeMerged {
     /// ```
     pub fn remove(&mut self, id: u32) {
         self.fresh = false;
+        let mut keys = Vec::new();
+        if self.raw.iter().any(Option::is_some) {
+            let raw = &self.raw;
+            self.merged.keys_of(id, |g, k| {
+                if matches!(raw.get(g as usize), Some(Some(_))) {
+                    keys.push((g, k.to_vec()));
+                }
+            });
+        }
         self.merged.remove(id);
+        for (g, k) in keys {
+            sync_key(&self.merged, &mut self.raw, g, &k);
+        }
+    }
+
+    /// Copy the table entries of filter `id`'s keys to the packed tables.
+    fn sync(&mut self, id: u32) {
+        if self.raw.iter().all(Option::is_none) {
+            return;
+        }
+        let (m, raw) = (&self.merged, &mut self.raw);
+        m.keys_of(id, |g, k| sync_key(m, raw, g, k));
+    }
+
+    /// Give every group that code probes with packed keys (more than
+    /// `small` keys, fields the layout takes) its packed table, built from
+    /// the group's table the first time.
+    fn ensure_raw(&mut self) {
+        if !self.native {
+            return;
+        }
+        self.raw.resize_with(self.merged.groups(), || None);
+        for g in self.merged.group_views() {
+            let slot = &mut self.raw[g.id() as usize];
+            if slot.is_some() || g.len() <= self.small {
+                continue;
+            }
+            let Some(key) = g
+                .key_fields()
+                .into_iter()
+                .map(|(_, r)| R::of(r))
+                .collect::<Option<Vec<R>>>()
+            else {
+                continue;
+            };
+            let Some(layout) = Layout::of(&key) else {
+                continue;
+            };
+            let mut t = RawTable::new(layout);
+            for (k, s) in g.keys() {
+                t.set(k, Some((s.value, s.datum)));
+            }
+            *slot = Some(t);
+        }
+    }
+
+    /// Bytes the packed copies of large groups' keys take (on top of
+    /// [`Merged::table_bytes`]).
+    ///
+    /// ```
+    /// assert_eq!(sluice_native::merged::NativeMerged::new().packed_bytes(), 0);
+    /// ```
+    pub fn packed_bytes(&self) -> usize {
+        self.raw.iter().flatten().map(RawTable::bytes).sum()
     }
 
     /// Bring the code up to date with the data: functions whose groups did
@@ -2165,6 +2386,7 @@ impl NativeMerged {
 
     fn install(&mut self, code: Arc<Code>) {
         self.code = code;
+        self.ensure_raw();
         self.refresh_descs();
         self.fresh = self.native;
     }
@@ -2173,11 +2395,19 @@ impl NativeMerged {
         self.descs = self
             .merged
             .group_views()
-            .map(|g| {
-                let t = g.table();
-                TableDesc {
-                    words: t.words().as_ptr(),
-                    mask: (t.slots() - 1) as u64,
+            .map(|g| match self.raw.get(g.id() as usize) {
+                Some(Some(t)) => TableDesc {
+                    words: t.as_ptr().cast(),
+                    mask: t.mask(),
+                    shift: t.shift(),
+                },
+                _ => {
+                    let t = g.table();
+                    TableDesc {
+                        words: t.words().as_ptr(),
+                        mask: (t.slots() - 1) as u64,
+                        shift: 0,
+                    }
                 }
             })
             .collect();
@@ -2504,6 +2734,7 @@ impl Engine for NativeMerged {
             Change::InsertKeyed(id, like, key, p) => {
                 self.fresh = false;
                 self.merged.insert_shared_key(*id, *like, key.clone(), *p);
+                self.sync(*id);
             }
             Change::InsertKeys(first, like, width, keys, p) => {
                 self.insert_key_block(*first, *like, *width, keys.clone(), *p);
@@ -2532,6 +2763,7 @@ impl Engine for NativeMerged {
 
     fn sync_with(&mut self, first: &Self) {
         self.merged = first.merged.clone();
+        self.raw = first.raw.clone();
         self.compiler = first.compiler.clone();
         // Table pointers must be this copy's own.
         self.install(first.code.clone());

@@ -1,0 +1,420 @@
+//! Probed tables in packet byte order: the form of a large group's keys
+//! that generated code can look up with the fewest instructions.
+//!
+//! A group's [`KeyTable`](sluice_classifier::table::KeyTable) holds each
+//! key as one 32-bit number per field, in network order. To probe it,
+//! code must load every field on its own, swap its bytes and spread six
+//! words over three hash inputs. Here the key fields are laid out the way
+//! the packet holds them instead: runs of adjacent fields become one
+//! 1-, 2-, 4- or 8-byte load (both IPv4 addresses one load, both ports
+//! another; DPF's atom coalescing applied to the probe), and the loads are
+//! packed into as few 64-bit words as they fit in, unswapped. The code
+//! hashes those words and compares them with the slot's in one compare
+//! per word.
+//!
+//! [`RawTable`] is such a table for one group, kept by
+//! [`NativeMerged`](super::NativeMerged) next to the group's own table:
+//! every key change of the group is copied here (the value and datum words
+//! are the group table's, so a hit means the same thing). Slots are
+//! `words + 1` 64-bit words: the packed key, then the value (low half in
+//! memory order first) and the datum; value 0 marks an empty slot. Linear
+//! probing from the top bits of [`raw_hash`]; a removal shifts later keys
+//! back, so there are no tombstones and a probe stops at the first empty
+//! slot.
+
+use super::{adjacent_run, R};
+
+/// Multipliers of the packed key words in [`raw_hash`] (cycling).
+pub(super) const RAW_MUL: [u64; 4] = [
+    0x9e37_79b9_7f4a_7c15,
+    0xc2b2_ae3d_27d4_eb4f,
+    0x1656_67b1_9e37_79f9,
+    0xff51_afd7_ed55_8ccd,
+];
+
+/// The final multiplier of [`raw_hash`].
+pub(super) const RAW_MIX: u64 = 0xd6e8_feb8_6659_fd93;
+
+/// The hash of packed key words: their products with [`RAW_MUL`] summed
+/// (independent multiplies), the high half folded into the low, and one
+/// more multiply so that the top bits, which index the table, depend on
+/// every input bit.
+pub(super) fn raw_hash(words: &[u64]) -> u64 {
+    let mut h = 0u64;
+    for (i, w) in words.iter().enumerate() {
+        h = h.wrapping_add(w.wrapping_mul(RAW_MUL[i % RAW_MUL.len()]));
+    }
+    (h ^ (h >> 32)).wrapping_mul(RAW_MIX)
+}
+
+/// The value half of a slot's last word (its first four bytes in memory,
+/// where generated code loads it).
+fn value_of(w: u64) -> u32 {
+    let b = w.to_ne_bytes();
+    u32::from_ne_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// One load of a packed key: `r` (a run of adjacent key fields, 1, 2, 4 or
+/// 8 bytes) goes to byte `at` of word `word`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Load {
+    pub r: R,
+    pub word: usize,
+    pub at: u32,
+}
+
+/// Where a group's key fields go in the packed words.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Layout {
+    /// The loads, in packet order.
+    pub loads: Vec<Load>,
+    /// Per key field, in key order: its word, first byte and size.
+    fields: Vec<(usize, u32, u32)>,
+    /// Packed words per key.
+    pub words: usize,
+}
+
+impl Layout {
+    /// The layout of a key of these fields; `None` unless every field is a
+    /// 1-, 2- or 4-byte packet load (and the host is little-endian, where a
+    /// load's bytes keep their packet order in the word).
+    pub fn of(key: &[R]) -> Option<Layout> {
+        if cfg!(target_endian = "big") || key.is_empty() {
+            return None;
+        }
+        let mut places: Vec<(Option<u32>, u32, u32, usize)> = Vec::new();
+        for (i, r) in key.iter().enumerate() {
+            match *r {
+                R::Abs { off, size } if matches!(size, 1 | 2 | 4) => {
+                    places.push((None, off, size as u32, i))
+                }
+                R::Rel { hdr, off, size } if matches!(size, 1 | 2 | 4) => {
+                    places.push((Some(hdr), off, size as u32, i))
+                }
+                _ => return None,
+            }
+        }
+        places.sort_unstable();
+        // Runs of adjacent fields: (first place index, end, width).
+        let mut runs = Vec::new();
+        let mut i = 0;
+        while i < places.len() {
+            let (end, width) =
+                adjacent_run(places.len(), i, |k| (places[k].0, places[k].1, places[k].2));
+            runs.push((i, end, width));
+            i = end;
+        }
+        // Widest first, each into the first word with room.
+        let mut order: Vec<usize> = (0..runs.len()).collect();
+        order.sort_by_key(|&k| std::cmp::Reverse(runs[k].2));
+        let mut used: Vec<u32> = Vec::new();
+        let mut placed = vec![(0usize, 0u32); runs.len()];
+        for k in order {
+            let width = runs[k].2;
+            let word = match used.iter().position(|&u| u + width <= 8) {
+                Some(w) => w,
+                None => {
+                    used.push(0);
+                    used.len() - 1
+                }
+            };
+            placed[k] = (word, used[word]);
+            used[word] += width;
+        }
+        let mut loads = Vec::new();
+        let mut fields = vec![(0usize, 0u32, 0u32); key.len()];
+        for (k, &(first, end, width)) in runs.iter().enumerate() {
+            let (hdr, off, _, _) = places[first];
+            let (word, at) = placed[k];
+            let r = match hdr {
+                None => R::Abs {
+                    off,
+                    size: width as u8,
+                },
+                Some(hdr) => R::Rel {
+                    hdr,
+                    off,
+                    size: width as u8,
+                },
+            };
+            loads.push(Load { r, word, at });
+            for &(_, foff, size, field) in &places[first..end] {
+                fields[field] = (word, at + (foff - off), size);
+            }
+        }
+        Some(Layout {
+            loads,
+            fields,
+            words: used.len(),
+        })
+    }
+
+    /// A key (one network-order value per field, as the group's table
+    /// holds it) as packed words, into `out` (`words` long); false when a
+    /// value does not fit its field (no packet can have that key).
+    pub fn pack(&self, key: &[u32], out: &mut [u64]) -> bool {
+        debug_assert_eq!(key.len(), self.fields.len());
+        let mut bytes = vec![[0u8; 8]; self.words];
+        for (&k, &(word, at, size)) in key.iter().zip(&self.fields) {
+            if size < 4 && k >> (8 * size) != 0 {
+                return false;
+            }
+            let be = k.to_be_bytes();
+            let at = at as usize;
+            bytes[word][at..at + size as usize].copy_from_slice(&be[4 - size as usize..]);
+        }
+        for (o, b) in out.iter_mut().zip(bytes) {
+            *o = u64::from_le_bytes(b);
+        }
+        true
+    }
+}
+
+/// A group's keys, packed ([`Layout`]), with their table's value and
+/// datum words.
+#[derive(Clone, Debug)]
+pub(super) struct RawTable {
+    layout: Layout,
+    /// `mask + 1` slots of `layout.words + 1` words.
+    slots: Vec<u64>,
+    mask: usize,
+    /// 64 minus the log2 of the slot count: `hash >> shift` is the home slot.
+    shift: u32,
+    len: usize,
+}
+
+impl RawTable {
+    /// An empty table for keys of this layout.
+    pub fn new(layout: Layout) -> RawTable {
+        RawTable::with_slots(layout, 8)
+    }
+
+    fn with_slots(layout: Layout, n: usize) -> RawTable {
+        debug_assert!(n.is_power_of_two() && n >= 2);
+        RawTable {
+            slots: vec![0; n * (layout.words + 1)],
+            layout,
+            mask: n - 1,
+            shift: 64 - n.trailing_zeros(),
+            len: 0,
+        }
+    }
+
+    /// The slots, for generated code.
+    pub fn as_ptr(&self) -> *const u64 {
+        self.slots.as_ptr()
+    }
+
+    /// Slot count minus one.
+    pub fn mask(&self) -> u64 {
+        self.mask as u64
+    }
+
+    /// The home slot is `raw_hash(key) >> shift()`.
+    pub fn shift(&self) -> u64 {
+        self.shift as u64
+    }
+
+    /// Bytes the slots take.
+    pub fn bytes(&self) -> usize {
+        self.slots.len() * 8
+    }
+
+    /// Keys held.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    fn stride(&self) -> usize {
+        self.layout.words + 1
+    }
+
+    fn value(&self, i: usize) -> u32 {
+        value_of(self.slots[i * self.stride() + self.layout.words])
+    }
+
+    fn key(&self, i: usize) -> &[u64] {
+        let s = self.stride();
+        &self.slots[i * s..i * s + self.layout.words]
+    }
+
+    fn home(&self, key: &[u64]) -> usize {
+        (raw_hash(key) >> self.shift) as usize
+    }
+
+    /// The slot holding `key`, or the empty slot where it would go.
+    fn find(&self, key: &[u64]) -> Result<usize, usize> {
+        let mut i = self.home(key);
+        loop {
+            if self.value(i) == 0 {
+                return Err(i);
+            }
+            if self.key(i) == key {
+                return Ok(i);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    fn write(&mut self, i: usize, key: &[u64], value: u32, datum: u32) {
+        let s = self.stride();
+        let slot = &mut self.slots[i * s..(i + 1) * s];
+        slot[..key.len()].copy_from_slice(key);
+        let mut vd = [0u8; 8];
+        vd[..4].copy_from_slice(&value.to_ne_bytes());
+        vd[4..].copy_from_slice(&datum.to_ne_bytes());
+        slot[key.len()] = u64::from_ne_bytes(vd);
+    }
+
+    /// The value and datum of a key (one network-order value per field).
+    #[cfg(test)]
+    pub fn get(&self, key: &[u32]) -> Option<(u32, u32)> {
+        let mut packed = vec![0; self.layout.words];
+        if !self.layout.pack(key, &mut packed) {
+            return None;
+        }
+        let i = self.find(&packed).ok()?;
+        let w = self.slots[i * self.stride() + self.layout.words].to_ne_bytes();
+        Some((
+            u32::from_ne_bytes(w[..4].try_into().expect("4 bytes")),
+            u32::from_ne_bytes(w[4..].try_into().expect("4 bytes")),
+        ))
+    }
+
+    /// Make `key`'s entry `Some((value, datum))` (value non-zero) or none.
+    pub fn set(&mut self, key: &[u32], entry: Option<(u32, u32)>) {
+        let mut packed = vec![0; self.layout.words];
+        if !self.layout.pack(key, &mut packed) {
+            return;
+        }
+        match (self.find(&packed), entry) {
+            (Ok(i), Some((v, d))) => self.write(i, &packed, v, d),
+            (Ok(i), None) => self.remove_at(i),
+            (Err(_), None) => {}
+            (Err(i), Some((v, d))) => {
+                debug_assert_ne!(v, 0);
+                if (self.len + 1) * 4 > (self.mask + 1) * 3 {
+                    self.grow();
+                    let i = self.find(&packed).expect_err("a new key");
+                    self.write(i, &packed, v, d);
+                } else {
+                    self.write(i, &packed, v, d);
+                }
+                self.len += 1;
+            }
+        }
+    }
+
+    /// Empty slot `i` and move later keys of its run back so that every
+    /// key stays reachable from its home without passing an empty slot.
+    fn remove_at(&mut self, i: usize) {
+        let s = self.stride();
+        let mut hole = i;
+        let mut j = (i + 1) & self.mask;
+        while self.value(j) != 0 {
+            let home = self.home(self.key(j));
+            // The key at j may fill the hole when its home is not after
+            // the hole (cyclically, between hole and j).
+            if (j.wrapping_sub(home) & self.mask) >= (j.wrapping_sub(hole) & self.mask) {
+                self.slots.copy_within(j * s..(j + 1) * s, hole * s);
+                hole = j;
+            }
+            j = (j + 1) & self.mask;
+        }
+        self.slots[hole * s..(hole + 1) * s].fill(0);
+        self.len -= 1;
+    }
+
+    fn grow(&mut self) {
+        let mut bigger = RawTable::with_slots(self.layout.clone(), (self.mask + 1) * 2);
+        let s = self.stride();
+        for slot in self.slots.chunks_exact(s) {
+            let (key, vd) = slot.split_at(s - 1);
+            if value_of(vd[0]) == 0 {
+                continue;
+            }
+            let i = bigger.find(key).expect_err("keys are distinct");
+            bigger.slots[i * s..(i + 1) * s].copy_from_slice(slot);
+            bigger.len += 1;
+        }
+        *self = bigger;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The session key: ethertype, protocol, addresses, ports.
+    fn session_layout() -> Layout {
+        Layout::of(&[
+            R::Abs { off: 12, size: 2 },
+            R::Abs { off: 23, size: 1 },
+            R::Abs { off: 26, size: 4 },
+            R::Abs { off: 30, size: 4 },
+            R::Rel {
+                hdr: 14,
+                off: 14,
+                size: 2,
+            },
+            R::Rel {
+                hdr: 14,
+                off: 16,
+                size: 2,
+            },
+        ])
+        .expect("a layout")
+    }
+
+    #[test]
+    fn session_keys_pack_into_two_words() {
+        let l = session_layout();
+        assert_eq!(l.words, 2);
+        // Addresses one 8-byte load, ports one 4-byte load, ethertype and
+        // protocol on their own.
+        let sizes: Vec<u32> = l.loads.iter().map(|x| x.r.size()).collect();
+        assert_eq!(sizes, vec![2, 1, 8, 4]);
+        let mut w = [0u64; 2];
+        assert!(l.pack(&[0x800, 6, 0x0a00_0001, 0xc0a8_0002, 1024, 80], &mut w));
+        // Word 0 holds the packet's bytes 26..34 as loaded.
+        assert_eq!(w[0].to_le_bytes(), [10, 0, 0, 1, 192, 168, 0, 2]);
+        // Word 1: the ports (4 bytes, widest first), then the ethertype,
+        // then the protocol.
+        assert_eq!(w[1].to_le_bytes(), [4, 0, 0, 80, 8, 0, 6, 0]);
+        // A value too wide for its field has no packed form.
+        assert!(!l.pack(&[0x1_0800, 6, 1, 2, 3, 4], &mut w));
+    }
+
+    #[test]
+    fn other_fields_have_no_layout() {
+        assert!(Layout::of(&[R::Len]).is_none());
+        assert!(Layout::of(&[]).is_none());
+        assert!(Layout::of(&[R::Abs { off: 0, size: 3 }]).is_none());
+    }
+
+    proptest! {
+        /// Sets and removals in any order leave the table equal to a map.
+        #[test]
+        fn matches_a_map(ops in prop::collection::vec((0u32..64, 0u32..3, any::<bool>()), 1..400)) {
+            let mut t = RawTable::new(session_layout());
+            let mut model = std::collections::HashMap::new();
+            for (i, (k, v, add)) in ops.iter().enumerate() {
+                let key = [0x800, 6, k % 8, k / 8, 1000 + k, 80];
+                if *add {
+                    t.set(&key, Some((v + 1, i as u32)));
+                    model.insert(*k, (v + 1, i as u32));
+                } else {
+                    t.set(&key, None);
+                    model.remove(k);
+                }
+                prop_assert_eq!(t.len(), model.len());
+            }
+            for k in 0..64 {
+                let key = [0x800, 6, k % 8, k / 8, 1000 + k, 80];
+                prop_assert_eq!(t.get(&key), model.get(&k).copied());
+            }
+        }
+    }
+}
