@@ -13,7 +13,10 @@
 //! packets with `NativeMerged::classify_first_batch` (one machine call per
 //! 64 packets) instead of one call per packet. It prints the time per
 //! packet too, on the packets in a shuffled order (`SHUFFLE=1`: 4096
-//! packets of random sessions, so that branches are not predictable).
+//! packets of random sessions, so that branches are not predictable;
+//! `PACKETS=K` makes it K packets, so that with many sessions the table's
+//! slots come from memory rather than the cache). Session ports wrap
+//! every 64,000 sessions so that every filter stays matchable.
 
 use sluice_classifier::merged::{Compiled, Merged, Scratch};
 use sluice_ir::Filter;
@@ -42,20 +45,29 @@ fn main() {
     let mut m = Merged::default();
     let mut pkts = Vec::new();
     for i in 0..n {
-        let (a, b, p, q) = (0x0a00_0000 + i, 0xc0a8_0000 + 7 * i, 1024 + i, 80);
+        let (a, b, p, q) = (0x0a00_0000 + i, 0xc0a8_0000 + 7 * i, 1024 + i % 64_000, 80);
         m.insert(i, &Compiled::new(Filter::new(session(a, b, p, q), 1)), 0);
         pkts.push(packet(a, b, p as u16, q as u16));
     }
     pkts.truncate(10);
     if std::env::var_os("SHUFFLE").is_some() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        pkts = (0..4096)
+        let count: usize = std::env::var("PACKETS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(4096);
+        pkts = (0..count)
             .map(|_| {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
                 let i = (x % n as u64) as u32;
-                packet(0x0a00_0000 + i, 0xc0a8_0000 + 7 * i, 1024 + i as u16, 80)
+                packet(
+                    0x0a00_0000 + i,
+                    0xc0a8_0000 + 7 * i,
+                    1024 + (i % 64_000) as u16,
+                    80,
+                )
             })
             .collect();
     }

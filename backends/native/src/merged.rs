@@ -74,6 +74,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod raw;
+mod slots;
 use raw::{Layout, RawTable, RAW_MIX, RAW_MUL};
 
 /// Groups with at most this many keys have their keys compiled into the
@@ -1678,7 +1679,7 @@ impl Gen<'_, '_> {
                     });
                 }
                 let words: Vec<Value> = words.into_iter().map(|w| w.expect("a load")).collect();
-                self.probe_raw(*group, &words, after);
+                self.probe_raw(*group, &words, layout.stride(), after);
                 self.b.switch_to_block(after);
             }
             Action::Probe { group, key, .. } => {
@@ -1693,8 +1694,9 @@ impl Gen<'_, '_> {
     }
 
     /// Hash packed key `words` as [`raw_hash`] does and probe group
-    /// `group`'s [`RawTable`]; a hit is written; continue at `after`.
-    fn probe_raw(&mut self, group: u32, words: &[Value], after: Block) {
+    /// `group`'s [`RawTable`] (slots of `stride` words); a hit is written;
+    /// continue at `after`.
+    fn probe_raw(&mut self, group: u32, words: &[Value], stride: usize, after: Block) {
         let mut h: Option<Value> = None;
         for (j, w) in words.iter().enumerate() {
             let x = self.b.ins().imul_imm(*w, RAW_MUL[j % RAW_MUL.len()] as i64);
@@ -1716,7 +1718,7 @@ impl Gen<'_, '_> {
         let base = field(self, std::mem::offset_of!(TableDesc, words));
         let shift = field(self, std::mem::offset_of!(TableDesc, shift));
         let i0 = self.b.ins().ushr(h, shift);
-        let stride = ((words.len() + 1) * 8) as i64;
+        let stride = (stride * 8) as i64;
         let value_at = (words.len() * 8) as i32;
         if matches!(self.out, Out::Prefetch) {
             let off = self.b.ins().imul_imm(i0, stride);

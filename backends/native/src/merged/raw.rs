@@ -16,12 +16,15 @@
 //! [`NativeMerged`](super::NativeMerged) next to the group's own table:
 //! every key change of the group is copied here (the value and datum words
 //! are the group table's, so a hit means the same thing). Slots are
-//! `words + 1` 64-bit words: the packed key, then the value (low half in
-//! memory order first) and the datum; value 0 marks an empty slot. Linear
+//! `words + 1` 64-bit words rounded up to a power of two (so that a slot
+//! never straddles two cache lines and one prefetch brings all of it): the
+//! packed key, then the value (low half in memory order first) and the
+//! datum; value 0 marks an empty slot. Linear
 //! probing from the top bits of [`raw_hash`]; a removal shifts later keys
 //! back, so there are no tombstones and a probe stops at the first empty
 //! slot.
 
+use super::slots::Slots;
 use super::{adjacent_run, R};
 
 /// Multipliers of the packed key words in [`raw_hash`] (cycling).
@@ -149,6 +152,12 @@ impl Layout {
         })
     }
 
+    /// Words per slot: the key's, one for value and datum, rounded up to
+    /// a power of two.
+    pub fn stride(&self) -> usize {
+        (self.words + 1).next_power_of_two()
+    }
+
     /// A key (one network-order value per field, as the group's table
     /// holds it) as packed words, into `out` (`words` long); false when a
     /// value does not fit its field (no packet can have that key).
@@ -175,8 +184,8 @@ impl Layout {
 #[derive(Clone, Debug)]
 pub(super) struct RawTable {
     layout: Layout,
-    /// `mask + 1` slots of `layout.words + 1` words.
-    slots: Vec<u64>,
+    /// `mask + 1` slots of `layout.stride()` words.
+    slots: Slots,
     mask: usize,
     /// 64 minus the log2 of the slot count: `hash >> shift` is the home slot.
     shift: u32,
@@ -192,7 +201,7 @@ impl RawTable {
     fn with_slots(layout: Layout, n: usize) -> RawTable {
         debug_assert!(n.is_power_of_two() && n >= 2);
         RawTable {
-            slots: vec![0; n * (layout.words + 1)],
+            slots: Slots::zeroed(n * layout.stride()),
             layout,
             mask: n - 1,
             shift: 64 - n.trailing_zeros(),
@@ -227,7 +236,7 @@ impl RawTable {
     }
 
     fn stride(&self) -> usize {
-        self.layout.words + 1
+        self.layout.stride()
     }
 
     fn value(&self, i: usize) -> u32 {
@@ -330,7 +339,7 @@ impl RawTable {
         let mut bigger = RawTable::with_slots(self.layout.clone(), (self.mask + 1) * 2);
         let s = self.stride();
         for slot in self.slots.chunks_exact(s) {
-            let (key, vd) = slot.split_at(s - 1);
+            let (key, vd) = slot.split_at(self.layout.words);
             if value_of(vd[0]) == 0 {
                 continue;
             }
