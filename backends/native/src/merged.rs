@@ -1748,7 +1748,11 @@ impl Gen<'_, '_> {
         self.b.ins().brif(v, found, &[], after, &[]);
         self.b.switch_to_block(found);
         let datum = self.b.ins().load(types::I32, fl, slot, value_at + 4);
-        self.hit(group, v, datum, None, None);
+        // A spare word after value and datum holds the batch answer.
+        let answer = (stride > (words.len() as i64 + 1) * 8
+            && matches!(self.out, Out::First { .. }))
+        .then(|| self.b.ins().load(types::I32, fl, slot, value_at + 8));
+        self.hit(group, v, datum, None, answer);
         self.b.ins().jump(after, &[]);
         // Another key: go on unless the slot is empty.
         self.b.switch_to_block(differs);

@@ -19,7 +19,9 @@
 //! `words + 1` 64-bit words rounded up to a power of two (so that a slot
 //! never straddles two cache lines and one prefetch brings all of it): the
 //! packed key, then the value (low half in memory order first) and the
-//! datum; value 0 marks an empty slot. Linear
+//! datum; value 0 marks an empty slot. When the rounding leaves a spare
+//! word, it holds the slot's answer for the batch functions (the key's
+//! only filter, or "several"), so that they need not decode the value. Linear
 //! probing from the top bits of [`raw_hash`]; a removal shifts later keys
 //! back, so there are no tombstones and a probe stops at the first empty
 //! slot. The table doubles before it is half full: short runs mean the
@@ -27,7 +29,8 @@
 //! predictable (at 3/4 the session benchmark was 5-16% slower).
 
 use super::slots::Slots;
-use super::{adjacent_run, R};
+use super::{adjacent_run, MANY, R};
+use sluice_classifier::merged::Slot;
 
 /// Multipliers of the packed key words in [`raw_hash`] (cycling).
 pub(super) const RAW_MUL: [u64; 4] = [
@@ -276,6 +279,10 @@ impl RawTable {
         vd[..4].copy_from_slice(&value.to_ne_bytes());
         vd[4..].copy_from_slice(&datum.to_ne_bytes());
         slot[key.len()] = u64::from_ne_bytes(vd);
+        if let Some(pad) = slot.get_mut(key.len() + 1) {
+            let single = Slot { value, datum }.single_filter();
+            *pad = single.unwrap_or(MANY) as u64;
+        }
     }
 
     /// The value and datum of a key (one network-order value per field).
@@ -396,6 +403,23 @@ mod tests {
         assert_eq!(w[1].to_le_bytes(), [4, 0, 0, 80, 8, 0, 6, 0]);
         // A value too wide for its field has no packed form.
         assert!(!l.pack(&[0x1_0800, 6, 1, 2, 3, 4], &mut w));
+    }
+
+    #[test]
+    fn spare_word_holds_the_batch_answer() {
+        let mut t = RawTable::new(session_layout());
+        assert_eq!(t.layout.stride(), 4);
+        let key = [0x800, 6, 1, 2, 3, 4];
+        let answer = |t: &RawTable| {
+            let mut packed = [0u64; 2];
+            assert!(t.layout.pack(&key, &mut packed));
+            let i = t.find(&packed).expect("present");
+            t.slots[i * 4 + 3] as u32
+        };
+        t.set(&key, Some((8, 0)));
+        assert_eq!(answer(&t), 7);
+        t.set(&key, Some((Slot::LIST_BASE + 2, 0)));
+        assert_eq!(answer(&t), MANY);
     }
 
     #[test]
