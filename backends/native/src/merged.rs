@@ -238,8 +238,8 @@ struct Item {
 enum GroupSig {
     /// Keys as immediates: every key and its slot, sorted.
     Small(u32, Vec<(Vec<u32>, Slot)>),
-    /// A table probe.
-    Large(u32),
+    /// A table probe, with the packed layout it uses (if any).
+    Large(u32, Option<Layout>),
 }
 
 /// How a group is handled.
@@ -279,7 +279,10 @@ fn guard_conds(g: &GroupView<'_>) -> Option<Vec<Cond>> {
         .collect()
 }
 
-fn plan_group(g: &GroupView<'_>, small: usize) -> Plan {
+/// How group `g` is handled: keys in code when it has at most `small`,
+/// else a probe of its packed table when it has one (`packed`: its
+/// layout), else of its own table.
+fn plan_group(g: &GroupView<'_>, small: usize, packed: Option<&Layout>) -> Plan {
     if g.is_empty() {
         return Plan::Empty;
     }
@@ -333,10 +336,18 @@ fn plan_group(g: &GroupView<'_>, small: usize) -> Plan {
         };
         Plan::Code(cluster, GroupSig::Small(id, keys), items)
     } else {
-        let raw = Layout::of(&key);
+        let raw = packed.cloned();
         let mut conds = guards;
         let reads: Vec<R> = match &raw {
-            Some(l) => l.loads.iter().map(|l| l.r).collect(),
+            Some(l) => {
+                // Fields every key has the same value of are tested here.
+                conds.extend(l.fixed.iter().map(|&(r, v)| Cond {
+                    r,
+                    test: Some(Test::Eq(v)),
+                    truth: true,
+                }));
+                l.loads.iter().map(|l| l.r).collect()
+            }
             None => key.clone(),
         };
         conds.extend(reads.into_iter().map(|r| Cond {
@@ -351,7 +362,7 @@ fn plan_group(g: &GroupView<'_>, small: usize) -> Plan {
             .min();
         Plan::Code(
             (first, None),
-            GroupSig::Large(id),
+            GroupSig::Large(id, raw.clone()),
             vec![Item {
                 conds,
                 action: Action::Probe {
@@ -466,13 +477,17 @@ struct Compiler {
 
 impl Compiler {
     /// The code for `m`: cached functions where their groups are unchanged.
-    fn build(&mut self, m: &Merged) -> Arc<Code> {
+    fn build(&mut self, m: &Merged, packed: &[Option<RawTable>]) -> Arc<Code> {
         let t0 = Instant::now();
         let mut compile_time = Duration::ZERO;
         let mut clusters: BTreeMap<ClusterKey, Vec<(GroupSig, Vec<Item>)>> = BTreeMap::new();
         let mut fallback = Vec::new();
         for g in m.group_views() {
-            match plan_group(&g, self.small) {
+            let layout = packed
+                .get(g.id() as usize)
+                .and_then(Option::as_ref)
+                .map(RawTable::layout);
+            match plan_group(&g, self.small, layout) {
                 Plan::Empty => {}
                 Plan::Fallback => fallback.push(g.id()),
                 Plan::Code(key, sig, items) => clusters.entry(key).or_default().push((sig, items)),
@@ -516,7 +531,7 @@ impl Compiler {
                         for s in &sigs {
                             match s {
                                 GroupSig::Small(..) => stats.small_groups += 1,
-                                GroupSig::Large(_) => stats.probe_groups += 1,
+                                GroupSig::Large(..) => stats.probe_groups += 1,
                             }
                         }
                         stats.keys_in_code += u.stats.keys_in_code;
@@ -528,7 +543,7 @@ impl Compiler {
                         cache.insert((key, ci), (sigs, u));
                     }
                     None => fallback.extend(sigs.iter().map(|s| match s {
-                        GroupSig::Small(g, _) | GroupSig::Large(g) => *g,
+                        GroupSig::Small(g, _) | GroupSig::Large(g, _) => *g,
                     })),
                 }
             }
@@ -1872,15 +1887,50 @@ impl Gen<'_, '_> {
 }
 
 /// Make group `g`'s packed table (if it has one) agree with its table on
-/// `key`.
+/// `key`; when the key does not fit the table's layout (a field all keys
+/// shared has another value in it), build the table again from the
+/// group's, with a layout that takes it.
 fn sync_key(m: &Merged, raw: &mut [Option<RawTable>], g: u32, key: &[u32]) {
-    if let Some(Some(t)) = raw.get_mut(g as usize) {
-        let e = m.group_view(g).and_then(|v| {
-            v.table()
-                .entry_hashed(key, sluice_classifier::table::hash(key))
-        });
-        t.set(key, e);
+    let Some(slot @ Some(_)) = raw.get_mut(g as usize) else {
+        return;
+    };
+    let Some(view) = m.group_view(g) else { return };
+    let e = view
+        .table()
+        .entry_hashed(key, sluice_classifier::table::hash(key));
+    if !slot.as_mut().is_some_and(|t| t.set(key, e)) {
+        *slot = build_raw(&view);
     }
+}
+
+/// A packed table of group `g`'s keys, if its key fields are all packet
+/// loads; fields equal in every key are left to the code
+/// ([`Layout::fixed`]).
+fn build_raw(g: &GroupView<'_>) -> Option<RawTable> {
+    let key = g
+        .key_fields()
+        .into_iter()
+        .map(|(_, r)| R::of(r))
+        .collect::<Option<Vec<R>>>()?;
+    let mut fixed: Option<Vec<Option<u32>>> = None;
+    for (k, _) in g.keys() {
+        match &mut fixed {
+            None => fixed = Some(k.iter().map(|&v| Some(v)).collect()),
+            Some(f) => {
+                for (f, &v) in f.iter_mut().zip(k) {
+                    if *f != Some(v) {
+                        *f = None;
+                    }
+                }
+            }
+        }
+    }
+    let mut t = RawTable::new(Layout::of(&key, &fixed.unwrap_or_default())?);
+    for (k, s) in g.keys() {
+        let fits = t.set(k, Some((s.value, s.datum)));
+        debug_assert!(fits, "a layout made for these keys takes them");
+    }
+    Some(t)
 }
 
 /// Key sets of at least this many keys are dispatched by a perfect hash
@@ -2338,25 +2388,9 @@ impl NativeMerged {
         self.raw.resize_with(self.merged.groups(), || None);
         for g in self.merged.group_views() {
             let slot = &mut self.raw[g.id() as usize];
-            if slot.is_some() || g.len() <= self.small {
-                continue;
+            if slot.is_none() && g.len() > self.small {
+                *slot = build_raw(&g);
             }
-            let Some(key) = g
-                .key_fields()
-                .into_iter()
-                .map(|(_, r)| R::of(r))
-                .collect::<Option<Vec<R>>>()
-            else {
-                continue;
-            };
-            let Some(layout) = Layout::of(&key) else {
-                continue;
-            };
-            let mut t = RawTable::new(layout);
-            for (k, s) in g.keys() {
-                t.set(k, Some((s.value, s.datum)));
-            }
-            *slot = Some(t);
         }
     }
 
@@ -2382,17 +2416,19 @@ impl NativeMerged {
             self.fresh = false;
             return;
         }
+        self.ensure_raw();
         let code = self
             .compiler
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .build(&self.merged);
+            .build(&self.merged, &self.raw);
         self.install(code);
     }
 
+    /// Use `code`, built for this state of the data (and its packed
+    /// tables: [`NativeMerged::ensure_raw`] ran before it was built).
     fn install(&mut self, code: Arc<Code>) {
         self.code = code;
-        self.ensure_raw();
         self.refresh_descs();
         self.fresh = self.native;
     }
@@ -2752,6 +2788,10 @@ impl Engine for NativeMerged {
     /// The code is built by the first copy to refresh and shared with the
     /// second.
     fn refresh(&mut self, slot: &mut Option<Arc<Code>>) {
+        // Both copies reach this point after the same changes, so both
+        // make the same packed tables with the same layouts, and the code
+        // the first copy builds fits the second's tables.
+        self.ensure_raw();
         let code = match slot {
             Some(c) => c.clone(),
             None => {
@@ -2759,7 +2799,7 @@ impl Engine for NativeMerged {
                     .compiler
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .build(&self.merged);
+                    .build(&self.merged, &self.raw);
                 *slot = Some(c.clone());
                 c
             }

@@ -71,27 +71,62 @@ pub(super) struct Load {
     pub at: u32,
 }
 
+/// Where one key field goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Field {
+    /// Into word `word` from byte `at`, `size` bytes.
+    Packed { word: usize, at: u32, size: u32 },
+    /// Nowhere: every key has this value, and the code tests it.
+    Fixed(u32),
+}
+
 /// Where a group's key fields go in the packed words.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Layout {
     /// The loads, in packet order.
     pub loads: Vec<Load>,
-    /// Per key field, in key order: its word, first byte and size.
-    fields: Vec<(usize, u32, u32)>,
+    /// Fields every key had the same value of when the table was built
+    /// (for sessions: the ethertype and the protocol), with that value:
+    /// the code tests them like guards and they stay out of the words.
+    pub fixed: Vec<(R, u32)>,
+    /// Per key field, in key order.
+    fields: Vec<Field>,
     /// Packed words per key.
     pub words: usize,
 }
 
+/// Why a key has no packed form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Unpacked {
+    /// A value does not fit its field: no packet has this key.
+    Never,
+    /// A fixed field has another value: the layout must change.
+    Fixed,
+}
+
 impl Layout {
-    /// The layout of a key of these fields; `None` unless every field is a
-    /// 1-, 2- or 4-byte packet load (and the host is little-endian, where a
-    /// load's bytes keep their packet order in the word).
-    pub fn of(key: &[R]) -> Option<Layout> {
+    /// The layout of a key of these fields, those with `Some(value)` in
+    /// `fixed` left out (unless that would leave none); `None` unless every
+    /// field is a 1-, 2- or 4-byte packet load (and the host is
+    /// little-endian, where a load's bytes keep their packet order in the
+    /// word).
+    pub fn of(key: &[R], fixed: &[Option<u32>]) -> Option<Layout> {
         if cfg!(target_endian = "big") || key.is_empty() {
             return None;
         }
+        let keep_all = fixed.len() != key.len() || fixed.iter().all(Option::is_some);
         let mut places: Vec<(Option<u32>, u32, u32, usize)> = Vec::new();
+        let mut fields = vec![Field::Fixed(0); key.len()];
+        let mut fixed_conds = Vec::new();
         for (i, r) in key.iter().enumerate() {
+            if let (false, Some(v)) = (keep_all, fixed.get(i).copied().flatten()) {
+                if !matches!(r, R::Abs { .. } | R::Rel { .. }) || !matches!(r.size(), 1 | 2 | 4) {
+                    return None;
+                }
+                fields[i] = Field::Fixed(v);
+                fixed_conds.push((*r, v));
+                continue;
+            }
             match *r {
                 R::Abs { off, size } if matches!(size, 1 | 2 | 4) => {
                     places.push((None, off, size as u32, i))
@@ -130,7 +165,6 @@ impl Layout {
             used[word] += width;
         }
         let mut loads = Vec::new();
-        let mut fields = vec![(0usize, 0u32, 0u32); key.len()];
         for (k, &(first, end, width)) in runs.iter().enumerate() {
             let (hdr, off, _, _) = places[first];
             let (word, at) = placed[k];
@@ -147,11 +181,16 @@ impl Layout {
             };
             loads.push(Load { r, word, at });
             for &(_, foff, size, field) in &places[first..end] {
-                fields[field] = (word, at + (foff - off), size);
+                fields[field] = Field::Packed {
+                    word,
+                    at: at + (foff - off),
+                    size,
+                };
             }
         }
         Some(Layout {
             loads,
+            fixed: fixed_conds,
             fields,
             words: used.len(),
         })
@@ -164,23 +203,31 @@ impl Layout {
     }
 
     /// A key (one network-order value per field, as the group's table
-    /// holds it) as packed words, into `out` (`words` long); false when a
-    /// value does not fit its field (no packet can have that key).
-    pub fn pack(&self, key: &[u32], out: &mut [u64]) -> bool {
+    /// holds it) as packed words, into `out` (`words` long).
+    pub fn pack(&self, key: &[u32], out: &mut [u64]) -> Result<(), Unpacked> {
         debug_assert_eq!(key.len(), self.fields.len());
         let mut bytes = vec![[0u8; 8]; self.words];
-        for (&k, &(word, at, size)) in key.iter().zip(&self.fields) {
-            if size < 4 && k >> (8 * size) != 0 {
-                return false;
+        let mut other = false;
+        for (&k, f) in key.iter().zip(&self.fields) {
+            match *f {
+                Field::Packed { word, at, size } => {
+                    if size < 4 && k >> (8 * size) != 0 {
+                        return Err(Unpacked::Never);
+                    }
+                    let be = k.to_be_bytes();
+                    let at = at as usize;
+                    bytes[word][at..at + size as usize].copy_from_slice(&be[4 - size as usize..]);
+                }
+                Field::Fixed(v) => other |= k != v,
             }
-            let be = k.to_be_bytes();
-            let at = at as usize;
-            bytes[word][at..at + size as usize].copy_from_slice(&be[4 - size as usize..]);
+        }
+        if other {
+            return Err(Unpacked::Fixed);
         }
         for (o, b) in out.iter_mut().zip(bytes) {
             *o = u64::from_le_bytes(b);
         }
-        true
+        Ok(())
     }
 }
 
@@ -212,6 +259,11 @@ impl RawTable {
             shift: 64 - n.trailing_zeros(),
             len: 0,
         }
+    }
+
+    /// How the keys are packed.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
     }
 
     /// The slots, for generated code.
@@ -289,9 +341,7 @@ impl RawTable {
     #[cfg(test)]
     pub fn get(&self, key: &[u32]) -> Option<(u32, u32)> {
         let mut packed = vec![0; self.layout.words];
-        if !self.layout.pack(key, &mut packed) {
-            return None;
-        }
+        self.layout.pack(key, &mut packed).ok()?;
         let i = self.find(&packed).ok()?;
         let w = self.slots[i * self.stride() + self.layout.words].to_ne_bytes();
         Some((
@@ -300,11 +350,16 @@ impl RawTable {
         ))
     }
 
-    /// Make `key`'s entry `Some((value, datum))` (value non-zero) or none.
-    pub fn set(&mut self, key: &[u32], entry: Option<(u32, u32)>) {
+    /// Make `key`'s entry `Some((value, datum))` (value non-zero) or none;
+    /// false when the key cannot have an entry in this layout (a fixed
+    /// field differs): the table must be built again with another.
+    #[must_use]
+    pub fn set(&mut self, key: &[u32], entry: Option<(u32, u32)>) -> bool {
         let mut packed = vec![0; self.layout.words];
-        if !self.layout.pack(key, &mut packed) {
-            return;
+        match self.layout.pack(key, &mut packed) {
+            Ok(()) => {}
+            Err(Unpacked::Never) => return true,
+            Err(Unpacked::Fixed) => return entry.is_none(),
         }
         match (self.find(&packed), entry) {
             (Ok(i), Some((v, d))) => self.write(i, &packed, v, d),
@@ -322,6 +377,7 @@ impl RawTable {
                 self.len += 1;
             }
         }
+        true
     }
 
     /// Empty slot `i` and move later keys of its run back so that every
@@ -366,8 +422,8 @@ mod tests {
     use proptest::prelude::*;
 
     /// The session key: ethertype, protocol, addresses, ports.
-    fn session_layout() -> Layout {
-        Layout::of(&[
+    fn session_key() -> [R; 6] {
+        [
             R::Abs { off: 12, size: 2 },
             R::Abs { off: 23, size: 1 },
             R::Abs { off: 26, size: 4 },
@@ -382,8 +438,11 @@ mod tests {
                 off: 16,
                 size: 2,
             },
-        ])
-        .expect("a layout")
+        ]
+    }
+
+    fn session_layout() -> Layout {
+        Layout::of(&session_key(), &[]).expect("a layout")
     }
 
     #[test]
@@ -395,14 +454,43 @@ mod tests {
         let sizes: Vec<u32> = l.loads.iter().map(|x| x.r.size()).collect();
         assert_eq!(sizes, vec![2, 1, 8, 4]);
         let mut w = [0u64; 2];
-        assert!(l.pack(&[0x800, 6, 0x0a00_0001, 0xc0a8_0002, 1024, 80], &mut w));
+        assert_eq!(
+            l.pack(&[0x800, 6, 0x0a00_0001, 0xc0a8_0002, 1024, 80], &mut w),
+            Ok(())
+        );
         // Word 0 holds the packet's bytes 26..34 as loaded.
         assert_eq!(w[0].to_le_bytes(), [10, 0, 0, 1, 192, 168, 0, 2]);
         // Word 1: the ports (4 bytes, widest first), then the ethertype,
         // then the protocol.
         assert_eq!(w[1].to_le_bytes(), [4, 0, 0, 80, 8, 0, 6, 0]);
         // A value too wide for its field has no packed form.
-        assert!(!l.pack(&[0x1_0800, 6, 1, 2, 3, 4], &mut w));
+        assert_eq!(
+            l.pack(&[0x1_0800, 6, 1, 2, 3, 4], &mut w),
+            Err(Unpacked::Never)
+        );
+    }
+
+    #[test]
+    fn fixed_fields_stay_out_of_the_words() {
+        let key = session_key();
+        let l = Layout::of(&key, &[Some(0x800), Some(6), None, None, None, None]).unwrap();
+        assert_eq!(l.fixed, vec![(key[0], 0x800), (key[1], 6)]);
+        assert_eq!(l.words, 2);
+        let sizes: Vec<u32> = l.loads.iter().map(|x| x.r.size()).collect();
+        assert_eq!(sizes, vec![8, 4]);
+        let mut w = [0u64; 2];
+        assert_eq!(l.pack(&[0x800, 6, 1, 2, 3, 4], &mut w), Ok(()));
+        assert_eq!(
+            l.pack(&[0x86dd, 6, 1, 2, 3, 4], &mut w),
+            Err(Unpacked::Fixed)
+        );
+        // A key of the other value cannot go in; removing it is a no-op.
+        let mut t = RawTable::new(l.clone());
+        assert!(!t.set(&[0x800, 17, 1, 2, 3, 4], Some((1, 0))));
+        assert!(t.set(&[0x800, 17, 1, 2, 3, 4], None));
+        // Every field fixed: none is.
+        let all = Layout::of(&key, &[Some(1); 6]).unwrap();
+        assert!(all.fixed.is_empty());
     }
 
     #[test]
@@ -412,21 +500,21 @@ mod tests {
         let key = [0x800, 6, 1, 2, 3, 4];
         let answer = |t: &RawTable| {
             let mut packed = [0u64; 2];
-            assert!(t.layout.pack(&key, &mut packed));
+            assert_eq!(t.layout.pack(&key, &mut packed), Ok(()));
             let i = t.find(&packed).expect("present");
             t.slots[i * 4 + 3] as u32
         };
-        t.set(&key, Some((8, 0)));
+        assert!(t.set(&key, Some((8, 0))));
         assert_eq!(answer(&t), 7);
-        t.set(&key, Some((Slot::LIST_BASE + 2, 0)));
+        assert!(t.set(&key, Some((Slot::LIST_BASE + 2, 0))));
         assert_eq!(answer(&t), MANY);
     }
 
     #[test]
     fn other_fields_have_no_layout() {
-        assert!(Layout::of(&[R::Len]).is_none());
-        assert!(Layout::of(&[]).is_none());
-        assert!(Layout::of(&[R::Abs { off: 0, size: 3 }]).is_none());
+        assert!(Layout::of(&[R::Len], &[]).is_none());
+        assert!(Layout::of(&[], &[]).is_none());
+        assert!(Layout::of(&[R::Abs { off: 0, size: 3 }], &[]).is_none());
     }
 
     proptest! {
@@ -438,10 +526,10 @@ mod tests {
             for (i, (k, v, add)) in ops.iter().enumerate() {
                 let key = [0x800, 6, k % 8, k / 8, 1000 + k, 80];
                 if *add {
-                    t.set(&key, Some((v + 1, i as u32)));
+                    prop_assert!(t.set(&key, Some((v + 1, i as u32))));
                     model.insert(*k, (v + 1, i as u32));
                 } else {
-                    t.set(&key, None);
+                    prop_assert!(t.set(&key, None));
                     model.remove(k);
                 }
                 prop_assert_eq!(t.len(), model.len());

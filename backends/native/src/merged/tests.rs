@@ -193,6 +193,69 @@ fn build(filters: &[(u32, Filter, i32)], small: usize) -> (NativeMerged, Merged)
     (n, m)
 }
 
+/// Fields every session key shares (here the destination port) are
+/// tested in code and left out of the packed table; a key-only insert with
+/// another value makes the table take a new layout and the code follow,
+/// and answers stay `Merged`'s throughout, in both copies of a
+/// concurrent classifier too.
+#[test]
+fn a_shared_key_field_that_stops_being_shared() {
+    let addr = |i| 0x0a00_0000 + i;
+    let filters: Vec<(u32, Filter, i32)> = (0..40)
+        .map(|i| {
+            (
+                i,
+                Filter::new(session(addr(i), addr(i + 100), 2000 + i, 80), 1),
+                0,
+            )
+        })
+        .collect();
+    let (mut n, mut m) = build(&filters, 16);
+    let mut live: Vec<(u32, Filter)> = filters.iter().map(|f| (f.0, f.1.clone())).collect();
+    let pkt = |i: u32, q: u16| tcp_packet(addr(i), addr(i + 100), 2000 + i as u16, q, 5, 0, 6);
+    let pkts: Vec<Vec<u8>> = vec![pkt(3, 80), pkt(3, 443), pkt(50, 443), pkt(7, 80)];
+    check(&n, &m, &live, &pkts);
+    let before = n.native_stats().compilations;
+    // Session 50 on port 443: the port is no longer shared.
+    let key = [0x800, 6, addr(50), addr(150), 2050, 443];
+    assert!(n.insert_keyed(40, 0, &key, 0));
+    assert!(m.insert_keyed(40, 0, &key, 0));
+    live.push((40, Filter::new(session(addr(50), addr(150), 2050, 443), 1)));
+    n.update();
+    assert!(
+        n.native_stats().compilations > before,
+        "the code follows the layout"
+    );
+    check(&n, &m, &live, &pkts);
+    n.remove(3);
+    m.remove(3);
+    live.retain(|f| f.0 != 3);
+    n.update();
+    check(&n, &m, &live, &pkts);
+
+    // The same changes through a concurrent classifier.
+    let mut c = NativeClassifier::default();
+    let first = c.insert(&filters[0].1, 0);
+    let keys: Vec<Vec<u32>> = (1..40)
+        .map(|i| vec![0x800, 6, addr(i), addr(i + 100), 2000 + i, 80])
+        .collect();
+    c.insert_keys(first, keys, 0).expect("key-only inserts");
+    c.publish();
+    c.publish();
+    let r = c.reader();
+    assert_eq!(r.classify(&pkt(7, 80), 60).len(), 1);
+    let other = c
+        .insert_keys(first, vec![key.to_vec()], 0)
+        .expect("key-only insert");
+    c.publish();
+    for _ in 0..2 {
+        assert_eq!(r.classify(&pkt(50, 443), 60), vec![other[0]]);
+        assert_eq!(r.classify(&pkt(7, 80), 60).len(), 1);
+        assert!(r.classify(&pkt(7, 443), 60).is_empty());
+        c.publish();
+    }
+}
+
 #[test]
 fn ethertype_dispatch_and_keys_in_code() {
     let filters: Vec<(u32, Filter, i32)> = [0x800, 0x86dd, 0x806]
