@@ -2,8 +2,8 @@
 //! on their own, aligned to 2 MiB and marked for transparent huge pages
 //! (`madvise(MADV_HUGEPAGE)`; kernels set to `madvise` give them only when
 //! asked), so that a probe of a table of millions of keys costs a cache
-//! miss but not also a TLB miss: 48 MB of slots are 24 huge pages instead
-//! of 12,288 small ones. Smaller tables, and any table where mapping fails,
+//! miss but not also a TLB miss: 64 MB of slots are 32 huge pages instead
+//! of 16,384 small ones. Smaller tables, and any table where mapping fails,
 //! live on the heap.
 
 use std::ops::{Deref, DerefMut};
