@@ -155,20 +155,20 @@ enum R {
 impl R {
     fn of(read: FieldRead<'_>) -> Option<R> {
         match read {
-            FieldRead::Direct(d) => Some(match d.header() {
-                None => R::Abs {
-                    off: d.offset(),
-                    size: d.size() as u8,
-                },
-                Some(hdr) => R::Rel {
-                    hdr,
-                    off: d.offset(),
-                    size: d.size() as u8,
-                },
-            }),
+            FieldRead::Direct(d) => Some(R::at(d.header(), d.offset(), d.size())),
             FieldRead::Value(Val::Len) => Some(R::Len),
             FieldRead::Value(Val::Const(k)) => Some(R::Const(*k)),
             FieldRead::Value(_) => None,
+        }
+    }
+
+    /// `size` bytes at `off`, behind the IPv4 header whose first byte is
+    /// at `hdr` when there is one.
+    fn at(hdr: Option<u32>, off: u32, size: u32) -> R {
+        let size = size as u8;
+        match hdr {
+            None => R::Abs { off, size },
+            Some(hdr) => R::Rel { hdr, off, size },
         }
     }
 
@@ -864,6 +864,17 @@ enum Out {
     Prefetch,
 }
 
+/// A linear probe's loop in generated code: its head block with the slot
+/// index and the steps left as parameters, the table's mask and the
+/// current slot's address.
+struct ProbeWalk {
+    head: Block,
+    i: Value,
+    left: Value,
+    mask: Value,
+    slot: Value,
+}
+
 /// Tables of at least this many slots (1 MB and more for session keys)
 /// are prefetched a batch ahead by the batch functions; smaller ones stay
 /// in the caches between packets anyway.
@@ -1532,17 +1543,7 @@ impl Gen<'_, '_> {
             let (end, width) = adjacent_run(wide.len(), i, |k| (wide[k].0, wide[k].1, wide[k].2));
             if end - i == 1 {
                 let (hdr, off, size, k) = wide[i];
-                let r = match hdr {
-                    None => R::Abs {
-                        off,
-                        size: size as u8,
-                    },
-                    Some(hdr) => R::Rel {
-                        hdr,
-                        off,
-                        size: size as u8,
-                    },
-                };
+                let r = R::at(hdr, off, size);
                 let next = self.b.create_block();
                 self.test(&mut ctx, r, &Test::Eq(k), true, next, cont);
                 self.b.switch_to_block(next);
@@ -1556,10 +1557,7 @@ impl Gen<'_, '_> {
                     at += n;
                 }
                 let (hdr, off, _, _) = wide[i];
-                let r = match hdr {
-                    None => R::Abs { off, size: 1 },
-                    Some(hdr) => R::Rel { hdr, off, size: 1 },
-                };
+                let r = R::at(hdr, off, 1);
                 let a = self.addr(&mut ctx, r, width, cont);
                 let v = self.load_word(a, width, types::I32);
                 let k = ne_word(&bytes, width) as i64;
@@ -1735,22 +1733,11 @@ impl Gen<'_, '_> {
         let i0 = self.b.ins().ushr(h, shift);
         let stride = (stride * 8) as i64;
         let value_at = (words.len() * 8) as i32;
-        if matches!(self.out, Out::Prefetch) {
-            let off = self.b.ins().imul_imm(i0, stride);
-            let slot = self.b.ins().iadd(base, off);
-            self.call_prefetch(slot);
-            self.b.ins().jump(after, &[]);
-            return;
-        }
         let mask = field(self, std::mem::offset_of!(TableDesc, mask));
-        let budget = self.b.ins().iadd_imm(mask, 1);
-        let head = self.b.create_block();
-        let i = self.b.append_block_param(head, types::I64);
-        let left = self.b.append_block_param(head, types::I64);
-        self.b.ins().jump(head, &[i0, budget]);
-        self.b.switch_to_block(head);
-        let off = self.b.ins().imul_imm(i, stride);
-        let slot = self.b.ins().iadd(base, off);
+        let Some(walk) = self.probe_start(base, i0, mask, stride, after) else {
+            return;
+        };
+        let slot = walk.slot;
         let differs = self.b.create_block();
         for (j, w) in words.iter().enumerate() {
             let s = self.b.ins().load(types::I64, fl, slot, (8 * j) as i32);
@@ -1775,10 +1762,52 @@ impl Gen<'_, '_> {
         let step = self.b.create_block();
         self.b.ins().brif(v, step, &[], after, &[]);
         self.b.switch_to_block(step);
-        let i1 = self.b.ins().iadd_imm(i, 1);
-        let i1 = self.b.ins().band(i1, mask);
-        let l1 = self.b.ins().iadd_imm(left, -1);
-        self.b.ins().brif(l1, head, &[i1, l1], after, &[]);
+        self.probe_step(&walk, after);
+    }
+
+    /// The start of a linear probe from slot `i0` of a table at `base`
+    /// (`mask + 1` slots of `stride` bytes). In the prefetch pass: prefetch
+    /// that slot, continue at `after` and return `None`. Otherwise: the
+    /// loop over slots, its head switched to, with the slot's address.
+    fn probe_start(
+        &mut self,
+        base: Value,
+        i0: Value,
+        mask: Value,
+        stride: i64,
+        after: Block,
+    ) -> Option<ProbeWalk> {
+        if matches!(self.out, Out::Prefetch) {
+            let off = self.b.ins().imul_imm(i0, stride);
+            let slot = self.b.ins().iadd(base, off);
+            self.call_prefetch(slot);
+            self.b.ins().jump(after, &[]);
+            return None;
+        }
+        let budget = self.b.ins().iadd_imm(mask, 1);
+        let head = self.b.create_block();
+        let i = self.b.append_block_param(head, types::I64);
+        let left = self.b.append_block_param(head, types::I64);
+        self.b.ins().jump(head, &[i0, budget]);
+        self.b.switch_to_block(head);
+        let off = self.b.ins().imul_imm(i, stride);
+        let slot = self.b.ins().iadd(base, off);
+        Some(ProbeWalk {
+            head,
+            i,
+            left,
+            mask,
+            slot,
+        })
+    }
+
+    /// Go on to the next slot of a probe (wrapping), or to `after` once
+    /// every slot was seen.
+    fn probe_step(&mut self, w: &ProbeWalk, after: Block) {
+        let i1 = self.b.ins().iadd_imm(w.i, 1);
+        let i1 = self.b.ins().band(i1, w.mask);
+        let l1 = self.b.ins().iadd_imm(w.left, -1);
+        self.b.ins().brif(l1, w.head, &[i1, l1], after, &[]);
     }
 
     /// Call [`prefetch_helper`] on `addr`.
@@ -1841,21 +1870,10 @@ impl Gen<'_, '_> {
         );
         let i0 = self.b.ins().band(h, mask);
         let stride = (key.len() + 2) * 4;
-        if matches!(self.out, Out::Prefetch) {
-            let off = self.b.ins().imul_imm(i0, stride as i64);
-            let slot = self.b.ins().iadd(base, off);
-            self.call_prefetch(slot);
-            self.b.ins().jump(after, &[]);
+        let Some(walk) = self.probe_start(base, i0, mask, stride as i64, after) else {
             return;
-        }
-        let budget = self.b.ins().iadd_imm(mask, 1);
-        let head = self.b.create_block();
-        let i = self.b.append_block_param(head, types::I64);
-        let left = self.b.append_block_param(head, types::I64);
-        self.b.ins().jump(head, &[i0, budget]);
-        self.b.switch_to_block(head);
-        let off = self.b.ins().imul_imm(i, stride as i64);
-        let slot = self.b.ins().iadd(base, off);
+        };
+        let slot = walk.slot;
         let v = self.b.ins().load(types::I32, fl, slot, 0);
         let next = self.b.create_block();
         let live = self.b.create_block();
@@ -1879,10 +1897,7 @@ impl Gen<'_, '_> {
         self.hit(group, v, datum, None, None);
         self.b.ins().jump(after, &[]);
         self.b.switch_to_block(next);
-        let i1 = self.b.ins().iadd_imm(i, 1);
-        let i1 = self.b.ins().band(i1, mask);
-        let l1 = self.b.ins().iadd_imm(left, -1);
-        self.b.ins().brif(l1, head, &[i1, l1], after, &[]);
+        self.probe_step(&walk, after);
     }
 }
 
@@ -2056,10 +2071,7 @@ fn hash_shape(items: &[Item]) -> Option<HashShape> {
         let r = if fields_in.len() == 1 {
             fields[fields_in[0]]
         } else {
-            match hdr {
-                None => R::Abs { off, size: 1 },
-                Some(hdr) => R::Rel { hdr, off, size: 1 },
-            }
+            R::at(hdr, off, 1)
         };
         words.push((
             HashWord {

@@ -168,17 +168,7 @@ impl Layout {
         for (k, &(first, end, width)) in runs.iter().enumerate() {
             let (hdr, off, _, _) = places[first];
             let (word, at) = placed[k];
-            let r = match hdr {
-                None => R::Abs {
-                    off,
-                    size: width as u8,
-                },
-                Some(hdr) => R::Rel {
-                    hdr,
-                    off,
-                    size: width as u8,
-                },
-            };
+            let r = R::at(hdr, off, width);
             loads.push(Load { r, word, at });
             for &(_, foff, size, field) in &places[first..end] {
                 fields[field] = Field::Packed {
