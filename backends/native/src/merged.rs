@@ -2760,11 +2760,13 @@ impl NativeMerged {
             let n = pkts.len();
             let (r, out) = (&mut r[..n], &mut out[..n]);
             self.results(pkts, r);
-            for i in 0..n {
-                out[i] = match r[i] {
-                    NO_MATCH => None,
-                    MANY => self.first_hits(pkts[i].0, pkts[i].1, s),
-                    f => Some(f),
+            for ((o, &x), &(pkt, wirelen)) in out.iter_mut().zip(r.iter()).zip(pkts) {
+                *o = if x < MANY {
+                    Some(x)
+                } else if x == NO_MATCH {
+                    None
+                } else {
+                    self.first_hits(pkt, wirelen, s)
                 };
             }
         }
