@@ -2169,7 +2169,8 @@ pub struct NativeMerged {
     /// Per group, its table in *this* copy of the data.
     descs: Vec<TableDesc>,
     /// Per group probed by code with packed keys, its keys in that form
-    /// (kept equal to the group's table by every change).
+    /// (kept equal to the group's table by every change); empty while no
+    /// group has one, and only as long as the last group that has one.
     raw: Vec<Option<RawTable>>,
     /// Groups of at most this many keys have their keys in code.
     small: usize,
@@ -2367,7 +2368,7 @@ impl NativeMerged {
     pub fn remove(&mut self, id: u32) {
         self.fresh = false;
         let mut keys = Vec::new();
-        if self.raw.iter().any(Option::is_some) {
+        if !self.raw.is_empty() {
             let raw = &self.raw;
             self.merged.keys_of(id, |g, k| {
                 if matches!(raw.get(g as usize), Some(Some(_))) {
@@ -2383,7 +2384,7 @@ impl NativeMerged {
 
     /// Copy the table entries of filter `id`'s keys to the packed tables.
     fn sync(&mut self, id: u32) {
-        if self.raw.iter().all(Option::is_none) {
+        if self.raw.is_empty() {
             return;
         }
         let (m, raw) = (&self.merged, &mut self.raw);
@@ -2397,11 +2398,18 @@ impl NativeMerged {
         if !self.native {
             return;
         }
-        self.raw.resize_with(self.merged.groups(), || None);
         for g in self.merged.group_views() {
-            let slot = &mut self.raw[g.id() as usize];
-            if slot.is_none() && g.len() > self.small {
-                *slot = build_raw(&g);
+            let id = g.id() as usize;
+            if g.len() <= self.small || self.raw.get(id).is_some_and(Option::is_some) {
+                continue;
+            }
+            if let Some(t) = build_raw(&g) {
+                // `raw` stays empty until a group has a packed table, so
+                // changes elsewhere cost nothing here.
+                if self.raw.len() <= id {
+                    self.raw.resize_with(id + 1, || None);
+                }
+                self.raw[id] = Some(t);
             }
         }
     }
