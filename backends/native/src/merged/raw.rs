@@ -46,7 +46,10 @@ pub(super) const RAW_MIX: u64 = 0xd6e8_feb8_6659_fd93;
 /// The hash of packed key words: their products with [`RAW_MUL`] summed
 /// (independent multiplies), the high half folded into the low, and one
 /// more multiply so that the top bits, which index the table, depend on
-/// every input bit.
+/// every input bit. (Without the fold and the last multiply, 50,000
+/// consecutive source addresses, whose varying bytes sit in the middle of
+/// the word, took 4.3 slots per lookup instead of 1.3: test
+/// `structured_keys_spread`.)
 pub(super) fn raw_hash(words: &[u64]) -> u64 {
     let mut h = 0u64;
     for (i, w) in words.iter().enumerate() {
@@ -498,6 +501,69 @@ mod tests {
         assert_eq!(answer(&t), 7);
         assert!(t.set(&key, Some((Slot::LIST_BASE + 2, 0))));
         assert_eq!(answer(&t), MANY);
+    }
+
+    /// The mean number of slots a successful lookup reads.
+    fn mean_probes(t: &RawTable) -> f64 {
+        let s = t.stride();
+        let (mut sum, mut n) = (0usize, 0usize);
+        for i in 0..=t.mask {
+            if t.value(i) != 0 {
+                let home = t.home(&t.slots[i * s..i * s + t.layout.words]);
+                sum += ((i.wrapping_sub(home)) & t.mask) + 1;
+                n += 1;
+            }
+        }
+        sum as f64 / n.max(1) as f64
+    }
+
+    /// Structured key sets (consecutive addresses, consecutive ports, one
+    /// octet or one port varying alone, both addresses stepping together)
+    /// spread over the table about as well as random keys do: at most half
+    /// full, linear probing reads 1.5 slots per lookup on average.
+    #[test]
+    fn structured_keys_spread() {
+        let sets: [(&str, fn(u32) -> [u32; 6]); 5] = [
+            ("consecutive sources", |i| {
+                [0x800, 6, 0x0a00_0000 + i, 0xc0a8_0001, 1024, 80]
+            }),
+            ("consecutive source ports", |i| {
+                [0x800, 6, 0x0a00_0001, 0xc0a8_0001, i, 80]
+            }),
+            ("last octet and port", |i| {
+                [
+                    0x800,
+                    6,
+                    0x0a00_0000 + (i & 0xff),
+                    0xc0a8_0001,
+                    1024 + (i >> 8),
+                    443,
+                ]
+            }),
+            ("destinations by 256", |i| {
+                [0x800, 6, 0x0a00_0001, i << 8, 1024, 80]
+            }),
+            ("both addresses", |i| {
+                [
+                    0x800,
+                    6,
+                    0x0a00_0000 + i,
+                    0xc0a8_0000 + 7 * i,
+                    1024 + i % 64_000,
+                    80,
+                ]
+            }),
+        ];
+        for (name, key) in sets {
+            for n in [1_000u32, 50_000] {
+                let mut t = RawTable::new(session_layout());
+                for i in 0..n {
+                    assert!(t.set(&key(i), Some((i + 1, 0))));
+                }
+                let m = mean_probes(&t);
+                assert!(m < 2.0, "{name}, {n} keys: {m:.2} slots per lookup");
+            }
+        }
     }
 
     #[test]
