@@ -1744,16 +1744,20 @@ impl Gen<'_, '_> {
             let ne = self.b.ins().icmp(IntCC::NotEqual, s, *w);
             self.branch_out(ne, differs);
         }
-        // The key matches; an empty slot (value 0) holds no key.
+        // The key matches. A spare word after value and datum holds the
+        // batch answer, "no match" in an empty slot: a function with one
+        // group stores it whatever it is (an empty slot's zeros can equal
+        // a packet's key). Otherwise an empty slot (value 0) holds no key.
+        let spare = stride > (words.len() as i64 + 1) * 8;
         let v = self.b.ins().load(types::I32, fl, slot, value_at);
-        let found = self.b.create_block();
-        self.b.ins().brif(v, found, &[], after, &[]);
-        self.b.switch_to_block(found);
+        if !(spare && matches!(self.out, Out::First { done: Some(_), .. })) {
+            let found = self.b.create_block();
+            self.b.ins().brif(v, found, &[], after, &[]);
+            self.b.switch_to_block(found);
+        }
         let datum = self.b.ins().load(types::I32, fl, slot, value_at + 4);
-        // A spare word after value and datum holds the batch answer.
-        let answer = (stride > (words.len() as i64 + 1) * 8
-            && matches!(self.out, Out::First { .. }))
-        .then(|| self.b.ins().load(types::I32, fl, slot, value_at + 8));
+        let answer = (spare && matches!(self.out, Out::First { .. }))
+            .then(|| self.b.ins().load(types::I32, fl, slot, value_at + 8));
         self.hit(group, v, datum, None, answer);
         self.b.ins().jump(after, &[]);
         // Another key: go on unless the slot is empty.

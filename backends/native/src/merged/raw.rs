@@ -21,7 +21,8 @@
 //! packed key, then the value (low half in memory order first) and the
 //! datum; value 0 marks an empty slot. When the rounding leaves a spare
 //! word, it holds the slot's answer for the batch functions (the key's
-//! only filter, or "several"), so that they need not decode the value. Linear
+//! only filter, or "several"; "no match" in an empty slot), so that they
+//! need not decode the value, nor, with one group, look at it at all. Linear
 //! probing from the top bits of [`raw_hash`]; a removal shifts later keys
 //! back, so there are no tombstones and a probe stops at the first empty
 //! slot. The table doubles before it is half full: short runs mean the
@@ -29,7 +30,7 @@
 //! predictable (at 3/4 the session benchmark was 5-16% slower).
 
 use super::slots::Slots;
-use super::{adjacent_run, MANY, R};
+use super::{adjacent_run, MANY, NO_MATCH, R};
 use sluice_classifier::merged::Slot;
 
 /// Multipliers of the packed key words in [`raw_hash`] (cycling).
@@ -245,12 +246,29 @@ impl RawTable {
 
     fn with_slots(layout: Layout, n: usize) -> RawTable {
         debug_assert!(n.is_power_of_two() && n >= 2);
-        RawTable {
+        let mut t = RawTable {
             slots: Slots::zeroed(n * layout.stride()),
             layout,
             mask: n - 1,
             shift: 64 - n.trailing_zeros(),
             len: 0,
+        };
+        for i in 0..n {
+            t.clear(i);
+        }
+        t
+    }
+
+    /// Make slot `i` empty: zero words, and "no match" as its answer (so
+    /// that code which compares a packet's key with an empty slot's zeros
+    /// and takes the answer without checking the value still gets no
+    /// match).
+    fn clear(&mut self, i: usize) {
+        let s = self.stride();
+        let slot = &mut self.slots[i * s..(i + 1) * s];
+        slot.fill(0);
+        if let Some(answer) = slot.get_mut(self.layout.words + 1) {
+            *answer = NO_MATCH as u64;
         }
     }
 
@@ -389,7 +407,7 @@ impl RawTable {
             }
             j = (j + 1) & self.mask;
         }
-        self.slots[hole * s..(hole + 1) * s].fill(0);
+        self.clear(hole);
         self.len -= 1;
     }
 

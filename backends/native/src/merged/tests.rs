@@ -213,7 +213,16 @@ fn a_shared_key_field_that_stops_being_shared() {
     let (mut n, mut m) = build(&filters, 16);
     let mut live: Vec<(u32, Filter)> = filters.iter().map(|f| (f.0, f.1.clone())).collect();
     let pkt = |i: u32, q: u16| tcp_packet(addr(i), addr(i + 100), 2000 + i as u16, q, 5, 0, 6);
-    let pkts: Vec<Vec<u8>> = vec![pkt(3, 80), pkt(3, 443), pkt(50, 443), pkt(7, 80)];
+    // The last two: all-zero addresses and ports, and all-zero but for the
+    // shared port, whose packed key is all zeros like an empty slot's.
+    let pkts: Vec<Vec<u8>> = vec![
+        pkt(3, 80),
+        pkt(3, 443),
+        pkt(50, 443),
+        pkt(7, 80),
+        tcp_packet(0, 0, 0, 0, 5, 0, 6),
+        tcp_packet(0, 0, 0, 80, 5, 0, 6),
+    ];
     check(&n, &m, &live, &pkts);
     let before = n.native_stats().compilations;
     // Session 50 on port 443: the port is no longer shared.
