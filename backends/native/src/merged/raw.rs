@@ -541,7 +541,8 @@ mod tests {
     /// full, linear probing reads 1.5 slots per lookup on average.
     #[test]
     fn structured_keys_spread() {
-        let sets: [(&str, fn(u32) -> [u32; 6]); 5] = [
+        type KeyOf = fn(u32) -> [u32; 6];
+        let sets: [(&str, KeyOf); 5] = [
             ("consecutive sources", |i| {
                 [0x800, 6, 0x0a00_0000 + i, 0xc0a8_0001, 1024, 80]
             }),
