@@ -7,20 +7,20 @@ use common::{sample, sluice, tmp_file as tmp};
 use std::path::Path;
 use std::process::Output;
 
-/// `sluice bench` on the sample capture with the filters file `f`, for a
-/// short time; it must succeed.
-fn bench_filters(f: &Path) -> Output {
-    let o = sluice(&[
-        "bench",
-        "-r",
-        &sample(),
-        "--seconds",
-        "0.02",
-        "--filters",
-        f.to_str().unwrap(),
-    ]);
+/// `sluice bench` on the sample capture for a short time, with `args`
+/// after the common ones; it must succeed.
+fn bench(args: &[&str]) -> Output {
+    let sample = sample();
+    let mut all = vec!["bench", "-r", &sample, "--seconds", "0.02"];
+    all.extend_from_slice(args);
+    let o = sluice(&all);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     o
+}
+
+/// [`bench`] with the filters file `f`.
+fn bench_filters(f: &Path) -> Output {
+    bench(&["--filters", f.to_str().unwrap()])
 }
 
 /// The JSON object on the last line of standard output.
@@ -39,8 +39,7 @@ fn count(expr: &str) -> u64 {
 
 #[test]
 fn one_expression_every_engine_agrees_and_json_is_last() {
-    let o = sluice(&["bench", "-r", &sample(), "--seconds", "0.02", "tcp"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = bench(&["tcp"]);
     let out = String::from_utf8_lossy(&o.stdout);
     for engine in ["native", "native-batch", "interp", "reference"] {
         let row = out
@@ -60,18 +59,7 @@ fn one_expression_every_engine_agrees_and_json_is_last() {
 
 #[test]
 fn engine_choice_names_the_json_line() {
-    let o = sluice(&[
-        "bench",
-        "-r",
-        &sample(),
-        "--seconds",
-        "0.02",
-        "--engine",
-        "interp",
-        "--no-libpcap",
-        "udp",
-    ]);
-    assert!(o.status.success());
+    let o = bench(&["--engine", "interp", "--no-libpcap", "udp"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(!out.contains("native"), "{out}");
     assert!(!out.lines().any(|l| l.starts_with("libpcap")), "{out}");
@@ -85,8 +73,7 @@ fn libpcap_column_when_installed() {
     if !Path::new("/usr/include/pcap/pcap.h").exists() {
         return; // scripts/test.sh installs it; a bare machine skips
     }
-    let o = sluice(&["bench", "-r", &sample(), "--seconds", "0.02", "tcp port 80"]);
-    assert!(o.status.success());
+    let o = bench(&["tcp port 80"]);
     let out = String::from_utf8_lossy(&o.stdout);
     let row = out.lines().find(|l| l.starts_with("libpcap ")).expect(&out);
     let accepted: u64 = row
@@ -154,15 +141,7 @@ fn any_language_and_libpcap_runs_sluices_bpf_for_the_others() {
     let o = bench_filters(&f);
     assert_eq!(last_json(&o)["filters"], 3);
     // One filter in another language on the command line.
-    let o = sluice(&[
-        "bench",
-        "-r",
-        &sample(),
-        "--seconds",
-        "0.02",
-        "dpf:(12:16 == 0x800)",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = bench(&["dpf:(12:16 == 0x800)"]);
     let out = String::from_utf8_lossy(&o.stdout);
     let row = |name: &str| -> u64 {
         let l = out

@@ -237,13 +237,13 @@ impl CodePages {
         module
             .define_function(id, ctx)
             .map_err(|e| NativeError(format!("{e:?}")))?;
-        let bytes = ctx
-            .compiled_code()
-            .map(|c| c.code_buffer().len())
-            .unwrap_or(0);
-        if let Some(c) = ctx.compiled_code() {
-            dump_code(name, c.code_buffer());
-        }
+        let bytes = match ctx.compiled_code() {
+            Some(c) => {
+                dump_code(name, c.code_buffer());
+                c.code_buffer().len()
+            }
+            None => 0,
+        };
         module.clear_context(ctx);
         module.finalize_definitions().map_err(err)?;
         Ok((module.get_finalized_function(id), bytes))
@@ -289,6 +289,28 @@ pub(crate) fn shift32(b: &mut FunctionBuilder, left: bool, x: Value, y: Value) -
     let big = b.ins().icmp_imm(IntCC::UnsignedGreaterThanOrEqual, y, 32);
     let zero = b.ins().iconst(types::I32, 0);
     b.ins().select(big, zero, s)
+}
+
+/// `k` as a load of a `bytes`-byte field (1, 2 or 4) gives it in the
+/// host's byte order when the field holds `k` (network order); `None` when
+/// the field is too narrow ever to hold `k`. Compares against it need no
+/// byte swap per packet.
+pub(crate) fn raw_const(k: u32, bytes: u32) -> Option<u32> {
+    match bytes {
+        1 => (k <= 0xff).then_some(k),
+        2 => (k <= 0xffff).then(|| (k as u16).to_be() as u32),
+        _ => Some(k.to_be()),
+    }
+}
+
+/// The mask `m` for such a load: `raw & raw_mask(m, bytes) != 0` exactly
+/// when `value & m != 0`.
+pub(crate) fn raw_mask(m: u32, bytes: u32) -> u32 {
+    match bytes {
+        1 => m & 0xff,
+        2 => ((m & 0xffff) as u16).to_be() as u32,
+        _ => m.to_be(),
+    }
 }
 
 /// The host's target description, built once: detecting the CPU and
@@ -728,52 +750,50 @@ impl Gen<'_, '_> {
     /// A fresh block that evaluates `p` and continues at `t` when it holds
     /// and at `f` when not (aborts go to `self.reject`). Blocks made here are
     /// reachable only through the returned block.
+    /// The condition `lhs op rhs` in the current block. Equality and mask
+    /// tests of 2- and 4-byte fields compare the bytes as loaded with the
+    /// constant in the packet's byte order: no byte swap per packet.
+    fn compare(&mut self, op: CmpOp, lhs: &Val, rhs: &Val) -> Value {
+        match (op, lhs, rhs) {
+            (
+                CmpOp::Eq | CmpOp::Set,
+                Val::Load {
+                    base,
+                    offset,
+                    size: size @ (Size::Half | Size::Word),
+                },
+                Val::Const(k),
+            ) => {
+                let raw = self.load_raw(base, *offset, *size);
+                self.stats.raw_compares += 1;
+                let bytes = size.bytes();
+                match (op, raw_const(*k, bytes)) {
+                    (CmpOp::Eq, None) => self.b.ins().iconst(types::I8, 0),
+                    (CmpOp::Eq, Some(rk)) => self.cmp_imm(op, raw, rk),
+                    _ => self.cmp_imm(op, raw, raw_mask(*k, bytes)),
+                }
+            }
+            (_, _, Val::Const(k)) => {
+                let a = self.val(lhs);
+                self.cmp_imm(op, a, *k)
+            }
+            _ => {
+                let a = self.val(lhs);
+                let c = self.val(rhs);
+                self.cmp(op, a, c)
+            }
+        }
+    }
+
     fn lower(&mut self, p: &Pred, t: Block, f: Block) -> Block {
         match p {
             Pred::True => t,
             Pred::False => f,
-            Pred::Cmp {
-                op: op @ (CmpOp::Eq | CmpOp::Set),
-                lhs:
-                    Val::Load {
-                        base,
-                        offset,
-                        size: size @ (Size::Half | Size::Word),
-                    },
-                rhs: Val::Const(k),
-            } => {
-                // Equality and mask tests of 2- and 4-byte fields compare
-                // the bytes as loaded with the constant in the packet's
-                // byte order: no byte swap per packet.
-                let blk = self.b.create_block();
-                self.b.switch_to_block(blk);
-                let saved = self.known;
-                let raw = self.load_raw(base, *offset, *size);
-                let (k, fits) = match size {
-                    Size::Half => (((*k & 0xffff) as u16).to_be() as u32, *k <= 0xffff),
-                    _ => (k.to_be(), true),
-                };
-                self.stats.raw_compares += 1;
-                let cond = match op {
-                    CmpOp::Eq if !fits => self.b.ins().iconst(types::I8, 0),
-                    _ => self.cmp_imm(*op, raw, k),
-                };
-                self.b.ins().brif(cond, t, &[], f, &[]);
-                self.known = saved;
-                blk
-            }
             Pred::Cmp { op, lhs, rhs } => {
                 let blk = self.b.create_block();
                 self.b.switch_to_block(blk);
                 let saved = self.known;
-                let a = self.val(lhs);
-                let cond = match rhs {
-                    Val::Const(k) => self.cmp_imm(*op, a, *k),
-                    rhs => {
-                        let c = self.val(rhs);
-                        self.cmp(*op, a, c)
-                    }
-                };
+                let cond = self.compare(*op, lhs, rhs);
                 self.b.ins().brif(cond, t, &[], f, &[]);
                 self.known = saved;
                 blk

@@ -139,6 +139,17 @@ const NO_MATCH: u32 = u32::MAX;
 /// value is a filter.)
 const MANY: u32 = u32::MAX - 1;
 
+/// A slot's value and datum as the tables generated code reads hold them:
+/// one word, the value in its low half.
+fn slot_word(s: Slot) -> u64 {
+    s.value as u64 | (s.datum as u64) << 32
+}
+
+/// A slot's batch result word: its only filter, or [`MANY`].
+fn answer(s: Slot) -> u32 {
+    s.single_filter().unwrap_or(MANY)
+}
+
 /// A field read the code generator handles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum R {
@@ -181,22 +192,19 @@ impl R {
     }
 
     /// `k` as the raw (host-order) value a load of this field gives when
-    /// the field equals `k`; `None` if the field can never equal `k`.
+    /// the field equals `k` ([`crate::raw_const`]; `len` and constants are
+    /// not loads); `None` if the field can never equal `k`.
     fn raw(self, k: u32) -> Option<u32> {
         match self.size() {
-            1 => (k <= 0xff).then_some(k),
-            2 => (k <= 0xffff).then(|| (k as u16).to_be() as u32),
-            4 => Some(k.to_be()),
+            s @ (1 | 2 | 4) => crate::raw_const(k, s),
             _ => Some(k),
         }
     }
 
-    /// A mask for a raw value: `raw & m != 0` iff `value & mask != 0`.
+    /// A mask for a raw value ([`crate::raw_mask`]).
     fn raw_mask(self, m: u32) -> u32 {
         match self.size() {
-            1 => m & 0xff,
-            2 => ((m & 0xffff) as u16).to_be() as u32,
-            4 => m.to_be(),
+            s @ (1 | 2 | 4) => crate::raw_mask(m, s),
             _ => m,
         }
     }
@@ -1096,8 +1104,8 @@ impl Gen<'_, '_> {
         for (key, slot) in &keys {
             let at = (combine(key).wrapping_mul(mult) >> (64 - bits)) as usize * stride;
             table[at..at + k].copy_from_slice(key);
-            table[at + k] = slot.value as u64 | (slot.datum as u64) << 32;
-            table[at + k + 1] = slot.single_filter().unwrap_or(MANY) as u64;
+            table[at + k] = slot_word(*slot);
+            table[at + k + 1] = answer(*slot) as u64;
         }
         let table: Box<[u64]> = table.into();
         let base = table.as_ptr() as i64;
@@ -1623,7 +1631,7 @@ impl Gen<'_, '_> {
                 let cand = match (known, result) {
                     (_, Some(r)) => r,
                     (Some(s), None) => {
-                        let r = s.single_filter().unwrap_or(MANY);
+                        let r = answer(s);
                         self.b.ins().iconst(types::I32, r as i64)
                     }
                     (None, None) => {
@@ -2441,12 +2449,20 @@ impl NativeMerged {
             return;
         }
         self.ensure_raw();
-        let code = self
-            .compiler
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .build(&self.merged, &self.raw);
+        let code = self.compile();
         self.install(code);
+    }
+
+    /// The code for the data and packed tables as they are now (cached
+    /// functions where their groups did not change).
+    fn compile(&self) -> Arc<Code> {
+        self.compiler().build(&self.merged, &self.raw)
+    }
+
+    /// The code generator shared by both copies (a panic while it was
+    /// held leaves it usable: its cache is only an optimisation).
+    fn compiler(&self) -> std::sync::MutexGuard<'_, Compiler> {
+        self.compiler.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Use `code`, built for this state of the data (and its packed
@@ -2485,10 +2501,7 @@ impl NativeMerged {
     /// assert_eq!(sluice_native::merged::NativeMerged::new().native_stats().units, 0);
     /// ```
     pub fn native_stats(&self) -> NativeStats {
-        self.compiler
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .stats
+        self.compiler().stats
     }
 
     /// Call `f(filter, priority)` for every match of the groups.
@@ -2821,11 +2834,7 @@ impl Engine for NativeMerged {
         let code = match slot {
             Some(c) => c.clone(),
             None => {
-                let c = self
-                    .compiler
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .build(&self.merged, &self.raw);
+                let c = self.compile();
                 *slot = Some(c.clone());
                 c
             }

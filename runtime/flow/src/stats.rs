@@ -650,12 +650,16 @@ pub(crate) mod tests {
         }
     }
 
+    /// An instance of `class` with `args`, and an MBuf of the size it asks for.
+    fn instance(class: &dyn FilterClass, args: &[&str]) -> (MBuf, Box<dyn Element>) {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let m = MBuf::new(class.check(&args).unwrap().mbuf_words);
+        (m, class.build(&args, &BuildEnv::default()).unwrap())
+    }
+
     #[test]
     fn hashcount_counts_flows_and_ranks_them() {
-        let args: Vec<String> = vec!["2".into(), "8".into()];
-        let info = HashCountClass.check(&args).unwrap();
-        let m = MBuf::new(info.mbuf_words);
-        let mut h = HashCountClass.build(&args, &BuildEnv::default()).unwrap();
+        let (m, mut h) = instance(&HashCountClass, &["2", "8"]);
         let a = ipv4(6, [10, 0, 0, 1], 1000, [10, 0, 0, 2], 80, b"x");
         let b = ipv4(17, [10, 0, 0, 3], 53, [10, 0, 0, 4], 999, b"yy");
         let c = ipv4(6, [10, 0, 0, 2], 80, [10, 0, 0, 1], 1000, b"");
@@ -684,9 +688,7 @@ pub(crate) mod tests {
 
     #[test]
     fn hashcount_overflow_is_counted() {
-        let args: Vec<String> = vec!["1".into(), "2".into()];
-        let m = MBuf::new(HashCountClass.check(&args).unwrap().mbuf_words);
-        let mut h = HashCountClass.build(&args, &BuildEnv::default()).unwrap();
+        let (m, mut h) = instance(&HashCountClass, &["1", "2"]);
         for port in 0..5u16 {
             h.run(
                 &pkt(&ipv4(17, [1, 1, 1, 1], port, [2, 2, 2, 2], 9, b"")),
@@ -702,9 +704,7 @@ pub(crate) mod tests {
     fn rtsp_tracks_negotiated_ports() {
         let client = [192, 168, 0, 10];
         let server = [192, 168, 0, 1];
-        let args: Vec<String> = vec![];
-        let m = MBuf::new(RtspClass.check(&args).unwrap().mbuf_words);
-        let mut r = RtspClass.build(&args, &BuildEnv::default()).unwrap();
+        let (m, mut r) = instance(&RtspClass, &[]);
         let mut run = |p: &[u8]| r.run(&pkt(p), &m).unwrap();
         // Before the SETUP, nothing passes.
         assert_eq!(run(&ipv4(17, server, 6970, client, 8000, b"rtp")), 0);
@@ -741,9 +741,7 @@ pub(crate) mod tests {
     fn rtsp_teardown_ends_the_named_session() {
         let client = [192, 168, 0, 10];
         let server = [192, 168, 0, 1];
-        let args: Vec<String> = vec![];
-        let m = MBuf::new(RtspClass.check(&args).unwrap().mbuf_words);
-        let mut r = RtspClass.build(&args, &BuildEnv::default()).unwrap();
+        let (m, mut r) = instance(&RtspClass, &[]);
         let run = |r: &mut Box<dyn Element>, p: &[u8]| r.run(&pkt(p), &m).unwrap();
         for (cport, session) in [(8000u16, "AB12"), (8002, "CD34")] {
             let setup = format!("SETUP rtsp://s/a RTSP/1.0\r\nCSeq: 2\r\nTransport: RTP/AVP;unicast;client_port={cport}-{}\r\n\r\n", cport + 1);

@@ -267,9 +267,8 @@ impl Locator {
         self.proto != Proto::None
     }
 
-    /// Where the IP header starts and which IP it is, if the packet carries IP.
     /// Where the IP header starts, which IP, and the VLAN IDs of the tags
-    /// in front of it (as [`Key::vlan`]).
+    /// in front of it (as [`Key::vlan`]), if the packet carries IP.
     #[inline]
     fn network(&self, p: &[u8]) -> Option<(usize, Ip, u64)> {
         let payload = self.payload as usize;

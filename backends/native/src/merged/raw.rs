@@ -30,7 +30,7 @@
 //! predictable (at 3/4 the session benchmark was 5-16% slower).
 
 use super::slots::Slots;
-use super::{adjacent_run, MANY, NO_MATCH, R};
+use super::{adjacent_run, answer, slot_word, NO_MATCH, R};
 use sluice_classifier::merged::Slot;
 
 /// Multipliers of the packed key words in [`raw_hash`] (cycling).
@@ -59,11 +59,11 @@ pub(super) fn raw_hash(words: &[u64]) -> u64 {
     (h ^ (h >> 32)).wrapping_mul(RAW_MIX)
 }
 
-/// The value half of a slot's last word (its first four bytes in memory,
-/// where generated code loads it).
+/// The value half of a slot's value-and-datum word ([`slot_word`]; on
+/// the little-endian hosts layouts exist for, also its first four bytes in
+/// memory, where generated code loads it).
 fn value_of(w: u64) -> u32 {
-    let b = w.to_ne_bytes();
-    u32::from_ne_bytes([b[0], b[1], b[2], b[3]])
+    w as u32
 }
 
 /// One load of a packed key: `r` (a run of adjacent key fields, 1, 2, 4 or
@@ -233,8 +233,6 @@ pub(super) struct RawTable {
     /// `mask + 1` slots of `layout.stride()` words.
     slots: Slots,
     mask: usize,
-    /// 64 minus the log2 of the slot count: `hash >> shift` is the home slot.
-    shift: u32,
     len: usize,
 }
 
@@ -250,7 +248,6 @@ impl RawTable {
             slots: Slots::zeroed(n * layout.stride()),
             layout,
             mask: n - 1,
-            shift: 64 - n.trailing_zeros(),
             len: 0,
         };
         for i in 0..n {
@@ -287,9 +284,10 @@ impl RawTable {
         self.mask as u64
     }
 
-    /// The home slot is `raw_hash(key) >> shift()`.
+    /// The home slot is `raw_hash(key) >> shift()`: 64 minus the log2 of
+    /// the slot count.
     pub fn shift(&self) -> u64 {
-        self.shift as u64
+        64 - (self.mask as u64 + 1).trailing_zeros() as u64
     }
 
     /// Bytes the slots take.
@@ -317,7 +315,7 @@ impl RawTable {
     }
 
     fn home(&self, key: &[u64]) -> usize {
-        (raw_hash(key) >> self.shift) as usize
+        (raw_hash(key) >> self.shift()) as usize
     }
 
     /// The slot holding `key`, or the empty slot where it would go.
@@ -338,13 +336,9 @@ impl RawTable {
         let s = self.stride();
         let slot = &mut self.slots[i * s..(i + 1) * s];
         slot[..key.len()].copy_from_slice(key);
-        let mut vd = [0u8; 8];
-        vd[..4].copy_from_slice(&value.to_ne_bytes());
-        vd[4..].copy_from_slice(&datum.to_ne_bytes());
-        slot[key.len()] = u64::from_ne_bytes(vd);
+        slot[key.len()] = slot_word(Slot { value, datum });
         if let Some(pad) = slot.get_mut(key.len() + 1) {
-            let single = Slot { value, datum }.single_filter();
-            *pad = single.unwrap_or(MANY) as u64;
+            *pad = answer(Slot { value, datum }) as u64;
         }
     }
 
@@ -354,11 +348,8 @@ impl RawTable {
         let mut packed = vec![0; self.layout.words];
         self.layout.pack(key, &mut packed).ok()?;
         let i = self.find(&packed).ok()?;
-        let w = self.slots[i * self.stride() + self.layout.words].to_ne_bytes();
-        Some((
-            u32::from_ne_bytes(w[..4].try_into().expect("4 bytes")),
-            u32::from_ne_bytes(w[4..].try_into().expect("4 bytes")),
-        ))
+        let w = self.slots[i * self.stride() + self.layout.words];
+        Some((value_of(w), (w >> 32) as u32))
     }
 
     /// Make `key`'s entry `Some((value, datum))` (value non-zero) or none;
@@ -378,13 +369,13 @@ impl RawTable {
             (Err(_), None) => {}
             (Err(i), Some((v, d))) => {
                 debug_assert_ne!(v, 0);
-                if (self.len + 1) * 2 > self.mask + 1 {
+                let i = if (self.len + 1) * 2 > self.mask + 1 {
                     self.grow();
-                    let i = self.find(&packed).expect_err("a new key");
-                    self.write(i, &packed, v, d);
+                    self.find(&packed).expect_err("a new key")
                 } else {
-                    self.write(i, &packed, v, d);
-                }
+                    i
+                };
+                self.write(i, &packed, v, d);
                 self.len += 1;
             }
         }
@@ -429,6 +420,7 @@ impl RawTable {
 
 #[cfg(test)]
 mod tests {
+    use super::super::MANY;
     use super::*;
     use proptest::prelude::*;
 
@@ -509,16 +501,16 @@ mod tests {
         let mut t = RawTable::new(session_layout());
         assert_eq!(t.layout.stride(), 4);
         let key = [0x800, 6, 1, 2, 3, 4];
-        let answer = |t: &RawTable| {
+        let stored = |t: &RawTable| {
             let mut packed = [0u64; 2];
             assert_eq!(t.layout.pack(&key, &mut packed), Ok(()));
             let i = t.find(&packed).expect("present");
             t.slots[i * 4 + 3] as u32
         };
         assert!(t.set(&key, Some((8, 0))));
-        assert_eq!(answer(&t), 7);
+        assert_eq!(stored(&t), 7);
         assert!(t.set(&key, Some((Slot::LIST_BASE + 2, 0))));
-        assert_eq!(answer(&t), MANY);
+        assert_eq!(stored(&t), MANY);
     }
 
     /// The mean number of slots a successful lookup reads.
