@@ -67,12 +67,14 @@
 
 #![warn(missing_docs)]
 
+mod batch;
 pub mod fpl;
 pub mod merged;
 mod settle;
 
 use std::fmt;
 
+use batch::{desc_buf, descs, DescLayout, BATCH_CHUNK};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     types, AbiParam, Block, BlockCall, InstBuilder, JumpTableData, MemFlags, Signature, Type, Value,
@@ -348,83 +350,14 @@ fn host_isa() -> Result<cranelift_codegen::isa::OwnedTargetIsa, NativeError> {
 enum Shape {
     /// `fn(pkt, caplen, wirelen) -> u32`: one packet, the verdict returned.
     Single,
-    /// `fn(descs: *const Desc, n: u64, out: *mut u32)`: a loop over `n`
-    /// packets, the verdict of packet `i` written to `out[i]`.
+    /// `fn(descs, n: u64, out: *mut u32)`: a loop over `n` packet
+    /// descriptors (`batch::DescLayout`), the verdict of packet `i` written
+    /// to `out[i]`.
     Batch,
 }
 
-/// One packet of a batch, as the batch function reads it.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub(crate) struct Desc {
-    pub(crate) ptr: *const u8,
-    pub(crate) caplen: u64,
-    pub(crate) wirelen: u32,
-}
-
-/// Ask the CPU to bring the cache line holding `p` into the caches (a hint:
-/// nothing happens on targets without a prefetch instruction here).
-///
-/// The batch paths call it for every packet while they build the batch's
-/// descriptors, so that on a capture larger than the caches the packets'
-/// headers are on their way before the generated code reads them.
-#[inline(always)]
-pub(crate) fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch hint never faults and changes nothing but the
-    // caches, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
-/// Write the descriptors of `pkts` (at most [`BATCH_CHUNK`]) into the first
-/// `pkts.len()` places of `descs`, prefetching each packet's first cache
-/// line on the way, and return the array's address for the generated code.
-pub(crate) fn fill_descs(
-    descs: &mut [std::mem::MaybeUninit<Desc>; BATCH_CHUNK],
-    pkts: &[(&[u8], u32)],
-) -> *const Desc {
-    for (d, (p, w)) in descs.iter_mut().zip(pkts) {
-        prefetch(p.as_ptr());
-        d.write(Desc {
-            ptr: p.as_ptr(),
-            caplen: p.len() as u64,
-            wirelen: *w,
-        });
-    }
-    descs.as_ptr().cast::<Desc>()
-}
-
-/// In generated code: the packet pointer, captured length and wire length
-/// of the descriptor at `d` (pointers of type `ptr`). The descriptors do
-/// not change during a call, so the loads are read-only.
-pub(crate) fn read_desc(b: &mut FunctionBuilder, ptr: Type, d: Value) -> (Value, Value, Value) {
-    let fl = MemFlags::trusted().with_readonly();
-    let pkt = b
-        .ins()
-        .load(ptr, fl, d, std::mem::offset_of!(Desc, ptr) as i32);
-    let caplen = b
-        .ins()
-        .load(types::I64, fl, d, std::mem::offset_of!(Desc, caplen) as i32);
-    let wirelen = b.ins().load(
-        types::I32,
-        fl,
-        d,
-        std::mem::offset_of!(Desc, wirelen) as i32,
-    );
-    (pkt, caplen, wirelen)
-}
-
 /// The batch function's type.
-type BatchFn = unsafe extern "C" fn(descs: *const Desc, n: u64, out: *mut u32);
-
-/// Packets handed to the batch function per call: [`NativeFilter::run_batch`]
-/// builds their descriptors in an array on its own stack (no allocation, no
-/// shared buffer), so a longer batch is run in chunks of this many.
-pub(crate) const BATCH_CHUNK: usize = 64;
+type BatchFn = unsafe extern "C" fn(descs: *const u8, n: u64, out: *mut u32);
 
 /// The batch function and the module owning its code pages.
 struct BatchCode {
@@ -490,33 +423,32 @@ fn build(
             }
             Shape::Batch => {
                 let (descs, n, out) = (params[0], params[1], params[2]);
+                let layout = DescLayout::get();
                 let head = b.create_block();
-                let i = b.append_block_param(head, types::I64);
+                let d = b.append_block_param(head, ptr);
+                let slot = b.append_block_param(head, ptr);
                 let next = b.create_block();
                 let exit = b.create_block();
-                // entry: if n == 0 return, else head(0).
-                let zero = b.ins().iconst(types::I64, 0);
-                b.ins().brif(n, head, &[zero], exit, &[]);
-                // head(i): read descs[i], then the filter.
-                b.switch_to_block(head);
-                let at = |b: &mut FunctionBuilder, base: Value, scale: usize| {
-                    let off = b.ins().imul_imm(i, scale as i64);
-                    let off = if ptr == types::I64 {
-                        off
-                    } else {
-                        b.ins().ireduce(ptr, off)
-                    };
-                    b.ins().iadd(base, off)
+                // entry: if n == 0 return, else head(descs, out), with the
+                // end of the descriptors in `end`.
+                let span = b.ins().imul_imm(n, layout.stride as i64);
+                let span = if ptr == types::I64 {
+                    span
+                } else {
+                    b.ins().ireduce(ptr, span)
                 };
-                let d = at(&mut b, descs, std::mem::size_of::<Desc>());
-                (pkt, caplen, wirelen) = read_desc(&mut b, ptr, d);
-                let slot = at(&mut b, out, std::mem::size_of::<u32>());
+                let end = b.ins().iadd(descs, span);
+                b.ins().brif(n, head, &[descs, out], exit, &[]);
+                // head(d, slot): read the descriptor at d, then the filter.
+                b.switch_to_block(head);
+                (pkt, caplen, wirelen) = layout.read(&mut b, ptr, d);
                 b.ins().jump(start, &[]);
-                // next: i + 1 < n ? head(i + 1) : return.
+                // next: d + stride < end ? head(d + stride, slot + 4) : return.
                 b.switch_to_block(next);
-                let i1 = b.ins().iadd_imm(i, 1);
-                let more = b.ins().icmp(IntCC::UnsignedLessThan, i1, n);
-                b.ins().brif(more, head, &[i1], exit, &[]);
+                let d1 = b.ins().iadd_imm(d, layout.stride as i64);
+                let slot1 = b.ins().iadd_imm(slot, std::mem::size_of::<u32>() as i64);
+                let more = b.ins().icmp(IntCC::UnsignedLessThan, d1, end);
+                b.ins().brif(more, head, &[d1, slot1], exit, &[]);
                 b.switch_to_block(exit);
                 b.ins().return_(&[]);
                 lp = Some((slot, next));
@@ -626,8 +558,8 @@ impl NativeFilter {
     /// verdict and go on with the next packet), so a batch costs one call
     /// per 64 packets instead of one per packet. Each
     /// packet is bounds-checked against its own length, exactly as `run`.
-    /// The descriptors the code reads are built in an array on this call's
-    /// stack: nothing is allocated and nothing is shared between threads.
+    /// The code reads the packets' `(&[u8], u32)` pairs where they are
+    /// (`batch::DescLayout`): nothing is copied, allocated or shared.
     ///
     /// # Panics
     ///
@@ -660,17 +592,19 @@ impl NativeFilter {
             }
             return;
         };
-        let mut descs = [const { std::mem::MaybeUninit::<Desc>::uninit() }; BATCH_CHUNK];
+        let mut buf = desc_buf();
         for (pkts, out) in pkts.chunks(BATCH_CHUNK).zip(out.chunks_mut(BATCH_CHUNK)) {
-            let descs = fill_descs(&mut descs, pkts);
-            // SAFETY: the first `pkts.len()` descriptors were just written
-            // (`pkts.len() <= BATCH_CHUNK`), each from a slice of `pkts` that
-            // outlives the call; the code reads only `descs[..n]` and, for
-            // each, bytes `ptr[j]` with `j + width <= caplen` (the same
-            // bounds-checked lowering as `run`), and writes only `out[..n]`,
-            // which is `out.len() == n` `u32`s borrowed mutably. It always
-            // terminates (the loop runs `n` times, the body has no loops) and
-            // the code pages live as long as `self`.
+            let descs = descs(&mut buf, pkts);
+            // SAFETY: `descs` holds the descriptors of `pkts` (`pkts.len()
+            // <= BATCH_CHUNK`) in the layout the code was generated for:
+            // the pairs themselves or copies in `buf`, each from a slice of
+            // `pkts` that outlives the call. The code reads only those
+            // `n` descriptors and, for each, bytes `ptr[j]` with `j + width
+            // <= caplen` (the same bounds-checked lowering as `run`), and
+            // writes only `out[..n]`, which is `out.len() == n` `u32`s
+            // borrowed mutably. It always terminates (the loop runs `n`
+            // times, the body has no loops) and the code pages live as
+            // long as `self`.
             unsafe { (code.func)(descs, pkts.len() as u64, out.as_mut_ptr()) }
         }
     }

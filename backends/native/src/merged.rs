@@ -57,7 +57,8 @@
 //! assert_eq!(m.native_stats().keys_in_code, 2);
 //! ```
 
-use crate::{fill_descs, prefetch, read_desc, CodePages, Desc, NativeError, BATCH_CHUNK};
+use crate::batch::{desc_buf, descs, prefetch, DescLayout, BATCH_CHUNK};
+use crate::{CodePages, NativeError};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, Block, InstBuilder, MemFlags, Signature, Value};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
@@ -124,11 +125,11 @@ type UnitFn = unsafe extern "C" fn(
     out: *mut Hit,
 ) -> u64;
 
-/// A cluster's batch function: for each of `n` packets (descriptors
-/// `descs[..n]`), `out[i]` gets [`NO_MATCH`], the one filter of the
-/// packet's only match in the cluster, or [`MANY`].
+/// A cluster's batch function: for each of `n` packets (descriptors at
+/// `descs` in [`DescLayout::get`]'s layout), `out[i]` gets [`NO_MATCH`],
+/// the one filter of the packet's only match in the cluster, or [`MANY`].
 type BatchUnitFn =
-    unsafe extern "C" fn(descs: *const Desc, n: u64, tables: *const TableDesc, out: *mut u32);
+    unsafe extern "C" fn(descs: *const u8, n: u64, tables: *const TableDesc, out: *mut u32);
 
 /// A batch result: no group of the function matched.
 const NO_MATCH: u32 = u32::MAX;
@@ -660,27 +661,28 @@ fn compile_fn(
         probed.sort_unstable();
         probed.dedup();
         let (descs, n) = (p[0], p[1]);
-        let desc_i = |b: &mut FunctionBuilder, i: Value| {
-            let off = b.ins().imul_imm(i, std::mem::size_of::<Desc>() as i64);
-            let d = b.ins().iadd(descs, off);
-            read_desc(b, ptr, d)
-        };
+        let layout = DescLayout::get();
+        let stride = layout.stride as i64;
         // A batch with a large probed table first runs the paths once
         // with every probe replaced by a prefetch of its first slot
         // (`Out::Prefetch`), so the slots of the whole batch are on their
         // way to the cache before the second pass probes them.
         let mut prefetch = None;
         let (pkt, caplen, wirelen, tables, out) = if batch {
+            // The loops step a descriptor pointer up to `end` (and the
+            // main loop a result pointer with it).
             let head = b.create_block();
-            let i = b.append_block_param(head, types::I64);
+            let d = b.append_block_param(head, ptr);
+            let slot = b.append_block_param(head, ptr);
             let exit = b.create_block();
-            let zero = b.ins().iconst(types::I64, 0);
+            let span = b.ins().imul_imm(n, stride);
+            let end = b.ins().iadd(descs, span);
             if probed.is_empty() {
-                // entry: if n == 0 return, else head(0).
-                b.ins().brif(n, head, &[zero], exit, &[]);
+                // entry: if n == 0 return, else head(descs, out).
+                b.ins().brif(n, head, &[descs, p[3]], exit, &[]);
             } else {
                 // entry: if n == 0 return; if a probed table is large,
-                // pre_head(0), else head(0).
+                // pre_head(descs), else head(descs, out).
                 let gate = b.create_block();
                 b.ins().brif(n, gate, &[], exit, &[]);
                 b.switch_to_block(gate);
@@ -702,28 +704,27 @@ fn compile_fn(
                     });
                 }
                 let pre_head = b.create_block();
-                let j = b.append_block_param(pre_head, types::I64);
+                let pd = b.append_block_param(pre_head, ptr);
                 b.ins().brif(
                     big.expect("a probed group"),
                     pre_head,
-                    &[zero],
+                    &[descs],
                     head,
-                    &[zero],
+                    &[descs, p[3]],
                 );
                 b.switch_to_block(pre_head);
-                let (pkt, caplen, wirelen) = desc_i(&mut b, j);
+                let (pkt, caplen, wirelen) = layout.read(&mut b, ptr, pd);
                 let pre_start = b.create_block();
                 b.ins().jump(pre_start, &[]);
-                prefetch = Some((j, pre_head, pre_start, pkt, caplen, wirelen));
+                prefetch = Some((pd, pre_head, pre_start, pkt, caplen, wirelen));
                 // (pre_done is filled after the paths.)
             }
             b.switch_to_block(exit);
             b.ins().return_(&[]);
-            // head(i): read descs[i], mark the result "no match", then the paths.
+            // head(d, slot): read the descriptor at d, mark the result "no
+            // match", then the paths.
             b.switch_to_block(head);
-            let (pkt, caplen, wirelen) = desc_i(&mut b, i);
-            let off = b.ins().ishl_imm(i, 2);
-            let slot = b.ins().iadd(p[3], off);
+            let (pkt, caplen, wirelen) = layout.read(&mut b, ptr, d);
             // With one group, a hit ends the packet (`done`) and every other
             // way out is "no match" (`nomatch`, below); with several, the
             // word starts as "no match" and hits update it.
@@ -733,7 +734,7 @@ fn compile_fn(
                 b.ins().store(MemFlags::trusted(), none, slot, 0);
             }
             b.ins().jump(start, &[]);
-            lp = Some((i, n, head, exit));
+            lp = Some((d, slot, end, head, exit));
             let done = single.then_some(done);
             (pkt, caplen, wirelen, p[2], Out::First { slot, done })
         } else {
@@ -753,7 +754,7 @@ fn compile_fn(
             stats,
             data,
         };
-        if let (Some((j, pre_head, pre_start, pkt, caplen, wirelen)), Some((_, _, head, _))) =
+        if let (Some((pd, pre_head, pre_start, pkt, caplen, wirelen)), Some((_, _, end, head, _))) =
             (prefetch, lp)
         {
             let pre_done = g.b.create_block();
@@ -769,12 +770,11 @@ fn compile_fn(
             g.emit(pre_start, probes, Ctx::default(), pre_done);
             *g.stats = saved;
             (g.pkt, g.caplen, g.wirelen, g.out) = main;
-            // pre_done: j + 1 < n ? pre_head(j + 1) : head(0).
+            // pre_done: pd + stride < end ? pre_head(pd + stride) : head(descs, out).
             g.b.switch_to_block(pre_done);
-            let j1 = g.b.ins().iadd_imm(j, 1);
-            let more = g.b.ins().icmp(IntCC::UnsignedLessThan, j1, n);
-            let zero = g.b.ins().iconst(types::I64, 0);
-            g.b.ins().brif(more, pre_head, &[j1], head, &[zero]);
+            let pd1 = g.b.ins().iadd_imm(pd, stride);
+            let more = g.b.ins().icmp(IntCC::UnsignedLessThan, pd1, end);
+            g.b.ins().brif(more, pre_head, &[pd1], head, &[descs, p[3]]);
         }
         // With one group, the ways out without a match store "no match"
         // in a block laid out after the loop's step, so that a hit falls
@@ -795,11 +795,12 @@ fn compile_fn(
         };
         g.b.switch_to_block(done);
         match lp {
-            // done: i + 1 < n ? head(i + 1) : return.
-            Some((i, n, head, exit)) => {
-                let i1 = g.b.ins().iadd_imm(i, 1);
-                let more = g.b.ins().icmp(IntCC::UnsignedLessThan, i1, n);
-                g.b.ins().brif(more, head, &[i1], exit, &[]);
+            // done: d + stride < end ? head(d + stride, slot + 4) : return.
+            Some((d, slot, end, head, exit)) => {
+                let d1 = g.b.ins().iadd_imm(d, stride);
+                let slot1 = g.b.ins().iadd_imm(slot, 4);
+                let more = g.b.ins().icmp(IntCC::UnsignedLessThan, d1, end);
+                g.b.ins().brif(more, head, &[d1, slot1], exit, &[]);
             }
             None => {
                 let n = g.b.use_var(count);
@@ -2573,14 +2574,16 @@ impl NativeMerged {
             out.fill(NO_MATCH);
             return;
         };
-        let mut descs = [const { std::mem::MaybeUninit::<Desc>::uninit() }; BATCH_CHUNK];
+        let mut buf = desc_buf();
         let mut more = [const { std::mem::MaybeUninit::<u32>::uninit() }; BATCH_CHUNK];
         for (pkts, out) in pkts.chunks(BATCH_CHUNK).zip(out.chunks_mut(BATCH_CHUNK)) {
             let n = pkts.len();
-            let descs = fill_descs(&mut descs, pkts);
-            // SAFETY: the first `n` descriptors were just written (`n <=
-            // BATCH_CHUNK`), each from a slice of `pkts` that outlives the
-            // call. Each function reads only `descs[..n]`, for each packet
+            let descs = descs(&mut buf, pkts);
+            // SAFETY: `descs` holds the descriptors of `pkts` (`n <=
+            // BATCH_CHUNK`) in the layout the code was generated for: the
+            // pairs themselves or copies in `buf`, each from a slice of
+            // `pkts` that outlives the call. Each function reads only those
+            // `n` descriptors, for each packet
             // the bytes `ptr[j]` with `j + width <= caplen` (the same
             // bounds-checked paths as the hit function), the `TableDesc`s
             // of its groups and their slots (as in `each_group_match`), and
@@ -2620,17 +2623,15 @@ impl NativeMerged {
     /// The result word of one packet ([`NativeMerged::results`]).
     #[inline]
     fn result(&self, pkt: &[u8], wirelen: u32) -> u32 {
-        let d = Desc {
-            ptr: pkt.as_ptr(),
-            caplen: pkt.len() as u64,
-            wirelen,
-        };
+        let mut buf = desc_buf();
+        let pair = [(pkt, wirelen)];
+        let d = descs(&mut buf, &pair);
         let mut acc = NO_MATCH;
         for &f in self.code.batch_fns.iter() {
             let mut r = NO_MATCH;
-            // SAFETY: as in `results`, with one descriptor (`d`, built from
-            // `pkt`, which outlives the call) and one result word (`r`).
-            unsafe { f(&d, 1, self.descs.as_ptr(), &mut r) };
+            // SAFETY: as in `results`, with one descriptor (`d`, of `pkt`,
+            // which outlives the call) and one result word (`r`).
+            unsafe { f(d, 1, self.descs.as_ptr(), &mut r) };
             acc = Self::either(acc, r);
         }
         acc
