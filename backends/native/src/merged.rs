@@ -482,6 +482,9 @@ struct Compiler {
     cache: HashMap<(ClusterKey, usize), (Vec<GroupSig>, Arc<Unit>)>,
     stats: NativeStats,
     small: usize,
+    /// Batch functions prefetch tables of at least this many bytes
+    /// ([`prefetch_slots`]).
+    prefetch_bytes: usize,
 }
 
 impl Compiler {
@@ -529,7 +532,7 @@ impl Compiler {
                         let t = Instant::now();
                         let ngroups = chunk.len();
                         let items: Vec<Item> = chunk.into_iter().flat_map(|g| g.1).collect();
-                        let built = compile_unit(items, ngroups);
+                        let built = compile_unit(items, ngroups, self.prefetch_bytes);
                         compile_time += t.elapsed();
                         stats.compilations += 1;
                         built.ok().map(Arc::new)
@@ -574,16 +577,26 @@ impl Compiler {
 }
 
 /// Generate and compile one cluster's functions.
-fn compile_unit(items: Vec<Item>, groups: usize) -> Result<Unit, NativeError> {
+fn compile_unit(
+    items: Vec<Item>,
+    groups: usize,
+    prefetch_bytes: usize,
+) -> Result<Unit, NativeError> {
     // The caller's hit buffer holds MAX_UNIT_GROUPS hits: at most one per group.
     if groups > MAX_UNIT_GROUPS {
         return Err(NativeError(format!("{groups} groups in one function")));
     }
     let mut stats = UnitStats::default();
     let mut data = Vec::new();
-    let (code, pages) = compile_fn(items.clone(), groups, false, &mut stats, &mut data)?;
+    let (code, pages) = compile_fn(items.clone(), groups, None, &mut stats, &mut data)?;
     let mut batch_stats = UnitStats::default();
-    let (batch, batch_pages) = compile_fn(items, groups, true, &mut batch_stats, &mut data)?;
+    let (batch, batch_pages) = compile_fn(
+        items,
+        groups,
+        Some(prefetch_bytes),
+        &mut batch_stats,
+        &mut data,
+    )?;
     stats.code_bytes += batch_stats.code_bytes;
     // SAFETY: `code` is the entry of the hit function just finalized, whose
     // signature (pointer, i64, i32, pointer, pointer) -> i64 in the host's
@@ -612,7 +625,7 @@ fn compile_unit(items: Vec<Item>, groups: usize) -> Result<Unit, NativeError> {
 fn compile_fn(
     items: Vec<Item>,
     groups: usize,
-    batch: bool,
+    batch: Option<usize>,
     stats: &mut UnitStats,
     data: &mut Vec<Box<[u64]>>,
 ) -> Result<(*const u8, CodePages), NativeError> {
@@ -625,7 +638,7 @@ fn compile_fn(
     }
     let mut ctx = module.make_context();
     let sig = &mut ctx.func.signature;
-    if batch {
+    if batch.is_some() {
         sig.params.push(AbiParam::new(ptr));
         sig.params.push(AbiParam::new(types::I64));
         sig.params.push(AbiParam::new(ptr));
@@ -650,11 +663,17 @@ fn compile_fn(
         let count = Variable::from_u32(0);
         // For a batch: the loop's index and the packet's result word.
         let mut lp = None;
-        // The groups the paths probe in their tables.
-        let mut probed: Vec<u32> = items
+        // The groups the paths probe in their tables, with their slots'
+        // size in bytes.
+        let mut probed: Vec<(u32, usize)> = items
             .iter()
-            .filter_map(|it| match it.action {
-                Action::Probe { group, .. } => Some(group),
+            .filter_map(|it| match &it.action {
+                Action::Probe {
+                    group,
+                    raw: Some(l),
+                    ..
+                } => Some((*group, l.stride() * 8)),
+                Action::Probe { group, key, .. } => Some((*group, (key.len() + 2) * 4)),
                 Action::Hit { .. } => None,
             })
             .collect();
@@ -668,7 +687,7 @@ fn compile_fn(
         // (`Out::Prefetch`), so the slots of the whole batch are on their
         // way to the cache before the second pass probes them.
         let mut prefetch = None;
-        let (pkt, caplen, wirelen, tables, out) = if batch {
+        let (pkt, caplen, wirelen, tables, out) = if let Some(prefetch_bytes) = batch {
             // The loops step a descriptor pointer up to `end` (and the
             // main loop a result pointer with it).
             let head = b.create_block();
@@ -688,7 +707,7 @@ fn compile_fn(
                 b.switch_to_block(gate);
                 let fl = MemFlags::trusted().with_readonly();
                 let mut big = None;
-                for &g in &probed {
+                for &(g, slot_bytes) in &probed {
                     let at = (g as usize * std::mem::size_of::<TableDesc>()
                         + std::mem::offset_of!(TableDesc, mask))
                         as i32;
@@ -696,7 +715,7 @@ fn compile_fn(
                     let x = b.ins().icmp_imm(
                         IntCC::UnsignedGreaterThanOrEqual,
                         mask,
-                        PREFETCH_SLOTS as i64 - 1,
+                        prefetch_slots(prefetch_bytes, slot_bytes) as i64 - 1,
                     );
                     big = Some(match big {
                         None => x,
@@ -816,7 +835,11 @@ fn compile_fn(
         g.b.seal_all_blocks();
         g.b.finalize();
     }
-    let name = if batch { "classify_batch" } else { "classify" };
+    let name = if batch.is_some() {
+        "classify_batch"
+    } else {
+        "classify"
+    };
     let (code, bytes) = CodePages::finish(&mut module, &mut ctx, name)?;
     stats.code_bytes += bytes;
     Ok((code, CodePages::new(module)))
@@ -884,10 +907,50 @@ struct ProbeWalk {
     slot: Value,
 }
 
-/// Tables of at least this many slots (1 MB and more for session keys)
-/// are prefetched a batch ahead by the batch functions; smaller ones stay
-/// in the caches between packets anyway.
-const PREFETCH_SLOTS: u64 = 1 << 15;
+/// Tables of at least this many slots of `slot_bytes` are prefetched a
+/// batch ahead by the batch functions: those of `bytes` and more (by
+/// default half the last-level cache), whose slots mostly come from memory. A smaller table is
+/// mostly in the caches, and the prefetch pass (parsing and hashing every
+/// packet twice) costs more than it saves: on this project's 2-core EPYC
+/// (32 MiB L3), with 1M packets of random sessions, an 8 MiB table probed
+/// in 13.4 ns a packet without the pass and 16.5 ns with it, a 16 MiB one
+/// in 24.4-32.5 ns without and 20.9-22.6 ns with.
+fn prefetch_slots(bytes: usize, slot_bytes: usize) -> u64 {
+    (bytes / slot_bytes.max(1)).next_power_of_two() as u64
+}
+
+/// The size of the largest CPU cache, from Linux's sysfs (16 MiB where it
+/// cannot be read), read once.
+fn last_level_cache() -> usize {
+    static BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| {
+        let dir = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
+        let sizes = std::fs::read_dir(dir).into_iter().flatten().flatten();
+        sizes
+            .filter_map(|e| std::fs::read_to_string(e.path().join("size")).ok())
+            .filter_map(|s| cache_size(&s))
+            .max()
+            .unwrap_or(16 << 20)
+    })
+}
+
+/// A cache size as sysfs writes it ("32768K", "1M", "512"), in bytes.
+fn cache_size(s: &str) -> Option<usize> {
+    let s = s.trim();
+    let (digits, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => s.split_at(i),
+        None => (s, ""),
+    };
+    let n: usize = digits.parse().ok()?;
+    let shift = match unit {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        _ => return None,
+    };
+    n.checked_mul(1 << shift)
+}
 
 /// Called from generated code: ask the CPU to bring the cache line at `p`
 /// (a slot of a probed table) closer, ahead of the probe that reads it.
@@ -1416,6 +1479,31 @@ impl Gen<'_, '_> {
         v
     }
 
+    /// A field's raw value widened to 64 bits: a field read before is
+    /// extended, one read first here is loaded straight into 64 bits.
+    fn read_raw64(&mut self, ctx: &mut Ctx, r: R, fail: Block) -> Value {
+        match r {
+            R::Abs { size, .. } | R::Rel { size, .. } if find(&ctx.raw, r).is_none() => {
+                self.stats.loads += 1;
+                let a = self.addr(ctx, r, size as u32, fail);
+                match size {
+                    1 => self.b.ins().uload8(types::I64, flags(), a, 0),
+                    2 => self.b.ins().uload16(types::I64, flags(), a, 0),
+                    8 => self.b.ins().load(types::I64, flags(), a, 0),
+                    _ => self.b.ins().uload32(flags(), a, 0),
+                }
+            }
+            _ => {
+                let v = self.read_raw(ctx, r, fail);
+                if self.b.func.dfg.value_type(v) == types::I64 {
+                    v
+                } else {
+                    self.b.ins().uextend(types::I64, v)
+                }
+            }
+        }
+    }
+
     /// A field's value (network order, as the IR means it).
     fn read_be(&mut self, ctx: &mut Ctx, r: R, fail: Block) -> Value {
         if let Some(v) = find(&ctx.be, r) {
@@ -1684,12 +1772,7 @@ impl Gen<'_, '_> {
                 // Every load was read by a condition of this path.
                 let mut words: Vec<Option<Value>> = vec![None; layout.words];
                 for l in &layout.loads {
-                    let v = self.read_raw(ctx, l.r, after);
-                    let v = if l.r.size() == 8 {
-                        v
-                    } else {
-                        self.b.ins().uextend(types::I64, v)
-                    };
+                    let v = self.read_raw64(ctx, l.r, after);
                     let v = if l.at > 0 {
                         self.b.ins().ishl_imm(v, 8 * l.at as i64)
                     } else {
@@ -2281,12 +2364,31 @@ impl NativeMerged {
             fresh: false,
             compiler: Arc::new(Mutex::new(Compiler {
                 small,
+                prefetch_bytes: last_level_cache() / 2,
                 ..Compiler::default()
             })),
             native: true,
         };
         m.update();
         m
+    }
+
+    /// Let the batch functions prefetch the slots of tables of at least
+    /// `bytes` a batch ahead (by default, those of half the last-level
+    /// cache and more), and compile again.
+    ///
+    /// ```
+    /// let m = sluice_native::merged::NativeMerged::new().with_prefetch_bytes(1 << 20);
+    /// assert!(m.merged().is_empty());
+    /// ```
+    pub fn with_prefetch_bytes(mut self, bytes: usize) -> NativeMerged {
+        {
+            let mut c = self.compiler();
+            c.prefetch_bytes = bytes;
+            c.cache.clear();
+        }
+        self.update();
+        self
     }
 
     /// The same interface without machine code: every call takes the Rust

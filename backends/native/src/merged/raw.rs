@@ -33,12 +33,16 @@ use super::slots::Slots;
 use super::{adjacent_run, answer, slot_word, NO_MATCH, R};
 use sluice_classifier::merged::Slot;
 
-/// Multipliers of the packed key words in [`raw_hash`] (cycling).
+/// Multipliers of the packed key words in [`raw_hash`] (cycling): odd
+/// 32-bit numbers sign-extended to 64 bits, so that x86-64 multiplies by
+/// them with a 32-bit immediate into another register (no copy of a word
+/// the compare still needs, no constant load). The fold and the full
+/// 64-bit multiply after them spread every bit to the top.
 pub(super) const RAW_MUL: [u64; 4] = [
-    0x9e37_79b9_7f4a_7c15,
-    0xc2b2_ae3d_27d4_eb4f,
-    0x1656_67b1_9e37_79f9,
-    0xff51_afd7_ed55_8ccd,
+    0x9e37_79b1_u32 as i32 as i64 as u64,
+    0x85eb_ca77_u32 as i32 as i64 as u64,
+    0xc2b2_ae3d_u32 as i32 as i64 as u64,
+    0xa7d4_eb2f_u32 as i32 as i64 as u64,
 ];
 
 /// The final multiplier of [`raw_hash`].

@@ -83,9 +83,10 @@ fn key_sets_are_hashed_from_four_keys() {
     }
 }
 
-/// A table large enough for the batch functions' prefetch pass (2^16
-/// slots: 20,000 sessions) gives the same answers as `Merged` in batches
-/// and one by one, for packets of installed sessions and of none.
+/// A table large enough for the batch functions' prefetch pass (here
+/// 2^16 slots, 20,000 sessions, with the threshold lowered to 1 MiB)
+/// gives the same answers as `Merged` in batches and one by one, for
+/// packets of installed sessions and of none.
 #[test]
 fn large_tables_prefetched_in_batches_agree() {
     let addr = |i| 0x0a00_0000 + i;
@@ -99,9 +100,9 @@ fn large_tables_prefetched_in_batches_agree() {
         let key = [0x800, 6, addr(i), addr(i + 1), 1000 + i % 50_000, 80];
         assert!(m.insert_keyed(i, 0, &key, 0));
     }
-    let n = NativeMerged::from_merged(m.clone());
+    let n = NativeMerged::from_merged(m.clone()).with_prefetch_bytes(1 << 20);
     assert!(n.coded());
-    assert!(n.merged().group_view(0).unwrap().table().slots() as u64 >= PREFETCH_SLOTS);
+    assert!(n.packed_bytes() >= 1 << 20);
     let pkts: Vec<Vec<u8>> = (0..300u32)
         .map(|k| {
             let i = k * 67 % 20_000;
@@ -508,4 +509,17 @@ proptest! {
             .collect();
         check(&n, &m, &live, &pkts);
     }
+}
+
+/// Cache sizes as Linux's sysfs writes them.
+#[test]
+fn cache_sizes_parse() {
+    assert_eq!(cache_size("32768K\n"), Some(32 << 20));
+    assert_eq!(cache_size("1M"), Some(1 << 20));
+    assert_eq!(cache_size("512"), Some(512));
+    assert_eq!(cache_size("12Q"), None);
+    assert_eq!(cache_size(""), None);
+    assert!(last_level_cache() >= 1 << 10);
+    // Half of a 32 MiB cache in 32-byte slots.
+    assert_eq!(prefetch_slots(16 << 20, 32), 1 << 19);
 }
