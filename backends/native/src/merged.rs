@@ -114,6 +114,8 @@ struct TableDesc {
     mask: u64,
     /// For a [`RawTable`]: the home slot is `raw_hash(key) >> shift`.
     shift: u64,
+    /// For a [`RawTable`]: the value-and-datum word of each slot.
+    values: *const u64,
 }
 
 /// A cluster's machine function: hits written to `out`, their number returned.
@@ -1784,7 +1786,7 @@ impl Gen<'_, '_> {
                     });
                 }
                 let words: Vec<Value> = words.into_iter().map(|w| w.expect("a load")).collect();
-                self.probe_raw(*group, &words, layout.stride(), after);
+                self.probe_raw(*group, &words, layout, after);
                 self.b.switch_to_block(after);
             }
             Action::Probe { group, key, .. } => {
@@ -1799,9 +1801,9 @@ impl Gen<'_, '_> {
     }
 
     /// Hash packed key `words` as [`raw_hash`] does and probe group
-    /// `group`'s [`RawTable`] (slots of `stride` words); a hit is written;
+    /// `group`'s [`RawTable`] (slots as `layout` says); a hit is written;
     /// continue at `after`.
-    fn probe_raw(&mut self, group: u32, words: &[Value], stride: usize, after: Block) {
+    fn probe_raw(&mut self, group: u32, words: &[Value], layout: &Layout, after: Block) {
         let mut h: Option<Value> = None;
         for (j, w) in words.iter().enumerate() {
             let x = self.b.ins().imul_imm(*w, RAW_MUL[j % RAW_MUL.len()] as i64);
@@ -1823,40 +1825,56 @@ impl Gen<'_, '_> {
         let base = field(self, std::mem::offset_of!(TableDesc, words));
         let shift = field(self, std::mem::offset_of!(TableDesc, shift));
         let i0 = self.b.ins().ushr(h, shift);
-        let stride = (stride * 8) as i64;
-        let value_at = (words.len() * 8) as i32;
+        let stride = (layout.stride() * 8) as i64;
+        let answer_at = layout.answer_at as i32;
         let mask = field(self, std::mem::offset_of!(TableDesc, mask));
         let Some(walk) = self.probe_start(base, i0, mask, stride, after) else {
             return;
         };
         let slot = walk.slot;
         let differs = self.b.create_block();
+        let last = words.len() - 1;
         for (j, w) in words.iter().enumerate() {
-            let s = self.b.ins().load(types::I64, fl, slot, (8 * j) as i32);
+            // A word shared with the answer: its key is the low half.
+            let s = if j == last && layout.answer_in_key() {
+                self.b.ins().uload32(fl, slot, (8 * j) as i32)
+            } else {
+                self.b.ins().load(types::I64, fl, slot, (8 * j) as i32)
+            };
             let ne = self.b.ins().icmp(IntCC::NotEqual, s, *w);
             self.branch_out(ne, differs);
         }
-        // The key matches. A spare word after value and datum holds the
-        // batch answer, "no match" in an empty slot: a function with one
-        // group stores it whatever it is (an empty slot's zeros can equal
-        // a packet's key). Otherwise an empty slot (value 0) holds no key.
-        let spare = stride > (words.len() as i64 + 1) * 8;
-        let v = self.b.ins().load(types::I32, fl, slot, value_at);
-        if !(spare && matches!(self.out, Out::First { done: Some(_), .. })) {
+        // The key matches. The slot's answer is "no match" in an empty
+        // slot: a batch function with one group stores it whatever it is
+        // (an empty slot's zeros can equal a packet's key). Otherwise an
+        // empty slot holds no key.
+        let a = self.b.ins().load(types::I32, fl, slot, answer_at);
+        if !matches!(self.out, Out::First { done: Some(_), .. }) {
+            let empty = self.b.ins().icmp_imm(IntCC::Equal, a, NO_MATCH as i64);
             let found = self.b.create_block();
-            self.b.ins().brif(v, found, &[], after, &[]);
+            self.b.ins().brif(empty, after, &[], found, &[]);
             self.b.switch_to_block(found);
         }
-        let datum = self.b.ins().load(types::I32, fl, slot, value_at + 4);
-        let answer = (spare && matches!(self.out, Out::First { .. }))
-            .then(|| self.b.ins().load(types::I32, fl, slot, value_at + 8));
-        self.hit(group, v, datum, None, answer);
+        match self.out {
+            Out::First { .. } => self.hit(group, a, a, None, Some(a)),
+            _ => {
+                // The hit functions report the value and datum, from the
+                // table's array of them.
+                let values = field(self, std::mem::offset_of!(TableDesc, values));
+                let off = self.b.ins().ishl_imm(walk.i, 3);
+                let at = self.b.ins().iadd(values, off);
+                let v = self.b.ins().load(types::I32, fl, at, 0);
+                let datum = self.b.ins().load(types::I32, fl, at, 4);
+                self.hit(group, v, datum, None, None);
+            }
+        }
         self.b.ins().jump(after, &[]);
         // Another key: go on unless the slot is empty.
         self.b.switch_to_block(differs);
-        let v = self.b.ins().load(types::I32, fl, slot, value_at);
+        let a = self.b.ins().load(types::I32, fl, slot, answer_at);
+        let empty = self.b.ins().icmp_imm(IntCC::Equal, a, NO_MATCH as i64);
         let step = self.b.create_block();
-        self.b.ins().brif(v, step, &[], after, &[]);
+        self.b.ins().brif(empty, after, &[], step, &[]);
         self.b.switch_to_block(step);
         self.probe_step(&walk, after);
     }
@@ -2585,6 +2603,7 @@ impl NativeMerged {
                     words: t.as_ptr().cast(),
                     mask: t.mask(),
                     shift: t.shift(),
+                    values: t.values_ptr(),
                 },
                 _ => {
                     let t = g.table();
@@ -2592,6 +2611,7 @@ impl NativeMerged {
                         words: t.words().as_ptr(),
                         mask: (t.slots() - 1) as u64,
                         shift: 0,
+                        values: std::ptr::null(),
                     }
                 }
             })

@@ -15,17 +15,19 @@
 //! [`RawTable`] is such a table for one group, kept by
 //! [`NativeMerged`](super::NativeMerged) next to the group's own table:
 //! every key change of the group is copied here (the value and datum words
-//! are the group table's, so a hit means the same thing). Slots are
-//! `words + 1` 64-bit words rounded up to a power of two (so that a slot
-//! never straddles two cache lines and one prefetch brings all of it): the
-//! packed key, then the value (low half in memory order first) and the
-//! datum; value 0 marks an empty slot. When the rounding leaves a spare
-//! word, it holds the slot's answer for the batch functions (the key's
-//! only filter, or "several"; "no match" in an empty slot), so that they
-//! need not decode the value, nor, with one group, look at it at all. Linear
-//! probing from the top bits of [`raw_hash`]; a removal shifts later keys
-//! back, so there are no tombstones and a probe stops at the first empty
-//! slot. The table doubles before it is half full: short runs mean the
+//! are the group table's, so a hit means the same thing). A slot holds the
+//! packed key and the slot's 32-bit answer for the batch functions (the
+//! key's only filter, or "several"; "no match" marks an empty slot), so
+//! that they need not decode the value, nor, with one group, look at it at
+//! all. The answer takes the upper half of the key's last word when that
+//! word's loads fit in four bytes (a session key: both addresses in one
+//! word, both ports and the answer in the other: 16 bytes), and a word of
+//! its own otherwise; slots are rounded up to a power of two words so that
+//! none straddles two cache lines and one prefetch brings all of it. The
+//! value and datum, which only the hit functions need, are in an array of
+//! their own, one word per slot. Linear probing from the top bits of
+//! [`raw_hash`]; a removal shifts later keys back, so there are no
+//! tombstones and a probe stops at the first empty slot. The table doubles before it is half full: short runs mean the
 //! key is nearly always in its home slot and the compare's branch is
 //! predictable (at 3/4 the session benchmark was 5-16% slower).
 
@@ -63,13 +65,6 @@ pub(super) fn raw_hash(words: &[u64]) -> u64 {
     (h ^ (h >> 32)).wrapping_mul(RAW_MIX)
 }
 
-/// The value half of a slot's value-and-datum word ([`slot_word`]; on
-/// the little-endian hosts layouts exist for, also its first four bytes in
-/// memory, where generated code loads it).
-fn value_of(w: u64) -> u32 {
-    w as u32
-}
-
 /// One load of a packed key: `r` (a run of adjacent key fields, 1, 2, 4 or
 /// 8 bytes) goes to byte `at` of word `word`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -101,6 +96,9 @@ pub(super) struct Layout {
     fields: Vec<Field>,
     /// Packed words per key.
     pub words: usize,
+    /// The answer's byte offset in a slot: 4 bytes into the key's last
+    /// word when its loads leave that half free, else the word after.
+    pub answer_at: usize,
 }
 
 /// Why a key has no packed form.
@@ -186,18 +184,30 @@ impl Layout {
                 };
             }
         }
+        let words = used.len();
+        let answer_at = match used.last() {
+            Some(&u) if u <= 4 => (words - 1) * 8 + 4,
+            _ => words * 8,
+        };
         Some(Layout {
             loads,
             fixed: fixed_conds,
             fields,
-            words: used.len(),
+            words,
+            answer_at,
         })
     }
 
-    /// Words per slot: the key's, one for value and datum, rounded up to
-    /// a power of two.
+    /// Words per slot: the key's, and the answer's if it has a word of its
+    /// own, rounded up to a power of two.
     pub fn stride(&self) -> usize {
-        (self.words + 1).next_power_of_two()
+        (self.answer_at / 8 + 1).next_power_of_two()
+    }
+
+    /// True when the answer shares the key's last word (whose packed value
+    /// then fits in its low 32 bits).
+    pub fn answer_in_key(&self) -> bool {
+        self.answer_at < self.words * 8
     }
 
     /// A key (one network-order value per field, as the group's table
@@ -236,6 +246,8 @@ pub(super) struct RawTable {
     layout: Layout,
     /// `mask + 1` slots of `layout.stride()` words.
     slots: Slots,
+    /// Per slot, its value and datum ([`slot_word`]; 0 when empty).
+    values: Vec<u64>,
     mask: usize,
     len: usize,
 }
@@ -250,6 +262,7 @@ impl RawTable {
         debug_assert!(n.is_power_of_two() && n >= 2);
         let mut t = RawTable {
             slots: Slots::zeroed(n * layout.stride()),
+            values: vec![0; n],
             layout,
             mask: n - 1,
             len: 0,
@@ -262,15 +275,32 @@ impl RawTable {
 
     /// Make slot `i` empty: zero words, and "no match" as its answer (so
     /// that code which compares a packet's key with an empty slot's zeros
-    /// and takes the answer without checking the value still gets no
-    /// match).
+    /// and takes the answer without more tests still gets no match).
     fn clear(&mut self, i: usize) {
         let s = self.stride();
-        let slot = &mut self.slots[i * s..(i + 1) * s];
-        slot.fill(0);
-        if let Some(answer) = slot.get_mut(self.layout.words + 1) {
-            *answer = NO_MATCH as u64;
-        }
+        self.slots[i * s..(i + 1) * s].fill(0);
+        self.set_answer(i, NO_MATCH);
+        self.values[i] = 0;
+    }
+
+    /// The word of slot `i` holding the answer, and the answer's shift in
+    /// it (layouts exist on little-endian hosts only, where byte `at` of a
+    /// word is bits `8 * at..`).
+    fn answer_word(&self, i: usize) -> (usize, u32) {
+        let at = self.layout.answer_at;
+        (i * self.stride() + at / 8, 8 * (at % 8) as u32)
+    }
+
+    fn set_answer(&mut self, i: usize, a: u32) {
+        let (w, shift) = self.answer_word(i);
+        let keep = !(u64::from(u32::MAX) << shift);
+        self.slots[w] = (self.slots[w] & keep) | u64::from(a) << shift;
+    }
+
+    /// Slot `i`'s answer: [`NO_MATCH`] exactly when it is empty.
+    fn answer(&self, i: usize) -> u32 {
+        let (w, shift) = self.answer_word(i);
+        (self.slots[w] >> shift) as u32
     }
 
     /// How the keys are packed.
@@ -281,6 +311,11 @@ impl RawTable {
     /// The slots, for generated code.
     pub fn as_ptr(&self) -> *const u64 {
         self.slots.as_ptr()
+    }
+
+    /// The value-and-datum words, one per slot, for generated code.
+    pub fn values_ptr(&self) -> *const u64 {
+        self.values.as_ptr()
     }
 
     /// Slot count minus one.
@@ -294,9 +329,9 @@ impl RawTable {
         64 - (self.mask as u64 + 1).trailing_zeros() as u64
     }
 
-    /// Bytes the slots take.
+    /// Bytes the slots and the value words take.
     pub fn bytes(&self) -> usize {
-        self.slots.len() * 8
+        (self.slots.len() + self.values.len()) * 8
     }
 
     /// Keys held.
@@ -309,13 +344,20 @@ impl RawTable {
         self.layout.stride()
     }
 
-    fn value(&self, i: usize) -> u32 {
-        value_of(self.slots[i * self.stride() + self.layout.words])
+    fn is_empty(&self, i: usize) -> bool {
+        self.answer(i) == NO_MATCH
     }
 
-    fn key(&self, i: usize) -> &[u64] {
+    /// Slot `i`'s packed key (its last word without the answer).
+    fn key(&self, i: usize) -> Vec<u64> {
         let s = self.stride();
-        &self.slots[i * s..i * s + self.layout.words]
+        let mut k = self.slots[i * s..i * s + self.layout.words].to_vec();
+        if self.layout.answer_in_key() {
+            if let Some(last) = k.last_mut() {
+                *last &= u64::from(u32::MAX);
+            }
+        }
+        k
     }
 
     fn home(&self, key: &[u64]) -> usize {
@@ -326,7 +368,7 @@ impl RawTable {
     fn find(&self, key: &[u64]) -> Result<usize, usize> {
         let mut i = self.home(key);
         loop {
-            if self.value(i) == 0 {
+            if self.is_empty(i) {
                 return Err(i);
             }
             if self.key(i) == key {
@@ -338,12 +380,16 @@ impl RawTable {
 
     fn write(&mut self, i: usize, key: &[u64], value: u32, datum: u32) {
         let s = self.stride();
-        let slot = &mut self.slots[i * s..(i + 1) * s];
-        slot[..key.len()].copy_from_slice(key);
-        slot[key.len()] = slot_word(Slot { value, datum });
-        if let Some(pad) = slot.get_mut(key.len() + 1) {
-            *pad = answer(Slot { value, datum }) as u64;
-        }
+        self.slots[i * s..i * s + key.len()].copy_from_slice(key);
+        self.set_answer(i, answer(Slot { value, datum }));
+        self.values[i] = slot_word(Slot { value, datum });
+    }
+
+    /// Move slot `from`'s key, answer and value to slot `to`.
+    fn move_slot(&mut self, from: usize, to: usize) {
+        let s = self.stride();
+        self.slots.copy_within(from * s..(from + 1) * s, to * s);
+        self.values[to] = self.values[from];
     }
 
     /// The value and datum of a key (one network-order value per field).
@@ -352,8 +398,8 @@ impl RawTable {
         let mut packed = vec![0; self.layout.words];
         self.layout.pack(key, &mut packed).ok()?;
         let i = self.find(&packed).ok()?;
-        let w = self.slots[i * self.stride() + self.layout.words];
-        Some((value_of(w), (w >> 32) as u32))
+        let w = self.values[i];
+        Some((w as u32, (w >> 32) as u32))
     }
 
     /// Make `key`'s entry `Some((value, datum))` (value non-zero) or none;
@@ -389,15 +435,14 @@ impl RawTable {
     /// Empty slot `i` and move later keys of its run back so that every
     /// key stays reachable from its home without passing an empty slot.
     fn remove_at(&mut self, i: usize) {
-        let s = self.stride();
         let mut hole = i;
         let mut j = (i + 1) & self.mask;
-        while self.value(j) != 0 {
-            let home = self.home(self.key(j));
+        while !self.is_empty(j) {
+            let home = self.home(&self.key(j));
             // The key at j may fill the hole when its home is not after
             // the hole (cyclically, between hole and j).
             if (j.wrapping_sub(home) & self.mask) >= (j.wrapping_sub(hole) & self.mask) {
-                self.slots.copy_within(j * s..(j + 1) * s, hole * s);
+                self.move_slot(j, hole);
                 hole = j;
             }
             j = (j + 1) & self.mask;
@@ -409,13 +454,13 @@ impl RawTable {
     fn grow(&mut self) {
         let mut bigger = RawTable::with_slots(self.layout.clone(), (self.mask + 1) * 2);
         let s = self.stride();
-        for slot in self.slots.chunks_exact(s) {
-            let (key, vd) = slot.split_at(self.layout.words);
-            if value_of(vd[0]) == 0 {
+        for j in 0..=self.mask {
+            if self.is_empty(j) {
                 continue;
             }
-            let i = bigger.find(key).expect_err("keys are distinct");
-            bigger.slots[i * s..(i + 1) * s].copy_from_slice(slot);
+            let i = bigger.find(&self.key(j)).expect_err("keys are distinct");
+            bigger.slots[i * s..(i + 1) * s].copy_from_slice(&self.slots[j * s..(j + 1) * s]);
+            bigger.values[i] = self.values[j];
             bigger.len += 1;
         }
         *self = bigger;
@@ -500,30 +545,58 @@ mod tests {
         assert!(all.fixed.is_empty());
     }
 
+    /// A session key without the ethertype and protocol takes two words:
+    /// the answer goes in the upper half of the ports' word (a 16-byte
+    /// slot); with them, the ports' word is full and the answer takes a
+    /// word of its own (32 bytes with the rounding).
     #[test]
-    fn spare_word_holds_the_batch_answer() {
-        let mut t = RawTable::new(session_layout());
-        assert_eq!(t.layout.stride(), 4);
-        let key = [0x800, 6, 1, 2, 3, 4];
-        let stored = |t: &RawTable| {
-            let mut packed = [0u64; 2];
-            assert_eq!(t.layout.pack(&key, &mut packed), Ok(()));
-            let i = t.find(&packed).expect("present");
-            t.slots[i * 4 + 3] as u32
-        };
-        assert!(t.set(&key, Some((8, 0))));
-        assert_eq!(stored(&t), 7);
-        assert!(t.set(&key, Some((Slot::LIST_BASE + 2, 0))));
-        assert_eq!(stored(&t), MANY);
+    fn answer_shares_a_word_when_it_fits() {
+        let key = session_key();
+        let fixed = [Some(0x800), Some(6), None, None, None, None];
+        let l = Layout::of(&key, &fixed).unwrap();
+        assert_eq!((l.words, l.answer_at, l.stride()), (2, 12, 2));
+        assert!(l.answer_in_key());
+        let l = session_layout();
+        assert_eq!((l.words, l.answer_at, l.stride()), (2, 16, 4));
+        assert!(!l.answer_in_key());
+        // Addresses only: one word, the answer in the next.
+        let l = Layout::of(&key[2..4], &[]).unwrap();
+        assert_eq!((l.words, l.answer_at, l.stride()), (1, 8, 2));
+        // One port: key and answer in one word.
+        let l = Layout::of(&key[4..5], &[]).unwrap();
+        assert_eq!((l.words, l.answer_at, l.stride()), (1, 4, 1));
+    }
+
+    #[test]
+    fn slots_hold_the_batch_answer() {
+        let key = session_key();
+        let fixed = [Some(0x800), Some(6), None, None, None, None];
+        for layout in [session_layout(), Layout::of(&key, &fixed).unwrap()] {
+            let mut t = RawTable::new(layout);
+            let k = [0x800, 6, 1, 2, 3, 4];
+            let stored = |t: &RawTable| {
+                let mut packed = [0u64; 2];
+                assert_eq!(t.layout.pack(&k, &mut packed), Ok(()));
+                let i = t.find(&packed).expect("present");
+                assert_eq!(t.key(i), packed);
+                t.answer(i)
+            };
+            assert!(t.set(&k, Some((8, 0))));
+            assert_eq!(stored(&t), 7);
+            assert!(t.set(&k, Some((Slot::LIST_BASE + 2, 0))));
+            assert_eq!(stored(&t), MANY);
+            assert_eq!(t.get(&k), Some((Slot::LIST_BASE + 2, 0)));
+            assert!(t.set(&k, None));
+            assert!((0..=t.mask).all(|i| t.answer(i) == NO_MATCH));
+        }
     }
 
     /// The mean number of slots a successful lookup reads.
     fn mean_probes(t: &RawTable) -> f64 {
-        let s = t.stride();
         let (mut sum, mut n) = (0usize, 0usize);
         for i in 0..=t.mask {
-            if t.value(i) != 0 {
-                let home = t.home(&t.slots[i * s..i * s + t.layout.words]);
+            if !t.is_empty(i) {
+                let home = t.home(&t.key(i));
                 sum += ((i.wrapping_sub(home)) & t.mask) + 1;
                 n += 1;
             }
@@ -591,8 +664,13 @@ mod tests {
     proptest! {
         /// Sets and removals in any order leave the table equal to a map.
         #[test]
-        fn matches_a_map(ops in prop::collection::vec((0u32..64, 0u32..3, any::<bool>()), 1..400)) {
-            let mut t = RawTable::new(session_layout());
+        fn matches_a_map(ops in prop::collection::vec((0u32..64, 0u32..3, any::<bool>()), 1..400), fixed in any::<bool>()) {
+            let layout = if fixed {
+                Layout::of(&session_key(), &[Some(0x800), Some(6), None, None, None, None]).unwrap()
+            } else {
+                session_layout()
+            };
+            let mut t = RawTable::new(layout);
             let mut model = std::collections::HashMap::new();
             for (i, (k, v, add)) in ops.iter().enumerate() {
                 let key = [0x800, 6, k % 8, k / 8, 1000 + k, 80];
