@@ -1420,9 +1420,11 @@ impl Gen<'_, '_> {
             return v;
         }
         let byte = self.read_raw(ctx, R::Abs { off: hdr, size: 1 }, fail);
+        // Widened before the shift, so that x86-64 folds the shift into
+        // the scale of the addresses and of the length check's `lea`.
         let x = self.b.ins().band_imm(byte, 0xf);
-        let x = self.b.ins().ishl_imm(x, 2);
         let x = self.b.ins().uextend(types::I64, x);
+        let x = self.b.ins().ishl_imm(x, 2);
         ctx.hl.push((hdr, x));
         x
     }
@@ -2067,16 +2069,17 @@ fn build_raw(g: &GroupView<'_>) -> Option<RawTable> {
 const HASH_MIN_KEYS: usize = 4;
 
 /// Multipliers of the second and later fields when a key's fields are
-/// combined into one word ([`combine`]): odd, with bits spread over the
-/// whole word.
+/// combined into one word ([`combine`]): odd 32-bit numbers sign-extended
+/// to 64 bits, so that x86-64 multiplies by a 32-bit immediate into a
+/// fresh register (the multiplier search mixes the sum further).
 const COMBINE: [u64; 7] = [
-    0x9e37_79b9_7f4a_7c15,
-    0xc2b2_ae3d_27d4_eb4f,
-    0x1656_67b1_9e37_79f9,
-    0xd6e8_feb8_6659_fd93,
-    0xff51_afd7_ed55_8ccd,
-    0xc4ce_b9fe_1a85_ec53,
-    0x94d0_49bb_1331_11eb,
+    0x9e37_79b1_u32 as i32 as i64 as u64,
+    0x85eb_ca77_u32 as i32 as i64 as u64,
+    0xc2b2_ae3d_u32 as i32 as i64 as u64,
+    0xa7d4_eb2f_u32 as i32 as i64 as u64,
+    0x9e37_79f9_u32 as i32 as i64 as u64,
+    0xed55_8ccd_u32 as i32 as i64 as u64,
+    0x1a85_ec53_u32 as i32 as i64 as u64,
 ];
 
 /// A key's raw word values as one word: the first plus each later one
