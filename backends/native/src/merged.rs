@@ -1381,10 +1381,11 @@ impl Gen<'_, '_> {
         }
     }
 
-    /// The `width` (2, 4 or 8) bytes at `a` as loaded, zero-extended to
-    /// `ty` (`I32` for 2 and 4 bytes, or `I64`; always `I64` for 8).
+    /// The `width` (1, 2, 4 or 8) bytes at `a` as loaded, zero-extended to
+    /// `ty` (`I32` for 1, 2 and 4 bytes, or `I64`; always `I64` for 8).
     fn load_word(&mut self, a: Value, width: u32, ty: cranelift_codegen::ir::Type) -> Value {
         match (width, ty) {
+            (1, _) => self.b.ins().uload8(ty, flags(), a, 0),
             (2, _) => self.b.ins().uload16(ty, flags(), a, 0),
             (4, types::I64) => self.b.ins().uload32(flags(), a, 0),
             (4, _) => self.b.ins().load(types::I32, flags(), a, 0),
@@ -1471,12 +1472,7 @@ impl Gen<'_, '_> {
             R::Abs { size, .. } | R::Rel { size, .. } => {
                 self.stats.loads += 1;
                 let a = self.addr(ctx, r, size as u32, fail);
-                match size {
-                    1 => self.b.ins().uload8(types::I32, flags(), a, 0),
-                    2 => self.b.ins().uload16(types::I32, flags(), a, 0),
-                    8 => self.b.ins().load(types::I64, flags(), a, 0),
-                    _ => self.b.ins().load(types::I32, flags(), a, 0),
-                }
+                self.load_word(a, size as u32, types::I32)
             }
         };
         ctx.raw.push((r, v));
@@ -1490,12 +1486,7 @@ impl Gen<'_, '_> {
             R::Abs { size, .. } | R::Rel { size, .. } if find(&ctx.raw, r).is_none() => {
                 self.stats.loads += 1;
                 let a = self.addr(ctx, r, size as u32, fail);
-                match size {
-                    1 => self.b.ins().uload8(types::I64, flags(), a, 0),
-                    2 => self.b.ins().uload16(types::I64, flags(), a, 0),
-                    8 => self.b.ins().load(types::I64, flags(), a, 0),
-                    _ => self.b.ins().uload32(flags(), a, 0),
-                }
+                self.load_word(a, size as u32, types::I64)
             }
             _ => {
                 let v = self.read_raw(ctx, r, fail);
