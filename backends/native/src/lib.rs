@@ -681,9 +681,6 @@ const TABLE_MAX_SPAN_PER_KEY: u64 = 3;
 const SET_CHAIN: usize = 4;
 
 impl Gen<'_, '_> {
-    /// A fresh block that evaluates `p` and continues at `t` when it holds
-    /// and at `f` when not (aborts go to `self.reject`). Blocks made here are
-    /// reachable only through the returned block.
     /// The condition `lhs op rhs` in the current block. Equality and mask
     /// tests of 2- and 4-byte fields compare the bytes as loaded with the
     /// constant in the packet's byte order: no byte swap per packet.
@@ -719,6 +716,9 @@ impl Gen<'_, '_> {
         }
     }
 
+    /// A fresh block that evaluates `p` and continues at `t` when it holds
+    /// and at `f` when not (aborts go to `self.reject`). Blocks made here are
+    /// reachable only through the returned block.
     fn lower(&mut self, p: &Pred, t: Block, f: Block) -> Block {
         match p {
             Pred::True => t,

@@ -663,7 +663,8 @@ fn compile_fn(
         let start = b.create_block();
         let done = b.create_block();
         let count = Variable::from_u32(0);
-        // For a batch: the loop's index and the packet's result word.
+        // For a batch: the loop's descriptor and result pointers, their end
+        // and the loop's blocks.
         let mut lp = None;
         // The groups the paths probe in their tables, with their slots'
         // size in bytes.
@@ -674,8 +675,8 @@ fn compile_fn(
                     group,
                     raw: Some(l),
                     ..
-                } => Some((*group, l.stride() * 8)),
-                Action::Probe { group, key, .. } => Some((*group, (key.len() + 2) * 4)),
+                } => Some((*group, l.slot_bytes())),
+                Action::Probe { group, key, .. } => Some((*group, key_slot_bytes(key.len()))),
                 Action::Hit { .. } => None,
             })
             .collect();
@@ -954,6 +955,12 @@ fn cache_size(s: &str) -> Option<usize> {
     n.checked_mul(1 << shift)
 }
 
+/// Bytes per slot of a group's own [`KeyTable`](sluice_classifier::table::KeyTable)
+/// with keys of `width` fields: value, datum and the key, 32 bits each.
+fn key_slot_bytes(width: usize) -> usize {
+    (width + 2) * 4
+}
+
 /// Called from generated code: ask the CPU to bring the cache line at `p`
 /// (a slot of a probed table) closer, ahead of the probe that reads it.
 extern "C" fn prefetch_helper(p: *const u8) {
@@ -1185,17 +1192,12 @@ impl Gen<'_, '_> {
         // Read every word (a failed read fails every key), combine, hash.
         let mut vals = Vec::with_capacity(k);
         for w in &words {
-            let v = if w.fields == 1 {
-                self.read_raw(ctx, w.r, cont)
+            vals.push(if w.fields == 1 {
+                self.read_raw64(ctx, w.r, cont)
             } else {
                 self.stats.loads += 1;
                 let a = self.addr(ctx, w.r, w.width, cont);
                 self.load_word(a, w.width, types::I64)
-            };
-            vals.push(if w.fields > 1 {
-                v
-            } else {
-                self.b.ins().uextend(types::I64, v)
             });
         }
         let mut x = vals[0];
@@ -1422,7 +1424,7 @@ impl Gen<'_, '_> {
         }
         let byte = self.read_raw(ctx, R::Abs { off: hdr, size: 1 }, fail);
         // Widened before the shift, so that x86-64 folds the shift into
-        // the scale of the addresses and of the length check's `lea`.
+        // the scale of the addresses behind the header.
         let x = self.b.ins().band_imm(byte, 0xf);
         let x = self.b.ins().uextend(types::I64, x);
         let x = self.b.ins().ishl_imm(x, 2);
@@ -1818,13 +1820,15 @@ impl Gen<'_, '_> {
         let base = field(self, std::mem::offset_of!(TableDesc, words));
         let shift = field(self, std::mem::offset_of!(TableDesc, shift));
         let i0 = self.b.ins().ushr(h, shift);
-        let stride = (layout.stride() * 8) as i64;
+        let stride = layout.slot_bytes() as i64;
         let answer_at = layout.answer_at as i32;
         let mask = field(self, std::mem::offset_of!(TableDesc, mask));
         let Some(walk) = self.probe_start(base, i0, mask, stride, after) else {
             return;
         };
         let slot = walk.slot;
+        // The slot's answer: "no match" marks an empty slot.
+        let a = self.b.ins().load(types::I32, fl, slot, answer_at);
         let differs = self.b.create_block();
         let last = words.len() - 1;
         for (j, w) in words.iter().enumerate() {
@@ -1837,11 +1841,10 @@ impl Gen<'_, '_> {
             let ne = self.b.ins().icmp(IntCC::NotEqual, s, *w);
             self.branch_out(ne, differs);
         }
-        // The key matches. The slot's answer is "no match" in an empty
-        // slot: a batch function with one group stores it whatever it is
-        // (an empty slot's zeros can equal a packet's key). Otherwise an
-        // empty slot holds no key.
-        let a = self.b.ins().load(types::I32, fl, slot, answer_at);
+        // The key matches. A batch function with one group stores the
+        // answer whatever it is (an empty slot's zeros can equal a
+        // packet's key, and its answer is "no match"). Otherwise an empty
+        // slot holds no key.
         if !matches!(self.out, Out::First { done: Some(_), .. }) {
             let empty = self.b.ins().icmp_imm(IntCC::Equal, a, NO_MATCH as i64);
             let found = self.b.create_block();
@@ -1864,7 +1867,6 @@ impl Gen<'_, '_> {
         self.b.ins().jump(after, &[]);
         // Another key: go on unless the slot is empty.
         self.b.switch_to_block(differs);
-        let a = self.b.ins().load(types::I32, fl, slot, answer_at);
         let empty = self.b.ins().icmp_imm(IntCC::Equal, a, NO_MATCH as i64);
         let step = self.b.create_block();
         self.b.ins().brif(empty, after, &[], step, &[]);
@@ -1976,7 +1978,7 @@ impl Gen<'_, '_> {
             std::mem::offset_of!(TableDesc, mask) as i32,
         );
         let i0 = self.b.ins().band(h, mask);
-        let stride = (key.len() + 2) * 4;
+        let stride = key_slot_bytes(key.len());
         let Some(walk) = self.probe_start(base, i0, mask, stride as i64, after) else {
             return;
         };
@@ -2280,8 +2282,6 @@ pub struct NativeMerged {
     /// (kept equal to the group's table by every change); empty while no
     /// group has one, and only as long as the last group that has one.
     raw: Vec<Option<RawTable>>,
-    /// Groups of at most this many keys have their keys in code.
-    small: usize,
     /// False after a change until [`NativeMerged::update`].
     fresh: bool,
     /// Shared by the two copies of a [`NativeClassifier`].
@@ -2307,7 +2307,6 @@ impl Clone for NativeMerged {
             code: self.code.clone(),
             descs: Vec::new(),
             raw: self.raw.clone(),
-            small: self.small,
             fresh: false,
             compiler: self.compiler.clone(),
             native: self.native,
@@ -2372,7 +2371,6 @@ impl NativeMerged {
             }),
             descs: Vec::new(),
             raw: Vec::new(),
-            small,
             fresh: false,
             compiler: Arc::new(Mutex::new(Compiler {
                 small,
@@ -2525,9 +2523,10 @@ impl NativeMerged {
         if !self.native {
             return;
         }
+        let small = self.compiler().small;
         for g in self.merged.group_views() {
             let id = g.id() as usize;
-            if g.len() <= self.small || self.raw.get(id).is_some_and(Option::is_some) {
+            if g.len() <= small || self.raw.get(id).is_some_and(Option::is_some) {
                 continue;
             }
             if let Some(t) = build_raw(&g) {

@@ -51,7 +51,7 @@ pub struct Key {
     pub vlan: u64,
 }
 
-/// Five words instead of the derived field-by-field hashing (a third of
+/// Six words instead of the derived field-by-field hashing (a third of
 /// the time of a fragment went into hashing its key).
 impl std::hash::Hash for Key {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
