@@ -15,7 +15,9 @@
 //! packet too, on the packets in a shuffled order (`SHUFFLE=1`: 4096
 //! packets of random sessions, so that branches are not predictable;
 //! `PACKETS=K` makes it K packets, so that with many sessions the table's
-//! slots come from memory rather than the cache). Session ports wrap
+//! slots come from memory rather than the cache; `PREFETCH=B` prefetches
+//! tables of at least B bytes, as `NativeMerged::with_prefetch_bytes`
+//! does). Session ports wrap
 //! every 64,000 sessions so that every filter stays matchable.
 
 use sluice_classifier::merged::{Compiled, Merged, Scratch};
@@ -75,7 +77,10 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(sluice_native::merged::SMALL_KEYS);
-    let nm = NativeMerged::with_small_keys(m.clone(), small);
+    let mut nm = NativeMerged::with_small_keys(m.clone(), small);
+    if let Some(bytes) = std::env::var("PREFETCH").ok().and_then(|s| s.parse().ok()) {
+        nm = nm.with_prefetch_bytes(bytes);
+    }
     let t = std::time::Instant::now();
     let mut s = Scratch::default();
     let mut found = 0u64;

@@ -18,7 +18,7 @@ use std::mem::{offset_of, size_of, MaybeUninit};
 
 /// Packets handed to a batch function per call: the merged classifier's
 /// result words and copied descriptors live in arrays of this many on the
-/// caller's stack, and its prefetch pass runs this far ahead.
+/// caller's stack.
 pub(crate) const BATCH_CHUNK: usize = 64;
 
 /// One packet of a batch in our own layout, for builds where the caller's

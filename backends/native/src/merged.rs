@@ -97,6 +97,11 @@ const MAX_UNIT_ITEMS: usize = 512;
 /// per packet, into a buffer of this many on the caller's stack).
 const MAX_UNIT_GROUPS: usize = 64;
 
+/// Packets per chunk of a batch function's software pipeline over a large
+/// table: the slots of one chunk are prefetched while the chunk before is
+/// probed.
+const PIPE: usize = 16;
+
 /// One match found by generated code: a group and the slot of its key.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -400,14 +405,17 @@ struct UnitStats {
 }
 
 /// One cluster's machine functions: the hit function (one packet, every
-/// hit written out) and the batch function (many packets, one result word
-/// each), built from the same paths.
+/// hit written out), the batch function (many packets, one result word
+/// each) and, when a path probes a table, the batch function pipelined for
+/// large tables, built from the same paths.
 struct Unit {
     func: UnitFn,
     batch: BatchUnitFn,
+    pipelined: Option<Pipelined>,
     /// Own the code pages (freed when this is dropped).
     _pages: CodePages,
     _batch_pages: CodePages,
+    _pipelined_pages: Option<CodePages>,
     /// Tables the code reads by address (perfect-hash key sets).
     _data: Vec<Box<[u64]>>,
     stats: UnitStats,
@@ -435,6 +443,8 @@ pub struct Code {
     fns: Box<[UnitFn]>,
     /// The units' batch entries, in the same order.
     batch_fns: Box<[BatchUnitFn]>,
+    /// The units' pipelined batch functions, in the same order.
+    pipelined: Box<[Option<Pipelined>]>,
     /// Groups run by the Rust path.
     fallback: Vec<u32>,
 }
@@ -484,9 +494,6 @@ struct Compiler {
     cache: HashMap<(ClusterKey, usize), (Vec<GroupSig>, Arc<Unit>)>,
     stats: NativeStats,
     small: usize,
-    /// Batch functions prefetch tables of at least this many bytes
-    /// ([`prefetch_slots`]).
-    prefetch_bytes: usize,
 }
 
 impl Compiler {
@@ -534,7 +541,7 @@ impl Compiler {
                         let t = Instant::now();
                         let ngroups = chunk.len();
                         let items: Vec<Item> = chunk.into_iter().flat_map(|g| g.1).collect();
-                        let built = compile_unit(items, ngroups, self.prefetch_bytes);
+                        let built = compile_unit(items, ngroups);
                         compile_time += t.elapsed();
                         stats.compilations += 1;
                         built.ok().map(Arc::new)
@@ -572,6 +579,7 @@ impl Compiler {
         Arc::new(Code {
             fns: units.iter().map(|u| u.func).collect(),
             batch_fns: units.iter().map(|u| u.batch).collect(),
+            pipelined: units.iter().map(|u| u.pipelined.clone()).collect(),
             units,
             fallback,
         })
@@ -579,27 +587,46 @@ impl Compiler {
 }
 
 /// Generate and compile one cluster's functions.
-fn compile_unit(
-    items: Vec<Item>,
-    groups: usize,
-    prefetch_bytes: usize,
-) -> Result<Unit, NativeError> {
+fn compile_unit(items: Vec<Item>, groups: usize) -> Result<Unit, NativeError> {
     // The caller's hit buffer holds MAX_UNIT_GROUPS hits: at most one per group.
     if groups > MAX_UNIT_GROUPS {
         return Err(NativeError(format!("{groups} groups in one function")));
     }
+    // The groups the paths probe in their tables, with their slots' size
+    // in bytes.
+    let mut probed: Vec<(u32, usize)> = items
+        .iter()
+        .filter_map(|it| match &it.action {
+            Action::Probe {
+                group,
+                raw: Some(l),
+                ..
+            } => Some((*group, l.slot_bytes())),
+            Action::Probe { group, key, .. } => Some((*group, key_slot_bytes(key.len()))),
+            Action::Hit { .. } => None,
+        })
+        .collect();
+    probed.sort_unstable();
+    probed.dedup();
     let mut stats = UnitStats::default();
     let mut data = Vec::new();
-    let (code, pages) = compile_fn(items.clone(), groups, None, &mut stats, &mut data)?;
-    let mut batch_stats = UnitStats::default();
-    let (batch, batch_pages) = compile_fn(
-        items,
-        groups,
-        Some(prefetch_bytes),
-        &mut batch_stats,
-        &mut data,
-    )?;
-    stats.code_bytes += batch_stats.code_bytes;
+    let (code, pages) = compile_fn(items.clone(), groups, FnKind::Hit, &mut stats, &mut data)?;
+    // The batch functions follow the same paths: only their size counts.
+    let mut more = UnitStats::default();
+    let kind = FnKind::Batch;
+    let (batch, batch_pages) = compile_fn(items.clone(), groups, kind, &mut more, &mut data)?;
+    let pipelined = if probed.is_empty() {
+        None
+    } else {
+        let kind = FnKind::Pipelined;
+        let (f, pages) = compile_fn(items, groups, kind, &mut more, &mut data)?;
+        // SAFETY: `f` is the entry of a batch function just finalized, as
+        // for `batch` below.
+        let func = unsafe { std::mem::transmute::<*const u8, BatchUnitFn>(f) };
+        let probed = probed.into();
+        Some((Pipelined { func, probed }, pages))
+    };
+    stats.code_bytes += more.code_bytes;
     // SAFETY: `code` is the entry of the hit function just finalized, whose
     // signature (pointer, i64, i32, pointer, pointer) -> i64 in the host's
     // default calling convention is exactly `UnitFn`'s `extern "C"` ABI.
@@ -608,26 +635,59 @@ fn compile_unit(
     // whose signature (pointer, i64, pointer, pointer) -> () in the host's
     // default calling convention is exactly `BatchUnitFn`'s ABI.
     let batch = unsafe { std::mem::transmute::<*const u8, BatchUnitFn>(batch) };
+    let (pipelined, pipelined_pages) = pipelined.unzip();
     Ok(Unit {
         func,
         batch,
+        pipelined,
         _pages: pages,
         _batch_pages: batch_pages,
+        _pipelined_pages: pipelined_pages,
         _data: data,
         stats,
     })
 }
 
-/// Generate and compile one function of a cluster: the hit function
-/// (`batch == false`: `(pkt, caplen, wirelen, tables, out) -> hits`) or
-/// the batch function (a loop over packet descriptors, one result word
-/// per packet: [`BatchUnitFn`]). Its entry and the pages that hold it;
-/// tables the code reads by address are added to `data`, which must
-/// outlive the code.
+/// A cluster's pipelined batch function, and the tables it probes.
+#[derive(Clone)]
+struct Pipelined {
+    func: BatchUnitFn,
+    /// The groups its paths probe, with their slots' size in bytes.
+    probed: Box<[(u32, usize)]>,
+}
+
+impl Pipelined {
+    /// True when one of its tables has at least `bytes` of slots, so that
+    /// its probes mostly miss the caches ([`prefetch_slots`]).
+    fn big(&self, descs: &[TableDesc], bytes: usize) -> bool {
+        self.probed.iter().any(|&(g, slot_bytes)| {
+            descs
+                .get(g as usize)
+                .is_some_and(|d| d.mask >= prefetch_slots(bytes, slot_bytes) - 1)
+        })
+    }
+}
+
+/// Which of a cluster's functions [`compile_fn`] builds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FnKind {
+    /// `(pkt, caplen, wirelen, tables, out) -> hits` ([`UnitFn`]).
+    Hit,
+    /// A loop over packet descriptors, one result word per packet
+    /// ([`BatchUnitFn`]).
+    Batch,
+    /// The same loop as a software pipeline, for probed tables too large
+    /// for the caches ([`PIPE`]).
+    Pipelined,
+}
+
+/// Generate and compile one function of a cluster (`kind`). Its entry and
+/// the pages that hold it; tables the code reads by address are added to
+/// `data`, which must outlive the code.
 fn compile_fn(
     items: Vec<Item>,
     groups: usize,
-    batch: Option<usize>,
+    kind: FnKind,
     stats: &mut UnitStats,
     data: &mut Vec<Box<[u64]>>,
 ) -> Result<(*const u8, CodePages), NativeError> {
@@ -640,7 +700,7 @@ fn compile_fn(
     }
     let mut ctx = module.make_context();
     let sig = &mut ctx.func.signature;
-    if batch.is_some() {
+    if kind != FnKind::Hit {
         sig.params.push(AbiParam::new(ptr));
         sig.params.push(AbiParam::new(types::I64));
         sig.params.push(AbiParam::new(ptr));
@@ -666,79 +726,62 @@ fn compile_fn(
         // For a batch: the loop's descriptor and result pointers, their end
         // and the loop's blocks.
         let mut lp = None;
-        // The groups the paths probe in their tables, with their slots'
-        // size in bytes.
-        let mut probed: Vec<(u32, usize)> = items
-            .iter()
-            .filter_map(|it| match &it.action {
-                Action::Probe {
-                    group,
-                    raw: Some(l),
-                    ..
-                } => Some((*group, l.slot_bytes())),
-                Action::Probe { group, key, .. } => Some((*group, key_slot_bytes(key.len()))),
-                Action::Hit { .. } => None,
-            })
-            .collect();
-        probed.sort_unstable();
-        probed.dedup();
         let (descs, n) = (p[0], p[1]);
         let layout = DescLayout::get();
         let stride = layout.stride as i64;
-        // A batch with a large probed table first runs the paths once
-        // with every probe replaced by a prefetch of its first slot
-        // (`Out::Prefetch`), so the slots of the whole batch are on their
-        // way to the cache before the second pass probes them.
+        // The pipelined function runs in chunks of `PIPE` packets: before
+        // a chunk is probed, the paths run once over the next chunk with
+        // every probe replaced by a prefetch of its first slot
+        // (`Out::Prefetch`), so memory fetches one chunk's slots while the
+        // core probes the chunk before (the first chunk prefetches itself
+        // too). The main loop runs up to `stop`: the chunk's end, or in
+        // the plain batch function the batch's end.
+        let stop = Variable::from_u32(1);
         let mut prefetch = None;
-        let (pkt, caplen, wirelen, tables, out) = if let Some(prefetch_bytes) = batch {
-            // The loops step a descriptor pointer up to `end` (and the
-            // main loop a result pointer with it).
+        let (pkt, caplen, wirelen, tables, out) = if kind != FnKind::Hit {
+            // The loops step a descriptor pointer (and the main loop a
+            // result pointer with it).
+            b.declare_var(stop, ptr);
             let head = b.create_block();
             let d = b.append_block_param(head, ptr);
             let slot = b.append_block_param(head, ptr);
             let exit = b.create_block();
             let span = b.ins().imul_imm(n, stride);
             let end = b.ins().iadd(descs, span);
-            if probed.is_empty() {
+            let mut chunk = None;
+            if kind == FnKind::Batch {
                 // entry: if n == 0 return, else head(descs, out).
+                b.def_var(stop, end);
                 b.ins().brif(n, head, &[descs, p[3]], exit, &[]);
             } else {
-                // entry: if n == 0 return; if a probed table is large,
-                // pre_head(descs), else head(descs, out).
-                let gate = b.create_block();
-                b.ins().brif(n, gate, &[], exit, &[]);
-                b.switch_to_block(gate);
-                let fl = MemFlags::trusted().with_readonly();
-                let mut big = None;
-                for &(g, slot_bytes) in &probed {
-                    let at = (g as usize * std::mem::size_of::<TableDesc>()
-                        + std::mem::offset_of!(TableDesc, mask))
-                        as i32;
-                    let mask = b.ins().load(types::I64, fl, p[2], at);
-                    let x = b.ins().icmp_imm(
-                        IntCC::UnsignedGreaterThanOrEqual,
-                        mask,
-                        prefetch_slots(prefetch_bytes, slot_bytes) as i64 - 1,
-                    );
-                    big = Some(match big {
-                        None => x,
-                        Some(y) => b.ins().bor(x, y),
-                    });
-                }
+                // chunk(c, cs, from): the chunk's packets run from c (their
+                // results from cs) to stop = min(c + PIPE, end); prefetch
+                // from `from` to min(stop + PIPE, end), then probe.
+                let ch = b.create_block();
+                let c = b.append_block_param(ch, ptr);
+                let cs = b.append_block_param(ch, ptr);
+                let from = b.append_block_param(ch, ptr);
+                // entry: if n == 0 return, else chunk(descs, out, descs).
+                b.ins().brif(n, ch, &[descs, p[3], descs], exit, &[]);
+                b.switch_to_block(ch);
+                let ahead = (PIPE * layout.stride) as i64;
+                let min_end = |b: &mut FunctionBuilder, x: Value| {
+                    let x = b.ins().iadd_imm(x, ahead);
+                    b.ins().umin(x, end)
+                };
+                let cstop = min_end(&mut b, c);
+                b.def_var(stop, cstop);
+                let pstop = min_end(&mut b, cstop);
                 let pre_head = b.create_block();
                 let pd = b.append_block_param(pre_head, ptr);
-                b.ins().brif(
-                    big.expect("a probed group"),
-                    pre_head,
-                    &[descs],
-                    head,
-                    &[descs, p[3]],
-                );
+                let any = b.ins().icmp(IntCC::UnsignedLessThan, from, pstop);
+                b.ins().brif(any, pre_head, &[from], head, &[c, cs]);
                 b.switch_to_block(pre_head);
                 let (pkt, caplen, wirelen) = layout.read(&mut b, ptr, pd);
                 let pre_start = b.create_block();
                 b.ins().jump(pre_start, &[]);
-                prefetch = Some((pd, pre_head, pre_start, pkt, caplen, wirelen));
+                prefetch = Some((pd, pre_head, pre_start, pkt, caplen, wirelen, pstop, c, cs));
+                chunk = Some(ch);
                 // (pre_done is filled after the paths.)
             }
             b.switch_to_block(exit);
@@ -756,7 +799,7 @@ fn compile_fn(
                 b.ins().store(MemFlags::trusted(), none, slot, 0);
             }
             b.ins().jump(start, &[]);
-            lp = Some((d, slot, end, head, exit));
+            lp = Some((d, slot, end, head, exit, chunk));
             let done = single.then_some(done);
             (pkt, caplen, wirelen, p[2], Out::First { slot, done })
         } else {
@@ -776,8 +819,10 @@ fn compile_fn(
             stats,
             data,
         };
-        if let (Some((pd, pre_head, pre_start, pkt, caplen, wirelen)), Some((_, _, end, head, _))) =
-            (prefetch, lp)
+        if let (
+            Some((pd, pre_head, pre_start, pkt, caplen, wirelen, pstop, c, cs)),
+            Some((_, _, _, head, _, _)),
+        ) = (prefetch, lp)
         {
             let pre_done = g.b.create_block();
             let main = (g.pkt, g.caplen, g.wirelen, g.out);
@@ -792,11 +837,11 @@ fn compile_fn(
             g.emit(pre_start, probes, Ctx::default(), pre_done);
             *g.stats = saved;
             (g.pkt, g.caplen, g.wirelen, g.out) = main;
-            // pre_done: pd + stride < end ? pre_head(pd + stride) : head(descs, out).
+            // pre_done: pd + stride < pstop ? pre_head(pd + stride) : head(c, cs).
             g.b.switch_to_block(pre_done);
             let pd1 = g.b.ins().iadd_imm(pd, stride);
-            let more = g.b.ins().icmp(IntCC::UnsignedLessThan, pd1, end);
-            g.b.ins().brif(more, pre_head, &[pd1], head, &[descs, p[3]]);
+            let more = g.b.ins().icmp(IntCC::UnsignedLessThan, pd1, pstop);
+            g.b.ins().brif(more, pre_head, &[pd1], head, &[c, cs]);
         }
         // With one group, the ways out without a match store "no match"
         // in a block laid out after the loop's step, so that a hit falls
@@ -817,12 +862,28 @@ fn compile_fn(
         };
         g.b.switch_to_block(done);
         match lp {
-            // done: d + stride < end ? head(d + stride, slot + 4) : return.
-            Some((d, slot, end, head, exit)) => {
+            // done: d + stride < stop ? head(d + stride, slot + 4), else
+            // the next chunk if there is one, else return.
+            Some((d, slot, end, head, exit, chunk)) => {
                 let d1 = g.b.ins().iadd_imm(d, stride);
                 let slot1 = g.b.ins().iadd_imm(slot, 4);
-                let more = g.b.ins().icmp(IntCC::UnsignedLessThan, d1, end);
-                g.b.ins().brif(more, head, &[d1, slot1], exit, &[]);
+                let stop = g.b.use_var(stop);
+                let more = g.b.ins().icmp(IntCC::UnsignedLessThan, d1, stop);
+                match chunk {
+                    None => {
+                        g.b.ins().brif(more, head, &[d1, slot1], exit, &[]);
+                    }
+                    Some(ch) => {
+                        // next: d1 < end ? chunk(d1, slot1, min(d1 + PIPE, end)) : return.
+                        let next = g.b.create_block();
+                        g.b.ins().brif(more, head, &[d1, slot1], next, &[]);
+                        g.b.switch_to_block(next);
+                        let rest = g.b.ins().icmp(IntCC::UnsignedLessThan, d1, end);
+                        let ahead = g.b.ins().iadd_imm(d1, (PIPE * layout.stride) as i64);
+                        let from = g.b.ins().umin(ahead, end);
+                        g.b.ins().brif(rest, ch, &[d1, slot1, from], exit, &[]);
+                    }
+                }
             }
             None => {
                 let n = g.b.use_var(count);
@@ -838,10 +899,10 @@ fn compile_fn(
         g.b.seal_all_blocks();
         g.b.finalize();
     }
-    let name = if batch.is_some() {
-        "classify_batch"
-    } else {
-        "classify"
+    let name = match kind {
+        FnKind::Hit => "classify",
+        FnKind::Batch => "classify_batch",
+        FnKind::Pipelined => "classify_pipelined",
     };
     let (code, bytes) = CodePages::finish(&mut module, &mut ctx, name)?;
     stats.code_bytes += bytes;
@@ -911,10 +972,11 @@ struct ProbeWalk {
 }
 
 /// Tables of at least this many slots of `slot_bytes` are prefetched a
-/// batch ahead by the batch functions: those of `bytes` and more (by
-/// default half the last-level cache), whose slots mostly come from memory. A smaller table is
-/// mostly in the caches, and the prefetch pass (parsing and hashing every
-/// packet twice) costs more than it saves: on this project's 2-core EPYC
+/// chunk ahead by the batch functions ([`PIPE`]): those of `bytes` and
+/// more (by default half the last-level cache), whose slots mostly come
+/// from memory. A smaller table is mostly in the caches, and the prefetch
+/// pass (parsing and hashing every packet twice) costs more than it saves
+/// (measured with the earlier whole-batch pass): on this project's 2-core EPYC
 /// (32 MiB L3), with 1M packets of random sessions, an 8 MiB table probed
 /// in 13.4 ns a packet without the pass and 16.5 ns with it, a 16 MiB one
 /// in 24.4-32.5 ns without and 20.9-22.6 ns with.
@@ -2288,6 +2350,9 @@ pub struct NativeMerged {
     compiler: Arc<Mutex<Compiler>>,
     /// False: never compile, always the Rust path ([`NativeMerged::interpreted`]).
     native: bool,
+    /// Batch calls take the pipelined functions when a probed table has
+    /// at least this many bytes ([`prefetch_slots`]).
+    prefetch_bytes: usize,
 }
 
 // SAFETY: the raw pointers in `descs` point into `self.merged`'s tables or
@@ -2310,6 +2375,7 @@ impl Clone for NativeMerged {
             fresh: false,
             compiler: self.compiler.clone(),
             native: self.native,
+            prefetch_bytes: self.prefetch_bytes,
         };
         // The clone's table pointers must be its own.
         m.install(self.code.clone());
@@ -2367,6 +2433,7 @@ impl NativeMerged {
                 units: Vec::new(),
                 fns: Box::new([]),
                 batch_fns: Box::new([]),
+                pipelined: Box::new([]),
                 fallback: Vec::new(),
             }),
             descs: Vec::new(),
@@ -2374,30 +2441,26 @@ impl NativeMerged {
             fresh: false,
             compiler: Arc::new(Mutex::new(Compiler {
                 small,
-                prefetch_bytes: last_level_cache() / 2,
                 ..Compiler::default()
             })),
             native: true,
+            prefetch_bytes: last_level_cache() / 2,
         };
         m.update();
         m
     }
 
-    /// Let the batch functions prefetch the slots of tables of at least
-    /// `bytes` a batch ahead (by default, those of half the last-level
-    /// cache and more), and compile again.
+    /// Let batch calls take the pipelined batch functions, which prefetch
+    /// the slots of the next chunk of packets while they probe a chunk,
+    /// when a probed table has at least `bytes` of slots (by default half
+    /// the last-level cache).
     ///
     /// ```
     /// let m = sluice_native::merged::NativeMerged::new().with_prefetch_bytes(1 << 20);
     /// assert!(m.merged().is_empty());
     /// ```
     pub fn with_prefetch_bytes(mut self, bytes: usize) -> NativeMerged {
-        {
-            let mut c = self.compiler();
-            c.prefetch_bytes = bytes;
-            c.cache.clear();
-        }
-        self.update();
+        self.prefetch_bytes = bytes;
         self
     }
 
@@ -2684,16 +2747,22 @@ impl NativeMerged {
     /// Only when [`NativeMerged::coded`].
     fn results(&self, pkts: &[(&[u8], u32)], out: &mut [u32]) {
         debug_assert_eq!(pkts.len(), out.len());
-        let fns = &self.code.batch_fns;
-        let Some((&first, rest)) = fns.split_first() else {
+        let code = &self.code;
+        // Per unit, its pipelined function when one of its tables is large.
+        let pick = |i: usize| match &code.pipelined[i] {
+            Some(p) if p.big(&self.descs, self.prefetch_bytes) => p.func,
+            _ => code.batch_fns[i],
+        };
+        if code.batch_fns.is_empty() {
             out.fill(NO_MATCH);
             return;
-        };
+        }
         let mut buf = desc_buf();
         let mut more = [const { std::mem::MaybeUninit::<u32>::uninit() }; BATCH_CHUNK];
         for (pkts, out) in pkts.chunks(BATCH_CHUNK).zip(out.chunks_mut(BATCH_CHUNK)) {
             let n = pkts.len();
             let descs = descs(&mut buf, pkts);
+            let first = pick(0);
             // SAFETY: `descs` holds the descriptors of `pkts` (`n <=
             // BATCH_CHUNK`) in the layout the code was generated for: the
             // pairs themselves or copies in `buf`, each from a slice of
@@ -2707,7 +2776,8 @@ impl NativeMerged {
             // body's only loop is the bounded probe. The code pages live as
             // long as `self.code`, which `self` holds.
             unsafe { first(descs, n as u64, self.descs.as_ptr(), out.as_mut_ptr()) };
-            for &f in rest {
+            for i in 1..code.batch_fns.len() {
+                let f = pick(i);
                 // SAFETY: as above.
                 unsafe {
                     f(
@@ -2723,6 +2793,13 @@ impl NativeMerged {
                 }
             }
         }
+    }
+
+    /// True when batch calls take a pipelined function.
+    #[cfg(test)]
+    fn pipelines(&self) -> bool {
+        let big = |p: &Pipelined| p.big(&self.descs, self.prefetch_bytes);
+        self.code.pipelined.iter().flatten().any(big)
     }
 
     /// Two functions' result words for one packet as one: a match in

@@ -83,7 +83,7 @@ fn key_sets_are_hashed_from_four_keys() {
     }
 }
 
-/// A table large enough for the batch functions' prefetch pass (here
+/// A table large enough for the batch functions' prefetch pipeline (here
 /// 2^16 slots, 20,000 sessions, with the threshold lowered to 1 MiB)
 /// gives the same answers as `Merged` in batches and one by one, for
 /// packets of installed sessions and of none.
@@ -100,8 +100,10 @@ fn large_tables_prefetched_in_batches_agree() {
         let key = [0x800, 6, addr(i), addr(i + 1), 1000 + i % 50_000, 80];
         assert!(m.insert_keyed(i, 0, &key, 0));
     }
+    assert!(!NativeMerged::from_merged(m.clone()).pipelines());
     let n = NativeMerged::from_merged(m.clone()).with_prefetch_bytes(1 << 20);
     assert!(n.coded());
+    assert!(n.pipelines());
     assert!(n.packed_bytes() >= 1 << 20);
     let pkts: Vec<Vec<u8>> = (0..300u32)
         .map(|k| {
@@ -128,6 +130,12 @@ fn large_tables_prefetched_in_batches_agree() {
         .collect();
     assert_eq!(firsts, want);
     assert_eq!(want.iter().filter(|w| w.is_some()).count(), 240);
+    // Batches that end inside, at and just past a chunk of the pipeline.
+    for len in [1, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65] {
+        let mut firsts = vec![None; len];
+        n.classify_first_batch(&all[5..5 + len], &mut s, &mut firsts);
+        assert_eq!(firsts, want[5..5 + len], "{len} packets");
+    }
     let mut x = vec![Vec::new(); all.len()];
     n.classify_batch(&all, &mut s, &mut x);
     let y: Vec<Vec<u32>> = want.iter().map(|w| w.iter().copied().collect()).collect();
