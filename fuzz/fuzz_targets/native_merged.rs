@@ -1,8 +1,9 @@
 //! Merges the filters of arbitrary expressions (one per line before the
 //! first NUL; packet bytes after it) and runs the merged classifier as
 //! machine code, with every large group probed in its table (packed copies
-//! with shared key fields tested in code included) and with the default
-//! split between keys in code and tables, on the packet and every
+//! with shared key fields tested in code included; batches through the
+//! pipelined functions, as for tables too large for the caches) and with
+//! the default split between keys in code and tables, on the packet and every
 //! truncation of it, one call at a time and in batches. Then it removes
 //! every other filter, adds key-only inserts made from the packet's bytes
 //! (which can break a packed layout and make it rebuilt), and checks
@@ -55,7 +56,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut m = Merged::default();
     let mut ns = [
-        NativeMerged::with_small_keys(Merged::default(), 0),
+        NativeMerged::with_small_keys(Merged::default(), 0).with_prefetch_bytes(0),
         NativeMerged::new(),
     ];
     let mut ids = Vec::new();
