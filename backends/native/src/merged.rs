@@ -443,8 +443,6 @@ pub struct Code {
     fns: Box<[UnitFn]>,
     /// The units' batch entries, in the same order.
     batch_fns: Box<[BatchUnitFn]>,
-    /// The units' pipelined batch functions, in the same order.
-    pipelined: Box<[Option<Pipelined>]>,
     /// Groups run by the Rust path.
     fallback: Vec<u32>,
 }
@@ -579,7 +577,6 @@ impl Compiler {
         Arc::new(Code {
             fns: units.iter().map(|u| u.func).collect(),
             batch_fns: units.iter().map(|u| u.batch).collect(),
-            pipelined: units.iter().map(|u| u.pipelined.clone()).collect(),
             units,
             fallback,
         })
@@ -649,7 +646,6 @@ fn compile_unit(items: Vec<Item>, groups: usize) -> Result<Unit, NativeError> {
 }
 
 /// A cluster's pipelined batch function, and the tables it probes.
-#[derive(Clone)]
 struct Pipelined {
     func: BatchUnitFn,
     /// The groups its paths probe, with their slots' size in bytes.
@@ -764,14 +760,9 @@ fn compile_fn(
                 // entry: if n == 0 return, else chunk(descs, out, descs).
                 b.ins().brif(n, ch, &[descs, p[3], descs], exit, &[]);
                 b.switch_to_block(ch);
-                let ahead = (PIPE * layout.stride) as i64;
-                let min_end = |b: &mut FunctionBuilder, x: Value| {
-                    let x = b.ins().iadd_imm(x, ahead);
-                    b.ins().umin(x, end)
-                };
-                let cstop = min_end(&mut b, c);
+                let cstop = chunk_end(&mut b, c, end);
                 b.def_var(stop, cstop);
-                let pstop = min_end(&mut b, cstop);
+                let pstop = chunk_end(&mut b, cstop, end);
                 let pre_head = b.create_block();
                 let pd = b.append_block_param(pre_head, ptr);
                 let any = b.ins().icmp(IntCC::UnsignedLessThan, from, pstop);
@@ -879,8 +870,7 @@ fn compile_fn(
                         g.b.ins().brif(more, head, &[d1, slot1], next, &[]);
                         g.b.switch_to_block(next);
                         let rest = g.b.ins().icmp(IntCC::UnsignedLessThan, d1, end);
-                        let ahead = g.b.ins().iadd_imm(d1, (PIPE * layout.stride) as i64);
-                        let from = g.b.ins().umin(ahead, end);
+                        let from = chunk_end(&mut g.b, d1, end);
                         g.b.ins().brif(rest, ch, &[d1, slot1, from], exit, &[]);
                     }
                 }
@@ -907,6 +897,15 @@ fn compile_fn(
     let (code, bytes) = CodePages::finish(&mut module, &mut ctx, name)?;
     stats.code_bytes += bytes;
     Ok((code, CodePages::new(module)))
+}
+
+/// In generated code: the descriptor pointer [`PIPE`] packets after `d`,
+/// or `end` if that is sooner.
+fn chunk_end(b: &mut FunctionBuilder, d: Value, end: Value) -> Value {
+    let ahead = b
+        .ins()
+        .iadd_imm(d, (PIPE * DescLayout::get().stride) as i64);
+    b.ins().umin(ahead, end)
 }
 
 /// What is known at a point of the generated code (it dominates there).
@@ -2353,6 +2352,11 @@ pub struct NativeMerged {
     /// Batch calls take the pipelined functions when a probed table has
     /// at least this many bytes ([`prefetch_slots`]).
     prefetch_bytes: usize,
+    /// Per unit of `code`, the batch function batch calls take: the
+    /// pipelined one when one of its tables is that large, else the plain
+    /// one (chosen again whenever the tables change). Functions of
+    /// `code`, which holds their pages.
+    batch_fns: Vec<BatchUnitFn>,
 }
 
 // SAFETY: the raw pointers in `descs` point into `self.merged`'s tables or
@@ -2376,6 +2380,7 @@ impl Clone for NativeMerged {
             compiler: self.compiler.clone(),
             native: self.native,
             prefetch_bytes: self.prefetch_bytes,
+            batch_fns: Vec::new(),
         };
         // The clone's table pointers must be its own.
         m.install(self.code.clone());
@@ -2433,7 +2438,6 @@ impl NativeMerged {
                 units: Vec::new(),
                 fns: Box::new([]),
                 batch_fns: Box::new([]),
-                pipelined: Box::new([]),
                 fallback: Vec::new(),
             }),
             descs: Vec::new(),
@@ -2445,6 +2449,7 @@ impl NativeMerged {
             })),
             native: true,
             prefetch_bytes: last_level_cache() / 2,
+            batch_fns: Vec::new(),
         };
         m.update();
         m
@@ -2461,6 +2466,7 @@ impl NativeMerged {
     /// ```
     pub fn with_prefetch_bytes(mut self, bytes: usize) -> NativeMerged {
         self.prefetch_bytes = bytes;
+        self.choose_batch_fns();
         self
     }
 
@@ -2672,6 +2678,22 @@ impl NativeMerged {
                 }
             })
             .collect();
+        self.choose_batch_fns();
+    }
+
+    /// Per unit, the batch function for tables of their present size
+    /// (`batch_fns`).
+    fn choose_batch_fns(&mut self) {
+        let (descs, bytes) = (&self.descs, self.prefetch_bytes);
+        self.batch_fns = self
+            .code
+            .units
+            .iter()
+            .map(|u| match &u.pipelined {
+                Some(p) if p.big(descs, bytes) => p.func,
+                _ => u.batch,
+            })
+            .collect();
     }
 
     /// What the code generator holds and has done.
@@ -2747,22 +2769,15 @@ impl NativeMerged {
     /// Only when [`NativeMerged::coded`].
     fn results(&self, pkts: &[(&[u8], u32)], out: &mut [u32]) {
         debug_assert_eq!(pkts.len(), out.len());
-        let code = &self.code;
-        // Per unit, its pipelined function when one of its tables is large.
-        let pick = |i: usize| match &code.pipelined[i] {
-            Some(p) if p.big(&self.descs, self.prefetch_bytes) => p.func,
-            _ => code.batch_fns[i],
-        };
-        if code.batch_fns.is_empty() {
+        let Some((&first, rest)) = self.batch_fns.split_first() else {
             out.fill(NO_MATCH);
             return;
-        }
+        };
         let mut buf = desc_buf();
         let mut more = [const { std::mem::MaybeUninit::<u32>::uninit() }; BATCH_CHUNK];
         for (pkts, out) in pkts.chunks(BATCH_CHUNK).zip(out.chunks_mut(BATCH_CHUNK)) {
             let n = pkts.len();
             let descs = descs(&mut buf, pkts);
-            let first = pick(0);
             // SAFETY: `descs` holds the descriptors of `pkts` (`n <=
             // BATCH_CHUNK`) in the layout the code was generated for: the
             // pairs themselves or copies in `buf`, each from a slice of
@@ -2776,8 +2791,7 @@ impl NativeMerged {
             // body's only loop is the bounded probe. The code pages live as
             // long as `self.code`, which `self` holds.
             unsafe { first(descs, n as u64, self.descs.as_ptr(), out.as_mut_ptr()) };
-            for i in 1..code.batch_fns.len() {
-                let f = pick(i);
+            for &f in rest {
                 // SAFETY: as above.
                 unsafe {
                     f(
@@ -2799,7 +2813,7 @@ impl NativeMerged {
     #[cfg(test)]
     fn pipelines(&self) -> bool {
         let big = |p: &Pipelined| p.big(&self.descs, self.prefetch_bytes);
-        self.code.pipelined.iter().flatten().any(big)
+        self.code.units.iter().flat_map(|u| &u.pipelined).any(big)
     }
 
     /// Two functions' result words for one packet as one: a match in
