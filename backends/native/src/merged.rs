@@ -249,6 +249,88 @@ struct Item {
     action: Action,
 }
 
+impl R {
+    /// This read when the IPv4 header whose first byte is at `hdr` is
+    /// `words` 32-bit words long: behind it, a fixed offset (`None` if
+    /// that offset does not fit 32 bits).
+    fn with_ipv4_words(self, hdr: u32, words: u32) -> Option<R> {
+        match self {
+            R::Rel { hdr: h, off, size } if h == hdr => Some(R::Abs {
+                off: off.checked_add(4 * words)?,
+                size,
+            }),
+            r => Some(r),
+        }
+    }
+
+    /// The first byte of the IPv4 header this reads behind, if it does.
+    fn ipv4_header(self) -> Option<u32> {
+        match self {
+            R::Rel { hdr, .. } => Some(hdr),
+            _ => None,
+        }
+    }
+}
+
+impl Item {
+    /// Every field read of the path: its conditions', then its action's.
+    fn reads(&self) -> impl Iterator<Item = R> + '_ {
+        let action: &[R] = match &self.action {
+            Action::Probe { key, .. } => key,
+            Action::Hit { .. } => &[],
+        };
+        let layout = match &self.action {
+            Action::Probe { raw: Some(l), .. } => &l.loads[..],
+            _ => &[],
+        };
+        let fixed = match &self.action {
+            Action::Probe { raw: Some(l), .. } => &l.fixed[..],
+            _ => &[],
+        };
+        let conds = self.conds.iter().map(|c| c.r);
+        conds
+            .chain(action.iter().copied())
+            .chain(layout.iter().map(|l| l.r))
+            .chain(fixed.iter().map(|f| f.0))
+    }
+
+    /// The path when the IPv4 header at `hdr` is `words` words long
+    /// ([`R::with_ipv4_words`]); the caller checked that every offset fits.
+    fn with_ipv4_words(&self, hdr: u32, words: u32) -> Item {
+        let fix = |r: R| r.with_ipv4_words(hdr, words).unwrap_or(r);
+        let conds = self
+            .conds
+            .iter()
+            .map(|c| Cond {
+                r: fix(c.r),
+                ..c.clone()
+            })
+            .collect();
+        let action = match &self.action {
+            Action::Probe { group, key, raw } => Action::Probe {
+                group: *group,
+                key: key.iter().map(|&r| fix(r)).collect(),
+                raw: raw.as_ref().map(|l| l.with_reads(fix)),
+            },
+            a => a.clone(),
+        };
+        Item { conds, action }
+    }
+}
+
+/// The first byte of the IPv4 header that every path reads behind, when
+/// they all read behind the same one (and every offset behind it still
+/// fits 32 bits with the header's largest usual length): where
+/// [`Gen::emit_top`] emits a version of the code for a header of 5 words.
+fn common_ipv4_header(items: &[Item]) -> Option<u32> {
+    let hdr = items.first()?.reads().find_map(R::ipv4_header)?;
+    let all = items.iter().all(|it| {
+        it.reads().any(|r| r.ipv4_header() == Some(hdr))
+            && it.reads().all(|r| r.with_ipv4_words(hdr, 5).is_some())
+    });
+    all.then_some(hdr)
+}
+
 /// What a group's code was built from (equal signatures: the same code).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum GroupSig {
@@ -401,6 +483,8 @@ struct UnitStats {
     loads: usize,
     bounds_checks: usize,
     coalesced: usize,
+    /// Functions with a version for IPv4 headers of 5 words.
+    ipv4_fast: usize,
     code_bytes: usize,
 }
 
@@ -477,6 +561,10 @@ pub struct NativeStats {
     pub bounds_checks: usize,
     /// Compares merged away by atom coalescing, in all functions in use.
     pub coalesced: usize,
+    /// Clusters whose code has a version for IPv4 headers of 5 words, where
+    /// the fields behind the header are at fixed offsets (their counts
+    /// above are of the general version).
+    pub ipv4_fast: usize,
     /// Bytes of machine code in use.
     pub code_bytes: usize,
     /// Time the last [`NativeMerged::update`] took (planning and compiling).
@@ -557,6 +645,7 @@ impl Compiler {
                         stats.hashed_sets += u.stats.hashed_sets;
                         stats.bounds_checks += u.stats.bounds_checks;
                         stats.coalesced += u.stats.coalesced;
+                        stats.ipv4_fast += u.stats.ipv4_fast;
                         stats.code_bytes += u.stats.code_bytes;
                         units.push(u.clone());
                         cache.insert((key, ci), (sigs, u));
@@ -825,7 +914,7 @@ fn compile_fn(
                 .cloned()
                 .collect();
             let saved = std::mem::take(g.stats);
-            g.emit(pre_start, probes, Ctx::default(), pre_done);
+            g.emit_top(pre_start, probes, pre_done);
             *g.stats = saved;
             (g.pkt, g.caplen, g.wirelen, g.out) = main;
             // pre_done: pd + stride < pstop ? pre_head(pd + stride) : head(c, cs).
@@ -843,11 +932,14 @@ fn compile_fn(
                 done: Some(_),
             } => {
                 let nomatch = g.b.create_block();
-                g.emit(start, items, Ctx::default(), nomatch);
+                // Cranelift orders blocks by the control flow, not by
+                // creation; a cold block goes after all the others.
+                g.b.set_cold_block(nomatch);
+                g.emit_top(start, items, nomatch);
                 Some((nomatch, slot))
             }
             _ => {
-                g.emit(start, items, Ctx::default(), done);
+                g.emit_top(start, items, done);
                 None
             }
         };
@@ -1032,6 +1124,7 @@ extern "C" fn prefetch_helper(p: *const u8) {
 /// holds `bytes` (host byte order), zero-extended.
 fn ne_word(bytes: &[u8; 8], width: u32) -> u64 {
     match width {
+        1 => bytes[0] as u64,
         2 => u16::from_ne_bytes([bytes[0], bytes[1]]) as u64,
         4 => u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as u64,
         _ => u64::from_ne_bytes(*bytes),
@@ -1074,6 +1167,40 @@ fn flags() -> MemFlags {
 }
 
 impl Gen<'_, '_> {
+    /// Fill `blk` with the code of a packet's `items`, then continue at
+    /// `cont`. When every item reads behind the IPv4 header at one place,
+    /// the code comes twice: for the usual header of 5 words, with every
+    /// field behind it at a fixed offset (no header-length arithmetic, the
+    /// length checks and compares merged with the ones before the header),
+    /// and for any header, the general code. The fast version is entered
+    /// only when the packet's header byte says 5 words and every read the
+    /// paths share is in the captured bytes; any test that fails before it
+    /// is entered sends the packet to the general code, which decides
+    /// alone. Past the entry, the fast version is the general code with a
+    /// known header length, so both give the same answer.
+    fn emit_top(&mut self, blk: Block, items: Vec<Item>, cont: Block) {
+        let Some(hdr) = common_ipv4_header(&items) else {
+            self.emit(blk, items, Ctx::default(), cont);
+            return;
+        };
+        let mut fast: Vec<Item> = items.iter().map(|it| it.with_ipv4_words(hdr, 5)).collect();
+        let general = self.b.create_block();
+        self.b.switch_to_block(blk);
+        // The fast version's statistics are not counted: it is the general
+        // code again, specialised.
+        let saved = std::mem::take(self.stats);
+        let mut ctx = Ctx::default();
+        self.aggregate(&fast, &mut ctx, general, hdr as u64 + 1);
+        let entry = (hdr, 0x0f, 5, general);
+        self.shared_masks(&mut fast, &ctx, cont, Some(entry));
+        let rest = self.b.create_block();
+        self.b.ins().jump(rest, &[]);
+        self.emit(rest, fast, ctx, cont);
+        *self.stats = saved;
+        self.stats.ipv4_fast += 1;
+        self.emit(general, items, Ctx::default(), cont);
+    }
+
     /// Fill `blk` with the code of `items`: every item whose conditions
     /// hold does its action; then continue at `cont`.
     fn emit(&mut self, blk: Block, items: Vec<Item>, mut ctx: Ctx, cont: Block) {
@@ -1082,9 +1209,9 @@ impl Gen<'_, '_> {
             self.b.ins().jump(cont, &[]);
             return;
         }
-        self.aggregate(&items, &mut ctx, cont);
+        self.aggregate(&items, &mut ctx, cont, 0);
         let mut items = items;
-        self.shared_masks(&mut items, &ctx, cont);
+        self.shared_masks(&mut items, &ctx, cont, None);
         let mut rest = Vec::new();
         for it in items {
             if it.conds.is_empty() {
@@ -1308,10 +1435,20 @@ impl Gen<'_, '_> {
     /// load, one `and` and one compare (atom coalescing with masks: the
     /// IPv4 fragment offset and the protocol byte are one 32-bit test),
     /// and removed from the items. When one fails, every item fails, so
-    /// it goes to `fail`.
-    fn shared_masks(&mut self, items: &mut [Item], ctx: &Ctx, fail: Block) {
-        // (offset, size, mask, value) of each candidate, in field order.
-        let mut cands: Vec<(u32, u32, u32, u32, Cond)> = Vec::new();
+    /// it goes to `fail`. `entry`: a byte `(offset, mask, value, to)` that
+    /// must be tested first whatever else coalesces with it (the fast
+    /// version's header length, [`Gen::emit_top`]); that compare goes to
+    /// `to` when it fails.
+    fn shared_masks(
+        &mut self,
+        items: &mut [Item],
+        ctx: &Ctx,
+        fail: Block,
+        entry: Option<(u32, u32, u32, Block)>,
+    ) {
+        // (offset, size, mask, value) of each candidate, in field order;
+        // the entry test has no condition of its own.
+        let mut cands: Vec<(u32, u32, u32, u32, Option<Cond>)> = Vec::new();
         let Some(first) = items.first() else { return };
         for c in &first.conds {
             let R::Abs { off, size } = c.r else { continue };
@@ -1330,14 +1467,19 @@ impl Gen<'_, '_> {
                 _ => continue,
             };
             if items[1..].iter().all(|it| it.conds.contains(c)) {
-                cands.push((off, size, mask, value, c.clone()));
+                cands.push((off, size, mask, value, Some(c.clone())));
             }
         }
+        if let Some((off, mask, value, _)) = entry {
+            cands.push((off, 1, mask, value, None));
+        }
         cands.sort_by_key(|c| (c.0, c.1));
+        // Windows of candidates that fit in 8 bytes from the first without
+        // overlapping, as (first offset, width, candidates).
+        let mut windows: Vec<(u32, u32, Vec<usize>)> = Vec::new();
         let mut i = 0;
         while i < cands.len() {
             let base = cands[i].0;
-            // Fields from i that fit in 8 bytes from `base` without overlapping.
             let mut group = vec![i];
             let mut end = base + cands[i].1;
             let mut j = i + 1;
@@ -1349,12 +1491,24 @@ impl Gen<'_, '_> {
                 j += 1;
             }
             let width = [2u32, 4, 8].into_iter().find(|w| base + w >= end);
-            let fits = width.is_some_and(|w| (base + w) as u64 <= ctx.known);
-            if group.len() < 2 || !fits {
-                i += 1;
-                continue;
+            match width.filter(|w| (base + w) as u64 <= ctx.known) {
+                Some(w) if group.len() > 1 => {
+                    i = *group.last().unwrap_or(&i) + 1;
+                    windows.push((base, w, group));
+                }
+                // Alone (or no wider load fits): the entry byte is still
+                // tested; another condition stays for the paths.
+                _ => {
+                    if cands[i].4.is_none() {
+                        windows.push((base, 1, vec![i]));
+                    }
+                    i += 1;
+                }
             }
-            let width = width.unwrap_or(8);
+        }
+        // The entry's window first.
+        windows.sort_by_key(|w| !w.2.iter().any(|&g| cands[g].4.is_none()));
+        for (base, width, group) in windows {
             let (mut mask, mut value) = ([0u8; 8], [0u8; 8]);
             for &g in &group {
                 let (off, size, m, v, _) = cands[g];
@@ -1363,12 +1517,18 @@ impl Gen<'_, '_> {
                 mask[at..at + n].copy_from_slice(&m.to_be_bytes()[4 - n..]);
                 value[at..at + n].copy_from_slice(&v.to_be_bytes()[4 - n..]);
             }
-            self.stats.coalesced += group.len() - 1;
+            let to = match entry {
+                Some((.., to)) if group.iter().any(|&g| cands[g].4.is_none()) => to,
+                _ => fail,
+            };
+            let conds = group.iter().filter_map(|&g| cands[g].4.as_ref());
+            self.stats.coalesced += conds.clone().count().saturating_sub(1);
             self.stats.loads += 1;
             let a = self.b.ins().iadd_imm(self.pkt, base as i64);
             let v = self.load_word(a, width, types::I32);
             let (m, k) = (ne_word(&mask, width) as i64, ne_word(&value, width) as i64);
             let full = match width {
+                1 => 0xff,
                 2 => 0xffff,
                 4 => u32::MAX as i64,
                 _ => -1,
@@ -1380,24 +1540,23 @@ impl Gen<'_, '_> {
             };
             let ok = self.b.ins().icmp_imm(IntCC::Equal, v, k);
             let next = self.b.create_block();
-            self.b.ins().brif(ok, next, &[], fail, &[]);
+            self.b.ins().brif(ok, next, &[], to, &[]);
             self.b.switch_to_block(next);
-            for &g in &group {
-                let c = &cands[g].4;
+            for c in conds {
                 for it in items.iter_mut() {
                     if let Some(at) = it.conds.iter().position(|x| x == c) {
                         it.conds.remove(at);
                     }
                 }
             }
-            i = *group.last().unwrap_or(&i) + 1;
         }
     }
 
     /// One length check for the fixed-offset reads every item needs (and
-    /// one per IPv4 header for the reads behind it): when it fails, every
-    /// item fails, so it goes to `fail`.
-    fn aggregate(&mut self, items: &[Item], ctx: &mut Ctx, fail: Block) {
+    /// one per IPv4 header for the reads behind it), and for at least
+    /// `at_least` bytes: when it fails, every item fails, so it goes to
+    /// `fail`.
+    fn aggregate(&mut self, items: &[Item], ctx: &mut Ctx, fail: Block, at_least: u64) {
         let mut common: Option<Vec<R>> = None;
         for it in items {
             let rs: Vec<R> = it.conds.iter().map(|c| c.r).collect();
@@ -1407,7 +1566,7 @@ impl Gen<'_, '_> {
             });
         }
         let common = common.unwrap_or_default();
-        let mut end = 0u64;
+        let mut end = at_least;
         let mut covered = 0;
         let mut rel: Vec<(u32, u64)> = Vec::new();
         for r in &common {
@@ -1427,7 +1586,7 @@ impl Gen<'_, '_> {
                 _ => {}
             }
         }
-        if end > ctx.known && (covered > 1 || !rel.is_empty()) {
+        if end > ctx.known && (covered > 1 || !rel.is_empty() || at_least > 0) {
             self.stats.bounds_checks += 1;
             let short = self
                 .b

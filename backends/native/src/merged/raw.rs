@@ -202,6 +202,20 @@ impl Layout {
         })
     }
 
+    /// The same layout with each load's and fixed field's read replaced
+    /// by `f` of it (the packed words stay as they are).
+    pub fn with_reads(&self, f: impl Fn(R) -> R) -> Layout {
+        Layout {
+            loads: self
+                .loads
+                .iter()
+                .map(|l| Load { r: f(l.r), ..*l })
+                .collect(),
+            fixed: self.fixed.iter().map(|&(r, k)| (f(r), k)).collect(),
+            ..self.clone()
+        }
+    }
+
     /// Words per slot: the key's, and the answer's if it has a word of its
     /// own, rounded up to a power of two.
     pub fn stride(&self) -> usize {
