@@ -898,6 +898,7 @@ fn compile_fn(
             out,
             stats,
             data,
+            steps: Vec::new(),
         };
         if let (
             Some((pd, pre_head, pre_start, pkt, caplen, wirelen, pstop, c, cs)),
@@ -943,31 +944,40 @@ fn compile_fn(
                 None
             }
         };
-        g.b.switch_to_block(done);
         match lp {
             // done: d + stride < stop ? head(d + stride, slot + 4), else
-            // the next chunk if there is one, else return.
+            // the next chunk if there is one, else return. The fast
+            // version's hits have a copy of this step of their own
+            // (`g.steps`), so that they fall through into it.
             Some((d, slot, end, head, exit, chunk)) => {
-                let d1 = g.b.ins().iadd_imm(d, stride);
-                let slot1 = g.b.ins().iadd_imm(slot, 4);
-                let stop = g.b.use_var(stop);
-                let more = g.b.ins().icmp(IntCC::UnsignedLessThan, d1, stop);
-                match chunk {
-                    None => {
-                        g.b.ins().brif(more, head, &[d1, slot1], exit, &[]);
-                    }
-                    Some(ch) => {
-                        // next: d1 < end ? chunk(d1, slot1, min(d1 + PIPE, end)) : return.
-                        let next = g.b.create_block();
-                        g.b.ins().brif(more, head, &[d1, slot1], next, &[]);
-                        g.b.switch_to_block(next);
-                        let rest = g.b.ins().icmp(IntCC::UnsignedLessThan, d1, end);
-                        let from = chunk_end(&mut g.b, d1, end);
-                        g.b.ins().brif(rest, ch, &[d1, slot1, from], exit, &[]);
-                    }
+                let next = chunk.map(|_| {
+                    let next = g.b.create_block();
+                    g.b.append_block_param(next, ptr);
+                    g.b.append_block_param(next, ptr);
+                    next
+                });
+                for blk in std::iter::once(done).chain(std::mem::take(&mut g.steps)) {
+                    g.b.switch_to_block(blk);
+                    let d1 = g.b.ins().iadd_imm(d, stride);
+                    let slot1 = g.b.ins().iadd_imm(slot, 4);
+                    let stop = g.b.use_var(stop);
+                    let more = g.b.ins().icmp(IntCC::UnsignedLessThan, d1, stop);
+                    match next {
+                        None => g.b.ins().brif(more, head, &[d1, slot1], exit, &[]),
+                        Some(next) => g.b.ins().brif(more, head, &[d1, slot1], next, &[d1, slot1]),
+                    };
+                }
+                if let (Some(ch), Some(next)) = (chunk, next) {
+                    // next(d1, slot1): d1 < end ? chunk(d1, slot1, min(d1 + PIPE, end)) : return.
+                    g.b.switch_to_block(next);
+                    let (d1, slot1) = (g.b.block_params(next)[0], g.b.block_params(next)[1]);
+                    let rest = g.b.ins().icmp(IntCC::UnsignedLessThan, d1, end);
+                    let from = chunk_end(&mut g.b, d1, end);
+                    g.b.ins().brif(rest, ch, &[d1, slot1, from], exit, &[]);
                 }
             }
             None => {
+                g.b.switch_to_block(done);
                 let n = g.b.use_var(count);
                 g.b.ins().return_(&[n]);
             }
@@ -1033,6 +1043,9 @@ struct Gen<'a, 's> {
     stats: &'s mut UnitStats,
     /// Tables the code reads by address; they live as long as the code.
     data: &'s mut Vec<Box<[u64]>>,
+    /// Blocks that get a copy of the batch loop's step (the fast version's
+    /// way on after a hit, [`Gen::emit_top`]).
+    steps: Vec<Block>,
 }
 
 /// Where a function's matches go.
@@ -1189,6 +1202,21 @@ impl Gen<'_, '_> {
         // The fast version's statistics are not counted: it is the general
         // code again, specialised.
         let saved = std::mem::take(self.stats);
+        // A single group's hit goes on with the next packet: the fast
+        // version's hits in a step of their own, laid out after them.
+        let out = self.out;
+        if let Out::First {
+            slot,
+            done: Some(_),
+        } = out
+        {
+            let step = self.b.create_block();
+            self.steps.push(step);
+            self.out = Out::First {
+                slot,
+                done: Some(step),
+            };
+        }
         let mut ctx = Ctx::default();
         self.aggregate(&fast, &mut ctx, general, hdr as u64 + 1);
         let entry = (hdr, 0x0f, 5, general);
@@ -1196,6 +1224,7 @@ impl Gen<'_, '_> {
         let rest = self.b.create_block();
         self.b.ins().jump(rest, &[]);
         self.emit(rest, fast, ctx, cont);
+        self.out = out;
         *self.stats = saved;
         self.stats.ipv4_fast += 1;
         self.emit(general, items, Ctx::default(), cont);
@@ -1352,21 +1381,24 @@ impl Gen<'_, '_> {
         self.stats.hashed_sets += 1;
         self.stats.keys_in_code += keys.len();
         self.stats.coalesced += words.iter().map(|w| w.fields - 1).sum::<usize>();
-        // Slot: the words, then value | datum << 32, then the batch
-        // function's result word.
+        // Column by column, one word per slot in each: the key's words,
+        // then value | datum << 32, then the batch function's result word
+        // (so that a slot's word is at the column's start + 8 × the slot,
+        // which x86-64 addresses without a shift of its own).
         let k = words.len();
-        let stride = k + 2;
         let slots = 1usize << bits;
-        let mut table = vec![0u64; slots * stride];
-        for i in 0..slots {
-            // A copy of the first key: it hashes to its own slot, never here.
-            table[i * stride..i * stride + k].copy_from_slice(&keys[0].0);
+        let mut table = vec![0u64; slots * (k + 2)];
+        for (j, w) in keys[0].0.iter().enumerate() {
+            // Copies of the first key: it hashes to its own slot, never here.
+            table[j * slots..(j + 1) * slots].fill(*w);
         }
         for (key, slot) in &keys {
-            let at = (combine(key).wrapping_mul(mult) >> (64 - bits)) as usize * stride;
-            table[at..at + k].copy_from_slice(key);
-            table[at + k] = slot_word(*slot);
-            table[at + k + 1] = answer(*slot) as u64;
+            let at = (combine(key).wrapping_mul(mult) >> (64 - bits)) as usize;
+            for (j, w) in key.iter().enumerate() {
+                table[j * slots + at] = *w;
+            }
+            table[k * slots + at] = slot_word(*slot);
+            table[(k + 1) * slots + at] = answer(*slot) as u64;
         }
         let table: Box<[u64]> = table.into();
         let base = table.as_ptr() as i64;
@@ -1395,7 +1427,8 @@ impl Gen<'_, '_> {
         }
         let h = self.b.ins().imul_imm(x, mult as i64);
         let h = self.b.ins().ushr_imm(h, (64 - bits) as i64);
-        let off = self.b.ins().imul_imm(h, (stride * 8) as i64);
+        let off = self.b.ins().ishl_imm(h, 3);
+        let column = |j: usize| (8 * slots * j) as i32;
         // The table's address, read from a cell rather than used as an
         // immediate: a read-only load is hoisted out of the batch loop into
         // a register, where an immediate would be rematerialised at every
@@ -1408,7 +1441,7 @@ impl Gen<'_, '_> {
         let at = self.b.ins().iadd(off, base);
         let mut diff = None;
         for (i, &have) in vals.iter().enumerate() {
-            let want = self.b.ins().load(types::I64, fl, at, (8 * i) as i32);
+            let want = self.b.ins().load(types::I64, fl, at, column(i));
             let d = self.b.ins().bxor(want, have);
             diff = Some(match diff {
                 None => d,
@@ -1419,11 +1452,11 @@ impl Gen<'_, '_> {
         let found = self.b.create_block();
         self.b.ins().brif(diff, cont, &[], found, &[]);
         self.b.switch_to_block(found);
-        let vd = self.b.ins().load(types::I64, fl, at, (8 * k) as i32);
+        let vd = self.b.ins().load(types::I64, fl, at, column(k));
         let value = self.b.ins().ireduce(types::I32, vd);
         let datum = self.b.ins().ushr_imm(vd, 32);
         let datum = self.b.ins().ireduce(types::I32, datum);
-        let result = self.b.ins().load(types::I32, fl, at, (8 * k + 8) as i32);
+        let result = self.b.ins().load(types::I32, fl, at, column(k + 1));
         self.hit(group, value, datum, None, Some(result));
         self.b.ins().jump(cont, &[]);
         Ok(())
@@ -1508,40 +1541,66 @@ impl Gen<'_, '_> {
         }
         // The entry's window first.
         windows.sort_by_key(|w| !w.2.iter().any(|&g| cands[g].4.is_none()));
-        for (base, width, group) in windows {
-            let (mut mask, mut value) = ([0u8; 8], [0u8; 8]);
-            for &g in &group {
+        // Each window's bytes to compare: (offset, width, mask, value).
+        let bytes = |&(base, width, ref group): &(u32, u32, Vec<usize>)| {
+            let (mut mask, mut value) = ([0u8; 16], [0u8; 16]);
+            for &g in group {
                 let (off, size, m, v, _) = cands[g];
                 let at = (off - base) as usize;
                 let n = size as usize;
                 mask[at..at + n].copy_from_slice(&m.to_be_bytes()[4 - n..]);
                 value[at..at + n].copy_from_slice(&v.to_be_bytes()[4 - n..]);
             }
+            (base, width, mask, value)
+        };
+        let mut tests: Vec<_> = windows.iter().map(bytes).collect();
+        let is_entry = |w: &(u32, u32, Vec<usize>)| w.2.iter().any(|&g| cands[g].4.is_none());
+        // The entry's window and the windows after it within 16 bytes of
+        // its start are one vector compare; when that fails, the entry's
+        // own compare tells which way to go.
+        let mut vector = 0;
+        if let (Some(first), Some((.., to))) = (windows.first(), entry) {
+            let base = first.0;
+            if is_entry(first) && base as u64 + 16 <= ctx.known {
+                vector = windows
+                    .iter()
+                    .skip(1)
+                    .take_while(|w| w.0 >= base && w.0 + w.1.max(1) <= base + 16)
+                    .count();
+            }
+            if vector > 0 {
+                let (mut mask, mut value) = ([0u8; 16], [0u8; 16]);
+                for &(off, width, m, v) in &tests[..=vector] {
+                    let at = (off - base) as usize;
+                    let n = width as usize;
+                    mask[at..at + n].copy_from_slice(&m[..n]);
+                    value[at..at + n].copy_from_slice(&v[..n]);
+                }
+                let (.., em, ev) = tests[0];
+                let (ew, next) = (windows[0].1, self.b.create_block());
+                let recheck = self.b.create_block();
+                self.stats.loads += 1;
+                self.mask_test(base, 16, &mask, &value, next, recheck);
+                self.b.switch_to_block(recheck);
+                self.mask_test(base, ew, &em, &ev, fail, to);
+                self.b.switch_to_block(next);
+                tests.drain(..=vector);
+            }
+        }
+        for (i, (base, width, mask, value)) in tests.into_iter().enumerate() {
+            let w = &windows[i + if vector > 0 { vector + 1 } else { 0 }];
             let to = match entry {
-                Some((.., to)) if group.iter().any(|&g| cands[g].4.is_none()) => to,
+                Some((.., to)) if is_entry(w) => to,
                 _ => fail,
             };
-            let conds = group.iter().filter_map(|&g| cands[g].4.as_ref());
-            self.stats.coalesced += conds.clone().count().saturating_sub(1);
             self.stats.loads += 1;
-            let a = self.b.ins().iadd_imm(self.pkt, base as i64);
-            let v = self.load_word(a, width, types::I32);
-            let (m, k) = (ne_word(&mask, width) as i64, ne_word(&value, width) as i64);
-            let full = match width {
-                1 => 0xff,
-                2 => 0xffff,
-                4 => u32::MAX as i64,
-                _ => -1,
-            };
-            let v = if m == full {
-                v
-            } else {
-                self.b.ins().band_imm(v, m)
-            };
-            let ok = self.b.ins().icmp_imm(IntCC::Equal, v, k);
             let next = self.b.create_block();
-            self.b.ins().brif(ok, next, &[], to, &[]);
+            self.mask_test(base, width, &mask, &value, next, to);
             self.b.switch_to_block(next);
+        }
+        for w in &windows {
+            let conds: Vec<&Cond> = w.2.iter().filter_map(|&g| cands[g].4.as_ref()).collect();
+            self.stats.coalesced += conds.len().saturating_sub(1);
             for c in conds {
                 for it in items.iter_mut() {
                     if let Some(at) = it.conds.iter().position(|x| x == c) {
@@ -1550,6 +1609,57 @@ impl Gen<'_, '_> {
                 }
             }
         }
+    }
+
+    /// Branch to `yes` when the `width` bytes (1, 2, 4, 8 or 16) at
+    /// `base`, and-ed with `mask`, equal `value` (their first `width`
+    /// bytes, in packet order), else to `no`. Sixteen bytes are one vector
+    /// compare.
+    fn mask_test(
+        &mut self,
+        base: u32,
+        width: u32,
+        mask: &[u8; 16],
+        value: &[u8; 16],
+        yes: Block,
+        no: Block,
+    ) {
+        let a = self.b.ins().iadd_imm(self.pkt, base as i64);
+        if width == 16 {
+            let fl = MemFlags::new().with_notrap().with_readonly();
+            let v = self.b.ins().load(types::I8X16, fl, a, 0);
+            let mut vconst = |bytes: &[u8; 16]| {
+                let c = self.b.func.dfg.constants.insert(bytes.to_vec().into());
+                self.b.ins().vconst(types::I8X16, c)
+            };
+            let (m, k) = (vconst(mask), vconst(value));
+            let v = self.b.ins().band(v, m);
+            let eq = self.b.ins().icmp(IntCC::Equal, v, k);
+            let bits = self.b.ins().vhigh_bits(types::I32, eq);
+            let ok = self.b.ins().icmp_imm(IntCC::Equal, bits, 0xffff);
+            self.b.ins().brif(ok, yes, &[], no, &[]);
+            return;
+        }
+        let word = |b: &[u8; 16]| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&b[..8]);
+            ne_word(&w, width) as i64
+        };
+        let v = self.load_word(a, width, types::I32);
+        let (m, k) = (word(mask), word(value));
+        let full = match width {
+            1 => 0xff,
+            2 => 0xffff,
+            4 => u32::MAX as i64,
+            _ => -1,
+        };
+        let v = if m == full {
+            v
+        } else {
+            self.b.ins().band_imm(v, m)
+        };
+        let ok = self.b.ins().icmp_imm(IntCC::Equal, v, k);
+        self.b.ins().brif(ok, yes, &[], no, &[]);
     }
 
     /// One length check for the fixed-offset reads every item needs (and

@@ -87,7 +87,7 @@ fn key_sets_are_hashed_from_four_keys() {
 /// code for a header of 5 words; it is taken only when the header byte
 /// says so and the packet holds every shared field, and both versions
 /// agree with `Merged` and each filter alone: on headers of every length
-/// from 0 to 15 words, on a header of 5 words whose version nibble is not
+/// from 0 to 15 words (TCP, UDP, a fragment), on a header of 5 words whose version nibble is not
 /// 4, on an IPv6 frame whose first IP byte reads like one, and on every
 /// truncation of them. Probed tables (many keys) and keys in code (a few)
 /// both take the fast version; paths that read nothing behind the header
@@ -109,6 +109,8 @@ fn ipv4_headers_of_five_words_have_their_own_version() {
             let (a, b, p) = (addr(i), addr(50 + i), 1000 + i as u16);
             for ihl in 0..16 {
                 pkts.push(tcp_packet(a, b, p, 80, ihl, 0, 6));
+                pkts.push(tcp_packet(a, b, p, 80, ihl, 0x2001, 6));
+                pkts.push(tcp_packet(a, b, p, 80, ihl, 0, 17));
             }
             let mut odd = tcp_packet(a, b, p, 80, 5, 0, 6);
             odd[14] = 0x65;
