@@ -275,23 +275,16 @@ impl R {
 impl Item {
     /// Every field read of the path: its conditions', then its action's.
     fn reads(&self) -> impl Iterator<Item = R> + '_ {
-        let action: &[R] = match &self.action {
-            Action::Probe { key, .. } => key,
-            Action::Hit { .. } => &[],
+        let (key, layout): (&[R], _) = match &self.action {
+            Action::Probe { key, raw, .. } => (key, raw.as_ref()),
+            Action::Hit { .. } => (&[], None),
         };
-        let layout = match &self.action {
-            Action::Probe { raw: Some(l), .. } => &l.loads[..],
-            _ => &[],
-        };
-        let fixed = match &self.action {
-            Action::Probe { raw: Some(l), .. } => &l.fixed[..],
-            _ => &[],
-        };
+        let packed = layout.into_iter().flat_map(|l| {
+            let loads = l.loads.iter().map(|ld| ld.r);
+            loads.chain(l.fixed.iter().map(|f| f.0))
+        });
         let conds = self.conds.iter().map(|c| c.r);
-        conds
-            .chain(action.iter().copied())
-            .chain(layout.iter().map(|l| l.r))
-            .chain(fixed.iter().map(|f| f.0))
+        conds.chain(key.iter().copied()).chain(packed)
     }
 
     /// The path when the IPv4 header at `hdr` is `words` words long
@@ -320,7 +313,7 @@ impl Item {
 
 /// The first byte of the IPv4 header that every path reads behind, when
 /// they all read behind the same one (and every offset behind it still
-/// fits 32 bits with the header's largest usual length): where
+/// fits 32 bits for a header of 5 words): where
 /// [`Gen::emit_top`] emits a version of the code for a header of 5 words.
 fn common_ipv4_header(items: &[Item]) -> Option<u32> {
     let hdr = items.first()?.reads().find_map(R::ipv4_header)?;
@@ -1529,18 +1522,20 @@ impl Gen<'_, '_> {
                     i = *group.last().unwrap_or(&i) + 1;
                     windows.push((base, w, group));
                 }
-                // Alone (or no wider load fits): the entry byte is still
-                // tested; another condition stays for the paths.
-                _ => {
-                    if cands[i].4.is_none() {
-                        windows.push((base, 1, vec![i]));
-                    }
-                    i += 1;
-                }
+                // Alone, or no wider load fits: the condition stays for
+                // the paths.
+                _ => i += 1,
             }
         }
-        // The entry's window first.
-        windows.sort_by_key(|w| !w.2.iter().any(|&g| cands[g].4.is_none()));
+        // The entry is tested whatever happened to it above (alone, or
+        // passed over by a window that overlaps it), and first.
+        let entry_at = cands.iter().position(|c| c.4.is_none());
+        if let Some(e) = entry_at {
+            if !windows.iter().any(|w| w.2.contains(&e)) {
+                windows.push((cands[e].0, 1, vec![e]));
+            }
+        }
+        windows.sort_by_key(|w| !w.2.iter().any(|&g| Some(g) == entry_at));
         // Each window's bytes to compare: (offset, width, mask, value).
         let bytes = |&(base, width, ref group): &(u32, u32, Vec<usize>)| {
             let (mut mask, mut value) = ([0u8; 16], [0u8; 16]);

@@ -5,7 +5,7 @@ use super::fixtures::{session, tcp_packet};
 use super::*;
 use proptest::prelude::*;
 use sluice_ir::arbitrary::{self, ld};
-use sluice_ir::{Filter, Pred, Size};
+use sluice_ir::{CmpOp, Filter, Pred, Size, Val};
 
 /// Every answer of `n` equals `m`'s and the filters' own, on every packet
 /// cut to every length (or a sample of lengths for long packets).
@@ -95,10 +95,22 @@ fn key_sets_are_hashed_from_four_keys() {
 #[test]
 fn ipv4_headers_of_five_words_have_their_own_version() {
     let addr = |i| 0xc0a8_0000 + i;
-    for (n, small) in [(6u32, SMALL_KEYS), (40, 4)] {
+    // The last set also tests the header's first byte itself, where the
+    // entry test reads, and a field after it that a coalesced compare
+    // from the ethertype reaches past it.
+    for (n, small, byte) in [
+        (6u32, SMALL_KEYS, false),
+        (40, 4, false),
+        (6, SMALL_KEYS, true),
+    ] {
         let filters: Vec<(u32, Filter, i32)> = (0..n)
             .map(|i| {
-                let f = session(addr(i), addr(50 + i), 1000 + i, 80);
+                let mut f = session(addr(i), addr(50 + i), 1000 + i, 80);
+                if byte {
+                    let short = Pred::cmp(CmpOp::Set, ld(16, Size::Half), Val::Const(0x8000));
+                    let v8 = Pred::cmp(CmpOp::Set, ld(14, Size::Byte), Val::Const(0x80));
+                    f = Pred::and(vec![Pred::not(v8), Pred::not(short), f]);
+                }
                 (i, Filter::new(f, 1), 0)
             })
             .collect();
