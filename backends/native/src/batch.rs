@@ -12,6 +12,7 @@
 //! The loop steps a descriptor pointer and a result pointer, so a packet
 //! costs one add for each and one compare, and no multiply.
 
+use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, InstBuilder, MemFlags, Type, Value};
 use cranelift_frontend::FunctionBuilder;
 use std::mem::{offset_of, size_of, MaybeUninit};
@@ -110,6 +111,33 @@ impl DescLayout {
         let caplen = b.ins().load(types::I64, fl, d, self.caplen as i32);
         let wirelen = b.ins().load(types::I32, fl, d, self.wirelen as i32);
         (pkt, caplen, wirelen)
+    }
+
+    /// In generated code: the end of `n` descriptors from `descs`.
+    pub(crate) fn end(&self, b: &mut FunctionBuilder, ptr: Type, descs: Value, n: Value) -> Value {
+        let span = b.ins().imul_imm(n, self.stride as i64);
+        let span = if ptr == types::I64 {
+            span
+        } else {
+            b.ins().ireduce(ptr, span)
+        };
+        b.ins().iadd(descs, span)
+    }
+
+    /// In generated code: a batch loop's step from the descriptor at `d`
+    /// and the result word at `slot` to the next of each, and whether the
+    /// next descriptor is before `stop`.
+    pub(crate) fn step(
+        &self,
+        b: &mut FunctionBuilder,
+        d: Value,
+        slot: Value,
+        stop: Value,
+    ) -> (Value, Value, Value) {
+        let d1 = b.ins().iadd_imm(d, self.stride as i64);
+        let slot1 = b.ins().iadd_imm(slot, size_of::<u32>() as i64);
+        let more = b.ins().icmp(IntCC::UnsignedLessThan, d1, stop);
+        (d1, slot1, more)
     }
 }
 

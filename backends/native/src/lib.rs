@@ -431,13 +431,7 @@ fn build(
                 let exit = b.create_block();
                 // entry: if n == 0 return, else head(descs, out), with the
                 // end of the descriptors in `end`.
-                let span = b.ins().imul_imm(n, layout.stride as i64);
-                let span = if ptr == types::I64 {
-                    span
-                } else {
-                    b.ins().ireduce(ptr, span)
-                };
-                let end = b.ins().iadd(descs, span);
+                let end = layout.end(&mut b, ptr, descs, n);
                 b.ins().brif(n, head, &[descs, out], exit, &[]);
                 // head(d, slot): read the descriptor at d, then the filter.
                 b.switch_to_block(head);
@@ -445,9 +439,7 @@ fn build(
                 b.ins().jump(start, &[]);
                 // next: d + stride < end ? head(d + stride, slot + 4) : return.
                 b.switch_to_block(next);
-                let d1 = b.ins().iadd_imm(d, layout.stride as i64);
-                let slot1 = b.ins().iadd_imm(slot, std::mem::size_of::<u32>() as i64);
-                let more = b.ins().icmp(IntCC::UnsignedLessThan, d1, end);
+                let (d1, slot1, more) = layout.step(&mut b, d, slot, end);
                 b.ins().brif(more, head, &[d1, slot1], exit, &[]);
                 b.switch_to_block(exit);
                 b.ins().return_(&[]);

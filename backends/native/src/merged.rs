@@ -824,8 +824,7 @@ fn compile_fn(
             let d = b.append_block_param(head, ptr);
             let slot = b.append_block_param(head, ptr);
             let exit = b.create_block();
-            let span = b.ins().imul_imm(n, stride);
-            let end = b.ins().iadd(descs, span);
+            let end = layout.end(&mut b, ptr, descs, n);
             let mut chunk = None;
             if kind == FnKind::Batch {
                 // entry: if n == 0 return, else head(descs, out).
@@ -951,10 +950,8 @@ fn compile_fn(
                 });
                 for blk in std::iter::once(done).chain(std::mem::take(&mut g.steps)) {
                     g.b.switch_to_block(blk);
-                    let d1 = g.b.ins().iadd_imm(d, stride);
-                    let slot1 = g.b.ins().iadd_imm(slot, 4);
                     let stop = g.b.use_var(stop);
-                    let more = g.b.ins().icmp(IntCC::UnsignedLessThan, d1, stop);
+                    let (d1, slot1, more) = layout.step(&mut g.b, d, slot, stop);
                     match next {
                         None => g.b.ins().brif(more, head, &[d1, slot1], exit, &[]),
                         Some(next) => g.b.ins().brif(more, head, &[d1, slot1], next, &[d1, slot1]),
@@ -1001,6 +998,38 @@ fn chunk_end(b: &mut FunctionBuilder, d: Value, end: Value) -> Value {
         .ins()
         .iadd_imm(d, (PIPE * DescLayout::get().stride) as i64);
     b.ins().umin(ahead, end)
+}
+
+/// A coalesced compare: the `width` bytes (1, 2, 4, 8 or 16) at `base`,
+/// and-ed with `mask`, equal `value` (both in packet order; bytes past
+/// `width` are zero).
+#[derive(Clone, Copy)]
+struct MaskTest {
+    base: u32,
+    width: u32,
+    mask: [u8; 16],
+    value: [u8; 16],
+}
+
+impl MaskTest {
+    /// Nothing tested yet.
+    fn new(base: u32, width: u32) -> MaskTest {
+        let (mask, value) = ([0; 16], [0; 16]);
+        MaskTest {
+            base,
+            width,
+            mask,
+            value,
+        }
+    }
+
+    /// Also test the bytes at `off` (inside the window): `mask` and
+    /// `value`, packet order.
+    fn put(&mut self, off: u32, mask: &[u8], value: &[u8]) {
+        let at = (off - self.base) as usize;
+        self.mask[at..at + mask.len()].copy_from_slice(mask);
+        self.value[at..at + value.len()].copy_from_slice(value);
+    }
 }
 
 /// What is known at a point of the generated code (it dominates there).
@@ -1500,9 +1529,21 @@ impl Gen<'_, '_> {
             cands.push((off, 1, mask, value, None));
         }
         cands.sort_by_key(|c| (c.0, c.1));
+        let entry_at = cands.iter().position(|c| c.4.is_none());
+        // A window's compare from the candidates `group` (the first at `base`).
+        let window = |base: u32, width: u32, group: &[usize]| {
+            let mut t = MaskTest::new(base, width);
+            for &g in group {
+                let (off, size, m, v, _) = cands[g];
+                let n = size as usize;
+                t.put(off, &m.to_be_bytes()[4 - n..], &v.to_be_bytes()[4 - n..]);
+            }
+            let conds: Vec<Cond> = group.iter().filter_map(|&g| cands[g].4.clone()).collect();
+            (t, group.iter().any(|&g| Some(g) == entry_at), conds)
+        };
         // Windows of candidates that fit in 8 bytes from the first without
-        // overlapping, as (first offset, width, candidates).
-        let mut windows: Vec<(u32, u32, Vec<usize>)> = Vec::new();
+        // overlapping: (compare, has the entry, conditions).
+        let mut windows = Vec::new();
         let mut i = 0;
         while i < cands.len() {
             let base = cands[i].0;
@@ -1520,7 +1561,7 @@ impl Gen<'_, '_> {
             match width.filter(|w| (base + w) as u64 <= ctx.known) {
                 Some(w) if group.len() > 1 => {
                     i = *group.last().unwrap_or(&i) + 1;
-                    windows.push((base, w, group));
+                    windows.push(window(base, w, &group));
                 }
                 // Alone, or no wider load fits: the condition stays for
                 // the paths.
@@ -1529,72 +1570,51 @@ impl Gen<'_, '_> {
         }
         // The entry is tested whatever happened to it above (alone, or
         // passed over by a window that overlaps it), and first.
-        let entry_at = cands.iter().position(|c| c.4.is_none());
         if let Some(e) = entry_at {
-            if !windows.iter().any(|w| w.2.contains(&e)) {
-                windows.push((cands[e].0, 1, vec![e]));
+            if !windows.iter().any(|w| w.1) {
+                windows.push(window(cands[e].0, 1, &[e]));
             }
         }
-        windows.sort_by_key(|w| !w.2.iter().any(|&g| Some(g) == entry_at));
-        // Each window's bytes to compare: (offset, width, mask, value).
-        let bytes = |&(base, width, ref group): &(u32, u32, Vec<usize>)| {
-            let (mut mask, mut value) = ([0u8; 16], [0u8; 16]);
-            for &g in group {
-                let (off, size, m, v, _) = cands[g];
-                let at = (off - base) as usize;
-                let n = size as usize;
-                mask[at..at + n].copy_from_slice(&m.to_be_bytes()[4 - n..]);
-                value[at..at + n].copy_from_slice(&v.to_be_bytes()[4 - n..]);
-            }
-            (base, width, mask, value)
-        };
-        let mut tests: Vec<_> = windows.iter().map(bytes).collect();
-        let is_entry = |w: &(u32, u32, Vec<usize>)| w.2.iter().any(|&g| cands[g].4.is_none());
-        // The entry's window and the windows after it within 16 bytes of
-        // its start are one vector compare; when that fails, the entry's
-        // own compare tells which way to go.
-        let mut vector = 0;
-        if let (Some(first), Some((.., to))) = (windows.first(), entry) {
-            let base = first.0;
-            if is_entry(first) && base as u64 + 16 <= ctx.known {
-                vector = windows
-                    .iter()
-                    .skip(1)
-                    .take_while(|w| w.0 >= base && w.0 + w.1.max(1) <= base + 16)
-                    .count();
-            }
-            if vector > 0 {
-                let (mut mask, mut value) = ([0u8; 16], [0u8; 16]);
-                for &(off, width, m, v) in &tests[..=vector] {
-                    let at = (off - base) as usize;
-                    let n = width as usize;
-                    mask[at..at + n].copy_from_slice(&m[..n]);
-                    value[at..at + n].copy_from_slice(&v[..n]);
+        windows.sort_by_key(|w| !w.1);
+        let mut rest = &windows[..];
+        if let (Some((first, true, _)), Some((.., to))) = (windows.first(), entry) {
+            // The entry's window and the windows after it within 16 bytes
+            // of its start are one vector compare; when that fails, the
+            // entry's own compare tells which way to go.
+            let base = first.base;
+            let within = |w: &&(MaskTest, bool, Vec<Cond>)| {
+                w.0.base >= base && w.0.base + w.0.width <= base + 16
+            };
+            let n = match base as u64 + 16 <= ctx.known {
+                true => windows[1..].iter().take_while(within).count(),
+                false => 0,
+            };
+            if n > 0 {
+                let mut all = MaskTest::new(base, 16);
+                for (t, ..) in &windows[..=n] {
+                    let w = t.width as usize;
+                    all.put(t.base, &t.mask[..w], &t.value[..w]);
                 }
-                let (.., em, ev) = tests[0];
-                let (ew, next) = (windows[0].1, self.b.create_block());
-                let recheck = self.b.create_block();
+                let (next, recheck) = (self.b.create_block(), self.b.create_block());
                 self.stats.loads += 1;
-                self.mask_test(base, 16, &mask, &value, next, recheck);
+                self.mask_test(&all, next, recheck);
                 self.b.switch_to_block(recheck);
-                self.mask_test(base, ew, &em, &ev, fail, to);
+                self.mask_test(first, fail, to);
                 self.b.switch_to_block(next);
-                tests.drain(..=vector);
+                rest = &windows[n + 1..];
             }
         }
-        for (i, (base, width, mask, value)) in tests.into_iter().enumerate() {
-            let w = &windows[i + if vector > 0 { vector + 1 } else { 0 }];
+        for (t, has_entry, _) in rest {
             let to = match entry {
-                Some((.., to)) if is_entry(w) => to,
+                Some((.., to)) if *has_entry => to,
                 _ => fail,
             };
             self.stats.loads += 1;
             let next = self.b.create_block();
-            self.mask_test(base, width, &mask, &value, next, to);
+            self.mask_test(t, next, to);
             self.b.switch_to_block(next);
         }
-        for w in &windows {
-            let conds: Vec<&Cond> = w.2.iter().filter_map(|&g| cands[g].4.as_ref()).collect();
+        for (_, _, conds) in &windows {
             self.stats.coalesced += conds.len().saturating_sub(1);
             for c in conds {
                 for it in items.iter_mut() {
@@ -1606,28 +1626,18 @@ impl Gen<'_, '_> {
         }
     }
 
-    /// Branch to `yes` when the `width` bytes (1, 2, 4, 8 or 16) at
-    /// `base`, and-ed with `mask`, equal `value` (their first `width`
-    /// bytes, in packet order), else to `no`. Sixteen bytes are one vector
-    /// compare.
-    fn mask_test(
-        &mut self,
-        base: u32,
-        width: u32,
-        mask: &[u8; 16],
-        value: &[u8; 16],
-        yes: Block,
-        no: Block,
-    ) {
-        let a = self.b.ins().iadd_imm(self.pkt, base as i64);
-        if width == 16 {
+    /// Branch to `yes` when `t` holds, else to `no`. Sixteen bytes are one
+    /// vector compare.
+    fn mask_test(&mut self, t: &MaskTest, yes: Block, no: Block) {
+        let a = self.b.ins().iadd_imm(self.pkt, t.base as i64);
+        if t.width == 16 {
             let fl = MemFlags::new().with_notrap().with_readonly();
             let v = self.b.ins().load(types::I8X16, fl, a, 0);
             let mut vconst = |bytes: &[u8; 16]| {
                 let c = self.b.func.dfg.constants.insert(bytes.to_vec().into());
                 self.b.ins().vconst(types::I8X16, c)
             };
-            let (m, k) = (vconst(mask), vconst(value));
+            let (m, k) = (vconst(&t.mask), vconst(&t.value));
             let v = self.b.ins().band(v, m);
             let eq = self.b.ins().icmp(IntCC::Equal, v, k);
             let bits = self.b.ins().vhigh_bits(types::I32, eq);
@@ -1638,11 +1648,11 @@ impl Gen<'_, '_> {
         let word = |b: &[u8; 16]| {
             let mut w = [0u8; 8];
             w.copy_from_slice(&b[..8]);
-            ne_word(&w, width) as i64
+            ne_word(&w, t.width) as i64
         };
-        let v = self.load_word(a, width, types::I32);
-        let (m, k) = (word(mask), word(value));
-        let full = match width {
+        let v = self.load_word(a, t.width, types::I32);
+        let (m, k) = (word(&t.mask), word(&t.value));
+        let full = match t.width {
             1 => 0xff,
             2 => 0xffff,
             4 => u32::MAX as i64,
