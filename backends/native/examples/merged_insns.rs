@@ -15,9 +15,11 @@
 //! packet too, on the packets in a shuffled order (`SHUFFLE=1`: 4096
 //! packets of random sessions, so that branches are not predictable;
 //! `PACKETS=K` makes it K packets, so that with many sessions the table's
-//! slots come from memory rather than the cache; `PREFETCH=B` prefetches
+//! slots come from memory rather than the cache; `HOT=K` draws them from
+//! the first K sessions only; `PREFETCH=B` prefetches
 //! tables of at least B bytes, as `NativeMerged::with_prefetch_bytes`
-//! does). Session ports wrap
+//! does). The packets lie back to back in one buffer and the clock starts
+//! after they are built. Session ports wrap
 //! every 64,000 sessions so that every filter stays matchable.
 
 use sluice_classifier::merged::{Compiled, Merged, Scratch};
@@ -58,12 +60,17 @@ fn main() {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(4096);
+        let hot = std::env::var("HOT")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(n as u64)
+            .clamp(1, n as u64);
         pkts = (0..count)
             .map(|_| {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                let i = (x % n as u64) as u32;
+                let i = (x % hot) as u32;
                 packet(
                     0x0a00_0000 + i,
                     0xc0a8_0000 + 7 * i,
@@ -81,19 +88,23 @@ fn main() {
     if let Some(bytes) = std::env::var("PREFETCH").ok().and_then(|s| s.parse().ok()) {
         nm = nm.with_prefetch_bytes(bytes);
     }
-    let t = std::time::Instant::now();
     let mut s = Scratch::default();
     let mut found = 0u64;
     let batch = std::env::var_os("BATCH").is_some();
-    let slices: Vec<(&[u8], u32)> = pkts.iter().map(|p| (&p[..], 54)).collect();
+    // The packets back to back in one buffer, as a capture read into
+    // memory holds them (separate allocations would land wherever the
+    // allocator has room, so that reading them in order misses the caches).
+    let bytes: Vec<u8> = pkts.concat();
+    let slices: Vec<(&[u8], u32)> = bytes.chunks(54).map(|p| (p, 54)).collect();
     let mut firsts = vec![None; slices.len()];
+    let t = std::time::Instant::now();
     for _ in 0..iters * batch as usize {
         nm.classify_first_batch(black_box(&slices), &mut s, &mut firsts);
         found += firsts.iter().filter(|f| f.is_some()).count() as u64;
     }
     for _ in 0..iters * !batch as usize {
-        for p in &pkts {
-            let p = black_box(&p[..]);
+        for &(p, _) in &slices {
+            let p = black_box(p);
             let r = if rust {
                 m.classify_first(p, 54, &mut s)
             } else {
