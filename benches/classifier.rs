@@ -33,6 +33,7 @@
 use sluice_classifier::path::{Atom, Test};
 use sluice_classifier::table::hash;
 use sluice_classifier::{merged::Compiled, Classifier, Reader};
+use sluice_native::merged::floor::MemoryFloor;
 use sluice_native::merged::NativeClassifier;
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -370,6 +371,9 @@ struct Row {
     native: f64,
     /// Its first-match batch call, 64 packets per call.
     native_batch: f64,
+    /// [`MemoryFloor`] on the same packets, its table as large as the
+    /// packed tables.
+    floor: f64,
     /// Bytes per filter of its tables: the group's own and the packed
     /// copy its code probes.
     native_bytes: f64,
@@ -416,11 +420,16 @@ fn run_size(n: usize, layout: &Layout, dump: Option<&PathBuf>) -> Row {
         "every session packet matches once"
     );
     assert_eq!(batched(&r, &pkts, 16), packets.hits);
-    let (native, native_batch, native_bytes) = {
+    let (native, native_batch, native_bytes, floor) = {
         let nc = install_native(&sessions, layout);
         let bytes = nc
             .published(|e| e.merged().table_bytes() + e.packed_bytes())
             .expect("published");
+        // Memory alone: each packet's header line and one random line of
+        // a table the size of the packed tables the batch code probes.
+        let packed = nc.published(|e| e.packed_bytes()).expect("published");
+        let floor = MemoryFloor::new(packed);
+        let floor = ns_per_packet(pkts.len(), || floor.run(black_box(&pkts)) as usize);
         let nr = nc.reader();
         let firsts = || {
             let mut out = [None; 64];
@@ -455,6 +464,7 @@ fn run_size(n: usize, layout: &Layout, dump: Option<&PathBuf>) -> Row {
             ns_per_packet(pkts.len(), pass),
             ns_per_packet(pkts.len(), firsts),
             bytes as f64 / n as f64,
+            floor,
         )
     };
 
@@ -519,6 +529,7 @@ fn run_size(n: usize, layout: &Layout, dump: Option<&PathBuf>) -> Row {
         classify,
         native,
         native_batch,
+        floor,
         native_bytes,
         batch16,
         batch32,
@@ -592,18 +603,18 @@ fn main() {
         "{} packets in memory: 90% TCP of an installed session (uniform), 5% TCP of no session, 3% UDP, 2% IPv6/TCP\n",
         packet_count()
     );
-    println!("| N | sluice classify | sluice batch 16 | sluice batch 32 | sluice native classify | sluice native first-match batch 64 | libpcap × N (CSPF/BPF) | libpcap / batch 16 | collisions: classify | collisions: batch 16 | key-only inserts/s | table bytes / filter | native table bytes / filter | RSS growth / filter |");
+    println!("| N | sluice classify | sluice batch 16 | sluice batch 32 | sluice native classify | sluice native first-match batch 64 | memory floor | libpcap × N (CSPF/BPF) | libpcap / batch 16 | collisions: classify | collisions: batch 16 | key-only inserts/s | table bytes / filter | native table bytes / filter | RSS growth / filter |");
     println!(
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     );
-    let mut tsv = String::from("n\tclassify\tbatch16\tbatch32\tlibpcap\tlibpcap_packets\tcollide_classify\tcollide_batch16\tinserts_per_s\ttable_bytes\trss_bytes\tnative\tnative_batch\tnative_bytes\n");
+    let mut tsv = String::from("n\tclassify\tbatch16\tbatch32\tlibpcap\tlibpcap_packets\tcollide_classify\tcollide_batch16\tinserts_per_s\ttable_bytes\trss_bytes\tnative\tnative_batch\tnative_bytes\tfloor\n");
     let mut base = None;
     for &n in &sizes {
         let row = run_size(n, &layout, dump.as_ref());
         let base = *base.get_or_insert((row.classify, row.batch16));
         let opt = |x: Option<f64>| x.map_or("-".to_string(), fmt_ns);
         println!(
-            "| {} | {} ({:.2}×) | {} ({:.2}×) | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} B | {:.0} B | {:.0} B |",
+            "| {} | {} ({:.2}×) | {} ({:.2}×) | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} B | {:.0} B | {:.0} B |",
             row.n,
             fmt_ns(row.classify),
             row.classify / base.0,
@@ -612,6 +623,7 @@ fn main() {
             fmt_ns(row.batch32),
             fmt_ns(row.native),
             fmt_ns(row.native_batch),
+            fmt_ns(row.floor),
             opt(row.libpcap),
             row.libpcap
                 .map_or("-".into(), |l| format!("{:.1}×", l / row.batch16)),
@@ -630,7 +642,7 @@ fn main() {
         let num = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
         let _ = writeln!(
             tsv,
-            "{}\t{:.2}\t{:.2}\t{:.2}\t{}\t{}\t{}\t{}\t{:.0}\t{:.1}\t{:.1}\t{:.2}\t{:.2}\t{:.1}",
+            "{}\t{:.2}\t{:.2}\t{:.2}\t{}\t{}\t{}\t{}\t{:.0}\t{:.1}\t{:.1}\t{:.2}\t{:.2}\t{:.1}\t{:.2}",
             row.n,
             row.classify,
             row.batch16,
@@ -644,7 +656,8 @@ fn main() {
             row.rss_bytes,
             row.native,
             row.native_batch,
-            row.native_bytes
+            row.native_bytes,
+            row.floor
         );
     }
     if let Some(dir) = &dump {

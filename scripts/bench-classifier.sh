@@ -49,16 +49,16 @@ def ns(x):
     if x >= 1e6: return "%.2f ms" % (x / 1e6)
     if x >= 1e4: return "%.1f µs" % (x / 1e3)
     return "%.1f ns" % x
-print("| N | sluice classify | sluice batch 16 | sluice batch 32 | sluice native classify | sluice native first-match batch 64 | handdemux.c | libpcap × N (pcap crate) | libpcap × N (multibpf.c) | libpcap / sluice batch 16 | collisions: classify | collisions: batch 16 | key-only inserts/s | table B / filter | native tables B / filter | RSS B / filter |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+print("| N | sluice classify | sluice batch 16 | sluice batch 32 | sluice native classify | sluice native first-match batch 64 | memory floor | handdemux.c | libpcap × N (pcap crate) | libpcap × N (multibpf.c) | libpcap / sluice batch 16 | collisions: classify | collisions: batch 16 | key-only inserts/s | table B / filter | native tables B / filter | RSS B / filter |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for r in rows:
     d = dict(zip(head, r))
     n = int(d["n"])
     lp = d["libpcap"]
     ratio = "-" if lp == "-" else "%.0f×" % (float(lp) / float(d["batch16"]))
     ins = float(d["inserts_per_s"])
-    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-        f"{n:,}", ns(d["classify"]), ns(d["batch16"]), ns(d["batch32"]), ns(d.get("native")), ns(d.get("native_batch")), ns(hand.get(n)),
+    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        f"{n:,}", ns(d["classify"]), ns(d["batch16"]), ns(d["batch32"]), ns(d.get("native")), ns(d.get("native_batch")), ns(d.get("floor")), ns(hand.get(n)),
         ns(lp), ns(multi.get(n)), ratio, ns(d["collide_classify"]), ns(d["collide_batch16"]),
         "-" if n == 1 or ins != ins else "%.2f M" % (ins / 1e6),
         "%.0f" % float(d["table_bytes"]), "%.0f" % float(d["native_bytes"]), "%.0f" % float(d["rss_bytes"])))

@@ -13,6 +13,7 @@ SERIES = [
     ("sluice classify", "sluice, per packet", "#1f77b4", ""),
     ("sluice batch 16", "sluice, batches of 16", "#2ca02c", ""),
     ("sluice native first-match batch 64", "sluice native code, batches of 64", "#9467bd", ""),
+    ("memory floor", "memory floor (header + one table line)", "#7f7f7f", "1,3"),
     ("handdemux.c", "handdemux.c (hand-written hash)", "#ff7f0e", "6,3"),
     ("libpcap × N (pcap crate)", "libpcap, N programs in sequence", "#d62728", "2,3"),
 ]

@@ -74,6 +74,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+pub mod floor;
 mod raw;
 mod slots;
 use raw::{Layout, RawTable, RAW_MIX, RAW_MUL};
