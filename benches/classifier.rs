@@ -402,6 +402,17 @@ fn run_size(n: usize, layout: &Layout, dump: Option<&PathBuf>) -> Row {
     let rss0 = rss();
     let (c, took) = install(&sessions, layout);
     let rss1 = rss();
+    // Up to 10,000 sessions the key-only inserts take well under a
+    // millisecond, so one preemption would decide the figure: the median
+    // of 5 fresh installs.
+    let took = if n <= 10_000 {
+        let mut runs: Vec<Duration> = (0..4).map(|_| install(&sessions, layout).1).collect();
+        runs.push(took);
+        runs.sort();
+        runs[2]
+    } else {
+        took
+    };
     let (filters, groups, whole, table) = c.stats();
     assert_eq!(
         (filters, groups, whole),
