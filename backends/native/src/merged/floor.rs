@@ -8,8 +8,10 @@ use crate::batch::prefetch;
 /// Words in a 64-byte cache line.
 const LINE_WORDS: usize = 8;
 
-/// How many packets ahead [`MemoryFloor::run`] prefetches: as far as the
-/// pipelined batch functions reach (two chunks).
+/// How many packets ahead [`MemoryFloor::run`] prefetches: two of the
+/// pipelined batch functions' chunks (a C loop of the same kind over a
+/// 64 MiB table took 8.5, 8.3 and 8.8 ns a packet prefetching 16, 32 and
+/// 64 packets ahead).
 const AHEAD: usize = 2 * PIPE;
 
 /// The least any hash demultiplexer can spend per packet on this machine:
