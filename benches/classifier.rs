@@ -33,7 +33,7 @@
 use sluice_classifier::path::{Atom, Test};
 use sluice_classifier::table::hash;
 use sluice_classifier::{merged::Compiled, Classifier, Reader};
-use sluice_native::merged::floor::MemoryFloor;
+use sluice_native::floor::MemoryFloor;
 use sluice_native::merged::NativeClassifier;
 use std::fmt::Write as _;
 use std::hint::black_box;

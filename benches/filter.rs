@@ -16,6 +16,7 @@
 //! libpcap's time over it bounds the speed-up any filter could show here.
 
 use sluice::capture::CaptureReader;
+use sluice::native::floor::header_bytes;
 use sluice::native::NativeFilter;
 use sluice::{LinkType, Program};
 use std::hint::black_box;
@@ -55,68 +56,63 @@ fn load_packets() -> Vec<(Vec<u8>, u32)> {
     out
 }
 
-/// Median ns per packet of `f` over all packets.
-fn time(pkts: &[(Vec<u8>, u32)], mut f: impl FnMut(&[u8], u32) -> bool) -> f64 {
+/// Median ns per packet of 9 timings of 20 calls of `pass`, each over
+/// `packets` packets (`pass` returns what it found, so that it cannot be
+/// left out).
+fn median_ns(packets: usize, mut pass: impl FnMut() -> u64) -> f64 {
     let mut runs = Vec::new();
     for _ in 0..9 {
         let t = Instant::now();
-        let mut n = 0usize;
+        let mut n = 0u64;
         for _ in 0..20 {
-            for (p, w) in pkts {
-                n += f(black_box(p), *w) as usize;
-            }
+            n = n.wrapping_add(pass());
         }
         black_box(n);
-        runs.push(t.elapsed().as_nanos() as f64 / (20 * pkts.len()) as f64);
+        runs.push(t.elapsed().as_nanos() as f64 / (20 * packets) as f64);
     }
     runs.sort_by(|a, b| a.partial_cmp(b).unwrap());
     runs[runs.len() / 2]
+}
+
+/// Median ns per packet of `f` over all packets.
+fn time(pkts: &[(Vec<u8>, u32)], mut f: impl FnMut(&[u8], u32) -> bool) -> f64 {
+    median_ns(pkts.len(), || {
+        pkts.iter().map(|(p, w)| f(black_box(p), *w) as u64).sum()
+    })
+}
+
+/// The packets as the batch paths take them.
+fn refs(pkts: &[(Vec<u8>, u32)]) -> Vec<(&[u8], u32)> {
+    pkts.iter().map(|(p, w)| (&p[..], *w)).collect()
 }
 
 /// Median ns per packet of `native.run_batch` over all packets, in batches
 /// of 32 consecutive packets of the same list.
 fn time_batch(pkts: &[(Vec<u8>, u32)], native: &NativeFilter) -> f64 {
-    let refs: Vec<(&[u8], u32)> = pkts.iter().map(|(p, w)| (&p[..], *w)).collect();
+    let refs = refs(pkts);
     let mut out = [0u32; 32];
-    let mut runs = Vec::new();
-    for _ in 0..9 {
-        let t = Instant::now();
-        let mut n = 0usize;
-        for _ in 0..20 {
-            for batch in black_box(&refs[..]).chunks(32) {
-                let out = &mut out[..batch.len()];
-                native.run_batch(batch, out);
-                n += out.iter().filter(|&&v| v != 0).count();
-            }
+    median_ns(pkts.len(), || {
+        let mut n = 0;
+        for batch in black_box(&refs[..]).chunks(32) {
+            let out = &mut out[..batch.len()];
+            native.run_batch(batch, out);
+            n += out.iter().filter(|&&v| v != 0).count() as u64;
         }
-        black_box(n);
-        runs.push(t.elapsed().as_nanos() as f64 / (20 * pkts.len()) as f64);
-    }
-    runs.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    runs[runs.len() / 2]
+        n
+    })
 }
 
 /// Median ns per packet of a loop over the same `(&[u8], u32)` list as
-/// [`time_batch`] that reads each packet's first and 64th byte (or its
-/// last, if shorter) and nothing else.
+/// [`time_batch`] that reads each packet's header bytes
+/// ([`header_bytes`]) and nothing else.
 fn time_floor(pkts: &[(Vec<u8>, u32)]) -> f64 {
-    let refs: Vec<(&[u8], u32)> = pkts.iter().map(|(p, w)| (&p[..], *w)).collect();
-    let mut runs = Vec::new();
-    for _ in 0..9 {
-        let t = Instant::now();
-        let mut sum = 0u64;
-        for _ in 0..20 {
-            for (p, _) in black_box(&refs[..]) {
-                let last = p.len().min(64).saturating_sub(1);
-                let first = p.first().copied().unwrap_or(0) as u64;
-                sum = sum.wrapping_add(first + p.get(last).copied().unwrap_or(0) as u64);
-            }
-        }
-        black_box(sum);
-        runs.push(t.elapsed().as_nanos() as f64 / (20 * pkts.len()) as f64);
-    }
-    runs.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    runs[runs.len() / 2]
+    let refs = refs(pkts);
+    median_ns(pkts.len(), || {
+        black_box(&refs[..])
+            .iter()
+            .map(|(p, _)| header_bytes(p))
+            .fold(0u64, u64::wrapping_add)
+    })
 }
 
 fn main() {

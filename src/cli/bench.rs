@@ -385,11 +385,7 @@ fn one(
         let (ns, _) = time(budget, n, || {
             packets
                 .iter()
-                .map(|(d, _)| {
-                    let last = d.len().min(64).saturating_sub(1);
-                    d.first().copied().unwrap_or(0) as u64
-                        + d.get(last).copied().unwrap_or(0) as u64
-                })
+                .map(|(d, _)| sluice_native::floor::header_bytes(d))
                 .sum::<u64>()
         });
         floor = Some(ns);

@@ -68,6 +68,7 @@
 #![warn(missing_docs)]
 
 mod batch;
+pub mod floor;
 pub mod fpl;
 pub mod merged;
 mod settle;

@@ -74,9 +74,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub mod floor;
 mod raw;
-mod slots;
+pub(crate) mod slots;
 use raw::{Layout, RawTable, RAW_MIX, RAW_MUL};
 
 /// Groups with at most this many keys have their keys compiled into the
@@ -101,7 +100,7 @@ const MAX_UNIT_GROUPS: usize = 64;
 /// Packets per chunk of a batch function's software pipeline over a large
 /// table: the slots of one chunk are prefetched while the chunk before is
 /// probed.
-const PIPE: usize = 16;
+pub(crate) const PIPE: usize = 16;
 
 /// One match found by generated code: a group and the slot of its key.
 #[repr(C)]
@@ -3084,11 +3083,15 @@ impl NativeMerged {
         }
     }
 
-    /// True when batch calls take a pipelined function.
+    /// True when batch calls take a pipelined function (one chosen by
+    /// [`NativeMerged::choose_batch_fns`] is not its unit's plain one).
     #[cfg(test)]
     fn pipelines(&self) -> bool {
-        let big = |p: &Pipelined| p.big(&self.descs, self.prefetch_bytes);
-        self.code.units.iter().flat_map(|u| &u.pipelined).any(big)
+        let units = self.code.units.iter();
+        self.batch_fns
+            .iter()
+            .zip(units)
+            .any(|(&f, u)| f as usize != u.batch as usize)
     }
 
     /// Two functions' result words for one packet as one: a match in

@@ -15,13 +15,13 @@ const HUGE_MIN: usize = 4 << 20;
 const HUGE: usize = 2 << 20;
 
 /// Zeroed words, on the heap or mapped on huge pages.
-pub(super) enum Slots {
+pub(crate) enum Slots {
     Heap(Vec<u64>),
     Mapped(Mapping),
 }
 
 /// An anonymous mapping holding `len` words from `words`.
-pub(super) struct Mapping {
+pub(crate) struct Mapping {
     base: *mut libc::c_void,
     size: usize,
     words: *mut u64,

@@ -1,9 +1,27 @@
-//! A yardstick for the batch path over large tables: what memory alone
-//! costs a hash demultiplexer ([`MemoryFloor`]).
+//! Yardsticks for the benchmarks: what reading the packets costs a single
+//! filter ([`header_bytes`]), and what memory alone costs a hash
+//! demultiplexer over a large table ([`MemoryFloor`]).
 
-use super::slots::Slots;
-use super::PIPE;
 use crate::batch::prefetch;
+use crate::merged::slots::Slots;
+use crate::merged::PIPE;
+
+/// The first byte of a packet's first cache line and its 64th byte (or its
+/// last, if shorter), added: the read of the header bytes filters test,
+/// with nothing tested. A loop of this alone over the packets is the floor
+/// under any filter that reads them (`sluice bench`'s "memory floor", the
+/// filter bench's "loop floor").
+///
+/// ```
+/// assert_eq!(sluice_native::floor::header_bytes(&[3, 0, 4]), 7);
+/// assert_eq!(sluice_native::floor::header_bytes(&[]), 0);
+/// ```
+#[inline]
+pub fn header_bytes(pkt: &[u8]) -> u64 {
+    let last = pkt.len().min(64).saturating_sub(1);
+    let first = pkt.first().copied().unwrap_or(0) as u64;
+    first + pkt.get(last).copied().unwrap_or(0) as u64
+}
 
 /// Words in a 64-byte cache line.
 const LINE_WORDS: usize = 8;
@@ -24,7 +42,7 @@ const AHEAD: usize = 2 * PIPE;
 /// classifier adds is its own work, what is left is memory's.
 ///
 /// ```
-/// use sluice_native::merged::floor::MemoryFloor;
+/// use sluice_native::floor::MemoryFloor;
 /// let floor = MemoryFloor::new(1 << 20);
 /// let pkt = [0u8; 54];
 /// let pkts = [(&pkt[..], 54)];
@@ -71,18 +89,31 @@ impl MemoryFloor {
         (h >> 32) as usize & self.mask
     }
 
+    /// Prefetch the line `pkt` picks; that line's first word's index.
+    fn fetch(&self, pkt: &[u8]) -> usize {
+        let at = self.line(pkt) * LINE_WORDS;
+        prefetch(self.slots[at..].as_ptr().cast());
+        at
+    }
+
     /// One pass over `pkts`; the sum of the bytes and words read (so that
-    /// the reads cannot be left out).
+    /// the reads cannot be left out). Each packet is hashed once, [`AHEAD`]
+    /// packets before its line is read.
     pub fn run(&self, pkts: &[(&[u8], u32)]) -> u64 {
+        // Where the next `AHEAD` packets' lines start, by packet index
+        // modulo `AHEAD`.
+        let mut ahead = [0usize; AHEAD];
+        for (at, (p, _)) in ahead.iter_mut().zip(pkts) {
+            *at = self.fetch(p);
+        }
         let mut sum = 0u64;
         for (i, (p, _)) in pkts.iter().enumerate() {
+            let at = &mut ahead[i % AHEAD];
+            sum = sum.wrapping_add(header_bytes(p));
+            sum = sum.wrapping_add(self.slots[*at]);
             if let Some((q, _)) = pkts.get(i + AHEAD) {
-                prefetch(self.slots[self.line(q) * LINE_WORDS..].as_ptr().cast());
+                *at = self.fetch(q);
             }
-            let last = p.len().min(64).saturating_sub(1);
-            let first = p.first().copied().unwrap_or(0) as u64;
-            sum = sum.wrapping_add(first + p.get(last).copied().unwrap_or(0) as u64);
-            sum = sum.wrapping_add(self.slots[self.line(p) * LINE_WORDS]);
         }
         sum
     }
