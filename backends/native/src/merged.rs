@@ -1508,7 +1508,12 @@ impl Gen<'_, '_> {
         for c in &first.conds {
             let R::Abs { off, size } = c.r else { continue };
             let size = size as u32;
-            if !matches!(size, 1 | 2 | 4) || find(&ctx.raw, c.r).is_some() {
+            // Past the bytes known to be there no window can be used (and
+            // offsets near 2^32 would overflow the window arithmetic).
+            if !matches!(size, 1 | 2 | 4)
+                || find(&ctx.raw, c.r).is_some()
+                || off as u64 + size as u64 > ctx.known
+            {
                 continue;
             }
             let full = if size == 4 {
