@@ -3,9 +3,13 @@
 //! Filters are inserted and removed by one writer while any number of
 //! readers classify packets without ever waiting for it: the data lives in
 //! two copies (the `left-right` crate); readers use one, the writer changes
-//! the other and [`Classifier::publish`] swaps them. A packet costs one pass
-//! over the *shapes* of the installed filters (filters that differ only in
-//! constants share a hash table), not over the filters: see [`merged`].
+//! the other and [`Classifier::publish`] swaps them. By default the filters
+//! are merged into one decision tree ([`tree`]): every distinct test is
+//! made at most once per packet, tests on one field are answered by one
+//! lookup, and a packet costs the tests it passes and the filters it
+//! matches, not the number installed. [`merged`] is the earlier structure,
+//! one hash table per filter shape (tuple space search), kept as an
+//! engine to compare with.
 //!
 //! ```
 //! use sluice_classifier::Classifier;
@@ -29,11 +33,13 @@ pub mod field;
 pub mod merged;
 pub mod path;
 pub mod table;
+pub mod tree;
 
 use left_right::{Absorb, ReadHandle, ReadHandleFactory, WriteHandle};
 use merged::{Compiled, Merged, Scratch};
 use std::cell::RefCell;
 use std::sync::Arc;
+pub use tree::DecisionTree;
 
 /// A filter's identity in a classifier; ids grow in insertion order.
 ///
@@ -64,7 +70,8 @@ pub enum Change {
 }
 
 /// What a [`Classifier`] keeps two copies of and its readers classify with:
-/// the merged filters ([`Merged`]), or an engine built over them (native
+/// the merged decision tree ([`DecisionTree`], the default), the groups of
+/// [`Merged`] (tuple space search), or an engine built over either (native
 /// code, in `sluice-native`) that derives more state at each publish.
 ///
 /// ```
@@ -78,12 +85,24 @@ pub trait Engine: Clone {
     /// State derived once per publish and shared by both copies (for
     /// example machine code); `()` for none.
     type Derived: Clone;
+    /// Per-reader memory for classifying.
+    type Scratch: Default;
     /// An engine without filters.
     fn empty() -> Self;
-    /// The merged filters.
-    fn merged(&self) -> &Merged;
     /// Apply one change.
     fn change(&mut self, c: &Change);
+    /// The key width of filters that [`Change::InsertKeyed`] can copy from
+    /// `like` (`None`: it cannot be copied by key).
+    fn key_width_of(&self, like: u32) -> Option<usize>;
+    /// The order in which a block of keys like `like` is best inserted,
+    /// and each input key's position in it (see
+    /// [`Merged::sort_key_block`]); the input order by default.
+    fn sort_key_block(&self, _like: u32, width: usize, keys: &[u32]) -> (Vec<u32>, Vec<u32>) {
+        let n = keys.len() / width.max(1);
+        (keys.to_vec(), (0..n as u32).collect())
+    }
+    /// (filters, groups or nodes, filters run whole, bytes of tables).
+    fn stats(&self) -> (usize, usize, usize, usize);
     /// Bring derived state up to date before a publish: the first copy
     /// finds `slot` empty, builds and leaves its result there; the second
     /// copy takes it from `slot`.
@@ -93,17 +112,17 @@ pub trait Engine: Clone {
         *self = first.clone();
     }
     /// Every filter accepting the packet, as ids in increasing order.
-    fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch, out: &mut Vec<u32>);
+    fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut Self::Scratch, out: &mut Vec<u32>);
     /// The single winner: highest priority, then earliest inserted.
-    fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch) -> Option<u32>;
+    fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut Self::Scratch) -> Option<u32>;
     /// `out[i]` gets packet `i`'s filters.
-    fn classify_batch(&self, pkts: &[(&[u8], u32)], s: &mut Scratch, out: &mut [Vec<u32>]);
+    fn classify_batch(&self, pkts: &[(&[u8], u32)], s: &mut Self::Scratch, out: &mut [Vec<u32>]);
     /// `out[i]` gets packet `i`'s single winner (as
     /// [`Engine::classify_first`]); engines with a batch path override it.
     fn classify_first_batch(
         &self,
         pkts: &[(&[u8], u32)],
-        s: &mut Scratch,
+        s: &mut Self::Scratch,
         out: &mut [Option<u32>],
     ) {
         for ((pkt, wirelen), o) in pkts.iter().zip(out.iter_mut()) {
@@ -114,13 +133,22 @@ pub trait Engine: Clone {
 
 impl Engine for Merged {
     type Derived = ();
+    type Scratch = Scratch;
 
     fn empty() -> Merged {
         Merged::default()
     }
 
-    fn merged(&self) -> &Merged {
-        self
+    fn key_width_of(&self, like: u32) -> Option<usize> {
+        Merged::key_width_of(self, like)
+    }
+
+    fn sort_key_block(&self, like: u32, width: usize, keys: &[u32]) -> (Vec<u32>, Vec<u32>) {
+        Merged::sort_key_block(self, like, width, keys)
+    }
+
+    fn stats(&self) -> (usize, usize, usize, usize) {
+        (self.len(), self.groups(), self.whole(), self.table_bytes())
     }
 
     fn change(&mut self, c: &Change) {
@@ -146,6 +174,49 @@ impl Engine for Merged {
 
     fn classify_batch(&self, pkts: &[(&[u8], u32)], s: &mut Scratch, out: &mut [Vec<u32>]) {
         Merged::classify_batch(self, pkts, s, out)
+    }
+}
+
+impl Engine for DecisionTree {
+    type Derived = ();
+    type Scratch = tree::Scratch;
+
+    fn empty() -> DecisionTree {
+        DecisionTree::default()
+    }
+
+    fn change(&mut self, c: &Change) {
+        match c {
+            Change::Insert(id, c, p) => self.insert(*id, c, *p),
+            Change::InsertKeyed(id, like, key, p) => {
+                self.insert_keyed(*id, *like, key.clone(), *p);
+            }
+            Change::InsertKeys(first, like, width, keys, p) => {
+                self.insert_key_block(*first, *like, *width, keys.clone(), *p);
+            }
+            Change::Remove(id) => self.remove(*id),
+        }
+    }
+
+    fn key_width_of(&self, like: u32) -> Option<usize> {
+        DecisionTree::key_width_of(self, like)
+    }
+
+    fn stats(&self) -> (usize, usize, usize, usize) {
+        let s = DecisionTree::stats(self);
+        (s.filters, s.nodes, s.whole, s.bytes)
+    }
+
+    fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut tree::Scratch, out: &mut Vec<u32>) {
+        DecisionTree::classify(self, pkt, wirelen, s, out)
+    }
+
+    fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut tree::Scratch) -> Option<u32> {
+        DecisionTree::classify_first(self, pkt, wirelen, s)
+    }
+
+    fn classify_batch(&self, pkts: &[(&[u8], u32)], s: &mut tree::Scratch, out: &mut [Vec<u32>]) {
+        DecisionTree::classify_batch(self, pkts, s, out)
     }
 }
 
@@ -180,7 +251,7 @@ impl<E: Engine> Absorb<Op<E>> for Twin<E> {
 /// let c = sluice_classifier::Classifier::new();
 /// assert_eq!(c.len(), 0);
 /// ```
-pub struct Classifier<E: Engine = Merged> {
+pub struct Classifier<E: Engine = DecisionTree> {
     w: WriteHandle<Twin<E>, Op<E>>,
     factory: ReadHandleFactory<Twin<E>>,
     next: u32,
@@ -284,12 +355,7 @@ impl<E: Engine> Classifier<E> {
     pub fn insert_keyed(&mut self, like: FilterId, key: &[u32], priority: i32) -> Option<FilterId> {
         // Check against the published copy, with pending inserts published.
         self.publish();
-        let ok = self
-            .w
-            .enter()?
-            .0
-            .merged()
-            .accepts_key_like(like.0, key.len());
+        let ok = self.w.enter()?.0.key_width_of(like.0) == Some(key.len());
         if !ok {
             return None;
         }
@@ -325,7 +391,7 @@ impl<E: Engine> Classifier<E> {
         priority: i32,
     ) -> Option<Vec<FilterId>> {
         self.publish();
-        let width = self.w.enter()?.0.merged().key_width_of(like.0)?;
+        let width = self.w.enter()?.0.key_width_of(like.0)?;
         if width == 0 {
             return None;
         }
@@ -336,12 +402,7 @@ impl<E: Engine> Classifier<E> {
             }
             flat.extend_from_slice(&k);
         }
-        let (sorted, pos) = self
-            .w
-            .enter()?
-            .0
-            .merged()
-            .sort_key_block(like.0, width, &flat);
+        let (sorted, pos) = self.w.enter()?.0.sort_key_block(like.0, width, &flat);
         let n = pos.len();
         let first = self.next;
         self.next += n as u32;
@@ -398,7 +459,7 @@ impl<E: Engine> Classifier<E> {
         Reader {
             r: self.factory.handle(),
             factory: self.factory.clone(),
-            scratch: RefCell::new(Scratch::default()),
+            scratch: RefCell::new(E::Scratch::default()),
         }
     }
 
@@ -413,17 +474,17 @@ impl<E: Engine> Classifier<E> {
         self.w.enter().map(|g| f(&g.0))
     }
 
-    /// Statistics of the published copy: (filters, groups, filters run whole, table bytes).
+    /// Statistics of the published copy: (filters, groups or nodes,
+    /// filters run whole, table bytes).
     ///
     /// ```
-    /// assert_eq!(sluice_classifier::Classifier::new().stats(), (0, 0, 0, 0));
+    /// let mut c = sluice_classifier::Classifier::new();
+    /// c.insert(&sluice_ir::Filter::new(sluice_ir::Pred::True, 1), 0);
+    /// c.publish();
+    /// assert_eq!(c.stats().0, 1);
     /// ```
     pub fn stats(&self) -> (usize, usize, usize, usize) {
-        self.published(|e| {
-            let m = e.merged();
-            (m.len(), m.groups(), m.whole(), m.table_bytes())
-        })
-        .unwrap_or((0, 0, 0, 0))
+        self.published(|e| e.stats()).unwrap_or((0, 0, 0, 0))
     }
 }
 
@@ -433,10 +494,10 @@ impl<E: Engine> Classifier<E> {
 /// let c = sluice_classifier::Classifier::new();
 /// assert_eq!(c.reader().classify_first(&[], 0), None);
 /// ```
-pub struct Reader<E: Engine = Merged> {
+pub struct Reader<E: Engine = DecisionTree> {
     r: ReadHandle<Twin<E>>,
     factory: ReadHandleFactory<Twin<E>>,
-    scratch: RefCell<Scratch>,
+    scratch: RefCell<E::Scratch>,
 }
 
 impl<E: Engine> Clone for Reader<E> {
@@ -444,7 +505,7 @@ impl<E: Engine> Clone for Reader<E> {
         Reader {
             r: self.factory.handle(),
             factory: self.factory.clone(),
-            scratch: RefCell::new(Scratch::default()),
+            scratch: RefCell::new(E::Scratch::default()),
         }
     }
 }

@@ -125,6 +125,17 @@ impl Compiled {
         self.paths.as_deref()
     }
 
+    /// The classic BPF program a filter that cannot be merged runs as
+    /// (empty for one that merges).
+    ///
+    /// ```
+    /// let c = sluice_classifier::merged::Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 3));
+    /// assert!(c.program().is_empty());
+    /// ```
+    pub fn program(&self) -> Arc<[Insn]> {
+        self.program.clone()
+    }
+
     /// The filter this was made from (for expressions).
     ///
     /// ```

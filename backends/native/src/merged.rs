@@ -3290,13 +3290,23 @@ impl NativeMerged {
 
 impl Engine for NativeMerged {
     type Derived = Arc<Code>;
+    type Scratch = Scratch;
 
     fn empty() -> NativeMerged {
         NativeMerged::new()
     }
 
-    fn merged(&self) -> &Merged {
-        &self.merged
+    fn key_width_of(&self, like: u32) -> Option<usize> {
+        self.merged.key_width_of(like)
+    }
+
+    fn sort_key_block(&self, like: u32, width: usize, keys: &[u32]) -> (Vec<u32>, Vec<u32>) {
+        self.merged.sort_key_block(like, width, keys)
+    }
+
+    fn stats(&self) -> (usize, usize, usize, usize) {
+        let m = &self.merged;
+        (m.len(), m.groups(), m.whole(), m.table_bytes())
     }
 
     fn change(&mut self, c: &Change) {

@@ -1,0 +1,470 @@
+//! The values a decision tree tests, interned and put in one total order.
+//!
+//! A *field* is anything a path's atom tests: an IR value (a packet load,
+//! possibly masked or computed, or the wire length) or a whole predicate
+//! that does not reduce to one (a comparison of two packet values, a
+//! `protochain`), which reads as 1 or 0. Each distinct field gets one id,
+//! and a packet's value of it is read at most once per node that tests it:
+//! a plain or masked load at a fixed offset or behind an IPv4 header costs
+//! one bounds check and one load; other values go through the IR's
+//! reference interpreter, memoised per packet.
+//!
+//! Fields are ordered by protocol layer, which is the order in which a
+//! path's tests go down the tree: fixed-offset loads by offset (link
+//! header, then network header, then transport at fixed offsets), then
+//! loads behind an IPv4 header, then other computed values, the wire
+//! length, and predicates last. The order only decides how well paths share
+//! prefixes, never what a filter means: an atom holds or not whatever the
+//! order it is checked in (see [`crate::path`]).
+//!
+//! ```
+//! use sluice_classifier::tree::field::Fields;
+//! use sluice_ir::{Val, Size};
+//! let mut f = Fields::default();
+//! let proto = f.intern_val(&Val::load_abs(23, Size::Byte));
+//! let ether = f.intern_val(&Val::load_abs(12, Size::Half));
+//! assert!(f.before(ether, proto));
+//! assert_eq!(f.read(ether, &[0; 14], 14, &mut Default::default()), Some(0));
+//! assert_eq!(f.read(proto, &[0; 14], 14, &mut Default::default()), None);
+//! ```
+
+use sluice_ir::{BinOp, Pred, Size, Val};
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+/// Index of an interned field.
+pub type FieldId = u32;
+
+/// What a field is.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Source {
+    /// An IR value.
+    Val(Val),
+    /// A predicate, read as 1 (true) or 0 (false).
+    Pred(Pred),
+}
+
+/// How a field is read.
+///
+/// ```
+/// use sluice_classifier::tree::field::{Fields, Read};
+/// let mut f = Fields::default();
+/// let id = f.intern_val(&sluice_ir::Val::Len);
+/// assert_eq!(f.how(id), &Read::Len);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Read {
+    /// A constant.
+    Const(u32),
+    /// The wire length.
+    Len,
+    /// `size` bytes (1, 2 or 4, big-endian) at `off`, or at `off` past the
+    /// IPv4 header whose first byte is at `hdr` (`4 * (pkt[hdr] & 0xf)`),
+    /// then `& mask`.
+    Load {
+        /// Where the IPv4 header starts, if the offset is behind it.
+        hdr: Option<u32>,
+        /// The offset.
+        off: u32,
+        /// Bytes loaded.
+        size: u8,
+        /// Applied after the load (`u32::MAX` for none).
+        mask: u32,
+    },
+    /// Any other value, through the IR interpreter.
+    Generic(Val),
+    /// A predicate: 1 or 0.
+    Pred(Pred),
+}
+
+/// The order key of a field (see the module doc): layer class, offset,
+/// width, mask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Rank {
+    class: u8,
+    off: u32,
+    size: u8,
+    /// 0 for an unmasked load, so a field is tried before its masks.
+    masked: u8,
+    mask: u32,
+}
+
+/// Interned fields.
+///
+/// ```
+/// let f = sluice_classifier::tree::field::Fields::default();
+/// assert!(f.is_empty());
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Fields {
+    sources: Vec<Source>,
+    reads: Vec<Read>,
+    ranks: Vec<Rank>,
+    ids: HashMap<Source, FieldId>,
+}
+
+/// `4 * (pkt[h] & 0xf)` as IR, if `v` is that.
+pub(crate) fn ipv4_header_length(v: &Val) -> Option<u32> {
+    let Val::Bin(BinOp::Shl, a, two) = v else {
+        return None;
+    };
+    let Val::Bin(BinOp::And, l, mask) = a.as_ref() else {
+        return None;
+    };
+    let Val::Load {
+        base,
+        offset,
+        size: Size::Byte,
+    } = l.as_ref()
+    else {
+        return None;
+    };
+    (**two == Val::Const(2) && **mask == Val::Const(0xf) && **base == Val::Const(0))
+        .then_some(*offset)
+}
+
+/// A load the fast reader handles: `(hdr, off, size)`.
+fn plain_load(v: &Val) -> Option<(Option<u32>, u32, u8)> {
+    let Val::Load { base, offset, size } = v else {
+        return None;
+    };
+    let size = size.bytes() as u8;
+    match base.as_ref() {
+        Val::Const(b) => Some((None, b.checked_add(*offset)?, size)),
+        b => Some((Some(ipv4_header_length(b)?), *offset, size)),
+    }
+}
+
+fn read_of(s: &Source) -> Read {
+    let v = match s {
+        Source::Pred(p) => return Read::Pred(p.clone()),
+        Source::Val(v) => v,
+    };
+    match v {
+        Val::Const(k) => return Read::Const(*k),
+        Val::Len => return Read::Len,
+        _ => {}
+    }
+    let (load, mask) = match v {
+        Val::Bin(BinOp::And, a, m) => match **m {
+            Val::Const(m) => (a.as_ref(), m),
+            _ => (v, u32::MAX),
+        },
+        v => (v, u32::MAX),
+    };
+    match plain_load(load) {
+        Some((hdr, off, size)) => Read::Load {
+            hdr,
+            off,
+            size,
+            mask,
+        },
+        None => Read::Generic(v.clone()),
+    }
+}
+
+fn rank_of(r: &Read) -> Rank {
+    let (class, off, size, mask) = match r {
+        Read::Load {
+            hdr: None,
+            off,
+            size,
+            mask,
+        } => (0, *off, *size, *mask),
+        Read::Load {
+            hdr: Some(h),
+            off,
+            size,
+            mask,
+        } => (1, h.saturating_add(*off), *size, *mask),
+        Read::Generic(_) => (2, 0, 0, u32::MAX),
+        Read::Len => (3, 0, 0, u32::MAX),
+        Read::Const(_) => (4, 0, 0, u32::MAX),
+        Read::Pred(_) => (5, 0, 0, u32::MAX),
+    };
+    Rank {
+        class,
+        off,
+        size,
+        masked: (mask != u32::MAX) as u8,
+        mask,
+    }
+}
+
+#[inline]
+fn load(pkt: &[u8], at: u64, size: u8) -> Option<u32> {
+    let end = at + size as u64;
+    if end > pkt.len() as u64 {
+        return None;
+    }
+    let b = &pkt[at as usize..end as usize];
+    Some(match size {
+        1 => b[0] as u32,
+        2 => u16::from_be_bytes([b[0], b[1]]) as u32,
+        _ => u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+    })
+}
+
+impl Fields {
+    /// The id of a field, adding it if new.
+    ///
+    /// ```
+    /// use sluice_classifier::tree::field::{Fields, Source};
+    /// let mut f = Fields::default();
+    /// let a = f.intern(&Source::Val(sluice_ir::Val::Len));
+    /// assert_eq!(f.intern(&Source::Val(sluice_ir::Val::Len)), a);
+    /// assert_eq!(f.len(), 1);
+    /// ```
+    pub fn intern(&mut self, s: &Source) -> FieldId {
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        let id = self.sources.len() as FieldId;
+        let read = read_of(s);
+        self.ranks.push(rank_of(&read));
+        self.reads.push(read);
+        self.sources.push(s.clone());
+        self.ids.insert(s.clone(), id);
+        id
+    }
+
+    /// [`Fields::intern`] of an IR value.
+    ///
+    /// ```
+    /// let mut f = sluice_classifier::tree::field::Fields::default();
+    /// let a = f.intern_val(&sluice_ir::Val::Len);
+    /// assert_eq!(a, 0);
+    /// ```
+    pub fn intern_val(&mut self, v: &Val) -> FieldId {
+        self.intern(&Source::Val(v.clone()))
+    }
+
+    /// The id of a field already interned.
+    ///
+    /// ```
+    /// use sluice_classifier::tree::field::{Fields, Source};
+    /// let f = Fields::default();
+    /// assert_eq!(f.get(&Source::Val(sluice_ir::Val::Len)), None);
+    /// ```
+    pub fn get(&self, s: &Source) -> Option<FieldId> {
+        self.ids.get(s).copied()
+    }
+
+    /// Number of fields.
+    ///
+    /// ```
+    /// assert_eq!(sluice_classifier::tree::field::Fields::default().len(), 0);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.sources.len()
+    }
+
+    /// True when no field is interned.
+    ///
+    /// ```
+    /// assert!(sluice_classifier::tree::field::Fields::default().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.sources.is_empty()
+    }
+
+    /// What field `id` is.
+    ///
+    /// ```
+    /// use sluice_classifier::tree::field::{Fields, Source};
+    /// let mut f = Fields::default();
+    /// let a = f.intern_val(&sluice_ir::Val::Len);
+    /// assert_eq!(f.source(a), &Source::Val(sluice_ir::Val::Len));
+    /// ```
+    pub fn source(&self, id: FieldId) -> &Source {
+        &self.sources[id as usize]
+    }
+
+    /// How field `id` is read.
+    ///
+    /// ```
+    /// use sluice_classifier::tree::field::{Fields, Read};
+    /// let mut f = Fields::default();
+    /// let a = f.intern_val(&sluice_ir::Val::load_abs(12, sluice_ir::Size::Half));
+    /// assert_eq!(f.how(a), &Read::Load { hdr: None, off: 12, size: 2, mask: u32::MAX });
+    /// ```
+    pub fn how(&self, id: FieldId) -> &Read {
+        &self.reads[id as usize]
+    }
+
+    /// The order of two fields (see the module doc).
+    ///
+    /// ```
+    /// let mut f = sluice_classifier::tree::field::Fields::default();
+    /// let a = f.intern_val(&sluice_ir::Val::Len);
+    /// assert_eq!(f.order(a, a), std::cmp::Ordering::Equal);
+    /// ```
+    pub fn order(&self, a: FieldId, b: FieldId) -> Ordering {
+        if a == b {
+            return Ordering::Equal;
+        }
+        self.ranks[a as usize]
+            .cmp(&self.ranks[b as usize])
+            .then_with(|| self.sources[a as usize].cmp(&self.sources[b as usize]))
+    }
+
+    /// True if `a` comes before `b`.
+    ///
+    /// ```
+    /// use sluice_ir::{Val, Size};
+    /// let mut f = sluice_classifier::tree::field::Fields::default();
+    /// let len = f.intern_val(&Val::Len);
+    /// let byte = f.intern_val(&Val::load_abs(100, Size::Byte));
+    /// assert!(f.before(byte, len));
+    /// ```
+    pub fn before(&self, a: FieldId, b: FieldId) -> bool {
+        self.order(a, b) == Ordering::Less
+    }
+
+    /// Read field `id` from a packet; `None` when the read aborts (a load
+    /// past the captured bytes, a division by zero). `memo` keeps the
+    /// values of computed fields for the current packet.
+    ///
+    /// ```
+    /// use sluice_ir::{Val, Size};
+    /// let mut f = sluice_classifier::tree::field::Fields::default();
+    /// let a = f.intern_val(&Val::load_abs(0, Size::Half));
+    /// assert_eq!(f.read(a, &[1, 2], 60, &mut Default::default()), Some(0x102));
+    /// ```
+    #[inline]
+    pub fn read(&self, id: FieldId, pkt: &[u8], wirelen: u32, memo: &mut Memo) -> Option<u32> {
+        match &self.reads[id as usize] {
+            Read::Load {
+                hdr,
+                off,
+                size,
+                mask,
+            } => {
+                let at = match hdr {
+                    None => *off as u64,
+                    Some(h) => ((*pkt.get(*h as usize)? as u64 & 0xf) << 2) + *off as u64,
+                };
+                load(pkt, at, *size).map(|v| v & mask)
+            }
+            Read::Len => Some(wirelen),
+            Read::Const(k) => Some(*k),
+            Read::Generic(_) | Read::Pred(_) => memo.get(self, id, pkt, wirelen),
+        }
+    }
+
+    /// Read a computed field (no memo).
+    fn compute(&self, id: FieldId, pkt: &[u8], wirelen: u32) -> Option<u32> {
+        match &self.reads[id as usize] {
+            Read::Generic(v) => sluice_ir::eval_val(v, pkt, wirelen).ok(),
+            Read::Pred(p) => sluice_ir::eval_pred(p, pkt, wirelen).ok().map(u32::from),
+            _ => self.read(id, pkt, wirelen, &mut Memo::default()),
+        }
+    }
+}
+
+/// Per-packet memory of computed fields, so each is computed once per
+/// packet however many nodes test it.
+///
+/// ```
+/// let m = sluice_classifier::tree::field::Memo::default();
+/// drop(m);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Memo {
+    epoch: u32,
+    /// (epoch, value + 1, or 0 for an abort) per field.
+    slots: Vec<(u32, u64)>,
+}
+
+impl Memo {
+    /// Forget the previous packet.
+    ///
+    /// ```
+    /// sluice_classifier::tree::field::Memo::default().next_packet();
+    /// ```
+    #[inline]
+    pub fn next_packet(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.slots.iter_mut().for_each(|s| s.0 = 0);
+            self.epoch = 1;
+        }
+    }
+
+    fn get(&mut self, fields: &Fields, id: FieldId, pkt: &[u8], wirelen: u32) -> Option<u32> {
+        if self.slots.len() <= id as usize {
+            self.slots.resize(fields.len().max(id as usize + 1), (0, 0));
+        }
+        let slot = &mut self.slots[id as usize];
+        if slot.0 != self.epoch || self.epoch == 0 {
+            let v = fields.compute(id, pkt, wirelen);
+            *slot = (self.epoch, v.map_or(0, |x| x as u64 + 1));
+        }
+        slot.1.checked_sub(1).map(|x| x as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_ir::CmpOp;
+
+    #[test]
+    fn every_read_agrees_with_the_interpreter() {
+        let vals = [
+            Val::load_abs(12, Size::Half),
+            Val::bin(
+                BinOp::And,
+                Val::load_abs(20, Size::Half),
+                Val::Const(0x1fff),
+            ),
+            Val::load(Val::ip_hdr_len(14), 16, Size::Half),
+            Val::bin(
+                BinOp::And,
+                Val::load(Val::ip_hdr_len(14), 13, Size::Byte),
+                Val::Const(0x12),
+            ),
+            Val::bin(BinOp::Shr, Val::load_abs(14, Size::Byte), Val::Const(4)),
+            Val::Len,
+            Val::Const(7),
+        ];
+        let pred = Pred::cmp(
+            CmpOp::Gt,
+            Val::load_abs(16, Size::Half),
+            Val::load_abs(18, Size::Half),
+        );
+        let mut f = Fields::default();
+        let mut ids: Vec<FieldId> = vals.iter().map(|v| f.intern_val(v)).collect();
+        ids.push(f.intern(&Source::Pred(pred.clone())));
+        let mut pkt: Vec<u8> = (0..80u8).map(|i| i.wrapping_mul(37)).collect();
+        pkt[14] = 0x46;
+        for len in 0..=pkt.len() {
+            let p = &pkt[..len];
+            let mut memo = Memo::default();
+            memo.next_packet();
+            for (i, v) in vals.iter().enumerate() {
+                let want = sluice_ir::eval_val(v, p, 99).ok();
+                assert_eq!(f.read(ids[i], p, 99, &mut memo), want, "{v:?} at {len}");
+            }
+            let want = sluice_ir::eval_pred(&pred, p, 99).ok().map(u32::from);
+            assert_eq!(f.read(ids[vals.len()], p, 99, &mut memo), want);
+        }
+    }
+
+    #[test]
+    fn layers_come_in_order() {
+        let mut f = Fields::default();
+        let len = f.intern_val(&Val::Len);
+        let port = f.intern_val(&Val::load(Val::ip_hdr_len(14), 2, Size::Half));
+        let net = f.intern_val(&Val::bin(
+            BinOp::And,
+            Val::load_abs(26, Size::Word),
+            Val::Const(0xff00_0000),
+        ));
+        let host = f.intern_val(&Val::load_abs(26, Size::Word));
+        let ether = f.intern_val(&Val::load_abs(12, Size::Half));
+        let mut all = vec![len, port, net, host, ether];
+        all.sort_by(|a, b| f.order(*a, *b));
+        assert_eq!(all, vec![ether, host, net, port, len]);
+    }
+}

@@ -1,0 +1,652 @@
+//! The merged decision tree: many filters of any shapes in one structure
+//! whose every test is made at most once per packet.
+//!
+//! Each filter's accepting paths ([`crate::path`]) are folded field by
+//! field into [`Item`]s and sorted in field order (protocol layer:
+//! link, network, transport, then computed values). Paths go into one
+//! tree ([`node`]) where they share the nodes of their common tests: DPF's
+//! and PathFinder's merged trie, with three generalisations. A node
+//! dispatches on its field's value with one table lookup for every path
+//! that asks for equality (many keys cost one probe, and a run of
+//! equalities on several fields shared by every path of a table is one
+//! key: a table of TCP sessions is one probe, MPF's collapsed filters);
+//! conditions (ranges, excluded values, flag bits) are edges checked once
+//! per node visit; and paths that do not test the node's field go on by
+//! a skip edge instead of being copied under every value (a backtracking
+//! trie, so its size is the size of the paths). A packet reaches only the
+//! nodes whose tests it has passed: the cost follows the tests that
+//! succeed, and the matches, not the number of filters installed.
+//!
+//! Every filter keeps its exact meaning: a path holds when every one of
+//! its atoms loads without aborting and tests as the path needs, whatever
+//! the order they are checked in, which is what lets the tree reorder and
+//! share them. Filters with too many paths to split run whole after the
+//! tree, as classic BPF (as in [`crate::merged`]).
+//!
+//! ```
+//! use sluice_classifier::tree::DecisionTree;
+//! use sluice_classifier::merged::Compiled;
+//! use sluice_ir::{Filter, Pred, Size, Val};
+//! let mut t = DecisionTree::default();
+//! let byte = |o| Val::load_abs(o, Size::Byte);
+//! t.insert(0, &Compiled::new(Filter::new(Pred::eq(byte(0), 1), 1)), 0);
+//! t.insert(1, &Compiled::new(Filter::new(Pred::and(vec![Pred::eq(byte(0), 1), Pred::eq(byte(1), 2)]), 1)), 5);
+//! t.insert(2, &Compiled::new(Filter::new(Pred::eq(byte(1), 2), 1)), 0);
+//! let mut out = Vec::new();
+//! let s = &mut Default::default();
+//! t.classify(&[1, 2], 2, s, &mut out);
+//! assert_eq!(out, vec![0, 1, 2]);
+//! assert_eq!(t.classify_first(&[1, 2], 2, s), Some(1));
+//! t.remove(1);
+//! t.classify(&[1, 2], 2, s, &mut out);
+//! assert_eq!(out, vec![0, 2]);
+//! ```
+
+pub mod field;
+pub mod label;
+pub mod node;
+mod run;
+
+pub use run::Scratch;
+
+use crate::merged::Compiled;
+use crate::path::{Atom, Path, Test};
+use field::{FieldId, Fields, Source};
+use label::Label;
+use node::{Entry, Item, Nodes, Subst};
+use sluice_bpf::Insn;
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+use std::sync::Arc;
+
+/// A filter's paths as the tree takes them: items in field order, dead
+/// paths (whose tests contradict each other) left out.
+type Items = Vec<Vec<Item>>;
+
+/// How a key-only filter is made from the filter it copies: the copied
+/// path's atoms (the slow way: substitute and fold again), and, when each
+/// key field is tested by its equality alone, the folded items and which
+/// of them the key words replace (the fast way: one walk down the tree).
+#[derive(Debug)]
+struct Template {
+    atoms: Vec<Atom>,
+    accept: u32,
+    width: usize,
+    fast: Option<(Vec<Item>, Vec<usize>)>,
+}
+
+/// Where a filter is, for removal.
+#[derive(Clone, Debug)]
+enum Form {
+    Paths(Arc<Items>),
+    /// A key-only filter: its template and its key, at a word offset in a
+    /// block shared with the filters inserted with it.
+    Keyed(Arc<Template>, Arc<[u32]>, u32),
+    Whole,
+}
+
+#[derive(Clone, Debug)]
+struct Info {
+    slot: u32,
+    form: Form,
+    /// For filters that can be copied by key.
+    template: Option<Arc<Template>>,
+}
+
+/// A filter that runs whole, as classic BPF.
+#[derive(Clone, Debug)]
+struct Whole {
+    filter: u32,
+    priority: i32,
+    program: Arc<[Insn]>,
+}
+
+/// A hasher for filter ids (dense counters).
+#[derive(Clone, Copy, Debug, Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        let mixed = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = (mixed & 0xffff_ffff_0000_0000) | n as u64;
+    }
+}
+
+/// The merged decision tree (see the module doc).
+///
+/// ```
+/// let t = sluice_classifier::tree::DecisionTree::default();
+/// assert!(t.is_empty());
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct DecisionTree {
+    fields: Fields,
+    nodes: Nodes,
+    filters: HashMap<u32, Info, BuildHasherDefault<IdHasher>>,
+    /// Filter id of each slot (`u32::MAX` for a free one).
+    ids: Vec<u32>,
+    free_slots: Vec<u32>,
+    whole: Vec<Whole>,
+}
+
+/// Statistics of a [`DecisionTree`].
+///
+/// ```
+/// let s = sluice_classifier::tree::DecisionTree::default().stats();
+/// assert_eq!((s.filters, s.nodes), (0, 1));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TreeStats {
+    /// Filters installed.
+    pub filters: usize,
+    /// Nodes of the tree.
+    pub nodes: usize,
+    /// Tables (one lookup each when reached).
+    pub tables: usize,
+    /// Condition edges.
+    pub conds: usize,
+    /// Distinct fields tested.
+    pub fields: usize,
+    /// Filters that run whole.
+    pub whole: usize,
+    /// Approximate bytes of the tree.
+    pub bytes: usize,
+}
+
+impl DecisionTree {
+    /// Number of filters.
+    ///
+    /// ```
+    /// assert_eq!(sluice_classifier::tree::DecisionTree::default().len(), 0);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.filters.len()
+    }
+
+    /// True when no filter is installed.
+    ///
+    /// ```
+    /// assert!(sluice_classifier::tree::DecisionTree::default().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.filters.is_empty()
+    }
+
+    /// The fields the tree tests.
+    ///
+    /// ```
+    /// assert!(sluice_classifier::tree::DecisionTree::default().fields().is_empty());
+    /// ```
+    pub fn fields(&self) -> &Fields {
+        &self.fields
+    }
+
+    /// The nodes (for code generators and statistics).
+    ///
+    /// ```
+    /// assert_eq!(sluice_classifier::tree::DecisionTree::default().nodes().len(), 1);
+    /// ```
+    pub fn nodes(&self) -> &Nodes {
+        &self.nodes
+    }
+
+    /// The filter id in a slot (as leaves name filters), if the slot is used.
+    ///
+    /// ```
+    /// assert_eq!(sluice_classifier::tree::DecisionTree::default().id_of(0), None);
+    /// ```
+    pub fn id_of(&self, slot: u32) -> Option<u32> {
+        self.ids
+            .get(slot as usize)
+            .copied()
+            .filter(|&i| i != u32::MAX)
+    }
+
+    /// Number of filter slots (used and free): leaves name slots below it.
+    ///
+    /// ```
+    /// assert_eq!(sluice_classifier::tree::DecisionTree::default().slots(), 0);
+    /// ```
+    pub fn slots(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Size and shape.
+    ///
+    /// ```
+    /// use sluice_classifier::tree::DecisionTree;
+    /// use sluice_classifier::merged::Compiled;
+    /// let mut t = DecisionTree::default();
+    /// t.insert(0, &Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
+    /// assert_eq!(t.stats().filters, 1);
+    /// ```
+    pub fn stats(&self) -> TreeStats {
+        let all = self.nodes.all();
+        TreeStats {
+            filters: self.filters.len(),
+            nodes: self.nodes.len(),
+            tables: all.iter().map(|n| n.tuples.len()).sum(),
+            conds: all.iter().map(|n| n.conds.len()).sum(),
+            fields: self.fields.len(),
+            whole: self.whole.len(),
+            bytes: self.nodes.bytes() + self.ids.capacity() * 4 + self.filters.capacity() * 48,
+        }
+    }
+
+    /// Fold a path into items (`None` when its tests contradict each other).
+    fn items_of(fields: &mut Fields, p: &Path) -> Option<Vec<Item>> {
+        let mut by_field: Vec<(FieldId, Test, bool)> = p
+            .atoms
+            .iter()
+            .map(|a| match a {
+                Atom::Field { val, test, truth } => (
+                    fields.intern(&Source::Val(val.clone())),
+                    test.clone(),
+                    *truth,
+                ),
+                Atom::Pred { pred, truth } => (
+                    fields.intern(&Source::Pred(pred.clone())),
+                    Test::Eq(1),
+                    *truth,
+                ),
+            })
+            .collect();
+        by_field.sort_by(|a, b| fields.order(a.0, b.0));
+        let mut items = Vec::new();
+        for run in by_field.chunk_by(|a, b| a.0 == b.0) {
+            let tests: Vec<(Test, bool)> = run.iter().map(|(_, t, b)| (t.clone(), *b)).collect();
+            items.push(Item {
+                field: run[0].0,
+                label: Label::of(&tests)?,
+            });
+        }
+        Some(items)
+    }
+
+    fn template_of(fields: &mut Fields, paths: &[Path]) -> Option<Arc<Template>> {
+        let [p] = paths else { return None };
+        let eq_fields: Vec<FieldId> = p
+            .atoms
+            .iter()
+            .filter_map(|a| match a {
+                Atom::Field {
+                    val,
+                    test: Test::Eq(_),
+                    truth: true,
+                } => Some(fields.intern(&Source::Val(val.clone()))),
+                _ => None,
+            })
+            .collect();
+        if p.atoms.iter().any(|a| {
+            matches!(a, Atom::Field { test: Test::In(s), truth: true, .. } if s.sorted().len() > 1)
+        }) {
+            return None;
+        }
+        let fast = Self::items_of(fields, p).and_then(|items| {
+            // Each key field must be tested by its equality alone, so that
+            // any key keeps the fold exact.
+            let alone = |f: FieldId| {
+                p.atoms
+                    .iter()
+                    .filter(|a| matches!(a, Atom::Field { val, .. } if fields.get(&Source::Val(val.clone())) == Some(f)))
+                    .count()
+                    == 1
+            };
+            let at: Option<Vec<usize>> = eq_fields
+                .iter()
+                .map(|&f| {
+                    alone(f)
+                        .then(|| items.iter().position(|i| i.field == f))
+                        .flatten()
+                })
+                .collect();
+            Some((items, at?))
+        });
+        Some(Arc::new(Template {
+            atoms: p.atoms.clone(),
+            accept: p.accept,
+            width: eq_fields.len(),
+            fast,
+        }))
+    }
+
+    fn new_slot(&mut self, id: u32) -> u32 {
+        match self.free_slots.pop() {
+            Some(s) => {
+                self.ids[s as usize] = id;
+                s
+            }
+            None => {
+                self.ids.push(id);
+                (self.ids.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Add a filter with a new id and a priority (higher wins a first match).
+    ///
+    /// ```
+    /// use sluice_classifier::tree::DecisionTree;
+    /// use sluice_classifier::merged::Compiled;
+    /// let mut t = DecisionTree::default();
+    /// t.insert(4, &Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
+    /// assert_eq!(t.len(), 1);
+    /// ```
+    pub fn insert(&mut self, id: u32, c: &Compiled, priority: i32) {
+        if self.filters.contains_key(&id) {
+            self.remove(id);
+        }
+        match c.paths() {
+            Some(paths) => self.insert_paths(id, paths, priority),
+            None => {
+                let rank = |w: &Whole| (std::cmp::Reverse(w.priority), w.filter);
+                let new = Whole {
+                    filter: id,
+                    priority,
+                    program: c.program(),
+                };
+                let at = self.whole.partition_point(|w| rank(w) < rank(&new));
+                self.whole.insert(at, new);
+                let slot = self.new_slot(id);
+                let info = Info {
+                    slot,
+                    form: Form::Whole,
+                    template: None,
+                };
+                self.filters.insert(id, info);
+            }
+        }
+    }
+
+    /// Add a filter (with a new id) given by its accepting paths.
+    fn insert_paths(&mut self, id: u32, paths: &[Path], priority: i32) {
+        let slot = self.new_slot(id);
+        let e = Entry { slot, priority };
+        let items: Items = paths
+            .iter()
+            .filter_map(|p| Self::items_of(&mut self.fields, p))
+            .collect();
+        let root = self.nodes.root();
+        for p in &items {
+            self.nodes.insert(&self.fields, root, p, e);
+        }
+        let template = Self::template_of(&mut self.fields, paths);
+        let info = Info {
+            slot,
+            form: Form::Paths(Arc::new(items)),
+            template,
+        };
+        self.filters.insert(id, info);
+    }
+
+    /// The number of key words a filter copied from `like` takes
+    /// ([`DecisionTree::insert_keyed`]): the constants of its path's
+    /// equality tests, in the path's atom order. `None` unless `like` has
+    /// exactly one path and no set of several keys.
+    ///
+    /// ```
+    /// use sluice_classifier::tree::DecisionTree;
+    /// use sluice_classifier::merged::Compiled;
+    /// use sluice_ir::{Filter, Pred, Size, Val};
+    /// let mut t = DecisionTree::default();
+    /// t.insert(0, &Compiled::new(Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 1), 1)), 0);
+    /// assert_eq!(t.key_width_of(0), Some(1));
+    /// ```
+    pub fn key_width_of(&self, like: u32) -> Option<usize> {
+        self.filters.get(&like)?.template.as_ref().map(|t| t.width)
+    }
+
+    /// Add a filter equal to `like` but for the constants of its equality
+    /// tests (MPF's collapsed filters: one walk down the tree, no
+    /// compilation). False (nothing added) unless `key` has
+    /// [`DecisionTree::key_width_of`] words.
+    ///
+    /// ```
+    /// use sluice_classifier::tree::DecisionTree;
+    /// use sluice_classifier::merged::Compiled;
+    /// use sluice_ir::{Filter, Pred, Size, Val};
+    /// let mut t = DecisionTree::default();
+    /// t.insert(0, &Compiled::new(Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 1), 1)), 0);
+    /// assert!(t.insert_keyed(1, 0, vec![2].into(), 0));
+    /// let mut out = Vec::new();
+    /// t.classify(&[2], 1, &mut Default::default(), &mut out);
+    /// assert_eq!(out, vec![1]);
+    /// ```
+    pub fn insert_keyed(&mut self, id: u32, like: u32, key: Arc<[u32]>, priority: i32) -> bool {
+        let width = key.len();
+        self.insert_key_block(id, like, width, key, priority)
+    }
+
+    /// Add `keys.len() / width` filters like `like` (ids from `first` on),
+    /// the keys one after another in `keys`. False (nothing added) unless
+    /// `width` is `like`'s key width and not zero.
+    ///
+    /// ```
+    /// use sluice_classifier::tree::DecisionTree;
+    /// use sluice_classifier::merged::Compiled;
+    /// use sluice_ir::{Filter, Pred, Size, Val};
+    /// let mut t = DecisionTree::default();
+    /// t.insert(0, &Compiled::new(Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 1), 1)), 0);
+    /// assert!(t.insert_key_block(1, 0, 1, vec![2, 3].into(), 0));
+    /// assert_eq!(t.len(), 3);
+    /// ```
+    pub fn insert_key_block(
+        &mut self,
+        first: u32,
+        like: u32,
+        width: usize,
+        keys: Arc<[u32]>,
+        priority: i32,
+    ) -> bool {
+        let Some(template) = self.filters.get(&like).and_then(|i| i.template.clone()) else {
+            return false;
+        };
+        if width == 0 || template.width != width || keys.len() % width != 0 {
+            return false;
+        }
+        for (i, key) in keys.chunks_exact(width).enumerate() {
+            let id = first + i as u32;
+            if self.filters.contains_key(&id) {
+                self.remove(id);
+            }
+            match &template.fast {
+                Some((items, at)) => {
+                    let slot = self.new_slot(id);
+                    let root = self.nodes.root();
+                    let s = Subst { at, keys: key };
+                    self.nodes
+                        .insert_subst(&self.fields, root, items, s, Entry { slot, priority });
+                    self.filters.insert(
+                        id,
+                        Info {
+                            slot,
+                            form: Form::Keyed(template.clone(), keys.clone(), (i * width) as u32),
+                            template: Some(template.clone()),
+                        },
+                    );
+                }
+                None => {
+                    let path = Self::substitute(&template, key);
+                    self.insert_paths(id, &[path], priority);
+                }
+            }
+        }
+        true
+    }
+
+    /// The template's path with its equality constants replaced by `key`.
+    fn substitute(t: &Template, key: &[u32]) -> Path {
+        let mut next = key.iter();
+        let atoms = t
+            .atoms
+            .iter()
+            .map(|a| match a {
+                Atom::Field {
+                    val,
+                    test: Test::Eq(_),
+                    truth: true,
+                } => Atom::Field {
+                    val: val.clone(),
+                    test: Test::Eq(*next.next().expect("key width")),
+                    truth: true,
+                },
+                a => a.clone(),
+            })
+            .collect();
+        Path {
+            atoms,
+            accept: t.accept,
+        }
+    }
+
+    /// Remove a filter; unknown ids are ignored.
+    ///
+    /// ```
+    /// use sluice_classifier::tree::DecisionTree;
+    /// use sluice_classifier::merged::Compiled;
+    /// let mut t = DecisionTree::default();
+    /// t.insert(4, &Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
+    /// t.remove(4);
+    /// assert!(t.is_empty() && t.nodes().is_empty());
+    /// ```
+    pub fn remove(&mut self, id: u32) {
+        let Some(info) = self.filters.remove(&id) else {
+            return;
+        };
+        let root = self.nodes.root();
+        match &info.form {
+            Form::Paths(items) => {
+                for p in items.iter() {
+                    self.nodes.remove(&self.fields, root, p, info.slot);
+                }
+            }
+            Form::Keyed(t, keys, at) => {
+                let (items, pos) = t.fast.as_ref().expect("keyed filters have a fast template");
+                let key = &keys[*at as usize..*at as usize + t.width];
+                let s = Subst { at: pos, keys: key };
+                self.nodes
+                    .remove_subst(&self.fields, root, items, s, info.slot);
+            }
+            Form::Whole => self.whole.retain(|w| w.filter != id),
+        }
+        self.ids[info.slot as usize] = u32::MAX;
+        self.free_slots.push(info.slot);
+    }
+
+    /// The entries the tree finds for a packet (a filter may appear more
+    /// than once), into `s.hits`.
+    #[inline]
+    fn tree_hits(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch) {
+        s.next_packet();
+        run::visit(
+            &self.fields,
+            &self.nodes,
+            self.nodes.root(),
+            pkt,
+            wirelen,
+            s,
+        );
+    }
+
+    /// Every filter that accepts the packet, as ids in increasing order.
+    ///
+    /// ```
+    /// let t = sluice_classifier::tree::DecisionTree::default();
+    /// let mut out = vec![3];
+    /// t.classify(&[], 0, &mut Default::default(), &mut out);
+    /// assert!(out.is_empty());
+    /// ```
+    pub fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch, out: &mut Vec<u32>) {
+        out.clear();
+        self.tree_hits(pkt, wirelen, s);
+        self.finish(pkt, wirelen, s, out);
+    }
+
+    /// Turn `s.hits` into ids (each once), add the whole filters' and sort.
+    pub(crate) fn finish(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch, out: &mut Vec<u32>) {
+        match s.hits.len() {
+            0 => {}
+            1 => out.push(self.ids[s.hits[0].slot as usize]),
+            _ => {
+                s.dedup_start(self.ids.len());
+                for i in 0..s.hits.len() {
+                    let slot = s.hits[i].slot;
+                    if s.first_time(slot) {
+                        out.push(self.ids[slot as usize]);
+                    }
+                }
+            }
+        }
+        for w in &self.whole {
+            if sluice_bpf::run(&w.program, pkt, wirelen) != 0 {
+                out.push(w.filter);
+            }
+        }
+        if out.len() > 1 {
+            out.sort_unstable();
+        }
+    }
+
+    /// The single winner (demultiplexing): the accepting filter of highest
+    /// priority, the earliest inserted (lowest id) among equals.
+    ///
+    /// ```
+    /// let t = sluice_classifier::tree::DecisionTree::default();
+    /// assert_eq!(t.classify_first(&[], 0, &mut Default::default()), None);
+    /// ```
+    pub fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch) -> Option<u32> {
+        self.tree_hits(pkt, wirelen, s);
+        self.first_of(pkt, wirelen, s)
+    }
+
+    /// The winner among `s.hits` and the whole filters.
+    pub(crate) fn first_of(&self, pkt: &[u8], wirelen: u32, s: &Scratch) -> Option<u32> {
+        let rank = |filter: u32, priority: i32| (priority, std::cmp::Reverse(filter));
+        let mut best: Option<(i32, std::cmp::Reverse<u32>)> = None;
+        for e in &s.hits {
+            let r = rank(self.ids[e.slot as usize], e.priority);
+            if best.map_or(true, |b| r > b) {
+                best = Some(r);
+            }
+        }
+        // Whole filters are in winning order: the first that accepts is
+        // the best of them, and once one ranks below the tree's winner
+        // none after it can win.
+        for w in &self.whole {
+            let r = rank(w.filter, w.priority);
+            if best.is_some_and(|b| r < b) {
+                break;
+            }
+            if sluice_bpf::run(&w.program, pkt, wirelen) != 0 {
+                best = Some(r);
+                break;
+            }
+        }
+        best.map(|(_, std::cmp::Reverse(f))| f)
+    }
+
+    /// `out[i]` gets packet `i`'s filters, as [`DecisionTree::classify`].
+    ///
+    /// ```
+    /// let t = sluice_classifier::tree::DecisionTree::default();
+    /// let mut out = vec![Vec::new(); 2];
+    /// t.classify_batch(&[(&[][..], 0), (&[1][..], 1)], &mut Default::default(), &mut out);
+    /// assert!(out.iter().all(|o| o.is_empty()));
+    /// ```
+    pub fn classify_batch(&self, pkts: &[(&[u8], u32)], s: &mut Scratch, out: &mut [Vec<u32>]) {
+        for ((pkt, wirelen), o) in pkts.iter().zip(out.iter_mut()) {
+            self.classify(pkt, *wirelen, s, o);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,118 @@
+//! Classifying a packet with the tree, in Rust: the reference the native
+//! code must agree with.
+//!
+//! From the root, a node reports its leaf, reads its field once, looks
+//! the value (with the fields of each table after it) up in each of its
+//! tables and follows the hits, follows every condition edge the value
+//! meets, and then goes on along its skip edge. A read that aborts
+//! follows nothing but the skip edge: every path through the node's
+//! tables and conditions needs that value. Each filter found is
+//! reported once, however many of its paths hold.
+//!
+//! ```
+//! use sluice_classifier::tree::DecisionTree;
+//! use sluice_classifier::merged::Compiled;
+//! use sluice_ir::{Filter, Pred, Size, Val};
+//! let mut t = DecisionTree::default();
+//! t.insert(7, &Compiled::new(Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 1), 1)), 0);
+//! let mut out = Vec::new();
+//! t.classify(&[1], 1, &mut Default::default(), &mut out);
+//! assert_eq!(out, vec![7]);
+//! ```
+
+use super::field::{Fields, Memo};
+use super::node::{Entry, NodeId, Nodes, MAX_TUPLE, NONE};
+
+/// Reusable per-reader memory for classifying with a
+/// [`DecisionTree`](super::DecisionTree).
+///
+/// ```
+/// let s = sluice_classifier::tree::Scratch::default();
+/// drop(s);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Scratch {
+    pub(crate) memo: Memo,
+    /// The packet's entries as found (a filter may be found twice).
+    pub(crate) hits: Vec<Entry>,
+    /// Per filter slot: the epoch it was last reported in.
+    pub(crate) seen: Vec<u32>,
+    pub(crate) epoch: u32,
+}
+
+impl Scratch {
+    /// Start a packet.
+    pub(crate) fn next_packet(&mut self) {
+        self.memo.next_packet();
+        self.hits.clear();
+    }
+
+    /// Start deduplicating over `slots` filter slots; true the first time
+    /// `slot` is offered after this.
+    pub(crate) fn dedup_start(&mut self, slots: usize) {
+        if self.seen.len() < slots {
+            self.seen.resize(slots, 0);
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.seen.iter_mut().for_each(|s| *s = 0);
+            self.epoch = 1;
+        }
+    }
+
+    #[inline]
+    pub(crate) fn first_time(&mut self, slot: u32) -> bool {
+        let s = &mut self.seen[slot as usize];
+        let first = *s != self.epoch;
+        *s = self.epoch;
+        first
+    }
+}
+
+/// Add every entry below node `n` that the packet reaches to `s.hits`.
+pub(crate) fn visit(
+    fields: &Fields,
+    nodes: &Nodes,
+    mut n: NodeId,
+    pkt: &[u8],
+    wirelen: u32,
+    s: &mut Scratch,
+) {
+    loop {
+        let node = nodes.get(n);
+        s.hits.extend_from_slice(&node.leaf);
+        if let Some(field) = node.field {
+            if let Some(v) = fields.read(field, pkt, wirelen, &mut s.memo) {
+                for t in &node.tuples {
+                    let mut key = [0u32; MAX_TUPLE];
+                    key[0] = v;
+                    let w = t.fields.len();
+                    let mut loaded = true;
+                    for (k, f) in key[1..w].iter_mut().zip(&t.fields[1..]) {
+                        match fields.read(*f, pkt, wirelen, &mut s.memo) {
+                            Some(x) => *k = x,
+                            None => {
+                                loaded = false;
+                                break;
+                            }
+                        }
+                    }
+                    if loaded {
+                        if let Some(c) = t.child(&key[..w]) {
+                            visit(fields, nodes, c, pkt, wirelen, s);
+                        }
+                    }
+                }
+                for (c, child) in &node.conds {
+                    if c.holds(v) {
+                        visit(fields, nodes, *child, pkt, wirelen, s);
+                    }
+                }
+            }
+        }
+        n = node.skip;
+        if n == NONE {
+            return;
+        }
+    }
+}
