@@ -327,6 +327,20 @@ impl KeyTable {
             .map(|s| (&s[2..], s[0]))
     }
 
+    /// Every (key, value, datum), in slot order.
+    ///
+    /// ```
+    /// let mut t = sluice_classifier::table::KeyTable::new(1);
+    /// t.insert_with(&[5], 9, 4);
+    /// assert_eq!(t.entries().collect::<Vec<_>>(), vec![(&[5u32][..], 9, 4)]);
+    /// ```
+    pub fn entries(&self) -> impl Iterator<Item = (&[u32], u32, u32)> {
+        self.words
+            .chunks_exact(self.width + 2)
+            .filter(|s| s[0] != EMPTY && s[0] != GONE)
+            .map(|s| (&s[2..], s[0], s[1]))
+    }
+
     /// Number of slots (a power of two).
     ///
     /// ```

@@ -72,6 +72,7 @@ pub mod floor;
 pub mod fpl;
 pub mod merged;
 mod settle;
+pub mod tree;
 
 use std::fmt;
 

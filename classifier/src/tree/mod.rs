@@ -133,6 +133,8 @@ pub struct DecisionTree {
     filters: HashMap<u32, Info, BuildHasherDefault<IdHasher>>,
     /// Filter id of each slot (`u32::MAX` for a free one).
     ids: Vec<u32>,
+    /// Priority of each slot.
+    prios: Vec<i32>,
     free_slots: Vec<u32>,
     whole: Vec<Whole>,
 }
@@ -318,14 +320,16 @@ impl DecisionTree {
         }))
     }
 
-    fn new_slot(&mut self, id: u32) -> u32 {
+    fn new_slot(&mut self, id: u32, priority: i32) -> u32 {
         match self.free_slots.pop() {
             Some(s) => {
                 self.ids[s as usize] = id;
+                self.prios[s as usize] = priority;
                 s
             }
             None => {
                 self.ids.push(id);
+                self.prios.push(priority);
                 (self.ids.len() - 1) as u32
             }
         }
@@ -355,7 +359,7 @@ impl DecisionTree {
                 };
                 let at = self.whole.partition_point(|w| rank(w) < rank(&new));
                 self.whole.insert(at, new);
-                let slot = self.new_slot(id);
+                let slot = self.new_slot(id, priority);
                 let info = Info {
                     slot,
                     form: Form::Whole,
@@ -368,7 +372,7 @@ impl DecisionTree {
 
     /// Add a filter (with a new id) given by its accepting paths.
     fn insert_paths(&mut self, id: u32, paths: &[Path], priority: i32) {
-        let slot = self.new_slot(id);
+        let slot = self.new_slot(id, priority);
         let e = Entry { slot, priority };
         let items: Items = paths
             .iter()
@@ -459,7 +463,7 @@ impl DecisionTree {
             }
             match &template.fast {
                 Some((items, at)) => {
-                    let slot = self.new_slot(id);
+                    let slot = self.new_slot(id, priority);
                     let root = self.nodes.root();
                     let s = Subst { at, keys: key };
                     self.nodes
@@ -541,18 +545,53 @@ impl DecisionTree {
         self.free_slots.push(info.slot);
     }
 
-    /// The entries the tree finds for a packet (a filter may appear more
+    /// The slots the tree finds for a packet (a filter may appear more
     /// than once), into `s.hits`.
     #[inline]
     fn tree_hits(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch) {
         s.next_packet();
+        let root = self.nodes.root();
         run::visit(
             &self.fields,
             &self.nodes,
-            self.nodes.root(),
+            root,
             pkt,
             wirelen,
-            s,
+            &mut s.memo,
+            &mut s.hits,
+        );
+    }
+
+    /// Run the tree from node `n` only, adding the slots of the filters
+    /// found below it to `slots` (for engines that run the rest of the
+    /// tree themselves). Computed fields are read through `s`'s memo,
+    /// which the caller resets per packet ([`Scratch::memo`]).
+    ///
+    /// ```
+    /// use sluice_classifier::tree::DecisionTree;
+    /// use sluice_classifier::merged::Compiled;
+    /// let mut t = DecisionTree::default();
+    /// t.insert(9, &Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
+    /// let mut slots = Vec::new();
+    /// t.visit_from(0, &[], 0, &mut Default::default(), &mut slots);
+    /// assert_eq!(t.id_of(slots[0]), Some(9));
+    /// ```
+    pub fn visit_from(
+        &self,
+        n: node::NodeId,
+        pkt: &[u8],
+        wirelen: u32,
+        s: &mut Scratch,
+        slots: &mut Vec<u32>,
+    ) {
+        run::visit(
+            &self.fields,
+            &self.nodes,
+            n,
+            pkt,
+            wirelen,
+            &mut s.memo,
+            slots,
         );
     }
 
@@ -567,18 +606,38 @@ impl DecisionTree {
     pub fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch, out: &mut Vec<u32>) {
         out.clear();
         self.tree_hits(pkt, wirelen, s);
-        self.finish(pkt, wirelen, s, out);
+        let hits = std::mem::take(&mut s.hits);
+        self.report(pkt, wirelen, &hits, s, out);
+        s.hits = hits;
     }
 
-    /// Turn `s.hits` into ids (each once), add the whole filters' and sort.
-    pub(crate) fn finish(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch, out: &mut Vec<u32>) {
-        match s.hits.len() {
-            0 => {}
-            1 => out.push(self.ids[s.hits[0].slot as usize]),
+    /// The filters of `slots` (found by running the tree, each perhaps more
+    /// than once) and the accepting filters that run whole, as ids in
+    /// increasing order, appended to `out`.
+    ///
+    /// ```
+    /// use sluice_classifier::tree::DecisionTree;
+    /// use sluice_classifier::merged::Compiled;
+    /// let mut t = DecisionTree::default();
+    /// t.insert(9, &Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
+    /// let mut out = Vec::new();
+    /// t.report(&[], 0, &[0, 0], &mut Default::default(), &mut out);
+    /// assert_eq!(out, vec![9]);
+    /// ```
+    pub fn report(
+        &self,
+        pkt: &[u8],
+        wirelen: u32,
+        slots: &[u32],
+        s: &mut Scratch,
+        out: &mut Vec<u32>,
+    ) {
+        match slots {
+            [] => {}
+            [one] => out.push(self.ids[*one as usize]),
             _ => {
                 s.dedup_start(self.ids.len());
-                for i in 0..s.hits.len() {
-                    let slot = s.hits[i].slot;
+                for &slot in slots {
                     if s.first_time(slot) {
                         out.push(self.ids[slot as usize]);
                     }
@@ -604,15 +663,24 @@ impl DecisionTree {
     /// ```
     pub fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut Scratch) -> Option<u32> {
         self.tree_hits(pkt, wirelen, s);
-        self.first_of(pkt, wirelen, s)
+        self.report_first(pkt, wirelen, &s.hits)
     }
 
-    /// The winner among `s.hits` and the whole filters.
-    pub(crate) fn first_of(&self, pkt: &[u8], wirelen: u32, s: &Scratch) -> Option<u32> {
+    /// The winner among the filters of `slots` (found by running the
+    /// tree) and the filters that run whole.
+    ///
+    /// ```
+    /// use sluice_classifier::tree::DecisionTree;
+    /// use sluice_classifier::merged::Compiled;
+    /// let mut t = DecisionTree::default();
+    /// t.insert(9, &Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
+    /// assert_eq!(t.report_first(&[], 0, &[0]), Some(9));
+    /// ```
+    pub fn report_first(&self, pkt: &[u8], wirelen: u32, slots: &[u32]) -> Option<u32> {
         let rank = |filter: u32, priority: i32| (priority, std::cmp::Reverse(filter));
         let mut best: Option<(i32, std::cmp::Reverse<u32>)> = None;
-        for e in &s.hits {
-            let r = rank(self.ids[e.slot as usize], e.priority);
+        for &slot in slots {
+            let r = rank(self.ids[slot as usize], self.prios[slot as usize]);
             if best.map_or(true, |b| r > b) {
                 best = Some(r);
             }

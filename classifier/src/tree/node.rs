@@ -101,7 +101,8 @@ pub struct Item {
 pub struct Tuple {
     /// The fields, in field order; the first is the node's.
     pub fields: Vec<FieldId>,
-    /// Their values → child node + 1.
+    /// Their values → child node + 1, with the child's [`summary`] as
+    /// the datum.
     pub table: KeyTable,
 }
 
@@ -166,6 +167,25 @@ impl Default for Node {
 impl Node {
     fn is_empty(&self) -> bool {
         self.field.is_none() && self.skip == NONE && self.leaf.is_empty()
+    }
+}
+
+/// What a table says of a child beside its id: `slot + 1` when the child
+/// only accepts one filter (it tests nothing more), else 0. Code that
+/// probes a table reports such a child's filter without visiting it.
+///
+/// ```
+/// use sluice_classifier::tree::node::{summary, Entry, Node};
+/// let mut n = Node::default();
+/// n.leaf.push(Entry { slot: 4, priority: 0 });
+/// assert_eq!(summary(&n), 5);
+/// n.field = Some(0);
+/// assert_eq!(summary(&n), 0);
+/// ```
+pub fn summary(n: &Node) -> u32 {
+    match n.leaf.as_slice() {
+        [e] if n.field.is_none() && n.skip == NONE => e.slot + 1,
+        _ => 0,
     }
 }
 
@@ -459,11 +479,20 @@ impl Nodes {
                     c
                 }
             };
-            children.push(child);
+            children.push((key.to_vec(), child));
         });
-        for c in children {
+        for (key, c) in children {
             self.put(f, c, w.skip(width), e);
+            self.resummarise(n, t, &key, c);
         }
+    }
+
+    /// Store a child's [`summary`] in its parent's table.
+    fn resummarise(&mut self, n: NodeId, t: usize, key: &[u32], child: NodeId) {
+        let s = summary(&self.nodes[child as usize]);
+        self.nodes[n as usize].tuples[t]
+            .table
+            .insert_with(key, child + 1, s);
     }
 
     /// The table a run of equalities on `fields` goes into (see the module doc).
@@ -512,7 +541,7 @@ impl Nodes {
         );
         let mut top = Tuple::new(old.fields[..j].to_vec());
         let rest = old.fields[j..].to_vec();
-        for (key, v) in old.table.iter() {
+        for (key, v, datum) in old.table.entries() {
             let child = match top.child(&key[..j]) {
                 Some(c) => c,
                 None => {
@@ -526,7 +555,7 @@ impl Nodes {
             };
             self.nodes[child as usize].tuples[0]
                 .table
-                .insert(&key[j..], v);
+                .insert_with(&key[j..], v, datum);
         }
         self.nodes[n as usize].tuples[t] = top;
     }
@@ -677,6 +706,8 @@ impl Nodes {
                     if node.tuples[t].table.is_empty() {
                         node.tuples.remove(t);
                     }
+                } else {
+                    self.resummarise(n, t, &key, child);
                 }
             }
         }

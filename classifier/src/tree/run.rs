@@ -21,7 +21,7 @@
 //! ```
 
 use super::field::{Fields, Memo};
-use super::node::{Entry, NodeId, Nodes, MAX_TUPLE, NONE};
+use super::node::{NodeId, Nodes, MAX_TUPLE, NONE};
 
 /// Reusable per-reader memory for classifying with a
 /// [`DecisionTree`](super::DecisionTree).
@@ -33,14 +33,26 @@ use super::node::{Entry, NodeId, Nodes, MAX_TUPLE, NONE};
 #[derive(Clone, Debug, Default)]
 pub struct Scratch {
     pub(crate) memo: Memo,
-    /// The packet's entries as found (a filter may be found twice).
-    pub(crate) hits: Vec<Entry>,
+    /// The slots of the packet's filters as found (a filter may be found
+    /// twice).
+    pub(crate) hits: Vec<u32>,
     /// Per filter slot: the epoch it was last reported in.
     pub(crate) seen: Vec<u32>,
     pub(crate) epoch: u32,
 }
 
 impl Scratch {
+    /// The per-packet memory of computed fields (for engines that read
+    /// fields themselves).
+    ///
+    /// ```
+    /// let mut s = sluice_classifier::tree::Scratch::default();
+    /// let _ = s.memo();
+    /// ```
+    pub fn memo(&mut self) -> &mut Memo {
+        &mut self.memo
+    }
+
     /// Start a packet.
     pub(crate) fn next_packet(&mut self) {
         self.memo.next_packet();
@@ -69,27 +81,28 @@ impl Scratch {
     }
 }
 
-/// Add every entry below node `n` that the packet reaches to `s.hits`.
+/// Add the slot of every filter found below node `n` to `out`.
 pub(crate) fn visit(
     fields: &Fields,
     nodes: &Nodes,
     mut n: NodeId,
     pkt: &[u8],
     wirelen: u32,
-    s: &mut Scratch,
+    memo: &mut Memo,
+    out: &mut Vec<u32>,
 ) {
     loop {
         let node = nodes.get(n);
-        s.hits.extend_from_slice(&node.leaf);
+        out.extend(node.leaf.iter().map(|e| e.slot));
         if let Some(field) = node.field {
-            if let Some(v) = fields.read(field, pkt, wirelen, &mut s.memo) {
+            if let Some(v) = fields.read(field, pkt, wirelen, memo) {
                 for t in &node.tuples {
                     let mut key = [0u32; MAX_TUPLE];
                     key[0] = v;
                     let w = t.fields.len();
                     let mut loaded = true;
                     for (k, f) in key[1..w].iter_mut().zip(&t.fields[1..]) {
-                        match fields.read(*f, pkt, wirelen, &mut s.memo) {
+                        match fields.read(*f, pkt, wirelen, memo) {
                             Some(x) => *k = x,
                             None => {
                                 loaded = false;
@@ -99,13 +112,13 @@ pub(crate) fn visit(
                     }
                     if loaded {
                         if let Some(c) = t.child(&key[..w]) {
-                            visit(fields, nodes, c, pkt, wirelen, s);
+                            visit(fields, nodes, c, pkt, wirelen, memo, out);
                         }
                     }
                 }
                 for (c, child) in &node.conds {
                     if c.holds(v) {
-                        visit(fields, nodes, *child, pkt, wirelen, s);
+                        visit(fields, nodes, *child, pkt, wirelen, memo, out);
                     }
                 }
             }

@@ -92,7 +92,19 @@ fn expected_first(filters: &[(u32, Filter, i32)], pkt: &[u8]) -> Option<u32> {
         .map(|(id, ..)| *id)
 }
 
+/// Every table's datum is its child's summary, and free nodes are empty.
+fn check_summaries(t: &DecisionTree) {
+    for n in t.nodes().all() {
+        for tu in &n.tuples {
+            for (_, v, datum) in tu.table.entries() {
+                assert_eq!(datum, node::summary(t.nodes().get(v - 1)));
+            }
+        }
+    }
+}
+
 fn check(t: &DecisionTree, filters: &[(u32, Filter, i32)], pkts: &[Vec<u8>]) {
+    check_summaries(t);
     let mut s = Scratch::default();
     let mut out = Vec::new();
     for pkt in pkts {

@@ -1,0 +1,496 @@
+//! A plan as one machine function (Cranelift).
+//!
+//! The tree becomes straight-line code in its own order: a node's leaf
+//! appends its filters' slots, its field is read once (bounds-checked;
+//! an abort goes straight to the skip edge), each small table is a chain
+//! of compares against immediates, each large table is hashed and probed
+//! as [`KeyTable`](sluice_classifier::table::KeyTable) lays it out, each
+//! condition is a few compares, and every edge's code runs in place and
+//! falls through to the next edge. Calls back into Rust
+//! ([`super::run`]) read computed fields, run the parts of the tree
+//! not compiled, check conditions with set parts and grow the output.
+
+use super::plan::{Big, Child, FieldRead, PCond, PNode, Plan, Small};
+use super::run::{grow_helper, read_helper, set_helper, visit_helper, Ctx, TableDesc, TreeFn};
+use crate::{CodePages, NativeError};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{
+    types, AbiParam, Block, InstBuilder, MemFlags, SigRef, Signature, Value,
+};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use cranelift_module::Module;
+use std::mem::offset_of;
+
+/// The machine function of a plan, the pages that hold it and its size in bytes.
+pub(crate) fn compile(plan: &Plan) -> Result<(TreeFn, CodePages, usize), NativeError> {
+    let mut module = CodePages::module()?;
+    let mut ctx = module.make_context();
+    let ptr = types::I64;
+    ctx.func.signature.params.push(AbiParam::new(ptr));
+    let mut fctx = FunctionBuilderContext::new();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let cx = b.block_params(entry)[0];
+        let sig = |b: &mut FunctionBuilder, params: &[types::Type], ret: Option<types::Type>| {
+            let mut s = Signature::new(b.func.signature.call_conv);
+            s.params.extend(params.iter().map(|t| AbiParam::new(*t)));
+            s.returns.extend(ret.map(AbiParam::new));
+            b.import_signature(s)
+        };
+        let sigs = Sigs {
+            read: sig(&mut b, &[ptr, types::I32], Some(types::I64)),
+            visit: sig(&mut b, &[ptr, types::I32], None),
+            grow: sig(&mut b, &[ptr], None),
+            set: sig(&mut b, &[ptr, types::I32, types::I32], Some(types::I32)),
+        };
+        let fl = MemFlags::trusted();
+        let pkt = b.ins().load(ptr, fl, cx, offset_of!(Ctx, pkt) as i32);
+        let caplen = b.ins().load(ptr, fl, cx, offset_of!(Ctx, caplen) as i32);
+        let wl = b.ins().load(ptr, fl, cx, offset_of!(Ctx, wirelen) as i32);
+        let wirelen = b.ins().ireduce(types::I32, wl);
+        let tables = b.ins().load(ptr, fl, cx, offset_of!(Ctx, tables) as i32);
+        let (out, len, cap) = (
+            Variable::from_u32(0),
+            Variable::from_u32(1),
+            Variable::from_u32(2),
+        );
+        for v in [out, len, cap] {
+            b.declare_var(v, ptr);
+        }
+        let mut g = Gen {
+            b,
+            cx,
+            pkt,
+            caplen,
+            wirelen,
+            tables,
+            out,
+            len,
+            cap,
+            sigs,
+        };
+        g.reload();
+        let exit = g.b.create_block();
+        g.node(&plan.root, exit);
+        g.b.switch_to_block(exit);
+        g.save_len();
+        g.b.ins().return_(&[]);
+        g.b.seal_all_blocks();
+        g.b.finalize();
+    }
+    let (code, bytes) = CodePages::finish(&mut module, &mut ctx, "tree")?;
+    // SAFETY: `code` is the entry of the function just finalized, whose
+    // signature (pointer) -> () in the host's default calling convention
+    // is `TreeFn`'s `extern "C"` ABI.
+    let f = unsafe { std::mem::transmute::<*const u8, TreeFn>(code) };
+    Ok((f, CodePages::new(module), bytes))
+}
+
+struct Sigs {
+    read: SigRef,
+    visit: SigRef,
+    grow: SigRef,
+    set: SigRef,
+}
+
+struct Gen<'a> {
+    b: FunctionBuilder<'a>,
+    cx: Value,
+    pkt: Value,
+    caplen: Value,
+    wirelen: Value,
+    tables: Value,
+    out: Variable,
+    len: Variable,
+    cap: Variable,
+    sigs: Sigs,
+}
+
+fn flags() -> MemFlags {
+    MemFlags::new().with_notrap()
+}
+
+impl Gen<'_> {
+    /// The output buffer's pointer, length and capacity from the context.
+    fn reload(&mut self) {
+        let fl = MemFlags::trusted();
+        for (var, at) in [
+            (self.out, offset_of!(Ctx, out)),
+            (self.len, offset_of!(Ctx, len)),
+            (self.cap, offset_of!(Ctx, cap)),
+        ] {
+            let v = self.b.ins().load(types::I64, fl, self.cx, at as i32);
+            self.b.def_var(var, v);
+        }
+    }
+
+    fn save_len(&mut self) {
+        let len = self.b.use_var(self.len);
+        self.b.ins().store(
+            MemFlags::trusted(),
+            len,
+            self.cx,
+            offset_of!(Ctx, len) as i32,
+        );
+    }
+
+    fn call(&mut self, sig: SigRef, helper: usize, args: &[Value]) -> Option<Value> {
+        let callee = self.b.ins().iconst(types::I64, helper as i64);
+        let mut all = vec![self.cx];
+        all.extend_from_slice(args);
+        let call = self.b.ins().call_indirect(sig, callee, &all);
+        self.b.inst_results(call).first().copied()
+    }
+
+    /// Branch to `fail` when `cond`, else go on in a fresh block.
+    fn branch_out(&mut self, cond: Value, fail: Block) {
+        let next = self.b.create_block();
+        self.b.ins().brif(cond, fail, &[], next, &[]);
+        self.b.switch_to_block(next);
+    }
+
+    /// Append a slot to the output.
+    fn push(&mut self, slot: Value) {
+        let len = self.b.use_var(self.len);
+        let cap = self.b.use_var(self.cap);
+        let full = self.b.ins().icmp(IntCC::Equal, len, cap);
+        let grow = self.b.create_block();
+        let room = self.b.create_block();
+        self.b.ins().brif(full, grow, &[], room, &[]);
+        self.b.switch_to_block(grow);
+        self.save_len();
+        let helper = grow_helper as extern "C" fn(_);
+        self.call(self.sigs.grow, helper as usize, &[]);
+        self.reload();
+        self.b.ins().jump(room, &[]);
+        self.b.switch_to_block(room);
+        let out = self.b.use_var(self.out);
+        let len = self.b.use_var(self.len);
+        let at = self.b.ins().ishl_imm(len, 2);
+        let a = self.b.ins().iadd(out, at);
+        self.b.ins().store(MemFlags::trusted(), slot, a, 0);
+        let len = self.b.ins().iadd_imm(len, 1);
+        self.b.def_var(self.len, len);
+    }
+
+    /// A field's value (network order, as the IR means it); to `fail`
+    /// when the read aborts.
+    fn read(&mut self, f: &FieldRead, fail: Block) -> Value {
+        match f {
+            FieldRead::Len => self.wirelen,
+            FieldRead::Const(k) => self.b.ins().iconst(types::I32, *k as i64),
+            FieldRead::Call(field) => {
+                let id = self.b.ins().iconst(types::I32, *field as i64);
+                let helper = read_helper as extern "C" fn(_, _) -> _;
+                let r = self
+                    .call(self.sigs.read, helper as usize, &[id])
+                    .expect("a result");
+                let hi = self.b.ins().ushr_imm(r, 32);
+                self.branch_out(hi, fail);
+                self.b.ins().ireduce(types::I32, r)
+            }
+            FieldRead::Load {
+                hdr,
+                off,
+                size,
+                mask,
+            } => {
+                let size = *size as u32;
+                let addr = match hdr {
+                    None => {
+                        let end = *off as u64 + size as u64;
+                        let short =
+                            self.b
+                                .ins()
+                                .icmp_imm(IntCC::UnsignedLessThan, self.caplen, end as i64);
+                        self.branch_out(short, fail);
+                        self.b.ins().iadd_imm(self.pkt, *off as i64)
+                    }
+                    Some(h) => {
+                        let short = self.b.ins().icmp_imm(
+                            IntCC::UnsignedLessThan,
+                            self.caplen,
+                            *h as i64 + 1,
+                        );
+                        self.branch_out(short, fail);
+                        let byte = self
+                            .b
+                            .ins()
+                            .uload8(types::I64, flags(), self.pkt, *h as i32);
+                        let x = self.b.ins().band_imm(byte, 0xf);
+                        let hl = self.b.ins().ishl_imm(x, 2);
+                        let end = self.b.ins().iadd_imm(hl, *off as i64 + size as i64);
+                        let over = self
+                            .b
+                            .ins()
+                            .icmp(IntCC::UnsignedGreaterThan, end, self.caplen);
+                        self.branch_out(over, fail);
+                        let a = self.b.ins().iadd(self.pkt, hl);
+                        self.b.ins().iadd_imm(a, *off as i64)
+                    }
+                };
+                let raw = match size {
+                    1 => self.b.ins().uload8(types::I32, flags(), addr, 0),
+                    2 => self.b.ins().uload16(types::I32, flags(), addr, 0),
+                    _ => self.b.ins().load(types::I32, flags(), addr, 0),
+                };
+                let v = match size {
+                    2 if cfg!(target_endian = "little") => {
+                        let s = self.b.ins().bswap(raw);
+                        self.b.ins().ushr_imm(s, 16)
+                    }
+                    4 if cfg!(target_endian = "little") => self.b.ins().bswap(raw),
+                    _ => raw,
+                };
+                if *mask == u32::MAX {
+                    v
+                } else {
+                    self.b.ins().band_imm(v, *mask as i64)
+                }
+            }
+        }
+    }
+
+    /// The code of node `p`, starting in the current block, ending with a
+    /// jump to `cont`.
+    fn node(&mut self, p: &PNode, cont: Block) {
+        for &slot in &p.leaf {
+            let s = self.b.ins().iconst(types::I32, slot as i64);
+            self.push(s);
+        }
+        let skip = self.b.create_block();
+        if let Some(f) = &p.field {
+            let v = self.read(f, skip);
+            for s in &p.small {
+                self.small(v, s);
+            }
+            for t in &p.big {
+                self.big(v, t);
+            }
+            for c in &p.conds {
+                self.cond(v, c);
+            }
+        }
+        self.b.ins().jump(skip, &[]);
+        self.b.switch_to_block(skip);
+        match &p.skip {
+            Some(c) => self.child(c, cont),
+            None => {
+                self.b.ins().jump(cont, &[]);
+            }
+        }
+    }
+
+    fn child(&mut self, c: &Child, cont: Block) {
+        match c {
+            Child::Node(p) => self.node(p, cont),
+            Child::Visit(n) => {
+                self.visit(*n);
+                self.b.ins().jump(cont, &[]);
+            }
+        }
+    }
+
+    /// Run the tree's walk from node `n` (a call).
+    fn visit(&mut self, n: impl Into<VisitArg>) {
+        let arg = match n.into() {
+            VisitArg::Const(n) => self.b.ins().iconst(types::I32, n as i64),
+            VisitArg::Value(v) => v,
+        };
+        self.save_len();
+        let helper = visit_helper as extern "C" fn(_, _);
+        self.call(self.sigs.visit, helper as usize, &[arg]);
+        self.reload();
+    }
+
+    /// The other words of a table's key, each read to `fail` when it aborts.
+    fn key(&mut self, v: Value, more: &[FieldRead], fail: Block) -> Vec<Value> {
+        let mut key = vec![v];
+        for f in more {
+            key.push(self.read(f, fail));
+        }
+        key
+    }
+
+    fn small(&mut self, v: Value, s: &Small) {
+        let next = self.b.create_block();
+        let key = self.key(v, &s.more, next);
+        for (k, child) in &s.keys {
+            let hit = self.b.create_block();
+            let miss = self.b.create_block();
+            let mut all: Option<Value> = None;
+            for (x, want) in key.iter().zip(k) {
+                let eq = self.b.ins().icmp_imm(IntCC::Equal, *x, *want as i64);
+                all = Some(match all {
+                    None => eq,
+                    Some(a) => self.b.ins().band(a, eq),
+                });
+            }
+            let all = all.expect("a key has a word");
+            self.b.ins().brif(all, hit, &[], miss, &[]);
+            self.b.switch_to_block(hit);
+            self.child(child, miss);
+            self.b.switch_to_block(miss);
+        }
+        self.b.ins().jump(next, &[]);
+        self.b.switch_to_block(next);
+    }
+
+    /// Hash the key as [`sluice_classifier::table::hash`] does and probe
+    /// the table; a hit reports its child.
+    fn big(&mut self, v: Value, t: &Big) {
+        use sluice_classifier::table::{HASH_LEN, HASH_MIX, HASH_WORDS};
+        let after = self.b.create_block();
+        let key = self.key(v, &t.more, after);
+        let w = key.len();
+        let mut acc = self
+            .b
+            .ins()
+            .iconst(types::I64, (w as u64).wrapping_mul(HASH_LEN) as i64);
+        for (i, ch) in key.chunks(2).enumerate() {
+            let lo = self.b.ins().uextend(types::I64, ch[0]);
+            let word = match ch.get(1) {
+                Some(h) => {
+                    let hi = self.b.ins().uextend(types::I64, *h);
+                    let hi = self.b.ins().ishl_imm(hi, 32);
+                    self.b.ins().bor(lo, hi)
+                }
+                None => lo,
+            };
+            let x = self
+                .b
+                .ins()
+                .imul_imm(word, HASH_WORDS[i % HASH_WORDS.len()] as i64);
+            acc = self.b.ins().iadd(acc, x);
+        }
+        let s = self.b.ins().ushr_imm(acc, 32);
+        let x = self.b.ins().bxor(acc, s);
+        let x = self.b.ins().imul_imm(x, HASH_MIX as i64);
+        let s = self.b.ins().ushr_imm(x, 29);
+        let h = self.b.ins().bxor(x, s);
+        let fl = MemFlags::trusted().with_readonly();
+        let desc = self.b.ins().iadd_imm(
+            self.tables,
+            (t.table * std::mem::size_of::<TableDesc>()) as i64,
+        );
+        let base = self
+            .b
+            .ins()
+            .load(types::I64, fl, desc, offset_of!(TableDesc, words) as i32);
+        let mask = self
+            .b
+            .ins()
+            .load(types::I64, fl, desc, offset_of!(TableDesc, mask) as i32);
+        let i0 = self.b.ins().band(h, mask);
+        let budget = self.b.ins().iadd_imm(mask, 1);
+        let head = self.b.create_block();
+        let i = self.b.append_block_param(head, types::I64);
+        let left = self.b.append_block_param(head, types::I64);
+        self.b.ins().jump(head, &[i0, budget]);
+        self.b.switch_to_block(head);
+        let stride = ((w + 2) * 4) as i64;
+        let off = self.b.ins().imul_imm(i, stride);
+        let slot = self.b.ins().iadd(base, off);
+        let fl = MemFlags::trusted();
+        let val = self.b.ins().load(types::I32, fl, slot, 0);
+        let next = self.b.create_block();
+        let live = self.b.create_block();
+        self.b.ins().brif(val, live, &[], after, &[]);
+        self.b.switch_to_block(live);
+        let gone = self.b.ins().icmp_imm(IntCC::Equal, val, u32::MAX as i64);
+        self.branch_out(gone, next);
+        for (j, x) in key.iter().enumerate() {
+            let word = self.b.ins().load(types::I32, fl, slot, (8 + 4 * j) as i32);
+            let ne = self.b.ins().icmp(IntCC::NotEqual, word, *x);
+            self.branch_out(ne, next);
+        }
+        let datum = self.b.ins().load(types::I32, fl, slot, 4);
+        let one = self.b.create_block();
+        let walk = self.b.create_block();
+        self.b.ins().brif(datum, one, &[], walk, &[]);
+        self.b.switch_to_block(one);
+        let s = self.b.ins().iadd_imm(datum, -1);
+        self.push(s);
+        self.b.ins().jump(after, &[]);
+        self.b.switch_to_block(walk);
+        let child = self.b.ins().iadd_imm(val, -1);
+        self.visit(child);
+        self.b.ins().jump(after, &[]);
+        self.b.switch_to_block(next);
+        let i1 = self.b.ins().iadd_imm(i, 1);
+        let i1 = self.b.ins().band(i1, mask);
+        let l1 = self.b.ins().iadd_imm(left, -1);
+        self.b.ins().brif(l1, head, &[i1, l1], after, &[]);
+        self.b.switch_to_block(after);
+    }
+
+    fn cond(&mut self, v: Value, p: &PCond) {
+        let c = &p.cond;
+        let miss = self.b.create_block();
+        let ins = |g: &mut Gen, cc: IntCC, k: u32| g.b.ins().icmp_imm(cc, v, k as i64);
+        match (c.lo, c.hi) {
+            (0, u32::MAX) => {}
+            (0, hi) => {
+                let over = ins(self, IntCC::UnsignedGreaterThan, hi);
+                self.branch_out(over, miss);
+            }
+            (lo, u32::MAX) => {
+                let under = ins(self, IntCC::UnsignedLessThan, lo);
+                self.branch_out(under, miss);
+            }
+            (lo, hi) => {
+                let d = self.b.ins().iadd_imm(v, -(lo as i64));
+                let out = self
+                    .b
+                    .ins()
+                    .icmp_imm(IntCC::UnsignedGreaterThan, d, (hi - lo) as i64);
+                self.branch_out(out, miss);
+            }
+        }
+        if c.none != 0 {
+            let x = self.b.ins().band_imm(v, c.none as i64);
+            self.branch_out(x, miss);
+        }
+        for &m in &c.any {
+            let x = self.b.ins().band_imm(v, m as i64);
+            let zero = self.b.ins().icmp_imm(IntCC::Equal, x, 0);
+            self.branch_out(zero, miss);
+        }
+        for &k in &c.ne {
+            let eq = ins(self, IntCC::Equal, k);
+            self.branch_out(eq, miss);
+        }
+        if let Some(set) = p.sets {
+            let id = self.b.ins().iconst(types::I32, set as i64);
+            let helper = set_helper as extern "C" fn(_, _, _) -> _;
+            let ok = self
+                .call(self.sigs.set, helper as usize, &[id, v])
+                .expect("a result");
+            let no = self.b.ins().icmp_imm(IntCC::Equal, ok, 0);
+            self.branch_out(no, miss);
+        }
+        self.child(&p.child, miss);
+        self.b.switch_to_block(miss);
+    }
+}
+
+/// A node for [`Gen::visit`]: known when the code is built, or read from a table.
+enum VisitArg {
+    Const(u32),
+    Value(Value),
+}
+
+impl From<u32> for VisitArg {
+    fn from(n: u32) -> VisitArg {
+        VisitArg::Const(n)
+    }
+}
+
+impl From<Value> for VisitArg {
+    fn from(v: Value) -> VisitArg {
+        VisitArg::Value(v)
+    }
+}

@@ -1,0 +1,505 @@
+//! The merged decision tree compiled to machine code: DPF's dynamic code
+//! generation for the whole set of filters at once.
+//!
+//! [`NativeTree`] keeps a [`DecisionTree`] and one machine function made
+//! from its [`plan`]: the tree's tests in the tree's order, as compares and
+//! branches with the constants as immediates, the large tables probed in
+//! place ([`emit`]). A change to the filters makes the code stale until
+//! [`NativeTree::update`]; until then classification walks the tree in
+//! Rust, so stale code never runs. An update whose plan equals the last
+//! one (only large tables changed: key-only inserts) reuses the code.
+//!
+//! Every answer is the tree's own ([`DecisionTree::classify`] and
+//! [`DecisionTree::classify_first`]): the code only replaces the walk.
+//! [`NativeTreeClassifier`] is the concurrent form (one writer, readers
+//! that never wait), on [`sluice_classifier::Classifier`].
+//!
+//! ```
+//! use sluice_classifier::merged::Compiled;
+//! use sluice_ir::{Filter, Pred, Size, Val};
+//! use sluice_native::tree::NativeTree;
+//! let mut t = NativeTree::new();
+//! let port = |p| Filter::new(Pred::eq(Val::load_abs(2, Size::Half), p), 1);
+//! t.insert(0, &Compiled::new(port(80)), 0);
+//! t.insert(1, &Compiled::new(port(443)), 0);
+//! t.update();
+//! let mut out = Vec::new();
+//! t.classify(&[0, 0, 1, 187], 4, &mut Default::default(), &mut out);
+//! assert_eq!(out, vec![1]);
+//! assert!(t.native_stats().code_bytes > 0);
+//! ```
+
+mod emit;
+pub mod plan;
+mod run;
+
+use crate::CodePages;
+use plan::Plan;
+use run::{TableDesc, TreeFn};
+use sluice_classifier::merged::Compiled;
+use sluice_classifier::tree::{DecisionTree, Scratch};
+use sluice_classifier::{Change, Classifier, Engine, Reader};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The machine function of one plan (shared by the two copies of a
+/// [`NativeTreeClassifier`]).
+pub struct Code {
+    plan: Plan,
+    func: TreeFn,
+    bytes: usize,
+    /// Holds the function's pages; dropped last.
+    _pages: CodePages,
+}
+
+/// What the code generator did, for tests and benchmarks.
+///
+/// ```
+/// assert_eq!(sluice_native::tree::NativeTree::new().native_stats().compilations, 0);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NativeTreeStats {
+    /// Functions compiled so far (updates whose plan changed).
+    pub compilations: usize,
+    /// Size of the current function's machine code.
+    pub code_bytes: usize,
+    /// Nodes compiled in place.
+    pub nodes: usize,
+    /// Tables probed in memory by the code.
+    pub tables: usize,
+    /// Time spent compiling, in total.
+    pub compile_time: Duration,
+}
+
+/// Per-reader memory of a [`NativeTree`].
+///
+/// ```
+/// let s = sluice_native::tree::NativeScratch::default();
+/// drop(s);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct NativeScratch {
+    tree: Scratch,
+    slots: Vec<u32>,
+}
+
+/// A decision tree with its machine code (see the module doc).
+///
+/// ```
+/// let t = sluice_native::tree::NativeTree::new();
+/// assert!(t.tree().is_empty());
+/// ```
+pub struct NativeTree {
+    tree: DecisionTree,
+    code: Option<Arc<Code>>,
+    /// The plan's probed tables in *this* copy of the tree.
+    descs: Vec<TableDesc>,
+    /// True when `code` fits the tree as it is.
+    fresh: bool,
+    /// False: never compile (the tree's walk only).
+    native: bool,
+    stats: NativeTreeStats,
+}
+
+// SAFETY: the raw pointers in `descs` point into `self.tree`'s tables and
+// are only read (by generated code, through `&self`); they are rebuilt
+// whenever the tree changes, before the code runs again (`fresh`), and
+// changing the tree needs `&mut self`. Nothing is tied to a thread.
+unsafe impl Send for NativeTree {}
+// SAFETY: see `Send`: through `&self` everything is read only (the code
+// writes only into the caller's scratch buffer).
+unsafe impl Sync for NativeTree {}
+
+impl Clone for NativeTree {
+    fn clone(&self) -> NativeTree {
+        let mut t = NativeTree {
+            tree: self.tree.clone(),
+            code: self.code.clone(),
+            descs: Vec::new(),
+            fresh: false,
+            native: self.native,
+            stats: self.stats,
+        };
+        // The clone's table pointers must be its own.
+        if self.fresh {
+            t.install(self.code.clone());
+        }
+        t
+    }
+}
+
+impl std::fmt::Debug for NativeTree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NativeTree")
+            .field("filters", &self.tree.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for NativeTree {
+    fn default() -> Self {
+        NativeTree::new()
+    }
+}
+
+impl NativeTree {
+    /// An empty tree.
+    ///
+    /// ```
+    /// assert_eq!(sluice_native::tree::NativeTree::new().tree().len(), 0);
+    /// ```
+    pub fn new() -> NativeTree {
+        NativeTree::from_tree(DecisionTree::default())
+    }
+
+    /// Compile an existing tree (at the next [`NativeTree::update`]).
+    ///
+    /// ```
+    /// let t = sluice_native::tree::NativeTree::from_tree(Default::default());
+    /// assert!(t.tree().is_empty());
+    /// ```
+    pub fn from_tree(tree: DecisionTree) -> NativeTree {
+        NativeTree {
+            tree,
+            code: None,
+            descs: Vec::new(),
+            fresh: false,
+            native: cfg!(any(target_arch = "x86_64", target_arch = "aarch64")),
+            stats: NativeTreeStats::default(),
+        }
+    }
+
+    /// A tree that never compiles: the same answers from the tree's walk
+    /// in Rust (for comparing the two).
+    ///
+    /// ```
+    /// let mut t = sluice_native::tree::NativeTree::interpreted(Default::default());
+    /// t.update();
+    /// assert_eq!(t.native_stats().compilations, 0);
+    /// ```
+    pub fn interpreted(tree: DecisionTree) -> NativeTree {
+        NativeTree {
+            native: false,
+            ..NativeTree::from_tree(tree)
+        }
+    }
+
+    /// The tree.
+    ///
+    /// ```
+    /// assert!(sluice_native::tree::NativeTree::new().tree().is_empty());
+    /// ```
+    pub fn tree(&self) -> &DecisionTree {
+        &self.tree
+    }
+
+    /// Add a filter (see [`DecisionTree::insert`]).
+    ///
+    /// ```
+    /// let mut t = sluice_native::tree::NativeTree::new();
+    /// t.insert(1, &sluice_classifier::merged::Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
+    /// assert_eq!(t.tree().len(), 1);
+    /// ```
+    pub fn insert(&mut self, id: u32, c: &Compiled, priority: i32) {
+        self.fresh = false;
+        self.tree.insert(id, c, priority);
+    }
+
+    /// Add filters copied by key (see [`DecisionTree::insert_key_block`]).
+    ///
+    /// ```
+    /// let mut t = sluice_native::tree::NativeTree::new();
+    /// assert!(!t.insert_key_block(1, 0, 1, vec![2].into(), 0));
+    /// ```
+    pub fn insert_key_block(
+        &mut self,
+        first: u32,
+        like: u32,
+        width: usize,
+        keys: Arc<[u32]>,
+        priority: i32,
+    ) -> bool {
+        self.fresh = false;
+        self.tree
+            .insert_key_block(first, like, width, keys, priority)
+    }
+
+    /// Remove a filter.
+    ///
+    /// ```
+    /// let mut t = sluice_native::tree::NativeTree::new();
+    /// t.remove(3);
+    /// ```
+    pub fn remove(&mut self, id: u32) {
+        self.fresh = false;
+        self.tree.remove(id);
+    }
+
+    /// Bring the code up to date with the tree (the same code when the
+    /// plan did not change).
+    ///
+    /// ```
+    /// let mut t = sluice_native::tree::NativeTree::new();
+    /// t.update();
+    /// t.update();
+    /// assert_eq!(t.native_stats().compilations, 1);
+    /// ```
+    pub fn update(&mut self) {
+        let code = self.build();
+        self.install(code);
+    }
+
+    /// The code for the tree as it is: the current code when its plan is
+    /// the same, else new code (none where code cannot be made).
+    fn build(&mut self) -> Option<Arc<Code>> {
+        if !self.native {
+            return None;
+        }
+        let plan = Plan::of(&self.tree);
+        if let Some(c) = &self.code {
+            if c.plan == plan {
+                return Some(c.clone());
+            }
+        }
+        let t = Instant::now();
+        let (func, pages, bytes) = emit::compile(&plan).ok()?;
+        self.stats.compilations += 1;
+        self.stats.compile_time += t.elapsed();
+        Some(Arc::new(Code {
+            plan,
+            func,
+            bytes,
+            _pages: pages,
+        }))
+    }
+
+    /// Use `code`, built for a tree of this shape.
+    fn install(&mut self, code: Option<Arc<Code>>) {
+        self.descs = match &code {
+            Some(c) => c
+                .plan
+                .tables
+                .iter()
+                .map(|&at| {
+                    let t = plan::table(&self.tree, at);
+                    TableDesc {
+                        words: t.words().as_ptr(),
+                        mask: (t.slots() - 1) as u64,
+                    }
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        if let Some(c) = &code {
+            self.stats.code_bytes = c.bytes;
+            self.stats.nodes = c.plan.nodes;
+            self.stats.tables = c.plan.tables.len();
+        }
+        self.code = code;
+        self.fresh = true;
+    }
+
+    /// What the code generator did.
+    ///
+    /// ```
+    /// assert_eq!(sluice_native::tree::NativeTree::new().native_stats().code_bytes, 0);
+    /// ```
+    pub fn native_stats(&self) -> NativeTreeStats {
+        self.stats
+    }
+
+    /// The slots the tree finds for a packet, into `s.slots`.
+    #[inline]
+    fn slots(&self, pkt: &[u8], wirelen: u32, s: &mut NativeScratch) {
+        s.slots.clear();
+        match (&self.code, self.fresh) {
+            (Some(c), true) => {
+                // SAFETY: `c` was built from a plan of this tree's shape
+                // (it is fresh) and `descs` describes this tree's tables
+                // in the plan's order (`install`).
+                unsafe {
+                    run::call(
+                        c.func,
+                        &self.tree,
+                        &c.plan,
+                        &self.descs,
+                        pkt,
+                        wirelen,
+                        &mut s.tree,
+                        &mut s.slots,
+                    )
+                }
+            }
+            _ => {
+                s.tree.memo().next_packet();
+                let root = self.tree.nodes().root();
+                self.tree
+                    .visit_from(root, pkt, wirelen, &mut s.tree, &mut s.slots);
+            }
+        }
+    }
+
+    /// Every filter that accepts the packet, as ids in increasing order.
+    ///
+    /// ```
+    /// let t = sluice_native::tree::NativeTree::new();
+    /// let mut out = vec![1];
+    /// t.classify(&[], 0, &mut Default::default(), &mut out);
+    /// assert!(out.is_empty());
+    /// ```
+    pub fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut NativeScratch, out: &mut Vec<u32>) {
+        out.clear();
+        self.slots(pkt, wirelen, s);
+        self.tree.report(pkt, wirelen, &s.slots, &mut s.tree, out);
+    }
+
+    /// The single winner: highest priority, then earliest inserted.
+    ///
+    /// ```
+    /// let t = sluice_native::tree::NativeTree::new();
+    /// assert_eq!(t.classify_first(&[], 0, &mut Default::default()), None);
+    /// ```
+    pub fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut NativeScratch) -> Option<u32> {
+        self.slots(pkt, wirelen, s);
+        self.tree.report_first(pkt, wirelen, &s.slots)
+    }
+
+    /// `out[i]` gets packet `i`'s filters.
+    ///
+    /// ```
+    /// let t = sluice_native::tree::NativeTree::new();
+    /// let mut out = vec![Vec::new()];
+    /// t.classify_batch(&[(&[][..], 0)], &mut Default::default(), &mut out);
+    /// assert!(out[0].is_empty());
+    /// ```
+    pub fn classify_batch(
+        &self,
+        pkts: &[(&[u8], u32)],
+        s: &mut NativeScratch,
+        out: &mut [Vec<u32>],
+    ) {
+        for ((pkt, wirelen), o) in pkts.iter().zip(out.iter_mut()) {
+            self.classify(pkt, *wirelen, s, o);
+        }
+    }
+
+    /// `out[i]` gets packet `i`'s single winner.
+    ///
+    /// ```
+    /// let t = sluice_native::tree::NativeTree::new();
+    /// let mut out = [Some(1)];
+    /// t.classify_first_batch(&[(&[][..], 0)], &mut Default::default(), &mut out);
+    /// assert_eq!(out, [None]);
+    /// ```
+    pub fn classify_first_batch(
+        &self,
+        pkts: &[(&[u8], u32)],
+        s: &mut NativeScratch,
+        out: &mut [Option<u32>],
+    ) {
+        for ((pkt, wirelen), o) in pkts.iter().zip(out.iter_mut()) {
+            *o = self.classify_first(pkt, *wirelen, s);
+        }
+    }
+}
+
+impl Engine for NativeTree {
+    type Derived = Option<Arc<Code>>;
+    type Scratch = NativeScratch;
+
+    fn empty() -> NativeTree {
+        NativeTree::new()
+    }
+
+    fn change(&mut self, c: &Change) {
+        self.fresh = false;
+        self.tree.change(c);
+    }
+
+    fn key_width_of(&self, like: u32) -> Option<usize> {
+        self.tree.key_width_of(like)
+    }
+
+    fn stats(&self) -> (usize, usize, usize, usize) {
+        Engine::stats(&self.tree)
+    }
+
+    /// The first copy to refresh builds the code and leaves it for the
+    /// second, whose tree has the same shape after the same changes.
+    fn refresh(&mut self, slot: &mut Option<Option<Arc<Code>>>) {
+        let code = match slot {
+            Some(c) => c.clone(),
+            None => {
+                let c = self.build();
+                *slot = Some(c.clone());
+                c
+            }
+        };
+        self.install(code);
+    }
+
+    fn sync_with(&mut self, first: &Self) {
+        self.tree = first.tree.clone();
+        self.native = first.native;
+        self.stats = first.stats;
+        self.code = None;
+        self.fresh = false;
+        if first.fresh {
+            self.install(first.code.clone());
+        }
+    }
+
+    fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut NativeScratch, out: &mut Vec<u32>) {
+        NativeTree::classify(self, pkt, wirelen, s, out)
+    }
+
+    fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut NativeScratch) -> Option<u32> {
+        NativeTree::classify_first(self, pkt, wirelen, s)
+    }
+
+    fn classify_batch(&self, pkts: &[(&[u8], u32)], s: &mut NativeScratch, out: &mut [Vec<u32>]) {
+        NativeTree::classify_batch(self, pkts, s, out)
+    }
+
+    fn classify_first_batch(
+        &self,
+        pkts: &[(&[u8], u32)],
+        s: &mut NativeScratch,
+        out: &mut [Option<u32>],
+    ) {
+        NativeTree::classify_first_batch(self, pkts, s, out)
+    }
+}
+
+/// The concurrent classifier with the decision tree as machine code:
+/// [`sluice_classifier::Classifier`] over [`NativeTree`]. Each publish
+/// builds the code for the new filters first (or keeps the old code when
+/// only large tables changed); readers never wait.
+///
+/// ```
+/// use sluice_native::tree::NativeTreeClassifier;
+/// use sluice_ir::{Filter, Pred, Val, Size};
+/// let mut c = NativeTreeClassifier::default();
+/// let port = |p| Filter::new(Pred::eq(Val::load_abs(2, Size::Half), p), 1);
+/// let web = c.insert(&port(80), 0);
+/// c.publish();
+/// let r = c.reader();
+/// assert_eq!(r.classify(&[0, 0, 0, 80], 4), vec![web]);
+/// c.remove(web);
+/// c.publish();
+/// assert!(r.classify(&[0, 0, 0, 80], 4).is_empty());
+/// ```
+pub type NativeTreeClassifier = Classifier<NativeTree>;
+
+/// A reader of a [`NativeTreeClassifier`].
+///
+/// ```
+/// let c = sluice_native::tree::NativeTreeClassifier::default();
+/// let r: sluice_native::tree::NativeTreeReader = c.reader();
+/// assert_eq!(r.classify_first(&[], 0), None);
+/// ```
+pub type NativeTreeReader = Reader<NativeTree>;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,181 @@
+//! The interface between a tree's machine function and Rust: the context
+//! the function gets, and the helpers it calls back.
+//!
+//! The function takes one pointer, to a [`Ctx`]: the packet, the probed
+//! tables of this copy of the tree, and the output buffer, where it
+//! appends the slot of each filter it finds. The helpers do what the code
+//! does not: read a computed field (through the tree's memo, so it is
+//! computed once per packet), run the tree's walk from a node, check a
+//! condition with set parts, and grow the output buffer.
+
+use super::plan::{set_cond, Plan};
+use sluice_classifier::tree::{DecisionTree, Scratch};
+
+/// A probed table as the code reads it: its slots and its slot mask.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TableDesc {
+    pub words: *const u32,
+    pub mask: u64,
+}
+
+/// What the code reads and writes (offsets are part of the code).
+#[repr(C)]
+pub(crate) struct Ctx {
+    pub pkt: *const u8,
+    pub caplen: u64,
+    pub wirelen: u64,
+    pub tables: *const TableDesc,
+    /// The output buffer: `len` slots written of `cap`.
+    pub out: *mut u32,
+    pub len: u64,
+    pub cap: u64,
+    pub env: *mut Env<'static>,
+}
+
+/// The Rust side of a call, for the helpers.
+pub(crate) struct Env<'a> {
+    pub tree: &'a DecisionTree,
+    pub plan: &'a Plan,
+    pub scratch: &'a mut Scratch,
+    /// The buffer behind `Ctx::out` (its length is only kept up to date
+    /// by the helpers that change it).
+    pub out: &'a mut Vec<u32>,
+}
+
+/// The machine function of a plan.
+pub(crate) type TreeFn = unsafe extern "C" fn(ctx: *mut Ctx);
+
+/// Run `f` on one packet, appending the slots it finds to `out`.
+///
+/// # Safety
+///
+/// `f` must be the function of `plan`, built for a tree of the same shape
+/// as `tree`, and `tables` must describe `tree`'s tables in `plan`'s order.
+pub(crate) unsafe fn call(
+    f: TreeFn,
+    tree: &DecisionTree,
+    plan: &Plan,
+    tables: &[TableDesc],
+    pkt: &[u8],
+    wirelen: u32,
+    scratch: &mut Scratch,
+    out: &mut Vec<u32>,
+) {
+    scratch.memo().next_packet();
+    if out.capacity() < 16 {
+        out.reserve(16);
+    }
+    let mut env = Env {
+        tree,
+        plan,
+        scratch,
+        out,
+    };
+    let mut ctx = Ctx {
+        pkt: pkt.as_ptr(),
+        caplen: pkt.len() as u64,
+        wirelen: wirelen as u64,
+        tables: tables.as_ptr(),
+        out: env.out.as_mut_ptr(),
+        len: env.out.len() as u64,
+        cap: env.out.capacity() as u64,
+        // The helpers see `env` only during this call, through `ctx`.
+        env: (&mut env as *mut Env<'_>).cast(),
+    };
+    // SAFETY: the caller guarantees the code fits the tree and tables; the
+    // code reads the packet only within `caplen`, the tables only within
+    // their masks, and writes the buffer only below `cap` (growing it
+    // through `grow_helper` first).
+    unsafe { f(&mut ctx) };
+    // SAFETY: the code wrote `ctx.len` initialised slots into the buffer
+    // (whose current allocation `ctx.out`/`ctx.cap` describe, kept in step
+    // with `env.out` by every helper that reallocates it).
+    unsafe { env.out.set_len(ctx.len as usize) };
+}
+
+/// The context's environment.
+///
+/// # Safety
+///
+/// `ctx` must be the context of a call in progress ([`call`]).
+unsafe fn env<'c>(ctx: *mut Ctx) -> (&'c mut Ctx, &'c mut Env<'c>) {
+    // SAFETY: per the contract, `ctx` and its `env` are live and not
+    // otherwise borrowed while the generated code waits for the helper.
+    unsafe {
+        let c = &mut *ctx;
+        let e = &mut *(c.env as *mut Env<'c>);
+        (c, e)
+    }
+}
+
+/// The packet of a call.
+///
+/// # Safety
+///
+/// As [`env`].
+unsafe fn packet<'c>(c: &Ctx) -> &'c [u8] {
+    // SAFETY: `pkt`/`caplen` come from the slice given to `call`.
+    unsafe { std::slice::from_raw_parts(c.pkt, c.caplen as usize) }
+}
+
+/// Called from generated code: field `field` of the packet, or bit 32 set
+/// when the read aborts.
+pub(crate) extern "C" fn read_helper(ctx: *mut Ctx, field: u32) -> u64 {
+    // SAFETY: generated code calls this only with its own context.
+    let (c, e) = unsafe { env(ctx) };
+    // SAFETY: as above.
+    let pkt = unsafe { packet(c) };
+    match e
+        .tree
+        .fields()
+        .read(field, pkt, c.wirelen as u32, e.scratch.memo())
+    {
+        Some(v) => v as u64,
+        None => 1 << 32,
+    }
+}
+
+/// Called from generated code: 1 when `v` meets condition `set` of the
+/// plan (one with set parts), else 0.
+pub(crate) extern "C" fn set_helper(ctx: *mut Ctx, set: u32, v: u32) -> u32 {
+    // SAFETY: generated code calls this only with its own context.
+    let (_, e) = unsafe { env(ctx) };
+    set_cond(e.tree, e.plan.sets[set as usize]).holds(v) as u32
+}
+
+/// Bring the buffer's length up to date from the context.
+fn sync_in(c: &Ctx, e: &mut Env<'_>) {
+    // SAFETY: the code wrote `c.len` initialised slots into the buffer's
+    // current allocation.
+    unsafe { e.out.set_len(c.len as usize) };
+}
+
+/// Point the context at the buffer again (it may have moved).
+fn sync_out(c: &mut Ctx, e: &mut Env<'_>) {
+    c.out = e.out.as_mut_ptr();
+    c.len = e.out.len() as u64;
+    c.cap = e.out.capacity() as u64;
+}
+
+/// Called from generated code: run the tree's walk from node `node`.
+pub(crate) extern "C" fn visit_helper(ctx: *mut Ctx, node: u32) {
+    // SAFETY: generated code calls this only with its own context.
+    let (c, e) = unsafe { env(ctx) };
+    sync_in(c, e);
+    // SAFETY: as above.
+    let pkt = unsafe { packet(c) };
+    e.tree
+        .visit_from(node, pkt, c.wirelen as u32, e.scratch, e.out);
+    sync_out(c, e);
+}
+
+/// Called from generated code when the buffer is full: make room.
+pub(crate) extern "C" fn grow_helper(ctx: *mut Ctx) {
+    // SAFETY: generated code calls this only with its own context.
+    let (c, e) = unsafe { env(ctx) };
+    sync_in(c, e);
+    let more = e.out.len().max(16);
+    e.out.reserve(more);
+    sync_out(c, e);
+}
