@@ -1,5 +1,5 @@
 //! Realistic heterogeneous filter sets and traffic for sluice's benchmarks
-//! and differential tests, seeded.
+//! and differential tests, seeded; and the shared conformance corpus.
 //!
 //! * [`filter_set`] / [`Workload::filters`]: `n` pcap filter expressions of
 //!   the kinds people write when they split traffic by many rules (per
@@ -11,6 +11,10 @@
 //!   same universe of customers (addresses, ports, VLANs, labels, payload
 //!   words), so that the average packet matches a few filters (between 1
 //!   and 10 at every `n` from 10 to 100,000).
+//! * [`corpus_filters`] and [`corpus_packets`]: the shared corpus
+//!   (`conformance/expressions.txt` and every Ethernet packet of
+//!   `conformance/pcaps`).
+//! * [`write_pcap`] and [`pcap_bytes`]: frames as a pcap file.
 //! * [`features`]: what an expression tests, from its text.
 //!
 //! # The universe
@@ -62,12 +66,14 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod corpus;
 mod features;
 mod filters;
 mod rng;
 mod traffic;
 mod universe;
 
+pub use corpus::{corpus_filters, corpus_packets, pcap_bytes, write_pcap};
 pub use features::{features, Feature};
 
 use universe::Universe;
