@@ -75,7 +75,8 @@ pub fn corpus_packets(shared_dir: &Path) -> io::Result<Vec<(Vec<u8>, u32)>> {
 /// apart.
 ///
 /// ```
-/// let path = std::env::temp_dir().join("sluice-workload-doc.pcap");
+/// let name = format!("sluice-workload-doc-{}.pcap", std::process::id());
+/// let path = std::env::temp_dir().join(name);
 /// sluice_workload::write_pcap(&path, &sluice_workload::traffic(10, 1, 5))?;
 /// let mut r = sluice_capture::CaptureReader::open(&path)?;
 /// assert_eq!(r.linktype(), Some(1));
