@@ -29,6 +29,7 @@
 
 #![warn(missing_docs)]
 
+pub mod absorb;
 pub mod field;
 pub mod merged;
 pub mod path;

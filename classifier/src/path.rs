@@ -269,6 +269,168 @@ pub fn paths(pred: &Pred, accept: u32) -> Result<Vec<Path>, TooComplex> {
     if accept == 0 {
         return Ok(Vec::new());
     }
+    match by_parts(pred, accept) {
+        Ok(mut out) => {
+            out.sort_by(|a, b| a.atoms.cmp(&b.atoms));
+            out.dedup();
+            Ok(out)
+        }
+        Err(TooComplex) => walked(pred, accept),
+    }
+}
+
+/// The paths of a conjunction are every combination of its parts' paths;
+/// the paths of a disjunction are its parts' paths side by side when no
+/// part can abort where a later part holds (every load of an earlier
+/// part is covered by a load each path of the later part makes), so that
+/// the later part's paths need not carry the earlier parts' failure.
+/// Anything else is walked whole.
+fn by_parts(pred: &Pred, accept: u32) -> Result<Vec<Path>, TooComplex> {
+    match pred {
+        Pred::And(ps) => {
+            let mut acc = vec![Path {
+                atoms: Vec::new(),
+                accept,
+            }];
+            for p in ps {
+                let more = by_parts(p, accept)?;
+                acc = combine(&acc, &more)?;
+                if acc.is_empty() {
+                    break;
+                }
+            }
+            Ok(acc)
+        }
+        Pred::Or(ps) => {
+            let parts = ps
+                .iter()
+                .map(|p| by_parts(p, accept))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut before: Vec<(&Val, u64)> = Vec::new();
+            for (p, part) in ps.iter().zip(&parts) {
+                let covered = part
+                    .iter()
+                    .all(|q| before.iter().all(|(b, e)| path_loads_past(q, b, *e)));
+                if !covered || !pred_loads(p, &mut before) {
+                    return walked(pred, accept);
+                }
+            }
+            let out: Vec<Path> = parts.into_iter().flatten().collect();
+            if out.len() > MAX_PATHS {
+                return Err(TooComplex);
+            }
+            Ok(out)
+        }
+        p => walked(p, accept),
+    }
+}
+
+/// Every path of `a` joined with every path of `b`, leaving out joins
+/// whose atoms contradict each other.
+fn combine(a: &[Path], b: &[Path]) -> Result<Vec<Path>, TooComplex> {
+    let mut out = Vec::new();
+    for p in a {
+        for q in b {
+            let mut atoms = p.atoms.clone();
+            atoms.extend(q.atoms.iter().cloned());
+            atoms.sort();
+            atoms.dedup();
+            if atoms.len() > MAX_ATOMS {
+                return Err(TooComplex);
+            }
+            if contradictory(&atoms) {
+                continue;
+            }
+            if out.len() == MAX_PATHS {
+                return Err(TooComplex);
+            }
+            out.push(Path {
+                atoms,
+                accept: p.accept,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Two atoms on one value that no value meets together.
+fn contradictory(atoms: &[Atom]) -> bool {
+    atoms.iter().enumerate().any(|(i, a)| {
+        atoms[i + 1..].iter().any(|b| match (a, b) {
+            (
+                Atom::Field { val, test, truth },
+                Atom::Field {
+                    val: v2,
+                    test: t2,
+                    truth: r2,
+                },
+            ) if val == v2 => match (test, truth, t2, r2) {
+                (Test::Eq(k), true, t, r) | (t, r, Test::Eq(k), true) => t.apply(*k) != *r,
+                _ => test == t2 && truth != r2,
+            },
+            (
+                Atom::Pred { pred, truth },
+                Atom::Pred {
+                    pred: p2,
+                    truth: r2,
+                },
+            ) => pred == p2 && truth != r2,
+            _ => false,
+        })
+    })
+}
+
+/// Record the loads evaluating `v` makes, as (base, end): the load
+/// succeeds exactly when `base + end` bytes are captured. False when `v`
+/// may abort otherwise (a division by a value that may be zero).
+fn val_loads<'v>(v: &'v Val, out: &mut Vec<(&'v Val, u64)>) -> bool {
+    match v {
+        Val::Const(_) | Val::Len => true,
+        Val::Load { base, offset, size } => {
+            out.push((base, *offset as u64 + size.bytes() as u64));
+            val_loads(base, out)
+        }
+        Val::Bin(op, a, b) => {
+            let divides = matches!(op, sluice_ir::BinOp::Div | sluice_ir::BinOp::Mod)
+                && !matches!(**b, Val::Const(c) if c != 0);
+            !divides && val_loads(a, out) && val_loads(b, out)
+        }
+        Val::Neg(a) => val_loads(a, out),
+    }
+}
+
+/// [`val_loads`] of every value a predicate may evaluate.
+fn pred_loads<'p>(p: &'p Pred, out: &mut Vec<(&'p Val, u64)>) -> bool {
+    match p {
+        Pred::True | Pred::False => true,
+        Pred::Cmp { lhs, rhs, .. } => val_loads(lhs, out) && val_loads(rhs, out),
+        Pred::Not(q) => pred_loads(q, out),
+        Pred::And(ps) | Pred::Or(ps) => ps.iter().all(|q| pred_loads(q, out)),
+        Pred::In { val, .. } => val_loads(val, out),
+        Pred::ProtoChain { .. } => false,
+    }
+}
+
+/// Does some atom of `q` load from `base` up to `end` or further (so `q`
+/// cannot hold unless that many bytes are there)?
+fn path_loads_past(q: &Path, base: &Val, end: u64) -> bool {
+    q.atoms.iter().any(|a| {
+        let mut loads = Vec::new();
+        match a {
+            Atom::Field { val, .. } => {
+                val_loads(val, &mut loads);
+            }
+            Atom::Pred { pred, .. } => {
+                pred_loads(pred, &mut loads);
+            }
+        }
+        loads.iter().any(|(b, e)| *b == base && *e >= end)
+    })
+}
+
+/// The paths of a predicate by walking its decision graph (every test's
+/// outcome on the way kept).
+fn walked(pred: &Pred, accept: u32) -> Result<Vec<Path>, TooComplex> {
     let mut dag = Dag::default();
     let entry = dag.lower(pred, ACCEPT, REJECT);
     let mut walk = Walk {

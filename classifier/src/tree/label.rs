@@ -22,8 +22,9 @@
 use crate::path::{KeySet, Test};
 
 /// Sets larger than this stay one membership test instead of one table
-/// key each.
-pub const MAX_KEYS: usize = 1 << 16;
+/// key each: a path goes on below every key of its set, so each key
+/// carries a copy of the rest of the path.
+pub const MAX_KEYS: usize = 16;
 
 /// A folded set of tests on one field.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -374,7 +374,17 @@ impl DecisionTree {
     fn insert_paths(&mut self, id: u32, paths: &[Path], priority: i32) {
         let slot = self.new_slot(id, priority);
         let e = Entry { slot, priority };
-        let items: Items = paths
+        // Negations that other paths make needless go first: they would
+        // be conditions of this filter alone.
+        let absorbed;
+        let simple = match paths.len() {
+            0 | 1 => paths,
+            _ => {
+                absorbed = crate::absorb::absorb(paths.to_vec());
+                &absorbed[..]
+            }
+        };
+        let items: Items = simple
             .iter()
             .filter_map(|p| Self::items_of(&mut self.fields, p))
             .collect();

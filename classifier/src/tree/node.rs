@@ -56,8 +56,9 @@ pub const NONE: NodeId = u32::MAX;
 pub const MAX_TUPLE: usize = 12;
 
 /// The most keys one path puts in one table (the product of its sets'
-/// sizes); the run of equalities is cut before a set that would exceed it.
-pub const MAX_EXPANSION: usize = 1 << 20;
+/// sizes; each key carries a copy of the rest of the path); the run of
+/// equalities is cut before a set that would exceed it.
+pub const MAX_EXPANSION: usize = 64;
 
 /// Tables with at most this many keys are split when a path shares only
 /// a prefix of their fields; larger ones get a table beside them.

@@ -318,25 +318,69 @@ impl Gen<'_> {
     fn small(&mut self, v: Value, s: &Small) {
         let next = self.b.create_block();
         let key = self.key(v, &s.more, next);
-        for (k, child) in &s.keys {
-            let hit = self.b.create_block();
-            let miss = self.b.create_block();
-            let mut all: Option<Value> = None;
-            for (x, want) in key.iter().zip(k) {
-                let eq = self.b.ins().icmp_imm(IntCC::Equal, *x, *want as i64);
-                all = Some(match all {
-                    None => eq,
-                    Some(a) => self.b.ins().band(a, eq),
-                });
-            }
-            let all = all.expect("a key has a word");
-            self.b.ins().brif(all, hit, &[], miss, &[]);
-            self.b.switch_to_block(hit);
-            self.child(child, miss);
-            self.b.switch_to_block(miss);
-        }
-        self.b.ins().jump(next, &[]);
+        // Keys are sorted: search the first word, then compare the rest.
+        let groups: Vec<&[(Vec<u32>, Child)]> = s.keys.chunk_by(|a, b| a.0[0] == b.0[0]).collect();
+        self.search(&key, &groups, next);
         self.b.switch_to_block(next);
+    }
+
+    /// A binary search of the first key word among `groups` (each the
+    /// keys sharing one first word, ascending), ending at `done`.
+    fn search(&mut self, key: &[Value], groups: &[&[(Vec<u32>, Child)]], done: Block) {
+        if groups.len() > 4 {
+            let mid = groups.len() / 2;
+            let pivot = groups[mid][0].0[0];
+            let low = self.b.create_block();
+            let high = self.b.create_block();
+            let lt = self
+                .b
+                .ins()
+                .icmp_imm(IntCC::UnsignedLessThan, key[0], pivot as i64);
+            self.b.ins().brif(lt, low, &[], high, &[]);
+            self.b.switch_to_block(low);
+            self.search(key, &groups[..mid], done);
+            self.b.switch_to_block(high);
+            self.search(key, &groups[mid..], done);
+            return;
+        }
+        for g in groups {
+            let first = self.b.create_block();
+            let other = self.b.create_block();
+            let eq = self
+                .b
+                .ins()
+                .icmp_imm(IntCC::Equal, key[0], g[0].0[0] as i64);
+            self.b.ins().brif(eq, first, &[], other, &[]);
+            self.b.switch_to_block(first);
+            for (k, child) in g.iter() {
+                let hit = self.b.create_block();
+                let miss = self.b.create_block();
+                let mut all: Option<Value> = None;
+                for (x, want) in key[1..].iter().zip(&k[1..]) {
+                    let eq = self.b.ins().icmp_imm(IntCC::Equal, *x, *want as i64);
+                    all = Some(match all {
+                        None => eq,
+                        Some(a) => self.b.ins().band(a, eq),
+                    });
+                }
+                match all {
+                    Some(all) => {
+                        self.b.ins().brif(all, hit, &[], miss, &[]);
+                    }
+                    None => {
+                        self.b.ins().jump(hit, &[]);
+                    }
+                }
+                self.b.switch_to_block(hit);
+                // A key's value is one, so the first word's other keys
+                // cannot match once one has.
+                self.child(child, done);
+                self.b.switch_to_block(miss);
+            }
+            self.b.ins().jump(done, &[]);
+            self.b.switch_to_block(other);
+        }
+        self.b.ins().jump(done, &[]);
     }
 
     /// Hash the key as [`sluice_classifier::table::hash`] does and probe

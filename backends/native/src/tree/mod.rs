@@ -52,6 +52,14 @@ pub struct Code {
     _pages: CodePages,
 }
 
+// SAFETY: the code's pages are finalized (read and execute only) before
+// `Code` exists and are freed only when it drops; the function reads the
+// packet and tables it is given and writes only the caller's buffer, so
+// any thread may call it and the value may move between threads.
+unsafe impl Send for Code {}
+// SAFETY: see `Send`; nothing in `Code` changes after it is built.
+unsafe impl Sync for Code {}
+
 /// What the code generator did, for tests and benchmarks.
 ///
 /// ```
@@ -318,18 +326,13 @@ impl NativeTree {
                 // SAFETY: `c` was built from a plan of this tree's shape
                 // (it is fresh) and `descs` describes this tree's tables
                 // in the plan's order (`install`).
-                unsafe {
-                    run::call(
-                        c.func,
-                        &self.tree,
-                        &c.plan,
-                        &self.descs,
-                        pkt,
-                        wirelen,
-                        &mut s.tree,
-                        &mut s.slots,
-                    )
-                }
+                let target = run::Target {
+                    func: c.func,
+                    tree: &self.tree,
+                    plan: &c.plan,
+                    tables: &self.descs,
+                };
+                unsafe { run::call(&target, pkt, wirelen, &mut s.tree, &mut s.slots) }
             }
             _ => {
                 s.tree.memo().next_packet();

@@ -2,8 +2,9 @@
 //! compiled into one machine function, as plain data.
 //!
 //! From the root, every node reached by a skip edge, a condition edge or a
-//! small table's key (at most [`SMALL_KEYS`] keys: compared as immediates)
-//! is compiled in place, up to [`MAX_NODES`] nodes. A larger table is
+//! small table's key (at most [`SMALL_KEYS`] keys: a binary search of
+//! compares against immediates) is compiled in place, up to
+//! [`MAX_NODES`] nodes. A larger table is
 //! probed in the code, in the tree's own [`KeyTable`] (the table stays
 //! data, so adding a key to it needs no new code): a key whose child only
 //! accepts one filter reports it from the slot's datum, any other child is
@@ -28,8 +29,9 @@ use sluice_classifier::tree::label::Cond;
 use sluice_classifier::tree::node::{NodeId, NONE};
 use sluice_classifier::tree::DecisionTree;
 
-/// Tables with at most this many keys are compiled as compares.
-pub const SMALL_KEYS: usize = 8;
+/// Tables with at most this many keys are compiled as a search of
+/// compares against immediates, their children in place.
+pub const SMALL_KEYS: usize = 64;
 
 /// The most nodes compiled into one function; the tree's walk runs the
 /// rest.
@@ -220,7 +222,7 @@ impl Plan {
 }
 
 /// The table a plan's [`Big`] probes, in a tree of the same shape.
-pub(crate) fn table<'t>(t: &'t DecisionTree, at: (NodeId, usize)) -> &'t KeyTable {
+pub(crate) fn table(t: &DecisionTree, at: (NodeId, usize)) -> &KeyTable {
     &t.nodes().get(at.0).tuples[at.1].table
 }
 

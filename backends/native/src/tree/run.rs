@@ -46,22 +46,36 @@ pub(crate) struct Env<'a> {
 /// The machine function of a plan.
 pub(crate) type TreeFn = unsafe extern "C" fn(ctx: *mut Ctx);
 
-/// Run `f` on one packet, appending the slots it finds to `out`.
+/// What a call runs: a plan's function, and the tree and tables it is
+/// run on.
+pub(crate) struct Target<'a> {
+    pub func: TreeFn,
+    pub tree: &'a DecisionTree,
+    pub plan: &'a Plan,
+    pub tables: &'a [TableDesc],
+}
+
+/// Run the target's function on one packet, appending the slots it finds
+/// to `out`.
 ///
 /// # Safety
 ///
-/// `f` must be the function of `plan`, built for a tree of the same shape
-/// as `tree`, and `tables` must describe `tree`'s tables in `plan`'s order.
+/// `t.func` must be the function of `t.plan`, built for a tree of the same
+/// shape as `t.tree`, and `t.tables` must describe `t.tree`'s tables in
+/// `t.plan`'s order.
 pub(crate) unsafe fn call(
-    f: TreeFn,
-    tree: &DecisionTree,
-    plan: &Plan,
-    tables: &[TableDesc],
+    t: &Target<'_>,
     pkt: &[u8],
     wirelen: u32,
     scratch: &mut Scratch,
     out: &mut Vec<u32>,
 ) {
+    let Target {
+        func: f,
+        tree,
+        plan,
+        tables,
+    } = *t;
     scratch.memo().next_packet();
     if out.capacity() < 16 {
         out.reserve(16);
@@ -104,7 +118,7 @@ unsafe fn env<'c>(ctx: *mut Ctx) -> (&'c mut Ctx, &'c mut Env<'c>) {
     // otherwise borrowed while the generated code waits for the helper.
     unsafe {
         let c = &mut *ctx;
-        let e = &mut *(c.env as *mut Env<'c>);
+        let e = &mut *c.env.cast::<Env<'c>>();
         (c, e)
     }
 }

@@ -124,6 +124,7 @@ fn code_agrees_with_each_filter_alone() {
             t.insert(*id, &Compiled::new(f.clone()), *p);
         }
         t.update();
+        eprintln!("{seed}: {:?} {:?}", t.native_stats(), t.tree().stats());
         assert!(t.fresh && t.code.is_some());
         check(&t, &filters, &packets(&mut g));
     }
@@ -135,7 +136,7 @@ fn large_tables_are_probed_and_keep_their_code_across_key_inserts() {
     let flow = |a: u32, c: u32| Pred::and(vec![Pred::eq(b(0), a), Pred::eq(b(1), c)]);
     let mut t = NativeTree::new();
     let mut filters = Vec::new();
-    for i in 0..40u32 {
+    for i in 0..100u32 {
         let f = Filter::new(flow(i % 5, i / 5), 1);
         t.insert(i, &Compiled::new(f.clone()), 0);
         filters.push((i, f, 0));
@@ -152,16 +153,16 @@ fn large_tables_are_probed_and_keep_their_code_across_key_inserts() {
     assert_eq!(t.native_stats().tables, 1);
     let mut g = Gen(5);
     let pkts: Vec<Vec<u8>> = (0..300)
-        .map(|_| (0..4).map(|_| g.below(9) as u8).collect())
+        .map(|_| vec![g.below(9) as u8, g.below(40) as u8, g.below(4) as u8, 0])
         .collect();
     check(&t, &filters, &pkts);
     // Key-only inserts: the same plan, the same code.
     assert_eq!(t.tree().key_width_of(0), Some(2));
     let before = t.native_stats().compilations;
-    let keys: Vec<u32> = (0..30).flat_map(|i| [5 + i % 3, i]).collect();
+    let keys: Vec<u32> = (0..30).flat_map(|i| [5 + i % 3, 30 + i]).collect();
     assert!(t.insert_key_block(200, 0, 2, keys.into(), 0));
     for i in 0..30u32 {
-        filters.push((200 + i, Filter::new(flow(5 + i % 3, i), 1), 0));
+        filters.push((200 + i, Filter::new(flow(5 + i % 3, 30 + i), 1), 0));
     }
     t.update();
     assert_eq!(t.native_stats().compilations, before);
