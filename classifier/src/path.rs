@@ -8,11 +8,14 @@
 //! This is exact, aborts included, and it does not depend on the order the
 //! atoms are checked in, which is what lets many filters share their tests.
 //!
-//! Paths are enumerated depth first with the facts known along the path: a
-//! test decided by earlier atoms on the same value is followed without a new
-//! atom (its load is the same load, so it cannot abort on its own), and
-//! contradictory paths disappear. Filters with too many paths are not split
-//! up; the classifier runs them as whole programs.
+//! A conjunction's paths are the combinations of its parts' paths, and a
+//! disjunction's are its parts' side by side where no part can abort
+//! when a later one holds; anything else is enumerated depth first with
+//! the facts known along the path: a test decided by earlier atoms on the
+//! same value is followed without a new atom (its load is the same load,
+//! so it cannot abort on its own), and contradictory paths disappear.
+//! Filters with too many paths are not split up; the classifier runs them
+//! as whole programs.
 //!
 //! ```
 //! use sluice_ir::{Pred, Val, Size};
@@ -341,6 +344,7 @@ fn combine(a: &[Path], b: &[Path]) -> Result<Vec<Path>, TooComplex> {
             if contradictory(&atoms) {
                 continue;
             }
+            drop_decided(&mut atoms);
             if out.len() == MAX_PATHS {
                 return Err(TooComplex);
             }
@@ -351,6 +355,34 @@ fn combine(a: &[Path], b: &[Path]) -> Result<Vec<Path>, TooComplex> {
         }
     }
     Ok(out)
+}
+
+/// Leave out the atoms that an equality on the same value decides (they
+/// load the same value, so they cannot abort on their own).
+fn drop_decided(atoms: &mut Vec<Atom>) {
+    let known: Vec<(Val, u32)> = atoms
+        .iter()
+        .filter_map(|a| match a {
+            Atom::Field {
+                val,
+                test: Test::Eq(k),
+                truth: true,
+            } => Some((val.clone(), *k)),
+            _ => None,
+        })
+        .collect();
+    if known.is_empty() {
+        return;
+    }
+    atoms.retain(|a| match a {
+        Atom::Field {
+            test: Test::Eq(_),
+            truth: true,
+            ..
+        } => true,
+        Atom::Field { val, .. } => !known.iter().any(|(v, _)| v == val),
+        Atom::Pred { .. } => true,
+    });
 }
 
 /// Two atoms on one value that no value meets together.
