@@ -124,7 +124,9 @@ fn main() {
     let (mut log_batch, mut log_single, mut count) = (0.0f64, 0.0f64, 0);
     let dead = pcap::Capture::dead(pcap::Linktype(1)).expect("libpcap");
     for e in EXPRESSIONS {
-        let prog = Program::from_expression(e, LinkType::EN10MB, 262144, true).expect("compiles");
+        let prog = Program::builder(LinkType::EN10MB)
+            .expression(e)
+            .expect("compiles");
         let native = prog.native().expect("native code");
         let batch = time_batch(&pkts, native);
         let fast = time(&pkts, |p, w| native.run(p, w) != 0);

@@ -13,7 +13,7 @@
 use flate2::read::GzDecoder;
 use serde_json::Value;
 use sluice::capture::CaptureReader;
-use sluice::{Engine, LinkType, Program};
+use sluice::{LinkType, Program, Runner};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -139,7 +139,7 @@ fn read_gz_lines(path: &Path) -> Vec<String> {
     s.lines().map(str::to_string).collect()
 }
 
-fn verdicts(p: &Program, c: &Capture, engine: Engine) -> String {
+fn verdicts(p: &Program, c: &Capture, engine: Runner) -> String {
     c.packets
         .iter()
         .map(|k| {
@@ -192,17 +192,22 @@ fn oracle_verdicts() {
         let expr = &exprs[n - 1];
         let entry = progs.entry((n, cap.linktype)).or_insert_with(|| {
             let lt = LinkType::from_number(cap.linktype as u32).ok_or("link type")?;
-            let a = Program::from_expression(expr, lt, 262144, true).map_err(|e| e.to_string())?;
-            let b = Program::from_expression(expr, lt, 262144, false).map_err(|e| e.to_string())?;
+            let a = Program::builder(lt)
+                .expression(expr)
+                .map_err(|e| e.to_string())?;
+            let b = Program::builder(lt)
+                .optimize(false)
+                .expression(expr)
+                .map_err(|e| e.to_string())?;
             Ok((a, b))
         });
         let result = match entry {
             Err(e) => Err(format!("compile error: {e}")),
             Ok((a, b)) => {
-                let got = verdicts(a, cap, Engine::Interp);
-                let got_unopt = verdicts(b, cap, Engine::Interp);
-                let got_ref = verdicts(a, cap, Engine::Reference);
-                let got_native = verdicts(a, cap, Engine::Native);
+                let got = verdicts(a, cap, Runner::Interp);
+                let got_unopt = verdicts(b, cap, Runner::Interp);
+                let got_ref = verdicts(a, cap, Runner::Reference);
+                let got_native = verdicts(a, cap, Runner::Native);
                 let ok = |g: &str| g == want || want_unopt.is_some_and(|u| u == g);
                 if !ok(&got) {
                     Err(format!("verdicts {got} want {want} ({expr})"))
@@ -279,7 +284,10 @@ fn libpcap_apply_tests() {
         let result = (|| {
             let lt = LinkType::from_number(cap.linktype as u32)
                 .ok_or(format!("link type {} not supported", cap.linktype))?;
-            let p = Program::from_expression(expr, lt, cap.snaplen, optimize)
+            let p = Program::builder(lt)
+                .snaplen(cap.snaplen)
+                .optimize(optimize)
+                .expression(expr)
                 .map_err(|e| format!("compile error: {e}"))?;
             let got: Vec<u64> = cap
                 .packets
@@ -326,7 +334,7 @@ fn libpcap_reject_tests() {
         let expr = t["expr"].as_str().unwrap();
         let result = match lt {
             None => Err(format!("link type {} not supported", t["dlt"])),
-            Some(lt) => match Program::from_expression(expr, lt, 262144, true) {
+            Some(lt) => match Program::builder(lt).expression(expr) {
                 Ok(_) => Err(format!("accepted '{expr}' (libpcap: {})", t["errstr"])),
                 Err(_) => Ok(()),
             },
@@ -336,7 +344,7 @@ fn libpcap_reject_tests() {
     let tsv = std::fs::read_to_string(root.join("expressions-reject.tsv")).unwrap();
     for (i, line) in tsv.lines().enumerate().skip(1) {
         let expr = line.split('\t').next().unwrap_or("");
-        let result = match Program::from_expression(expr, LinkType::EN10MB, 262144, true) {
+        let result = match Program::builder(LinkType::EN10MB).expression(expr) {
             Ok(_) => Err(format!("accepted '{expr}'")),
             Err(_) => Ok(()),
         };
@@ -409,7 +417,10 @@ fn libpcap_accept_tests() {
             let lt = LinkType::from_name(dlt).ok_or(format!("link type {dlt} not supported"))?;
             let expected = sluice::bpf::parse_program(t["expected_bpf"].as_str().unwrap())
                 .map_err(|e| format!("expected program does not parse: {e}"))?;
-            let p = Program::from_expression(expr, lt, snaplen, optimize)
+            let p = Program::builder(lt)
+                .snaplen(snaplen)
+                .optimize(optimize)
+                .expression(expr)
                 .map_err(|e| format!("compile error: {e}"))?;
             let alts = &expected_by[&(dlt.to_string(), expr.to_string())];
             for (i, k) in pkts.iter().enumerate() {

@@ -1192,8 +1192,11 @@ fn compile(o: &Oracle, link: usize, text: &str) -> Compiled {
     Compiled {
         lp_opt: cap.compile(text, true).ok(),
         lp_unopt: cap.compile(text, false).map_err(|e| e.to_string()),
-        ours_opt: Program::from_expression(text, lt, 65535, true),
-        ours_unopt: Program::from_expression(text, lt, 65535, false),
+        ours_opt: Program::builder(lt).snaplen(65535).expression(text),
+        ours_unopt: Program::builder(lt)
+            .snaplen(65535)
+            .optimize(false)
+            .expression(text),
     }
 }
 
@@ -1635,8 +1638,8 @@ proptest! {
     #[test]
     fn arbitrary_text_never_panics(s in "\\PC{0,48}") {
         for &(lt, _) in LINKS {
-            let _ = Program::from_expression(&s, lt, 65535, true);
-            let _ = Program::from_expression(&s, lt, 65535, false);
+            let _ = Program::builder(lt).snaplen(65535).expression(&s);
+            let _ = Program::builder(lt).snaplen(65535).optimize(false).expression(&s);
         }
     }
 
@@ -1644,11 +1647,11 @@ proptest! {
     fn token_soup_never_panics(v in proptest::collection::vec(0..WORDS.len(), 0..24)) {
         let s = v.iter().map(|&i| WORDS[i]).collect::<Vec<_>>().join(" ");
         for &(lt, _) in LINKS {
-            if let Ok(p) = Program::from_expression(&s, lt, 65535, true) {
+            if let Ok(p) = Program::builder(lt).snaplen(65535).expression(&s) {
                 let pkt = [0x45u8; 64];
                 let _ = p.run(&pkt, 64);
             }
-            let _ = Program::from_expression(&s, lt, 65535, false);
+            let _ = Program::builder(lt).snaplen(65535).optimize(false).expression(&s);
         }
     }
 }

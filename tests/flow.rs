@@ -164,7 +164,10 @@ fn json_shape_and_counts_agree_with_sluice_filter() {
     assert_eq!(flows[2]["packets"].as_u64().unwrap(), count_of("ip", &s));
     // bytecount: the wire bytes of the udp packets.
     let mut r = sluice::capture::CaptureReader::open(&s).unwrap();
-    let p = sluice::Program::from_expression("udp", sluice::LinkType::EN10MB, 65535, true).unwrap();
+    let p = sluice::Program::builder(sluice::LinkType::EN10MB)
+        .snaplen(65535)
+        .expression("udp")
+        .unwrap();
     let mut bytes = 0u64;
     while let Some(pkt) = r.next_packet().unwrap() {
         if p.run(pkt.data, pkt.wirelen) != 0 {

@@ -6,7 +6,7 @@
 
 use proptest::prelude::*;
 use sluice::capture::CaptureReader;
-use sluice::{Engine, LinkType, Program};
+use sluice::{LinkType, Program, Runner};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -65,18 +65,21 @@ fn corpus() -> Vec<(String, Vec<Pkt>)> {
 }
 
 fn pcap(expr: &str) -> Program {
-    Program::from_expression(expr, LinkType::EN10MB, 262144, true)
+    Program::builder(LinkType::EN10MB)
+        .expression(expr)
         .unwrap_or_else(|e| panic!("{expr}: {e}"))
 }
 
 fn spec(text: &str) -> Program {
-    Program::from_spec(text, LinkType::EN10MB, 262144, true, false)
+    Program::builder(LinkType::EN10MB)
+        .capture_big_endian(false)
+        .build(text)
         .unwrap_or_else(|e| panic!("{text}: {e}"))
 }
 
 /// Every engine of `p` gives `want` (as a verdict) on the packet.
 fn engines(p: &Program, pkt: &[u8], wire: u32) -> [bool; 3] {
-    [Engine::Interp, Engine::Native, Engine::Reference].map(|e| p.run_with(e, pkt, wire) != 0)
+    [Runner::Interp, Runner::Native, Runner::Reference].map(|e| p.run_with(e, pkt, wire) != 0)
 }
 
 /// What `spec` compiles to gives, in all three engines, the verdict of
@@ -87,7 +90,11 @@ fn engines_agree_with(
     want: impl Fn(&[u8]) -> bool,
     pkts: &[Vec<u8>],
 ) -> Result<(), TestCaseError> {
-    match Program::from_spec(spec, LinkType::EN10MB, 1, true, false) {
+    match Program::builder(LinkType::EN10MB)
+        .snaplen(1)
+        .capture_big_endian(false)
+        .build(spec)
+    {
         Ok(p) => {
             for pkt in pkts {
                 prop_assert_eq!(
@@ -347,7 +354,7 @@ proptest! {
 
     #[test]
     fn specs_never_panic(text in "(pcap:|bpf:|cspf:|dpf:)?[ -~]{0,60}") {
-        let _ = Program::from_spec(&text, LinkType::EN10MB, 1, true, false);
+        let _ = Program::builder(LinkType::EN10MB).snaplen(1).capture_big_endian(false).build(&text);
     }
 }
 

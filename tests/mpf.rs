@@ -115,8 +115,9 @@ fn appendix_a_and_figure3_equal_the_pcap_expression_on_the_corpus() {
     let fig3 = MpfProgram::parse(&example("mpf-figure3.bpf")).unwrap();
     let expr = "tcp and dst host 10.1.1.2 and src host 10.2.1.2 and src port 35961 \
                 and dst port 22 and ip[6:2] & 0xbfff = 0";
-    let pcap =
-        sluice::Program::from_expression(expr, sluice::LinkType::EN10MB, 262144, true).unwrap();
+    let pcap = sluice::Program::builder(sluice::LinkType::EN10MB)
+        .expression(expr)
+        .unwrap();
     let (mut packets, mut accepted) = (0, 0);
     for (name, pkts) in corpus_packets(&dir) {
         for (i, (data, wirelen, _)) in pkts.iter().enumerate() {
@@ -473,13 +474,9 @@ fn appendix_b_dispatches_fragments_of_its_session() {
 
     // A plain per-packet filter (libpcap's model) misses every non-first
     // fragment of the session.
-    let pcap = sluice::Program::from_expression(
-        "tcp and src host 10.2.1.2 and src port 35961 and dst port 22",
-        sluice::LinkType::EN10MB,
-        262144,
-        true,
-    )
-    .unwrap();
+    let pcap = sluice::Program::builder(sluice::LinkType::EN10MB)
+        .expression("tcp and src host 10.2.1.2 and src port 35961 and dst port 22")
+        .unwrap();
     let missed = want
         .iter()
         .filter(|&&(f, seq)| f == 0 && pcap.run(&pkts[seq as usize].0, pkts[seq as usize].1) == 0)

@@ -4,7 +4,7 @@
 //! absent.
 
 use sluice::capture::CaptureReader;
-use sluice::{Engine, LinkType, Program};
+use sluice::{LinkType, Program, Runner};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -61,14 +61,14 @@ fn native_equals_reference_on_the_corpus() {
         };
         for (n, e) in exprs.iter().enumerate() {
             let p = programs.entry((n, c.linktype)).or_insert_with(|| {
-                let p = Program::from_expression(e, lt, 262144, true).ok()?;
+                let p = Program::builder(lt).expression(e).ok()?;
                 compiled += 1;
                 native += p.native().is_some() as usize;
                 Some(p)
             });
             let Some(p) = p else { continue };
             let mut check = |data: &[u8], wirelen: u32| {
-                let got = p.run_with(Engine::Native, data, wirelen);
+                let got = p.run_with(Runner::Native, data, wirelen);
                 let want = p.run_reference(data, wirelen);
                 assert_eq!(
                     got, want,
