@@ -275,9 +275,10 @@ fn bench(c: &mut Criterion) {
             None
         }
     };
-    let ir = sluice_pcap::compile(expr, sluice_pcap::link::LinkType::EN10MB, 262144).unwrap();
-    let bpf = sluice_cbpf::lower(&ir).unwrap();
-    let native_bpf = sluice_native::NativeFilter::compile(&ir).unwrap();
+    let program = sluice_filter::Program::builder(sluice_filter::LinkType::EN10MB)
+        .build(expr)
+        .unwrap();
+    let native_bpf = program.native().unwrap();
     let sample: Vec<&OwnedPacket> = pkts.iter().take(4096).collect();
     g.bench_function("footnote5_bpf_native_per_packet", |b| {
         b.iter(|| {
@@ -291,7 +292,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             sample
                 .iter()
-                .map(|p| sluice_bpf::run(&bpf, &p.data, p.meta.wirelen))
+                .map(|p| program.run(&p.data, p.meta.wirelen))
                 .sum::<u32>()
         })
     });

@@ -35,9 +35,13 @@ fn packets(path: &str) -> Vec<(u16, Vec<u8>, u32)> {
 fn reference(expr: &str, pkts: &[(u16, Vec<u8>, u32)]) -> Vec<bool> {
     pkts.iter()
         .map(|(lt, d, w)| {
-            let link = sluice_pcap::link::LinkType::from_number(*lt as u32).unwrap();
-            let f = sluice_pcap::compile_for(expr, link, 262144, false).unwrap();
-            f.run(d, *w) != 0
+            let link = sluice_filter::LinkType::from_number(*lt as u32).unwrap();
+            let p = sluice_filter::Program::builder(link)
+                .optimize(false)
+                .capture_big_endian(false)
+                .expression(expr)
+                .unwrap();
+            p.run_reference(d, *w) != 0
         })
         .collect()
 }
