@@ -101,7 +101,7 @@ impl Program {
         let bpf = match sluice_cbpf::lower_with(&ir, sluice_cbpf::Options { optimize }) {
             Ok(b) => b,
             Err(sluice_cbpf::LowerError::RejectsAll) => return Err(Error::RejectsAll),
-            Err(e) => return Err(Error::Lower(e.to_string())),
+            Err(e) => return Err(Error::Lower(e)),
         };
         Ok(Program {
             ir: Some(ir),

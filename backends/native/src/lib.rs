@@ -86,25 +86,49 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
 use sluice_ir::{BinOp, CmpOp, Filter, Pred, Size, Val};
 
-/// Why a filter could not be compiled to native code.
+/// Why a filter could not be compiled to native code. The causes from
+/// Cranelift are kept ([`std::error::Error::source`]).
 ///
 /// ```
-/// let e = sluice_native::NativeError("no ISA".into());
-/// assert_eq!(e.to_string(), "native code: no ISA");
+/// let e = sluice_native::NativeError::Limit("no more than 10 tests".into());
+/// assert_eq!(e.to_string(), "native code: no more than 10 tests");
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NativeError(pub String);
-
-impl fmt::Display for NativeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "native code: {}", self.0)
-    }
+#[derive(Debug, thiserror::Error)]
+pub enum NativeError {
+    /// Cranelift has no code generator for this host, or refused the
+    /// settings sluice asks for.
+    #[error("native code: {0}")]
+    Host(#[from] HostError),
+    /// Cranelift could not declare or finalize a function.
+    #[error("native code: {0}")]
+    Module(#[source] Box<cranelift_module::ModuleError>),
+    /// Cranelift could not compile a function (shown with the verifier's
+    /// findings, if any).
+    #[error("native code: {0:?}")]
+    Compile(#[source] Box<cranelift_module::ModuleError>),
+    /// The input is past what this code generator takes.
+    #[error("native code: {0}")]
+    Limit(String),
 }
 
-impl std::error::Error for NativeError {}
-
-fn err(e: impl fmt::Display) -> NativeError {
-    NativeError(e.to_string())
+/// Why Cranelift has no code generator for this host. It is found once per
+/// process and shared, so the causes are behind [`Arc`](std::sync::Arc)s.
+///
+/// ```
+/// let e = sluice_native::HostError::Unsupported("unsupported architecture");
+/// assert_eq!(e.to_string(), "unsupported architecture");
+/// ```
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum HostError {
+    /// A setting was refused.
+    #[error("{0}")]
+    Setting(#[source] std::sync::Arc<settings::SetError>),
+    /// Cranelift does not generate code for this CPU.
+    #[error("{0}")]
+    Unsupported(&'static str),
+    /// The target description could not be built.
+    #[error("{0}")]
+    Isa(#[source] std::sync::Arc<cranelift_codegen::CodegenError>),
 }
 
 /// What the code generator emitted, for tests and curiosity.
@@ -236,10 +260,10 @@ impl CodePages {
     ) -> Result<(*const u8, usize), NativeError> {
         let id = module
             .declare_function(name, Linkage::Local, &ctx.func.signature)
-            .map_err(err)?;
+            .map_err(|e| NativeError::Module(Box::new(e)))?;
         module
             .define_function(id, ctx)
-            .map_err(|e| NativeError(format!("{e:?}")))?;
+            .map_err(|e| NativeError::Compile(Box::new(e)))?;
         let bytes = match ctx.compiled_code() {
             Some(c) => {
                 dump_code(name, c.code_buffer());
@@ -248,7 +272,9 @@ impl CodePages {
             None => 0,
         };
         module.clear_context(ctx);
-        module.finalize_definitions().map_err(err)?;
+        module
+            .finalize_definitions()
+            .map_err(|e| NativeError::Module(Box::new(e)))?;
         Ok((module.get_finalized_function(id), bytes))
     }
 }
@@ -319,12 +345,14 @@ pub(crate) fn raw_mask(m: u32, bytes: u32) -> u32 {
 /// The host's target description, built once: detecting the CPU and
 /// building the ISA costs more than compiling a small filter.
 fn host_isa() -> Result<cranelift_codegen::isa::OwnedTargetIsa, NativeError> {
-    static ISA: std::sync::OnceLock<Result<cranelift_codegen::isa::OwnedTargetIsa, String>> =
+    static ISA: std::sync::OnceLock<Result<cranelift_codegen::isa::OwnedTargetIsa, HostError>> =
         std::sync::OnceLock::new();
     ISA.get_or_init(|| {
         let mut flags = settings::builder();
-        let set =
-            |f: &mut settings::Builder, k: &str, v: &str| f.set(k, v).map_err(|e| e.to_string());
+        let set = |f: &mut settings::Builder, k: &str, v: &str| {
+            f.set(k, v)
+                .map_err(|e| HostError::Setting(std::sync::Arc::new(e)))
+        };
         set(&mut flags, "opt_level", "speed")?;
         set(&mut flags, "is_pic", "false")?;
         set(&mut flags, "use_colocated_libcalls", "false")?;
@@ -338,12 +366,12 @@ fn host_isa() -> Result<cranelift_codegen::isa::OwnedTargetIsa, NativeError> {
         };
         set(&mut flags, "enable_verifier", verify)?;
         cranelift_native::builder()
-            .map_err(|e| e.to_string())?
+            .map_err(HostError::Unsupported)?
             .finish(settings::Flags::new(flags))
-            .map_err(|e| e.to_string())
+            .map_err(|e| HostError::Isa(std::sync::Arc::new(e)))
     })
     .clone()
-    .map_err(NativeError)
+    .map_err(NativeError::Host)
 }
 
 /// Which machine function [`build`] generates.
@@ -502,7 +530,7 @@ impl NativeFilter {
         // (The host's target description is built once per process.)
         let tests = size(&filter.pred);
         if tests > MAX_TESTS {
-            return Err(NativeError(format!(
+            return Err(NativeError::Limit(format!(
                 "{tests} tests, more than the {MAX_TESTS} compiled for now"
             )));
         }

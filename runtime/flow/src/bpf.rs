@@ -76,11 +76,10 @@ fn other_language(raw: &str) -> Option<Result<Spec, ArgError>> {
 /// A CSPF or DPF error as the `BPF` class reports it: `DPF: message`
 /// (without the file name of a `@FILE` program).
 fn language_error(name: &str, e: Error) -> String {
-    match e {
-        Error::InFile { source, .. } => language_error(name, *source),
-        Error::Cspf(e) => format!("{name}: {e}"),
-        Error::Dpf(e) => format!("{name}: {e}"),
-        e => e.to_string(),
+    match e.innermost() {
+        Error::Cspf(c) => format!("{name}: {c}"),
+        Error::Dpf(d) => format!("{name}: {d}"),
+        _ => e.to_string(),
     }
 }
 
@@ -209,16 +208,18 @@ fn load(args: &[String]) -> Result<Text, ArgError> {
             column_offset: 0,
         };
         if let Err(e) = spec.check() {
-            let (offset, message) = match e {
-                Error::Expression(e) => (
-                    text[..e.span.start.min(text.len())].chars().count(),
-                    e.message,
-                ),
-                e => (0, e.to_string()),
+            // The offset counts characters of the argument as written.
+            let offset = match e.offset() {
+                Some(at) if !raw.starts_with('@') => text[..at.min(text.len())].chars().count(),
+                _ => 0,
+            };
+            let message = match e {
+                Error::Expression(e) => e.message,
+                e => e.to_string(),
             };
             return Err(ArgError {
                 arg: Some(0),
-                offset: if raw.starts_with('@') { 0 } else { offset },
+                offset,
                 message,
             });
         }
