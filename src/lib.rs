@@ -28,6 +28,7 @@
 //! assert!(sluice::cbpf::lower(ir).is_ok());
 //! ```
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub use sluice_bpf as bpf;

@@ -23,6 +23,7 @@
 //! # let _ = tls;
 //! ```
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod field;

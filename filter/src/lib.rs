@@ -24,6 +24,7 @@
 //! assert_eq!(p.run_with(Runner::Native, &[0u8; 60], 60), 0);
 //! ```
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod builder;

@@ -12,6 +12,9 @@
 //! assert_eq!(f.run(&[0u8; 60], 60), 0);
 //! ```
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod ast;
 pub mod error;
 pub mod gen;

@@ -87,6 +87,7 @@
 //! assert_eq!(disp.counters().released, 1);
 //! ```
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod fragmenter;
