@@ -12,6 +12,7 @@
 //! | back ends | [`cbpf`], [`native`], [`libpcap`] | classic BPF, machine code (Cranelift), the system libpcap as a yardstick |
 //! | many filters at once | [`classifier`], [`mpf`] | the merged classifier, MPF's shared-prefix sets |
 //! | runtime | [`capture`], [`fragments`], [`flow`] | pcap/pcapng files, IP fragments and TCP streams, FFPF flows |
+//! | the wire below IP | [`wire`] ([`LinkType`]) | link types and their headers, VLAN tags, finding the IP header |
 //!
 //! ```
 //! use sluice::{LinkType, Program, Runner};
@@ -46,6 +47,7 @@ pub use sluice_libpcap as libpcap;
 pub use sluice_mpf as mpf;
 pub use sluice_native as native;
 pub use sluice_pcap as pcap;
+pub use sluice_wire as wire;
 
 pub use sluice_filter::{Error, Language, LinkType, Program, ProgramBuilder, Runner, Spec};
 

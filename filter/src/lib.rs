@@ -36,4 +36,4 @@ pub use builder::ProgramBuilder;
 pub use error::Error;
 pub use language::{Language, Spec};
 pub use program::{Program, Runner};
-pub use sluice_pcap::link::LinkType;
+pub use sluice_wire::link::LinkType;
