@@ -15,10 +15,10 @@
 //! and tests nothing: no filter reading those packets can run faster, so
 //! libpcap's time over it bounds the speed-up any filter could show here.
 
-use sluice::capture::CaptureReader;
 use sluice::native::floor::header_bytes;
 use sluice::native::NativeFilter;
 use sluice::{LinkType, Program};
+use sluice_testsupport::corpus;
 use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
@@ -35,25 +35,17 @@ const EXPRESSIONS: &[&str] = &[
 ];
 
 fn load_packets() -> Vec<(Vec<u8>, u32)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/pcaps");
-    let mut files: Vec<_> = match std::fs::read_dir(&dir) {
-        Ok(d) => d.flatten().map(|e| e.path()).collect(),
-        Err(_) => vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample.pcap")],
-    };
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let Ok(mut r) = CaptureReader::open(&f) else {
-            continue;
-        };
-        if r.linktype() != Some(1) {
-            continue;
-        }
-        while let Ok(Some(p)) = r.next_packet() {
-            out.push((p.data.to_vec(), p.wirelen));
-        }
+    let mut files = corpus::pcaps();
+    if files.is_empty() {
+        files.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample.pcap"));
     }
-    out
+    files
+        .iter()
+        .filter_map(corpus::Capture::read)
+        .filter(|c| c.format.linktype() == Some(1))
+        .flat_map(|c| c.packets)
+        .map(|p| (p.data, p.wirelen))
+        .collect()
 }
 
 /// Median ns per packet of 9 timings of 20 calls of `pass`, each over

@@ -14,14 +14,10 @@ use flate2::read::GzDecoder;
 use serde_json::Value;
 use sluice::capture::CaptureReader;
 use sluice::{LinkType, Program, Runner};
+use sluice_testsupport::corpus;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
-use std::path::{Path, PathBuf};
-
-fn shared() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance");
-    p.is_dir().then_some(p)
-}
+use std::path::Path;
 
 struct Pkt {
     data: Vec<u8>,
@@ -34,27 +30,35 @@ struct Capture {
     packets: Vec<Pkt>,
 }
 
+/// A capture's packets, with the link type and snapshot length of its
+/// last packet (or its first interface's).
 fn load_capture(path: &Path) -> Capture {
-    let mut r = CaptureReader::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut c = Capture {
-        linktype: r.linktype().unwrap_or(1),
-        snaplen: 262144,
-        packets: Vec::new(),
+    let c = corpus::Capture::read(path)
+        .unwrap_or_else(|| panic!("{}: cannot be opened", path.display()));
+    let mut snaplen = match c.format {
+        sluice::capture::CaptureFormat::Pcap { snaplen, .. } => snaplen,
+        _ => 262144,
     };
-    if let sluice::capture::CaptureFormat::Pcap { snaplen, .. } = r.format() {
-        c.snaplen = snaplen;
+    if let Some(s) = c.packets.iter().rev().map(|p| p.snaplen).find(|&s| s != 0) {
+        snaplen = s;
     }
-    while let Ok(Some(p)) = r.next_packet() {
-        c.linktype = p.linktype;
-        if p.snaplen != 0 {
-            c.snaplen = p.snaplen;
-        }
-        c.packets.push(Pkt {
-            data: p.data.to_vec(),
-            wirelen: p.wirelen,
-        });
+    Capture {
+        linktype: c
+            .packets
+            .last()
+            .map(|p| p.linktype)
+            .or(c.format.linktype())
+            .unwrap_or(1),
+        snaplen,
+        packets: c
+            .packets
+            .into_iter()
+            .map(|p| Pkt {
+                data: p.data,
+                wirelen: p.wirelen,
+            })
+            .collect(),
     }
-    c
 }
 
 /// Outcome bookkeeping with the known-failures list.
@@ -155,8 +159,8 @@ fn verdicts(p: &Program, c: &Capture, engine: Runner) -> String {
 
 #[test]
 fn oracle_verdicts() {
-    let Some(root) = shared() else {
-        println!("skipped: ../shared/conformance not found");
+    let Some(root) = corpus::root() else {
+        corpus::skipped("conformance");
         return;
     };
     let exprs: Vec<String> = std::fs::read_to_string(root.join("expressions.txt"))
@@ -255,8 +259,8 @@ fn skip_reason(v: &Value) -> Option<String> {
 
 #[test]
 fn libpcap_apply_tests() {
-    let Some(root) = shared() else {
-        println!("skipped: ../shared/conformance not found");
+    let Some(root) = corpus::root() else {
+        corpus::skipped("conformance");
         return;
     };
     let mut ledger = Ledger::new();
@@ -308,8 +312,8 @@ fn libpcap_apply_tests() {
 
 #[test]
 fn libpcap_reject_tests() {
-    let Some(root) = shared() else {
-        println!("skipped: ../shared/conformance not found");
+    let Some(root) = corpus::root() else {
+        corpus::skipped("conformance");
         return;
     };
     let mut ledger = Ledger::new();
@@ -355,8 +359,8 @@ fn libpcap_reject_tests() {
 
 #[test]
 fn libpcap_accept_tests() {
-    let Some(root) = shared() else {
-        println!("skipped: ../shared/conformance not found");
+    let Some(root) = corpus::root() else {
+        corpus::skipped("conformance");
         return;
     };
     // Packets to run both programs on: every corpus capture's first packets.

@@ -34,45 +34,10 @@
 
 use pcap::{BpfProgram, Capture, Dead, Linktype};
 use proptest::prelude::*;
-use sluice::capture::CaptureReader;
 use sluice::{LinkType, Program};
+use sluice_testsupport::{corpus, Rng};
 use std::fmt::Write as _;
-use std::path::Path;
 use std::time::{Duration, Instant};
-
-// ---------------------------------------------------------------------------
-// A small seeded generator, so that every failure reproduces from its seed.
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // splitmix64
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + self.below(hi - lo + 1)
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-    fn pick<T: Copy>(&mut self, v: &[T]) -> T {
-        v[self.below(v.len())]
-    }
-    fn byte(&mut self) -> u8 {
-        self.next() as u8
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.byte()).collect()
-    }
-}
 
 // ---------------------------------------------------------------------------
 // Link types: sluice's and libpcap's DLT numbers for pcap_open_dead.
@@ -555,7 +520,7 @@ fn gen_num(rng: &mut Rng) -> String {
         1 => rng
             .pick(&[6, 17, 80, 53, 443, 132, 58, 255, 65535])
             .to_string(),
-        2 => rng.next().to_string().chars().take(10).collect(),
+        2 => rng.next_u64().to_string().chars().take(10).collect(),
         _ => rng.below(70).to_string(),
     }
 }
@@ -668,7 +633,7 @@ fn port(rng: &mut Rng) -> u16 {
     if rng.chance(75) {
         rng.pick(PORTS)
     } else {
-        rng.next() as u16
+        rng.next_u64() as u16
     }
 }
 
@@ -677,8 +642,8 @@ fn l4(rng: &mut Rng, p: &mut Pb, proto: u8) {
         6 => {
             p.u16(port(rng));
             p.u16(port(rng));
-            p.u32(rng.next() as u32);
-            p.u32(rng.next() as u32);
+            p.u32(rng.next_u64() as u32);
+            p.u32(rng.next_u64() as u32);
             let opts = if rng.chance(70) { 0 } else { rng.below(4) };
             let off = if rng.chance(90) {
                 (5 + opts) as u8
@@ -694,7 +659,7 @@ fn l4(rng: &mut Rng, p: &mut Pb, proto: u8) {
             p.u16(port(rng));
             p.u16(port(rng));
             p.u16(rng.range(8, 100) as u16);
-            p.u16(rng.next() as u16);
+            p.u16(rng.next_u64() as u16);
         }
         132 => {
             p.u16(port(rng));
@@ -742,18 +707,18 @@ fn ipv4(rng: &mut Rng, p: &mut Pb) {
         rng.byte(),
     ]);
     p.u16(0);
-    p.u16(rng.next() as u16);
+    p.u16(rng.next_u64() as u16);
     let frag: u16 = match rng.below(10) {
         0 => 0x2000,
-        1 => 0x2000 | (rng.next() as u16 & 0x1fff),
-        2 => rng.next() as u16 & 0x1fff,
+        1 => 0x2000 | (rng.next_u64() as u16 & 0x1fff),
+        2 => rng.next_u64() as u16 & 0x1fff,
         3 | 4 => 0x4000,
         _ => 0,
     };
     p.u16(frag);
     let proto = l4_proto(rng);
     p.put(&[rng.byte(), proto]);
-    p.u16(rng.next() as u16);
+    p.u16(rng.next_u64() as u16);
     let src = if rng.chance(85) {
         rng.pick(IP4)
     } else {
@@ -773,7 +738,7 @@ fn ipv4(rng: &mut Rng, p: &mut Pb) {
     let tl = if rng.chance(90) {
         total
     } else {
-        rng.next() as u16
+        rng.next_u64() as u16
     };
     p.buf[start + 2..start + 4].copy_from_slice(&tl.to_be_bytes());
 }
@@ -801,7 +766,7 @@ fn ipv6(rng: &mut Rng, p: &mut Pb) {
                 p.put(&[0, 0]);
                 let off: u16 = rng.pick(&[0, 1, 0x100 << 3]);
                 p.u16(off | rng.below(2) as u16);
-                p.u32(rng.next() as u32);
+                p.u32(rng.next_u64() as u32);
             }
             51 => {
                 let len = rng.below(3);
@@ -872,7 +837,7 @@ fn ether_payload(rng: &mut Rng, p: &mut Pb, type_at: usize, depth: usize) {
             let vid = if rng.chance(80) {
                 rng.pick(TAGS) as u16
             } else {
-                rng.next() as u16
+                rng.next_u64() as u16
             };
             p.u16(vid & if rng.chance(80) { 0x0fff } else { 0xffff });
             p.u16(0);
@@ -907,7 +872,7 @@ fn ether_payload(rng: &mut Rng, p: &mut Pb, type_at: usize, depth: usize) {
             let (pp, ip) = match rng.below(5) {
                 0 => (0x0021u16, true),
                 1 => (0x0057, true),
-                2 => (rng.next() as u16, false),
+                2 => (rng.next_u64() as u16, false),
                 _ => (0, true),
             };
             let at = p.buf.len();
@@ -994,7 +959,7 @@ fn build(rng: &mut Rng, lt: LinkType) -> Pb {
             let af = if rng.chance(90) {
                 af
             } else {
-                rng.next() as u32
+                rng.next_u64() as u32
             };
             let v = if lt == LinkType::NULL {
                 af.to_le_bytes()
@@ -1037,7 +1002,11 @@ fn build(rng: &mut Rng, lt: LinkType) -> Pb {
                     o => rng.pick(&[o, 0x0027, 0x0029, 0x002b, 0x0031, 0x003f, 0x0023]),
                 }
             };
-            let v = if rng.chance(90) { v } else { rng.next() as u16 };
+            let v = if rng.chance(90) {
+                v
+            } else {
+                rng.next_u64() as u16
+            };
             p.buf[hdr - 2..hdr].copy_from_slice(&v.to_be_bytes());
         }
         _ => p.put(&rng.bytes(40)),
@@ -1132,28 +1101,16 @@ fn rewrap(eth: &[u8], lt: LinkType, rng: &mut Rng) -> Option<Vec<u8>> {
 }
 
 fn load_corpus() -> Vec<Vec<u8>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/pcaps");
-    let Ok(rd) = std::fs::read_dir(&dir) else {
-        println!(
-            "no corpus packets: {} not found; random packets only",
-            dir.display()
-        );
+    if corpus::root().is_none() {
+        println!("no corpus packets: ../shared/conformance not found; random packets only");
         return Vec::new();
-    };
-    let mut files: Vec<_> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let Ok(mut r) = CaptureReader::open(&f) else {
-            continue;
-        };
-        while let Ok(Some(p)) = r.next_packet() {
-            if p.linktype == 1 {
-                out.push(p.data.to_vec());
-            }
-        }
     }
-    out
+    corpus::pcaps()
+        .iter()
+        .flat_map(corpus::packets)
+        .filter(|p| p.linktype == 1)
+        .map(|p| p.data)
+        .collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -1424,7 +1381,7 @@ fn random_expressions_match_libpcap() {
     let corpus = load_corpus();
     let cases = env_num("SLUICE_DIFF_CASES").unwrap_or(100_000);
     let seed = env_num("SLUICE_DIFF_SEED").unwrap_or(0x0051_11ce);
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let start = Instant::now();
     let (mut compiled, mut refused, mut runs) = (0u64, 0u64, 0u64);
     let mut failures: Vec<String> = Vec::new();

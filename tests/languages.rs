@@ -5,18 +5,13 @@
 //! packets; the language prefix on the command line and in filters files.
 
 use proptest::prelude::*;
-use sluice::capture::CaptureReader;
 use sluice::{LinkType, Program, Runner};
+use sluice_testsupport::corpus;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn shared() -> Option<PathBuf> {
-    let p = root().join("../shared/conformance");
-    p.is_dir().then_some(p)
 }
 
 fn example(name: &str) -> String {
@@ -32,30 +27,16 @@ type Interp = Box<dyn Fn(&[u8]) -> bool>;
 
 /// Every Ethernet packet of a capture.
 fn packets(path: &Path) -> Vec<Pkt> {
-    let mut out = Vec::new();
-    let Ok(mut r) = CaptureReader::open(path) else {
-        return out;
-    };
-    while let Ok(Some(p)) = r.next_packet() {
-        if p.linktype == 1 {
-            out.push((p.data.to_vec(), p.wirelen));
-        }
-    }
-    out
+    corpus::packets(path)
+        .into_iter()
+        .filter(|p| p.linktype == 1)
+        .map(|p| (p.data, p.wirelen))
+        .collect()
 }
 
 /// Every Ethernet packet of the corpus, by capture.
-fn corpus() -> Vec<(String, Vec<Pkt>)> {
-    let Some(root) = shared() else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("pcaps"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    files.sort();
-    files
+fn corpus_packets() -> Vec<(String, Vec<Pkt>)> {
+    corpus::pcaps()
         .iter()
         .map(|f| {
             let name = f.file_name().unwrap().to_string_lossy().to_string();
@@ -159,9 +140,9 @@ fn examples() -> Vec<Example> {
 
 #[test]
 fn examples_accept_their_session_and_match_pcap_on_the_corpus() {
-    let captures = corpus();
+    let captures = corpus_packets();
     if captures.is_empty() {
-        println!("skipped: ../shared/conformance not found");
+        corpus::skipped("language examples");
         return;
     }
     for ex in examples() {
@@ -199,8 +180,8 @@ fn examples_accept_their_session_and_match_pcap_on_the_corpus() {
 
 #[test]
 fn examples_match_pcap_on_every_truncation_of_the_session() {
-    let Some(root) = shared() else {
-        println!("skipped: ../shared/conformance not found");
+    let Some(root) = corpus::root() else {
+        corpus::skipped("languages");
         return;
     };
     let pkts = packets(&root.join("pcaps/mptcp-v0.pcap"));
@@ -226,8 +207,8 @@ fn examples_match_pcap_on_every_truncation_of_the_session() {
 fn the_first_fragment_rule_of_appendix_c() {
     // Appendix C rejects every fragment, first ones included (the
     // Don't-Fragment bit aside); its DF packets are accepted.
-    let Some(root) = shared() else {
-        println!("skipped: ../shared/conformance not found");
+    let Some(root) = corpus::root() else {
+        corpus::skipped("languages");
         return;
     };
     let pkts = packets(&root.join("pcaps/mptcp-v0.pcap"));
@@ -374,8 +355,8 @@ fn stdout(o: &std::process::Output) -> String {
 
 #[test]
 fn filter_takes_every_language() {
-    let Some(root) = shared() else {
-        println!("skipped: ../shared/conformance not found");
+    let Some(root) = corpus::root() else {
+        corpus::skipped("languages");
         return;
     };
     let cap = root.join("pcaps/mptcp-v0.pcap");
@@ -454,8 +435,8 @@ fn filter_errors_say_where() {
 
 #[test]
 fn split_mixes_languages_in_one_filter_set() {
-    let Some(root) = shared() else {
-        println!("skipped: ../shared/conformance not found");
+    let Some(root) = corpus::root() else {
+        corpus::skipped("languages");
         return;
     };
     let cap = root.join("pcaps/mptcp-v0.pcap");

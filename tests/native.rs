@@ -3,10 +3,9 @@
 //! truncation of each capture's first packets). Skipped when `../shared` is
 //! absent.
 
-use sluice::capture::CaptureReader;
 use sluice::{LinkType, Program, Runner};
+use sluice_testsupport::corpus;
 use std::collections::HashMap;
-use std::path::Path;
 
 struct Capture {
     name: String,
@@ -14,45 +13,32 @@ struct Capture {
     packets: Vec<(Vec<u8>, u32)>,
 }
 
-fn captures(dir: &Path) -> Vec<Capture> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let Ok(mut r) = CaptureReader::open(&f) else {
-            continue;
-        };
-        let mut c = Capture {
-            name: f.file_name().unwrap().to_string_lossy().into_owned(),
-            linktype: r.linktype().unwrap_or(1),
-            packets: Vec::new(),
-        };
-        while let Ok(Some(p)) = r.next_packet() {
-            c.linktype = p.linktype;
-            c.packets.push((p.data.to_vec(), p.wirelen));
-        }
-        out.push(c);
-    }
-    out
+/// Every corpus capture, with the link type of its last packet (or of its
+/// first interface).
+fn captures() -> Vec<Capture> {
+    corpus::pcaps()
+        .iter()
+        .filter_map(corpus::Capture::read)
+        .map(|c| Capture {
+            linktype: c
+                .packets
+                .last()
+                .map(|p| p.linktype)
+                .or(c.format.linktype())
+                .unwrap_or(1),
+            name: c.name,
+            packets: c.packets.into_iter().map(|p| (p.data, p.wirelen)).collect(),
+        })
+        .collect()
 }
 
 #[test]
 fn native_equals_reference_on_the_corpus() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance");
-    if !root.is_dir() {
-        println!("skipped: ../shared/conformance not found");
+    let Some(exprs) = corpus::lines("expressions.txt") else {
+        corpus::skipped("native");
         return;
-    }
-    let exprs: Vec<String> = std::fs::read_to_string(root.join("expressions.txt"))
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect();
-    let caps = captures(&root.join("pcaps"));
+    };
+    let caps = captures();
     let mut programs: HashMap<(usize, u16), Option<Program>> = HashMap::new();
     let (mut checked, mut compiled, mut native) = (0u64, 0usize, 0usize);
     for c in &caps {

@@ -1633,17 +1633,11 @@ mod tests {
     }
 
     fn corpus(name: &str) -> Option<String> {
-        let path = format!(
-            "{}/../../../shared/conformance/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        match std::fs::read_to_string(&path) {
-            Ok(s) => Some(s),
-            Err(_) => {
-                eprintln!("skipping: {path} is absent");
-                None
-            }
+        let text = sluice_testsupport::corpus::text(name);
+        if text.is_none() {
+            sluice_testsupport::corpus::skipped(name);
         }
+        text
     }
 
     /// The value of a string field in one line of JSON.

@@ -25,48 +25,34 @@ use sluice_flow::class::{
 };
 use sluice_flow::value::Value;
 use sluice_flow::{Flow, Group, GroupConfig};
+use sluice_testsupport::corpus;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The benchmark's packets.
+/// The benchmark's packets: the Ethernet packets of the corpus captures
+/// (the sample capture's where the corpus is absent).
 fn packets() -> Arc<Vec<OwnedPacket>> {
-    let root = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/conformance/pcaps"
-    );
-    let mut files: Vec<String> = std::fs::read_dir(root)
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .map(|e| e.path().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
+    let mut files = corpus::pcaps();
     if files.is_empty() {
         files.push(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/sample.pcap").into());
     }
     let mut v = Vec::new();
-    for f in files {
-        let Ok(mut r) = sluice_capture::CaptureReader::open(&f) else {
-            continue;
-        };
-        while let Ok(Some(p)) = r.next_packet() {
-            if p.linktype == 1 {
-                v.push(OwnedPacket {
-                    meta: Meta {
-                        ts_sec: v.len() as i64,
-                        ts_nsec: 0,
-                        caplen: p.caplen,
-                        wirelen: p.wirelen,
-                        linktype: 1,
-                        snaplen: p.snaplen,
-                        interface: 0,
-                    },
-                    big_endian: false,
-                    data: p.data.to_vec(),
-                    due: None,
-                });
-            }
+    for p in files.iter().flat_map(corpus::packets) {
+        if p.linktype == 1 {
+            v.push(OwnedPacket {
+                meta: Meta {
+                    ts_sec: v.len() as i64,
+                    ts_nsec: 0,
+                    caplen: p.data.len() as u32,
+                    wirelen: p.wirelen,
+                    linktype: 1,
+                    snaplen: p.snaplen,
+                    interface: 0,
+                },
+                big_endian: false,
+                data: p.data,
+                due: None,
+            });
         }
     }
     Arc::new(v)

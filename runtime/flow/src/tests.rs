@@ -6,29 +6,25 @@ use crate::buffer::Preference;
 use crate::policy::{Credentials, Policy};
 use crate::value::Value;
 use crate::{Error, Flow, FlowState, Group, GroupConfig};
-use sluice_capture::CaptureReader;
+use sluice_testsupport::corpus;
 use std::sync::{Arc, Mutex};
 
 fn sample() -> String {
     format!("{}/../../examples/sample.pcap", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// A capture of the shared corpus, if it is there.
 fn corpus(name: &str) -> Option<String> {
-    let p = format!(
-        "{}/../../../shared/conformance/pcaps/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::path::Path::new(&p).exists().then_some(p)
+    let p = corpus::path(&format!("pcaps/{name}"))?;
+    p.exists().then(|| p.to_string_lossy().into_owned())
 }
 
 /// Every packet of a capture: (link type, bytes, wire length).
 fn packets(path: &str) -> Vec<(u16, Vec<u8>, u32)> {
-    let mut r = CaptureReader::open(path).unwrap();
-    let mut v = Vec::new();
-    while let Some(p) = r.next_packet().unwrap() {
-        v.push((p.linktype, p.data.to_vec(), p.wirelen));
-    }
-    v
+    corpus::packets(path)
+        .into_iter()
+        .map(|p| (p.linktype, p.data, p.wirelen))
+        .collect()
 }
 
 /// The reference meaning of an expression (the IR interpreter), on its own.
