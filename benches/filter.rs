@@ -20,7 +20,6 @@ use sluice::native::NativeFilter;
 use sluice::{LinkType, Program};
 use sluice_testsupport::corpus;
 use std::hint::black_box;
-use std::path::Path;
 use std::time::Instant;
 
 const EXPRESSIONS: &[&str] = &[
@@ -35,11 +34,7 @@ const EXPRESSIONS: &[&str] = &[
 ];
 
 fn load_packets() -> Vec<(Vec<u8>, u32)> {
-    let mut files = corpus::pcaps();
-    if files.is_empty() {
-        files.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample.pcap"));
-    }
-    files
+    corpus::pcaps_or_sample()
         .iter()
         .filter_map(corpus::Capture::read)
         .filter(|c| c.format.linktype() == Some(1))

@@ -43,12 +43,7 @@ fn load_capture(path: &Path) -> Capture {
         snaplen = s;
     }
     Capture {
-        linktype: c
-            .packets
-            .last()
-            .map(|p| p.linktype)
-            .or(c.format.linktype())
-            .unwrap_or(1),
+        linktype: c.linktype(),
         snaplen,
         packets: c
             .packets

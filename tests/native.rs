@@ -20,12 +20,7 @@ fn captures() -> Vec<Capture> {
         .iter()
         .filter_map(corpus::Capture::read)
         .map(|c| Capture {
-            linktype: c
-                .packets
-                .last()
-                .map(|p| p.linktype)
-                .or(c.format.linktype())
-                .unwrap_or(1),
+            linktype: c.linktype(),
             name: c.name,
             packets: c.packets.into_iter().map(|p| (p.data, p.wirelen)).collect(),
         })

@@ -88,6 +88,24 @@ pub fn pcaps() -> Vec<PathBuf> {
     files
 }
 
+/// The captures of `pcaps/`, or the repository's `examples/sample.pcap`
+/// where the corpus is absent: for benchmarks, which run on something
+/// either way.
+///
+/// ```
+/// assert!(!sluice_testsupport::corpus::pcaps_or_sample().is_empty());
+/// ```
+pub fn pcaps_or_sample() -> Vec<PathBuf> {
+    let files = pcaps();
+    if files.is_empty() {
+        return vec![PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/sample.pcap"
+        ))];
+    }
+    files
+}
+
 /// One packet of a capture, owned.
 ///
 /// ```
@@ -141,6 +159,21 @@ pub struct Capture {
 }
 
 impl Capture {
+    /// The link type of its last packet, or of its first interface (1,
+    /// Ethernet, when it has neither).
+    ///
+    /// ```
+    /// let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sample.pcap");
+    /// assert_eq!(sluice_testsupport::corpus::Capture::read(sample).unwrap().linktype(), 1);
+    /// ```
+    pub fn linktype(&self) -> u16 {
+        self.packets
+            .last()
+            .map(|p| p.linktype)
+            .or(self.format.linktype())
+            .unwrap_or(1)
+    }
+
     /// Read a capture file: `None` if it cannot be opened; its packets up
     /// to the end or to the first that cannot be read.
     ///

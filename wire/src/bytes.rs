@@ -26,12 +26,18 @@ pub fn be16(p: &[u8], at: usize) -> Option<u16> {
 /// ```
 #[inline]
 pub fn u16_at(p: &[u8], at: usize, big_endian: bool) -> Option<u16> {
-    let b: [u8; 2] = p.get(at..at.checked_add(2)?)?.try_into().ok()?;
+    let b = bytes_at(p, at)?;
     Some(if big_endian {
         u16::from_be_bytes(b)
     } else {
         u16::from_le_bytes(b)
     })
+}
+
+/// The `N` bytes at `at`.
+#[inline]
+fn bytes_at<const N: usize>(p: &[u8], at: usize) -> Option<[u8; N]> {
+    p.get(at..at.checked_add(N)?)?.try_into().ok()
 }
 
 /// The 32-bit number at `at`, in the given byte order.
@@ -42,7 +48,7 @@ pub fn u16_at(p: &[u8], at: usize, big_endian: bool) -> Option<u16> {
 /// ```
 #[inline]
 pub fn u32_at(p: &[u8], at: usize, big_endian: bool) -> Option<u32> {
-    let b: [u8; 4] = p.get(at..at.checked_add(4)?)?.try_into().ok()?;
+    let b = bytes_at(p, at)?;
     Some(if big_endian {
         u32::from_be_bytes(b)
     } else {
@@ -57,7 +63,7 @@ pub fn u32_at(p: &[u8], at: usize, big_endian: bool) -> Option<u32> {
 /// ```
 #[inline]
 pub fn u64_at(p: &[u8], at: usize, big_endian: bool) -> Option<u64> {
-    let b: [u8; 8] = p.get(at..at.checked_add(8)?)?.try_into().ok()?;
+    let b = bytes_at(p, at)?;
     Some(if big_endian {
         u64::from_be_bytes(b)
     } else {

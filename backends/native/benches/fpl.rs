@@ -24,11 +24,7 @@ use std::path::Path;
 /// Every packet of the classic-pcap, Ethernet captures of the corpus
 /// (`examples/sample.pcap` without it).
 fn packets() -> Vec<Vec<u8>> {
-    let mut files = corpus::pcaps();
-    if files.is_empty() {
-        files.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sample.pcap"));
-    }
-    files
+    corpus::pcaps_or_sample()
         .iter()
         .filter_map(corpus::Capture::read)
         .filter(|c| !c.format.is_pcapng() && c.format.linktype() == Some(1))

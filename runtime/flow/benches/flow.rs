@@ -32,12 +32,8 @@ use std::time::Duration;
 /// The benchmark's packets: the Ethernet packets of the corpus captures
 /// (the sample capture's where the corpus is absent).
 fn packets() -> Arc<Vec<OwnedPacket>> {
-    let mut files = corpus::pcaps();
-    if files.is_empty() {
-        files.push(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/sample.pcap").into());
-    }
     let mut v = Vec::new();
-    for p in files.iter().flat_map(corpus::packets) {
+    for p in corpus::pcaps_or_sample().iter().flat_map(corpus::packets) {
         if p.linktype == 1 {
             v.push(OwnedPacket {
                 meta: Meta {
