@@ -35,6 +35,7 @@ use sluice_classifier::table::hash;
 use sluice_classifier::{merged::Compiled, Classifier, Reader};
 use sluice_native::floor::MemoryFloor;
 use sluice_native::merged::NativeClassifier;
+use sluice_testsupport::Rng;
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::io::Write as _;
@@ -181,20 +182,6 @@ fn colliding(n: usize, layout: &Layout) -> Vec<Session> {
     }
     out
 }
-
-/// A small deterministic generator (64-bit LCG, high bits).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u32 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 32) as u32
-    }
-}
-
 fn ether(buf: &mut Vec<u8>, ethertype: u16) {
     buf.extend_from_slice(&[0x00, 0x11, 0x22, 0x33, 0x44, 0x55]);
     buf.extend_from_slice(&[0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb]);
@@ -225,16 +212,16 @@ struct Packets {
 
 impl Packets {
     fn build(sessions: &[Session], count: usize, seed: u64) -> Packets {
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         let mut data = Vec::with_capacity(count * 74);
         let mut spans = Vec::with_capacity(count);
         let mut hits = 0;
         for _ in 0..count {
             let start = data.len();
-            let kind = rng.next() % 100;
-            let r = rng.next();
+            let kind = rng.next_u32() % 100;
+            let r = rng.next_u32();
             if kind < 90 {
-                let s = sessions[((rng.next() as u64 * sessions.len() as u64) >> 32) as usize];
+                let s = sessions[((rng.next_u32() as u64 * sessions.len() as u64) >> 32) as usize];
                 ether(&mut data, 0x0800);
                 ipv4(&mut data, 6, 20, s.src, s.dst);
                 tcp(&mut data, s.sport, s.dport);

@@ -15,12 +15,11 @@
 //! and tests nothing: no filter reading those packets can run faster, so
 //! libpcap's time over it bounds the speed-up any filter could show here.
 
-use sluice::capture::CaptureReader;
 use sluice::native::floor::header_bytes;
 use sluice::native::NativeFilter;
 use sluice::{LinkType, Program};
+use sluice_testsupport::corpus;
 use std::hint::black_box;
-use std::path::Path;
 use std::time::Instant;
 
 const EXPRESSIONS: &[&str] = &[
@@ -35,25 +34,13 @@ const EXPRESSIONS: &[&str] = &[
 ];
 
 fn load_packets() -> Vec<(Vec<u8>, u32)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/pcaps");
-    let mut files: Vec<_> = match std::fs::read_dir(&dir) {
-        Ok(d) => d.flatten().map(|e| e.path()).collect(),
-        Err(_) => vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample.pcap")],
-    };
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let Ok(mut r) = CaptureReader::open(&f) else {
-            continue;
-        };
-        if r.linktype() != Some(1) {
-            continue;
-        }
-        while let Ok(Some(p)) = r.next_packet() {
-            out.push((p.data.to_vec(), p.wirelen));
-        }
-    }
-    out
+    corpus::pcaps_or_sample()
+        .iter()
+        .filter_map(corpus::Capture::read)
+        .filter(|c| c.format.linktype() == Some(1))
+        .flat_map(|c| c.packets)
+        .map(|p| (p.data, p.wirelen))
+        .collect()
 }
 
 /// Median ns per packet of 9 timings of 20 calls of `pass`, each over
@@ -124,7 +111,9 @@ fn main() {
     let (mut log_batch, mut log_single, mut count) = (0.0f64, 0.0f64, 0);
     let dead = pcap::Capture::dead(pcap::Linktype(1)).expect("libpcap");
     for e in EXPRESSIONS {
-        let prog = Program::from_expression(e, LinkType::EN10MB, 262144, true).expect("compiles");
+        let prog = Program::builder(LinkType::EN10MB)
+            .expression(e)
+            .expect("compiles");
         let native = prog.native().expect("native code");
         let batch = time_batch(&pkts, native);
         let fast = time(&pkts, |p, w| native.run(p, w) != 0);

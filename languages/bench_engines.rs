@@ -10,16 +10,12 @@ use criterion::{black_box, BenchmarkGroup};
 /// session the languages' examples select), or synthetic TCP packets when
 /// the corpus is absent.
 pub fn packets() -> Vec<Vec<u8>> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/conformance/pcaps/mptcp-v0.pcap"
-    );
-    let mut out = Vec::new();
-    if let Ok(mut r) = sluice_capture::CaptureReader::open(path) {
-        while let Ok(Some(p)) = r.next_packet() {
-            out.push(p.data.to_vec());
-        }
-    }
+    let mut out: Vec<Vec<u8>> = sluice_testsupport::corpus::path("pcaps/mptcp-v0.pcap")
+        .map(sluice_testsupport::corpus::packets)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| p.data)
+        .collect();
     if out.is_empty() {
         for port in 0..64u16 {
             let mut p = vec![0u8; 66];

@@ -6,6 +6,8 @@
 //! named filters over a capture in one pass with one merged classifier.
 //! Exit status: 0 on success, 1 on a bad expression or file, 2 on bad usage.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 
 use clap::{Parser, Subcommand};

@@ -6,12 +6,11 @@
 //! assert!(sluice::summary::summarize(1, &eth_arp).contains("ethertype"));
 //! ```
 
+use sluice_wire::bytes::be16;
+use sluice_wire::ether::{self, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6, MAX_8023_LENGTH};
+use sluice_wire::link::{Layout, LinkType};
 use std::fmt::Write;
 use std::net::{Ipv4Addr, Ipv6Addr};
-
-fn be16(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
-}
 
 /// Describe a packet of the given LINKTYPE in one line.
 ///
@@ -21,11 +20,20 @@ fn be16(b: &[u8], at: usize) -> Option<u16> {
 /// ```
 pub fn summarize(linktype: u16, pkt: &[u8]) -> String {
     let mut out = String::new();
-    match linktype {
-        1 => ethernet(pkt, &mut out),
-        101 | 228 | 229 => ip_any(pkt, &mut out),
-        113 if pkt.len() >= 16 => ether_payload(be16(pkt, 14).unwrap_or(0), &pkt[16..], &mut out),
-        276 if pkt.len() >= 20 => ether_payload(be16(pkt, 0).unwrap_or(0), &pkt[20..], &mut out),
+    // Link types by the number capture files use (not the old aliases).
+    let lt =
+        LinkType::from_number(u32::from(linktype)).filter(|l| l.number() == u32::from(linktype));
+    let layout = lt.map(Layout::of);
+    // Where the link header names its payload, and where that starts.
+    let header = layout.and_then(|l| Some((l.proto_at? as usize, l.payload as usize)));
+    match (lt, header) {
+        (Some(LinkType::EN10MB), Some((ty_at, payload))) => ethernet(pkt, ty_at, payload, &mut out),
+        (Some(LinkType::RAW | LinkType::IPV4 | LinkType::IPV6), _) => ip_any(pkt, &mut out),
+        (Some(LinkType::LINUX_SLL | LinkType::LINUX_SLL2), Some((ty_at, payload)))
+            if pkt.len() >= payload =>
+        {
+            ether_payload(be16(pkt, ty_at).unwrap_or(0), &pkt[payload..], &mut out)
+        }
         _ => {
             let _ = write!(out, "link type {linktype}, {} bytes", pkt.len());
         }
@@ -33,28 +41,24 @@ pub fn summarize(linktype: u16, pkt: &[u8]) -> String {
     out
 }
 
-fn ethernet(pkt: &[u8], out: &mut String) {
-    let (Some(mut ty), true) = (be16(pkt, 12), pkt.len() >= 14) else {
+fn ethernet(pkt: &[u8], ty_at: usize, payload: usize, out: &mut String) {
+    if be16(pkt, ty_at).is_none() || pkt.len() < payload {
         out.push_str("truncated Ethernet");
         return;
-    };
-    let mut off = 14;
-    while matches!(ty, 0x8100 | 0x88a8 | 0x9100) {
-        let (Some(tci), Some(next)) = (be16(pkt, off), be16(pkt, off + 2)) else {
-            out.push_str("truncated VLAN tag");
-            return;
-        };
-        let _ = write!(out, "vlan {} ", tci & 0xfff);
-        ty = next;
-        off += 4;
     }
-    ether_payload(ty, &pkt[off..], out);
+    let tags = ether::skip_vlan_tags(pkt, ty_at, payload, usize::MAX, |tci| {
+        let _ = write!(out, "vlan {} ", tci & 0xfff);
+    });
+    match tags {
+        Some((off, ty)) => ether_payload(ty, &pkt[off..], out),
+        None => out.push_str("truncated VLAN tag"),
+    }
 }
 
 fn ether_payload(ty: u16, p: &[u8], out: &mut String) {
     match ty {
-        0x0800 | 0x86dd => ip_any(p, out),
-        0x0806 => {
+        ETHERTYPE_IPV4 | ETHERTYPE_IPV6 => ip_any(p, out),
+        ETHERTYPE_ARP => {
             let (Some(op), true) = (be16(p, 6), p.len() >= 28) else {
                 out.push_str("ARP, truncated");
                 return;
@@ -72,7 +76,7 @@ fn ether_payload(ty: u16, p: &[u8], out: &mut String) {
                 }
             }
         }
-        ty if ty <= 1500 => {
+        ty if ty <= MAX_8023_LENGTH => {
             let _ = write!(out, "802.3, length {ty}");
         }
         ty => {

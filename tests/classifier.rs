@@ -2,55 +2,31 @@
 //! captures: every filter's verdict from the merged structure must equal its
 //! own (which the conformance tests tie to libpcap's).
 
-use sluice::capture::CaptureReader;
 use sluice::LinkType;
 use sluice_classifier::merged::{Compiled, Merged, Scratch};
 use sluice_classifier::Classifier;
-use std::path::Path;
+use sluice_testsupport::corpus;
 use std::sync::Arc;
 
-fn shared() -> Option<std::path::PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance");
-    p.is_dir().then_some(p)
-}
-
-fn packets(root: &Path, every: usize) -> Vec<(Vec<u8>, u32)> {
-    let mut files: Vec<_> = std::fs::read_dir(root.join("pcaps"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    files.sort();
-    let mut out = Vec::new();
-    for f in files.iter().step_by(every) {
-        let Ok(mut r) = CaptureReader::open(f) else {
-            continue;
-        };
-        while let Ok(Some(p)) = r.next_packet() {
-            if p.linktype == 1 {
-                out.push((p.data.to_vec(), p.wirelen));
-            }
-        }
-    }
-    out
-}
-
-fn expressions(root: &Path) -> Vec<String> {
-    std::fs::read_to_string(root.join("expressions.txt"))
-        .unwrap()
-        .lines()
-        .map(str::to_string)
+/// The Ethernet packets of every `every`th corpus capture.
+fn packets(every: usize) -> Vec<(Vec<u8>, u32)> {
+    corpus::pcaps()
+        .iter()
+        .step_by(every)
+        .flat_map(corpus::packets)
+        .filter(|p| p.linktype == 1)
+        .map(|p| (p.data, p.wirelen))
         .collect()
 }
 
 #[test]
 fn merged_verdicts_equal_each_filter_alone() {
-    let Some(root) = shared() else {
-        println!("skipped: ../shared/conformance not found");
+    let Some(exprs) = corpus::lines("expressions.txt") else {
+        corpus::skipped("classifier");
         return;
     };
-    let pkts = packets(&root, 3);
-    let filters: Vec<sluice_ir::Filter> = expressions(&root)
+    let pkts = packets(3);
+    let filters: Vec<sluice_ir::Filter> = exprs
         .iter()
         .filter_map(|e| sluice_pcap::compile(e, LinkType::EN10MB, 262144).ok())
         .collect();
@@ -93,12 +69,11 @@ fn merged_verdicts_equal_each_filter_alone() {
 
 #[test]
 fn insert_and_remove_in_any_order_equals_building_from_scratch() {
-    let Some(root) = shared() else {
-        println!("skipped: ../shared/conformance not found");
+    let Some(exprs) = corpus::lines("expressions.txt") else {
+        corpus::skipped("classifier");
         return;
     };
-    let pkts = packets(&root, 11);
-    let exprs = expressions(&root);
+    let pkts = packets(11);
     let compiled: Vec<Arc<Compiled>> = exprs
         .iter()
         .step_by(3)
@@ -199,12 +174,12 @@ fn readers_never_see_a_torn_classifier() {
 fn merged_verdicts_equal_alone_for_generated_combinations() {
     // New filters made by combining corpus expressions with and/or/not,
     // merged together with priorities, checked packet by packet.
-    let Some(root) = shared() else {
-        println!("skipped: ../shared/conformance not found");
+    let Some(exprs) = corpus::lines("expressions.txt") else {
+        corpus::skipped("classifier");
         return;
     };
-    let pkts = packets(&root, 5);
-    let exprs: Vec<String> = expressions(&root)
+    let pkts = packets(5);
+    let exprs: Vec<String> = exprs
         .into_iter()
         .filter(|e| sluice_pcap::compile(e, LinkType::EN10MB, 262144).is_ok())
         .collect();

@@ -13,15 +13,11 @@
 use flate2::read::GzDecoder;
 use serde_json::Value;
 use sluice::capture::CaptureReader;
-use sluice::{Engine, LinkType, Program};
+use sluice::{LinkType, Program, Runner};
+use sluice_testsupport::corpus;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
-use std::path::{Path, PathBuf};
-
-fn shared() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance");
-    p.is_dir().then_some(p)
-}
+use std::path::Path;
 
 struct Pkt {
     data: Vec<u8>,
@@ -34,27 +30,30 @@ struct Capture {
     packets: Vec<Pkt>,
 }
 
+/// A capture's packets, with the link type and snapshot length of its
+/// last packet (or its first interface's).
 fn load_capture(path: &Path) -> Capture {
-    let mut r = CaptureReader::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut c = Capture {
-        linktype: r.linktype().unwrap_or(1),
-        snaplen: 262144,
-        packets: Vec::new(),
+    let c = corpus::Capture::read(path)
+        .unwrap_or_else(|| panic!("{}: cannot be opened", path.display()));
+    let mut snaplen = match c.format {
+        sluice::capture::CaptureFormat::Pcap { snaplen, .. } => snaplen,
+        _ => 262144,
     };
-    if let sluice::capture::CaptureFormat::Pcap { snaplen, .. } = r.format() {
-        c.snaplen = snaplen;
+    if let Some(s) = c.packets.iter().rev().map(|p| p.snaplen).find(|&s| s != 0) {
+        snaplen = s;
     }
-    while let Ok(Some(p)) = r.next_packet() {
-        c.linktype = p.linktype;
-        if p.snaplen != 0 {
-            c.snaplen = p.snaplen;
-        }
-        c.packets.push(Pkt {
-            data: p.data.to_vec(),
-            wirelen: p.wirelen,
-        });
+    Capture {
+        linktype: c.linktype(),
+        snaplen,
+        packets: c
+            .packets
+            .into_iter()
+            .map(|p| Pkt {
+                data: p.data,
+                wirelen: p.wirelen,
+            })
+            .collect(),
     }
-    c
 }
 
 /// Outcome bookkeeping with the known-failures list.
@@ -139,7 +138,7 @@ fn read_gz_lines(path: &Path) -> Vec<String> {
     s.lines().map(str::to_string).collect()
 }
 
-fn verdicts(p: &Program, c: &Capture, engine: Engine) -> String {
+fn verdicts(p: &Program, c: &Capture, engine: Runner) -> String {
     c.packets
         .iter()
         .map(|k| {
@@ -155,8 +154,8 @@ fn verdicts(p: &Program, c: &Capture, engine: Engine) -> String {
 
 #[test]
 fn oracle_verdicts() {
-    let Some(root) = shared() else {
-        println!("skipped: ../shared/conformance not found");
+    let Some(root) = corpus::root() else {
+        corpus::skipped("conformance");
         return;
     };
     let exprs: Vec<String> = std::fs::read_to_string(root.join("expressions.txt"))
@@ -192,17 +191,22 @@ fn oracle_verdicts() {
         let expr = &exprs[n - 1];
         let entry = progs.entry((n, cap.linktype)).or_insert_with(|| {
             let lt = LinkType::from_number(cap.linktype as u32).ok_or("link type")?;
-            let a = Program::from_expression(expr, lt, 262144, true).map_err(|e| e.to_string())?;
-            let b = Program::from_expression(expr, lt, 262144, false).map_err(|e| e.to_string())?;
+            let a = Program::builder(lt)
+                .expression(expr)
+                .map_err(|e| e.to_string())?;
+            let b = Program::builder(lt)
+                .optimize(false)
+                .expression(expr)
+                .map_err(|e| e.to_string())?;
             Ok((a, b))
         });
         let result = match entry {
             Err(e) => Err(format!("compile error: {e}")),
             Ok((a, b)) => {
-                let got = verdicts(a, cap, Engine::Interp);
-                let got_unopt = verdicts(b, cap, Engine::Interp);
-                let got_ref = verdicts(a, cap, Engine::Reference);
-                let got_native = verdicts(a, cap, Engine::Native);
+                let got = verdicts(a, cap, Runner::Interp);
+                let got_unopt = verdicts(b, cap, Runner::Interp);
+                let got_ref = verdicts(a, cap, Runner::Reference);
+                let got_native = verdicts(a, cap, Runner::Native);
                 let ok = |g: &str| g == want || want_unopt.is_some_and(|u| u == g);
                 if !ok(&got) {
                     Err(format!("verdicts {got} want {want} ({expr})"))
@@ -250,8 +254,8 @@ fn skip_reason(v: &Value) -> Option<String> {
 
 #[test]
 fn libpcap_apply_tests() {
-    let Some(root) = shared() else {
-        println!("skipped: ../shared/conformance not found");
+    let Some(root) = corpus::root() else {
+        corpus::skipped("conformance");
         return;
     };
     let mut ledger = Ledger::new();
@@ -279,7 +283,10 @@ fn libpcap_apply_tests() {
         let result = (|| {
             let lt = LinkType::from_number(cap.linktype as u32)
                 .ok_or(format!("link type {} not supported", cap.linktype))?;
-            let p = Program::from_expression(expr, lt, cap.snaplen, optimize)
+            let p = Program::builder(lt)
+                .snaplen(cap.snaplen)
+                .optimize(optimize)
+                .expression(expr)
                 .map_err(|e| format!("compile error: {e}"))?;
             let got: Vec<u64> = cap
                 .packets
@@ -300,8 +307,8 @@ fn libpcap_apply_tests() {
 
 #[test]
 fn libpcap_reject_tests() {
-    let Some(root) = shared() else {
-        println!("skipped: ../shared/conformance not found");
+    let Some(root) = corpus::root() else {
+        corpus::skipped("conformance");
         return;
     };
     let mut ledger = Ledger::new();
@@ -326,7 +333,7 @@ fn libpcap_reject_tests() {
         let expr = t["expr"].as_str().unwrap();
         let result = match lt {
             None => Err(format!("link type {} not supported", t["dlt"])),
-            Some(lt) => match Program::from_expression(expr, lt, 262144, true) {
+            Some(lt) => match Program::builder(lt).expression(expr) {
                 Ok(_) => Err(format!("accepted '{expr}' (libpcap: {})", t["errstr"])),
                 Err(_) => Ok(()),
             },
@@ -336,7 +343,7 @@ fn libpcap_reject_tests() {
     let tsv = std::fs::read_to_string(root.join("expressions-reject.tsv")).unwrap();
     for (i, line) in tsv.lines().enumerate().skip(1) {
         let expr = line.split('\t').next().unwrap_or("");
-        let result = match Program::from_expression(expr, LinkType::EN10MB, 262144, true) {
+        let result = match Program::builder(LinkType::EN10MB).expression(expr) {
             Ok(_) => Err(format!("accepted '{expr}'")),
             Err(_) => Ok(()),
         };
@@ -347,8 +354,8 @@ fn libpcap_reject_tests() {
 
 #[test]
 fn libpcap_accept_tests() {
-    let Some(root) = shared() else {
-        println!("skipped: ../shared/conformance not found");
+    let Some(root) = corpus::root() else {
+        corpus::skipped("conformance");
         return;
     };
     // Packets to run both programs on: every corpus capture's first packets.
@@ -409,7 +416,10 @@ fn libpcap_accept_tests() {
             let lt = LinkType::from_name(dlt).ok_or(format!("link type {dlt} not supported"))?;
             let expected = sluice::bpf::parse_program(t["expected_bpf"].as_str().unwrap())
                 .map_err(|e| format!("expected program does not parse: {e}"))?;
-            let p = Program::from_expression(expr, lt, snaplen, optimize)
+            let p = Program::builder(lt)
+                .snaplen(snaplen)
+                .optimize(optimize)
+                .expression(expr)
                 .map_err(|e| format!("compile error: {e}"))?;
             let alts = &expected_by[&(dlt.to_string(), expr.to_string())];
             for (i, k) in pkts.iter().enumerate() {

@@ -9,11 +9,10 @@ use common::{fresh_dir as tmp, manifest, sample, sluice, text};
 use flate2::read::GzDecoder;
 use sluice_flow::value::Value;
 use sluice_flow::{Flow, Group, GroupConfig};
+use sluice_testsupport::corpus;
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
 use std::process::{Command, Output};
-
-const CORPUS: &str = "../shared/conformance";
 
 fn json(o: &Output) -> serde_json::Value {
     assert!(o.status.success(), "{}", text(&o.stderr));
@@ -28,7 +27,7 @@ fn count_of(expr: &str, file: &str) -> u64 {
 
 /// Verdict strings of the chosen (capture, expression line) pairs.
 fn oracle(file: &str, want: &HashSet<(String, usize)>) -> HashMap<(String, usize), String> {
-    let path = manifest(CORPUS).join("oracle").join(file);
+    let path = corpus::path("oracle").expect("the corpus").join(file);
     let r = std::io::BufReader::new(GzDecoder::new(std::fs::File::open(path).unwrap()));
     let mut out = HashMap::new();
     for line in r.lines() {
@@ -48,9 +47,8 @@ fn oracle(file: &str, want: &HashSet<(String, usize)>) -> HashMap<(String, usize
 
 #[test]
 fn bpf_flow_counters_equal_libpcap_verdicts_on_the_corpus() {
-    let root = manifest(CORPUS);
-    let Ok(exprs) = std::fs::read_to_string(root.join("expressions.txt")) else {
-        eprintln!("no corpus at {}; skipped", root.display());
+    let (Some(root), Some(exprs)) = (corpus::root(), corpus::text("expressions.txt")) else {
+        corpus::skipped("flow counters");
         return;
     };
     let exprs: Vec<(usize, String)> = exprs
@@ -59,12 +57,11 @@ fn bpf_flow_counters_equal_libpcap_verdicts_on_the_corpus() {
         .map(|(i, e)| (i + 1, e.to_string()))
         .filter(|(i, _)| i % 37 == 1)
         .collect();
-    let mut caps: Vec<String> = std::fs::read_dir(root.join("pcaps"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+    let caps: Vec<String> = corpus::pcaps()
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .step_by(13)
         .collect();
-    caps.sort();
-    let caps: Vec<String> = caps.into_iter().step_by(13).collect();
     let want: HashSet<(String, usize)> = caps
         .iter()
         .flat_map(|c| exprs.iter().map(move |(n, _)| (c.clone(), *n)))
@@ -164,7 +161,10 @@ fn json_shape_and_counts_agree_with_sluice_filter() {
     assert_eq!(flows[2]["packets"].as_u64().unwrap(), count_of("ip", &s));
     // bytecount: the wire bytes of the udp packets.
     let mut r = sluice::capture::CaptureReader::open(&s).unwrap();
-    let p = sluice::Program::from_expression("udp", sluice::LinkType::EN10MB, 65535, true).unwrap();
+    let p = sluice::Program::builder(sluice::LinkType::EN10MB)
+        .snaplen(65535)
+        .expression("udp")
+        .unwrap();
     let mut bytes = 0u64;
     while let Some(pkt) = r.next_packet().unwrap() {
         if p.run(pkt.data, pkt.wirelen) != 0 {

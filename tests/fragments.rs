@@ -24,6 +24,7 @@ use sluice::capture::{CaptureFormat, CaptureReader, CaptureWriter, Packet};
 use sluice_classifier::Classifier;
 use sluice_fragments::fragmenter::{Datagram, Link};
 use sluice_fragments::{Config, Dispatcher, Limits, Mode, Output, Source};
+use sluice_testsupport::Rng;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
@@ -58,23 +59,6 @@ fn expression(link: Link, f: usize) -> String {
         _ => e.to_string(),
     }
 }
-
-/// A tiny deterministic generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// What a generated packet is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -104,7 +88,7 @@ enum Order {
 
 /// A scenario: `n` datagrams (and some unfragmented packets), interleaved.
 fn scenario(seed: u64, n: usize) -> Vec<Gen> {
-    let mut r = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut r = Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut events: Vec<Gen> = Vec::new();
     let mut keys = std::collections::HashSet::new();
     for d in 0..n {
@@ -121,7 +105,7 @@ fn scenario(seed: u64, n: usize) -> Vec<Gen> {
         while !keys.insert((v6, host, tcp, id)) {
             id += 3;
         }
-        let data = vec![0x5a; 100 + r.below(2900) as usize];
+        let data = vec![0x5a; 100 + r.below(2900)];
         let dg = if v6 {
             let mut src = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
             src[15] = host;
@@ -152,7 +136,7 @@ fn scenario(seed: u64, n: usize) -> Vec<Gen> {
             });
             continue;
         }
-        let frags = dg.fragments(2 + r.below(6) as usize);
+        let frags = dg.fragments(2 + r.below(6));
         let order = match r.below(5) {
             0 => Order::Sorted,
             1 => Order::FirstLast,
@@ -166,7 +150,7 @@ fn scenario(seed: u64, n: usize) -> Vec<Gen> {
             Order::FirstLast | Order::FirstTooLate => seq.rotate_left(1),
             Order::Shuffled => {
                 for i in (1..seq.len()).rev() {
-                    seq.swap(i, r.below(i as u64 + 1) as usize);
+                    seq.swap(i, r.below(i + 1));
                 }
             }
             Order::FirstLost => seq.retain(|&i| i != 0),

@@ -5,18 +5,13 @@
 //! packets; the language prefix on the command line and in filters files.
 
 use proptest::prelude::*;
-use sluice::capture::CaptureReader;
-use sluice::{Engine, LinkType, Program};
+use sluice::{LinkType, Program, Runner};
+use sluice_testsupport::corpus;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn shared() -> Option<PathBuf> {
-    let p = root().join("../shared/conformance");
-    p.is_dir().then_some(p)
 }
 
 fn example(name: &str) -> String {
@@ -32,30 +27,16 @@ type Interp = Box<dyn Fn(&[u8]) -> bool>;
 
 /// Every Ethernet packet of a capture.
 fn packets(path: &Path) -> Vec<Pkt> {
-    let mut out = Vec::new();
-    let Ok(mut r) = CaptureReader::open(path) else {
-        return out;
-    };
-    while let Ok(Some(p)) = r.next_packet() {
-        if p.linktype == 1 {
-            out.push((p.data.to_vec(), p.wirelen));
-        }
-    }
-    out
+    corpus::packets(path)
+        .into_iter()
+        .filter(|p| p.linktype == 1)
+        .map(|p| (p.data, p.wirelen))
+        .collect()
 }
 
 /// Every Ethernet packet of the corpus, by capture.
-fn corpus() -> Vec<(String, Vec<Pkt>)> {
-    let Some(root) = shared() else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("pcaps"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    files.sort();
-    files
+fn corpus_packets() -> Vec<(String, Vec<Pkt>)> {
+    corpus::pcaps()
         .iter()
         .map(|f| {
             let name = f.file_name().unwrap().to_string_lossy().to_string();
@@ -65,18 +46,21 @@ fn corpus() -> Vec<(String, Vec<Pkt>)> {
 }
 
 fn pcap(expr: &str) -> Program {
-    Program::from_expression(expr, LinkType::EN10MB, 262144, true)
+    Program::builder(LinkType::EN10MB)
+        .expression(expr)
         .unwrap_or_else(|e| panic!("{expr}: {e}"))
 }
 
 fn spec(text: &str) -> Program {
-    Program::from_spec(text, LinkType::EN10MB, 262144, true, false)
+    Program::builder(LinkType::EN10MB)
+        .capture_big_endian(false)
+        .build(text)
         .unwrap_or_else(|e| panic!("{text}: {e}"))
 }
 
 /// Every engine of `p` gives `want` (as a verdict) on the packet.
 fn engines(p: &Program, pkt: &[u8], wire: u32) -> [bool; 3] {
-    [Engine::Interp, Engine::Native, Engine::Reference].map(|e| p.run_with(e, pkt, wire) != 0)
+    [Runner::Interp, Runner::Native, Runner::Reference].map(|e| p.run_with(e, pkt, wire) != 0)
 }
 
 /// What `spec` compiles to gives, in all three engines, the verdict of
@@ -87,7 +71,11 @@ fn engines_agree_with(
     want: impl Fn(&[u8]) -> bool,
     pkts: &[Vec<u8>],
 ) -> Result<(), TestCaseError> {
-    match Program::from_spec(spec, LinkType::EN10MB, 1, true, false) {
+    match Program::builder(LinkType::EN10MB)
+        .snaplen(1)
+        .capture_big_endian(false)
+        .build(spec)
+    {
         Ok(p) => {
             for pkt in pkts {
                 prop_assert_eq!(
@@ -152,9 +140,9 @@ fn examples() -> Vec<Example> {
 
 #[test]
 fn examples_accept_their_session_and_match_pcap_on_the_corpus() {
-    let captures = corpus();
+    let captures = corpus_packets();
     if captures.is_empty() {
-        println!("skipped: ../shared/conformance not found");
+        corpus::skipped("language examples");
         return;
     }
     for ex in examples() {
@@ -192,8 +180,8 @@ fn examples_accept_their_session_and_match_pcap_on_the_corpus() {
 
 #[test]
 fn examples_match_pcap_on_every_truncation_of_the_session() {
-    let Some(root) = shared() else {
-        println!("skipped: ../shared/conformance not found");
+    let Some(root) = corpus::root() else {
+        corpus::skipped("languages");
         return;
     };
     let pkts = packets(&root.join("pcaps/mptcp-v0.pcap"));
@@ -219,8 +207,8 @@ fn examples_match_pcap_on_every_truncation_of_the_session() {
 fn the_first_fragment_rule_of_appendix_c() {
     // Appendix C rejects every fragment, first ones included (the
     // Don't-Fragment bit aside); its DF packets are accepted.
-    let Some(root) = shared() else {
-        println!("skipped: ../shared/conformance not found");
+    let Some(root) = corpus::root() else {
+        corpus::skipped("languages");
         return;
     };
     let pkts = packets(&root.join("pcaps/mptcp-v0.pcap"));
@@ -347,7 +335,7 @@ proptest! {
 
     #[test]
     fn specs_never_panic(text in "(pcap:|bpf:|cspf:|dpf:)?[ -~]{0,60}") {
-        let _ = Program::from_spec(&text, LinkType::EN10MB, 1, true, false);
+        let _ = Program::builder(LinkType::EN10MB).snaplen(1).capture_big_endian(false).build(&text);
     }
 }
 
@@ -367,8 +355,8 @@ fn stdout(o: &std::process::Output) -> String {
 
 #[test]
 fn filter_takes_every_language() {
-    let Some(root) = shared() else {
-        println!("skipped: ../shared/conformance not found");
+    let Some(root) = corpus::root() else {
+        corpus::skipped("languages");
         return;
     };
     let cap = root.join("pcaps/mptcp-v0.pcap");
@@ -447,8 +435,8 @@ fn filter_errors_say_where() {
 
 #[test]
 fn split_mixes_languages_in_one_filter_set() {
-    let Some(root) = shared() else {
-        println!("skipped: ../shared/conformance not found");
+    let Some(root) = corpus::root() else {
+        corpus::skipped("languages");
         return;
     };
     let cap = root.join("pcaps/mptcp-v0.pcap");

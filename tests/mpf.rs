@@ -16,8 +16,9 @@
 use sluice_bpf::mpf::{MpfProgram, MpfVerdict, NoData};
 use sluice_capture::{CaptureFormat, CaptureReader, CaptureWriter, Packet};
 use sluice_mpf::{Config, Delivery, FilterId, MpfSet, Separate};
+use sluice_testsupport::corpus;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -27,38 +28,24 @@ fn example(name: &str) -> String {
     std::fs::read_to_string(repo().join("examples").join(name)).unwrap()
 }
 
-fn corpus() -> Option<PathBuf> {
-    let dir = repo().join("../shared/conformance/pcaps");
-    dir.is_dir().then_some(dir)
-}
-
 /// A packet: bytes, wire length, timestamp in nanoseconds.
 type Pkt = (Vec<u8>, u32, u64);
 
 /// (file name, packets) of every Ethernet capture.
-fn corpus_packets(dir: &Path) -> Vec<(String, Vec<Pkt>)> {
-    let mut names: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    names.sort();
-    let mut out = Vec::new();
-    for path in names {
-        let Ok(mut r) = CaptureReader::open(&path) else {
-            continue;
-        };
-        let mut pkts = Vec::new();
-        while let Ok(Some(p)) = r.next_packet() {
-            if p.linktype != 1 {
-                continue;
-            }
-            let ts = (p.ts_sec.max(0) as u64) * 1_000_000_000 + p.ts_nsec as u64;
-            pkts.push((p.data.to_vec(), p.wirelen, ts));
-        }
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        out.push((name, pkts));
-    }
-    out
+fn corpus_packets() -> Vec<(String, Vec<Pkt>)> {
+    corpus::pcaps()
+        .iter()
+        .filter_map(corpus::Capture::read)
+        .map(|c| {
+            let pkts = c
+                .packets
+                .iter()
+                .filter(|p| p.linktype == 1)
+                .map(|p| (p.data.clone(), p.wirelen, p.ts_nanos()))
+                .collect();
+            (c.name, pkts)
+        })
+        .collect()
 }
 
 /// The same program with other keys (site by site, in program order).
@@ -107,18 +94,19 @@ fn example_files_parse_and_verify() {
 
 #[test]
 fn appendix_a_and_figure3_equal_the_pcap_expression_on_the_corpus() {
-    let Some(dir) = corpus() else {
-        eprintln!("skipped: no ../shared/conformance");
+    if corpus::root().is_none() {
+        corpus::skipped("mpf");
         return;
-    };
+    }
     let a = sluice::Program::from_bpf_text(&example("mpf-appendix-a.bpf")).unwrap();
     let fig3 = MpfProgram::parse(&example("mpf-figure3.bpf")).unwrap();
     let expr = "tcp and dst host 10.1.1.2 and src host 10.2.1.2 and src port 35961 \
                 and dst port 22 and ip[6:2] & 0xbfff = 0";
-    let pcap =
-        sluice::Program::from_expression(expr, sluice::LinkType::EN10MB, 262144, true).unwrap();
+    let pcap = sluice::Program::builder(sluice::LinkType::EN10MB)
+        .expression(expr)
+        .unwrap();
     let (mut packets, mut accepted) = (0, 0);
-    for (name, pkts) in corpus_packets(&dir) {
+    for (name, pkts) in corpus_packets() {
         for (i, (data, wirelen, _)) in pkts.iter().enumerate() {
             let want = pcap.run(data, *wirelen);
             let got = a.run(data, *wirelen);
@@ -141,12 +129,12 @@ fn appendix_a_and_figure3_equal_the_pcap_expression_on_the_corpus() {
 
 #[test]
 fn collapsed_figure3_sessions_on_the_corpus_equal_each_program_alone() {
-    let Some(dir) = corpus() else {
-        eprintln!("skipped: no ../shared/conformance");
+    if corpus::root().is_none() {
+        corpus::skipped("mpf");
         return;
-    };
+    }
     let fig3 = MpfProgram::parse(&example("mpf-figure3.bpf")).unwrap();
-    let captures = corpus_packets(&dir);
+    let captures = corpus_packets();
     // Every (dst, src, sport, dport) of an unfragmented IPv4/TCP packet.
     let mut sessions = BTreeSet::new();
     for (_, pkts) in &captures {
@@ -473,13 +461,9 @@ fn appendix_b_dispatches_fragments_of_its_session() {
 
     // A plain per-packet filter (libpcap's model) misses every non-first
     // fragment of the session.
-    let pcap = sluice::Program::from_expression(
-        "tcp and src host 10.2.1.2 and src port 35961 and dst port 22",
-        sluice::LinkType::EN10MB,
-        262144,
-        true,
-    )
-    .unwrap();
+    let pcap = sluice::Program::builder(sluice::LinkType::EN10MB)
+        .expression("tcp and src host 10.2.1.2 and src port 35961 and dst port 22")
+        .unwrap();
     let missed = want
         .iter()
         .filter(|&&(f, seq)| f == 0 && pcap.run(&pkts[seq as usize].0, pkts[seq as usize].1) == 0)
@@ -533,8 +517,7 @@ fn split_mpf_runs_the_examples() {
     )
     .unwrap();
     let filters = filters.to_str().unwrap();
-    if let Some(corpus) = corpus() {
-        let cap = corpus.join("mptcp-v0.pcap");
+    if let Some(cap) = corpus::path("pcaps/mptcp-v0.pcap") {
         let (code, out, err) = sluice(&[
             "split",
             "-r",

@@ -4,11 +4,10 @@
 
 mod common;
 use common::{fresh_dir as tmp, manifest, s, sample, sluice, text};
+use sluice_testsupport::corpus;
 
 use sluice::capture::{CaptureFormat, CaptureReader, CaptureWriter, Packet};
 use std::path::Path;
-
-const CORPUS: &str = "../shared/conformance";
 
 /// What `sluice filter` says about one expression: count, verdicts, output bytes.
 struct Alone {
@@ -60,7 +59,7 @@ fn candidates() -> Vec<String> {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    if let Ok(t) = std::fs::read_to_string(manifest(CORPUS).join("expressions.txt")) {
+    if let Some(t) = corpus::text("expressions.txt") {
         let lines: Vec<&str> = t.lines().filter(|l| !l.trim().is_empty()).collect();
         v.extend(lines.iter().step_by(13).map(|l| l.to_string()));
     }
@@ -204,11 +203,10 @@ fn sample_agrees_with_filter() {
 /// A few real captures of the shared corpus, pcap and pcapng.
 #[test]
 fn corpus_captures_agree_with_filter() {
-    let dir = manifest(CORPUS).join("pcaps");
-    if !dir.is_dir() {
-        eprintln!("skipped: {} is absent", dir.display());
+    let Some(dir) = corpus::path("pcaps") else {
+        corpus::skipped("split on corpus captures");
         return;
-    }
+    };
     for name in [
         "mptcp-v0.pcap",
         "pim-packet-assortment.pcap",
@@ -450,10 +448,9 @@ fn usage_errors_exit_2() {
 fn native_and_interpreted_engines_agree() {
     let dir = tmp("engines");
     let mut captures = vec![sample()];
-    let pcaps = manifest(CORPUS).join("pcaps");
     for name in ["mptcp-v0.pcap", "pim-packet-assortment.pcap", "vrrp.pcap"] {
-        if pcaps.join(name).exists() {
-            captures.push(s(&pcaps.join(name)).to_string());
+        if let Some(p) = corpus::path(&format!("pcaps/{name}")).filter(|p| p.exists()) {
+            captures.push(s(&p).to_string());
         }
     }
     for capture in &captures {

@@ -27,6 +27,7 @@
 //! # let _ = tls;
 //! ```
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod absorb;

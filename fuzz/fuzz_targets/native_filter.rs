@@ -19,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let wirelen = pkt.len() as u32 + 2;
     for lt in [LinkType::EN10MB, LinkType::RAW] {
-        let Ok(p) = Program::from_expression(text, lt, 65535, true) else {
+        let Ok(p) = Program::builder(lt).snaplen(65535).expression(text) else {
             continue;
         };
         let Some(n) = p.native() else {

@@ -25,8 +25,8 @@ fuzz_target!(|data: &[u8]| {
     };
     let wirelen = pkt.len() as u32 + 2;
     for lt in LINKS {
-        let opt = Program::from_expression(text, lt, 65535, true);
-        let unopt = Program::from_expression(text, lt, 65535, false);
+        let opt = Program::builder(lt).snaplen(65535).expression(text);
+        let unopt = Program::builder(lt).snaplen(65535).optimize(false).expression(text);
         if let (Ok(o), Ok(u)) = (&opt, &unopt) {
             let r = u.run_reference(pkt, wirelen);
             assert_eq!(

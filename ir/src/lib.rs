@@ -21,6 +21,7 @@
 //! assert_eq!(f.run(&pkt[..13], 14), 0); // the load is out of bounds: abort
 //! ```
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 #[cfg(feature = "arbitrary")]

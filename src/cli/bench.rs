@@ -14,9 +14,9 @@
 //! packets as the reference: a disagreement is a bug and fails the run.
 
 use super::{linktype_of, open_capture, print_out, read_text, Fail, DEFAULT_SNAPLEN};
-use sluice::{Engine, LinkType, Program};
-use sluice_classifier::merged::{Compiled, Merged, Scratch};
-use sluice_native::merged::NativeMerged;
+use sluice::classifier::merged::{Compiled, Merged, Scratch};
+use sluice::native::merged::NativeMerged;
+use sluice::{LinkType, Program, Runner};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -179,7 +179,7 @@ pub fn run(args: BenchArgs) -> Result<(), Fail> {
     let libpcap = if args.no_libpcap {
         None
     } else {
-        match sluice_libpcap::Libpcap::load() {
+        match sluice::libpcap::Libpcap::load() {
             Ok(l) => Some(l),
             Err(e) => {
                 eprintln!("sluice bench: {e}; no libpcap column");
@@ -199,7 +199,7 @@ pub fn run(args: BenchArgs) -> Result<(), Fail> {
                 libpcap.as_ref(),
             )?;
             // The fastest merged engine where native code exists.
-            let best = if sluice::Engine::host_default() == sluice::Engine::Native {
+            let best = if sluice::Runner::host_default() == sluice::Runner::Native {
                 BenchEngine::ClassifierNative
             } else {
                 BenchEngine::ClassifierBatch
@@ -320,10 +320,13 @@ fn one(
     lt: LinkType,
     big_endian: bool,
     budget: Duration,
-    libpcap: Option<&sluice_libpcap::Libpcap>,
+    libpcap: Option<&sluice::libpcap::Libpcap>,
 ) -> Result<OneResult, Fail> {
     let expr = args.expression.join(" ");
-    let program = Program::from_spec(&expr, lt, DEFAULT_SNAPLEN, true, big_endian)
+    let program = Program::builder(lt)
+        .snaplen(DEFAULT_SNAPLEN)
+        .capture_big_endian(big_endian)
+        .build(&expr)
         .map_err(|e| Fail(format!("{e} (in '{expr}')")))?;
     let n = packets.len();
     let mut floor = None;
@@ -336,7 +339,7 @@ fn one(
             accepted,
         })
     };
-    let count = |engine: Engine| {
+    let count = |engine: Runner| {
         let p = &program;
         move || {
             packets
@@ -349,7 +352,7 @@ fn one(
         if program.native().is_none() {
             eprintln!("sluice bench: no native code for this filter; 'native' is the interpreter");
         }
-        add(BenchEngine::Native, time(budget, n, count(Engine::Native)));
+        add(BenchEngine::Native, time(budget, n, count(Runner::Native)));
     }
     if wants(args, BenchEngine::NativeBatch) {
         if let Some(nf) = program.native() {
@@ -370,12 +373,12 @@ fn one(
         }
     }
     if wants(args, BenchEngine::Interp) {
-        add(BenchEngine::Interp, time(budget, n, count(Engine::Interp)));
+        add(BenchEngine::Interp, time(budget, n, count(Runner::Interp)));
     }
     if wants(args, BenchEngine::Reference) && program.ir().is_some() {
         add(
             BenchEngine::Reference,
-            time(budget, n, count(Engine::Reference)),
+            time(budget, n, count(Runner::Reference)),
         );
     }
     // The memory floor: a loop that only touches the header bytes filters
@@ -385,7 +388,7 @@ fn one(
         let (ns, _) = time(budget, n, || {
             packets
                 .iter()
-                .map(|(d, _)| sluice_native::floor::header_bytes(d))
+                .map(|(d, _)| sluice::native::floor::header_bytes(d))
                 .sum::<u64>()
         });
         floor = Some(ns);
@@ -417,12 +420,12 @@ fn one(
 /// expression (what tcpdump would run), or sluice's classic BPF for the
 /// other languages (libpcap's interpreter on the same program).
 fn libpcap_program<'l>(
-    l: &'l sluice_libpcap::Libpcap,
+    l: &'l sluice::libpcap::Libpcap,
     text: &str,
     dir: Option<&std::path::Path>,
     program: &Program,
     lt: LinkType,
-) -> Result<sluice_libpcap::Program<'l>, String> {
+) -> Result<sluice::libpcap::Program<'l>, String> {
     let spec = sluice::Spec::parse(text, dir).map_err(|e| e.to_string())?;
     match spec.language {
         sluice::Language::Pcap => l
@@ -433,7 +436,7 @@ fn libpcap_program<'l>(
 }
 
 /// `libpcap 1.10.3` from libpcap's version string.
-fn version_label(l: &sluice_libpcap::Libpcap) -> String {
+fn version_label(l: &sluice::libpcap::Libpcap) -> String {
     let v = l.version();
     let number = v
         .split_whitespace()
@@ -451,7 +454,7 @@ fn many(
     lt: LinkType,
     big_endian: bool,
     budget: Duration,
-    libpcap: Option<&sluice_libpcap::Libpcap>,
+    libpcap: Option<&sluice::libpcap::Libpcap>,
 ) -> Result<(Vec<Row>, usize, Option<Row>), Fail> {
     let (lines, errors) = super::split::parse_filters(&read_text(file)?, file);
     if let Some((_, e)) = errors.into_iter().next() {
@@ -466,7 +469,11 @@ fn many(
     let nf = lines.len();
     for (i, f) in lines.iter().enumerate() {
         // Any language, as `sluice split` reads it.
-        let p = Program::from_spec_in(&f.expression, dir, lt, DEFAULT_SNAPLEN, true, big_endian)
+        let p = Program::builder(lt)
+            .snaplen(DEFAULT_SNAPLEN)
+            .capture_big_endian(big_endian)
+            .dir(dir)
+            .build(&f.expression)
             .map_err(|e| Fail(format!("{file}:{}: {}: {e}", f.line, f.name)))?;
         let c = match p.ir() {
             Some(ir) => Compiled::new(ir.clone()),
@@ -578,7 +585,7 @@ fn many(
             }),
         );
     }
-    let one_by_one = |engine: Engine| {
+    let one_by_one = |engine: Runner| {
         let programs = &programs;
         move || {
             let mut acc = 0u64;
@@ -594,14 +601,14 @@ fn many(
         add(
             BenchEngine::Native,
             format!("native, {nf} one by one"),
-            time(budget, n, one_by_one(Engine::Native)),
+            time(budget, n, one_by_one(Runner::Native)),
         );
     }
     if wants(args, BenchEngine::Interp) {
         add(
             BenchEngine::Interp,
             format!("interp, {nf} one by one"),
-            time(budget, n, one_by_one(Engine::Interp)),
+            time(budget, n, one_by_one(Runner::Interp)),
         );
     }
     let mut lib = None;

@@ -3,7 +3,7 @@
 use super::{cached, for_each_packet, linktype_of, open_capture, print_out, read_text, Fail};
 use clap::ArgAction;
 use sluice::capture::CaptureWriter;
-use sluice::{Engine, LinkType, Program};
+use sluice::{LinkType, Program, Runner};
 use std::collections::HashMap;
 use std::io::Write;
 
@@ -78,7 +78,11 @@ impl Source {
         match self {
             Source::Bpf(p) => Ok(p.clone()),
             // Any language, named by its prefix (pcap by default).
-            Source::Expression(e) => Program::from_spec(e, lt, snaplen, optimize, big_endian)
+            Source::Expression(e) => Program::builder(lt)
+                .snaplen(snaplen)
+                .optimize(optimize)
+                .capture_big_endian(big_endian)
+                .build(e)
                 .map_err(|err| Fail(format!("{err} (in '{e}')"))),
         }
     }
@@ -95,10 +99,10 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
         Source::Expression(args.expression.join(" "))
     };
     let optimize = !args.no_optimize;
-    let engine = match args.engine {
-        Some(EngineArg::Interp) => Engine::Interp,
-        Some(EngineArg::Native) => Engine::Native,
-        None => Engine::host_default(),
+    let runner = match args.engine {
+        Some(EngineArg::Interp) => Runner::Interp,
+        Some(EngineArg::Native) => Runner::Native,
+        None => Runner::host_default(),
     };
 
     if args.dump > 0 && args.read.is_none() {
@@ -144,7 +148,7 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
             };
             source.program(lt, snaplen, optimize, big_endian)
         })?;
-        let verdict = program.run_with(engine, pkt.data, pkt.wirelen) != 0;
+        let verdict = program.run_with(runner, pkt.data, pkt.wirelen) != 0;
         seen += 1;
         if args.verdicts {
             let _ = writeln!(out, "{}", verdict as u8);

@@ -4,9 +4,9 @@
 
 use super::{print_out, Fail};
 use sluice::capture::{CaptureFormat, CaptureWriter};
-use sluice_flow::buffer::Preference;
-use sluice_flow::policy::{Credentials, Policy};
-use sluice_flow::{Flow, FlowReport, Group, GroupConfig};
+use sluice::flow::buffer::Preference;
+use sluice::flow::policy::{Credentials, Policy};
+use sluice::flow::{Flow, FlowReport, Group, GroupConfig};
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::PathBuf;
@@ -122,8 +122,8 @@ pub fn run(args: FlowArgs) -> Result<(), Fail> {
     let mut flows = Vec::new();
     let mut outputs = Vec::new();
     for (i, spec) in args.specs.iter().enumerate() {
-        let at = |e: sluice_flow::Error| match &e {
-            sluice_flow::Error::Spec(s) => {
+        let at = |e: sluice::flow::Error| match &e {
+            sluice::flow::Error::Spec(s) => {
                 Fail(format!("flow {}: {e}{}", i + 1, point(spec, s.column)))
             }
             _ => Fail(format!("flow {}: {e}", i + 1)),

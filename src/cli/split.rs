@@ -4,10 +4,10 @@
 use super::{cached, for_each_packet, linktype_of, open_capture, read_text, Fail};
 use clap::ArgGroup;
 use sluice::capture::{CaptureFormat, CaptureWriter, Packet};
+use sluice::classifier::merged::{Compiled, Merged, Scratch};
+use sluice::fragments::{Config, Counters, Dispatcher, Limits, Mode, Output, Source};
+use sluice::native::merged::NativeMerged;
 use sluice::{LinkType, Program};
-use sluice_classifier::merged::{Compiled, Merged, Scratch};
-use sluice_fragments::{Config, Counters, Dispatcher, Limits, Mode, Output, Source};
-use sluice_native::merged::NativeMerged;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -197,14 +197,12 @@ fn build(
         // Any language (a `pcap:`, `bpf:`, `cspf:` or `dpf:` prefix;
         // `LANG:@path` relative to the filters file).
         let dir = Path::new(file).parent();
-        match Program::from_spec_in(
-            &f.expression,
-            dir,
-            lt,
-            super::DEFAULT_SNAPLEN,
-            true,
-            big_endian,
-        ) {
+        match Program::builder(lt)
+            .snaplen(super::DEFAULT_SNAPLEN)
+            .capture_big_endian(big_endian)
+            .dir(dir)
+            .build(&f.expression)
+        {
             Ok(p) => {
                 let priority = i32::try_from(n - i).unwrap_or(i32::MAX);
                 let c = match p.ir() {
@@ -305,10 +303,10 @@ impl Bits {
 fn build_mpf(
     filters: &[FilterLine],
     file: &str,
-    config: sluice_mpf::Config,
-) -> Result<sluice_mpf::MpfSet, Vec<(usize, String)>> {
+    config: sluice::mpf::Config,
+) -> Result<sluice::mpf::MpfSet, Vec<(usize, String)>> {
     let dir = Path::new(file).parent();
-    let mut set = sluice_mpf::MpfSet::new(config);
+    let mut set = sluice::mpf::MpfSet::new(config);
     let mut errors = Vec::new();
     for f in filters {
         let what = |e: String| (f.line, format!("{file}:{}: {}: {e}", f.line, f.name));
@@ -332,7 +330,7 @@ fn build_mpf(
         } else {
             spec.text.clone()
         };
-        match sluice_mpf::MpfProgram::parse(&text) {
+        match sluice::mpf::MpfProgram::parse(&text) {
             Ok(p) => {
                 set.insert(&p);
             }
@@ -351,10 +349,10 @@ fn build_mpf(
 
 /// `sluice split --mpf`: every packet through one MPF set.
 fn run_mpf(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), Fail> {
-    let config = sluice_mpf::Config {
+    let config = sluice::mpf::Config {
         max_pending: args
             .mpf_pending
-            .unwrap_or(sluice_mpf::Config::default().max_pending),
+            .unwrap_or(sluice::mpf::Config::default().max_pending),
     };
     let mut set = build_mpf(filters, file, config).map_err(|e| many(e, true))?;
     if filters.is_empty() {

@@ -20,7 +20,10 @@ fn libpcap(expressions: &[String]) -> Vec<Result<BpfProgram, String>> {
 }
 
 fn sluice_program(e: &str) -> Result<Program, String> {
-    Program::from_expression(e, LinkType::EN10MB, 262_144, true).map_err(|x| x.to_string())
+    Program::builder(LinkType::EN10MB)
+        .snaplen(262_144)
+        .expression(e)
+        .map_err(|x| x.to_string())
 }
 
 #[test]

@@ -21,6 +21,8 @@
 //! }
 //! ```
 
+#![warn(missing_docs)]
+
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::sync::Mutex;
 

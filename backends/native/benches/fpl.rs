@@ -17,56 +17,20 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use sluice_fpl::{Externs, Program};
 use sluice_native::fpl::NativeFpl;
+use sluice_testsupport::corpus;
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// The packets of a classic pcap file with Ethernet link type (either byte
-/// order, micro- or nanosecond); anything else gives none.
-fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
-    let Ok(b) = std::fs::read(path) else {
-        return Vec::new();
-    };
-    if b.len() < 24 {
-        return Vec::new();
-    }
-    let le = match b[..4] {
-        [0xd4, 0xc3, 0xb2, 0xa1] | [0x4d, 0x3c, 0xb2, 0xa1] => true,
-        [0xa1, 0xb2, 0xc3, 0xd4] | [0xa1, 0xb2, 0x3c, 0x4d] => false,
-        _ => return Vec::new(),
-    };
-    let u32_at = |i: usize| {
-        let w = [b[i], b[i + 1], b[i + 2], b[i + 3]];
-        if le {
-            u32::from_le_bytes(w)
-        } else {
-            u32::from_be_bytes(w)
-        }
-    };
-    if u32_at(20) & 0x0fff_ffff != 1 {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    let mut at = 24;
-    while at + 16 <= b.len() {
-        let caplen = u32_at(at + 8) as usize;
-        let Some(data) = b.get(at + 16..at + 16 + caplen) else {
-            break;
-        };
-        out.push(data.to_vec());
-        at += 16 + caplen;
-    }
-    out
-}
-
+/// Every packet of the classic-pcap, Ethernet captures of the corpus
+/// (`examples/sample.pcap` without it).
 fn packets() -> Vec<Vec<u8>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut files: Vec<PathBuf> = match std::fs::read_dir(root.join("../shared/conformance/pcaps"))
-    {
-        Ok(d) => d.flatten().map(|e| e.path()).collect(),
-        Err(_) => vec![root.join("examples/sample.pcap")],
-    };
-    files.sort();
-    files.iter().flat_map(|f| read_pcap(f)).collect()
+    corpus::pcaps_or_sample()
+        .iter()
+        .filter_map(corpus::Capture::read)
+        .filter(|c| !c.format.is_pcapng() && c.format.linktype() == Some(1))
+        .flat_map(|c| c.packets)
+        .map(|p| p.data)
+        .collect()
 }
 
 fn bench(c: &mut Criterion) {

@@ -143,7 +143,7 @@ impl NativeFpl {
     pub fn compile(prog: &Program) -> Result<NativeFpl, NativeError> {
         let size = size(prog.body());
         if size > MAX_SIZE {
-            return Err(NativeError(format!(
+            return Err(NativeError::Limit(format!(
                 "an FPL program of {size} nodes (HASH bytes counted), more than the {MAX_SIZE} compiled; run it in the interpreter"
             )));
         }

@@ -669,7 +669,9 @@ impl Compiler {
 fn compile_unit(items: Vec<Item>, groups: usize) -> Result<Unit, NativeError> {
     // The caller's hit buffer holds MAX_UNIT_GROUPS hits: at most one per group.
     if groups > MAX_UNIT_GROUPS {
-        return Err(NativeError(format!("{groups} groups in one function")));
+        return Err(NativeError::Limit(format!(
+            "{groups} groups in one function"
+        )));
     }
     // The groups the paths probe in their tables, with their slots' size
     // in bytes.
@@ -772,7 +774,7 @@ fn compile_fn(
     let mut module = CodePages::module()?;
     let ptr = module.target_config().pointer_type();
     if ptr != types::I64 {
-        return Err(NativeError(
+        return Err(NativeError::Limit(
             "the merged classifier needs 64-bit pointers".into(),
         ));
     }

@@ -339,9 +339,9 @@ impl Validated {
     /// assert_eq!(v.run(&[], 1), 0);
     /// ```
     pub fn run(&self, pkt: &[u8], wirelen: u32) -> u32 {
-        // A pre-decoded second interpreter measured no faster than `run`
-        // (a match on the raw opcode is already a jump table), so the
-        // verified program runs on the one interpreter.
+        // One interpreter for every program: a match on the raw opcode is
+        // already a jump table, so a verified program needs no decoder of
+        // its own.
         run(&self.insns, pkt, wirelen)
     }
 }

@@ -2,19 +2,14 @@
 //! back byte-identically.
 
 use sluice_bpf::{disasm_d, disasm_d_annotated, parse_program, Verifier};
+use sluice_testsupport::corpus;
 
-const ACCEPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/conformance/libpcap-tests/accept.jsonl"
-);
+const ACCEPT: &str = "libpcap-tests/accept.jsonl";
 
 fn cases() -> Option<Vec<(String, String)>> {
-    let text = match std::fs::read_to_string(ACCEPT) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("skipping: cannot read {ACCEPT}: {e}");
-            return None;
-        }
+    let Some(text) = corpus::text(ACCEPT) else {
+        corpus::skipped(ACCEPT);
+        return None;
     };
     let mut out = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {

@@ -6,6 +6,7 @@
 //! headers the tests print a message and pass.
 
 use sluice_bpf::{disasm_d, image, parse_d, parse_program, run, Insn, Validated};
+use sluice_testsupport::Rng;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -65,26 +66,6 @@ fn talk(exe: &PathBuf, input: &str) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
-
-/// splitmix64: a tiny seeded generator, so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len() as u64) as usize]
-    }
-}
-
 const INTERESTING_K: [u32; 22] = [
     0,
     1,
@@ -114,7 +95,7 @@ fn random_k(rng: &mut Rng) -> u32 {
     match rng.below(4) {
         0 => rng.pick(&INTERESTING_K),
         1 => rng.below(80) as u32,
-        2 => rng.next() as u32,
+        2 => rng.next_u64() as u32,
         _ => rng.below(20) as u32,
     }
 }
@@ -124,7 +105,7 @@ fn random_k(rng: &mut Rng) -> u32 {
 /// of words stored by a jump-free prefix. Unknown opcodes and constant zero
 /// divisors are included (libpcap aborts or traps; we return 0).
 fn random_program(rng: &mut Rng) -> Vec<Insn> {
-    let len = 1 + rng.below(24) as usize;
+    let len = 1 + rng.below(24);
     let mut prog = Vec::with_capacity(len + 4);
     let mut stored: Vec<u32> = Vec::new();
     for _ in 0..rng.below(4) {
@@ -135,10 +116,10 @@ fn random_program(rng: &mut Rng) -> Vec<Insn> {
     let total = prog.len() + len;
     while prog.len() < total - 1 {
         let pc = prog.len();
-        let remaining = (total - 1 - pc) as u64; // instructions after this one
+        let remaining = total - 1 - pc; // instructions after this one
         let code: u16 = match rng.below(40) {
-            0 => rng.next() as u16 & 0xff,
-            1 => rng.next() as u16,
+            0 => rng.next_u64() as u16 & 0xff,
+            1 => rng.next_u64() as u16,
             _ => rng.pick(&sluice_bpf::VALID_CODES),
         };
         let mut i = Insn::jump(code, random_k(rng), 0, 0);
@@ -161,8 +142,8 @@ fn random_program(rng: &mut Rng) -> Vec<Insn> {
         }
         if i.code & 0x07 != 0x05 && rng.below(8) == 0 {
             // Junk in the jump fields of non-jumps must be ignored.
-            i.jt = rng.next() as u8;
-            i.jf = rng.next() as u8;
+            i.jt = rng.next_u64() as u8;
+            i.jf = rng.next_u64() as u8;
         }
         prog.push(i);
     }
@@ -179,17 +160,17 @@ fn random_packet(rng: &mut Rng) -> (Vec<u8>, u32) {
         0 => rng.below(5),
         1 => rng.below(20),
         _ => rng.below(90),
-    } as usize;
+    };
     let pkt: Vec<u8> = (0..len)
         .map(|_| match rng.below(3) {
             0 => rng.below(16) as u8,
-            _ => rng.next() as u8,
+            _ => rng.next_u64() as u8,
         })
         .collect();
     let wirelen = match rng.below(3) {
         0 => len as u32,
         1 => len as u32 + rng.below(1500) as u32,
-        _ => rng.next() as u32,
+        _ => rng.next_u64() as u32,
     };
     (pkt, wirelen)
 }
@@ -242,7 +223,7 @@ fn check(answer: &str, prog: &[Insn], pkt: &[u8], wirelen: u32) {
 #[test]
 fn interpreter_matches_libpcap_bpf_filter() {
     let Some(exe) = helper() else { return };
-    let mut rng = Rng(0x5eed_b9f0_2024);
+    let mut rng = Rng::new(0x5eed_b9f0_2024);
     let mut cases = Vec::new();
     let mut input = String::new();
     for _ in 0..4000 {
@@ -277,13 +258,13 @@ fn protochain_backward_jumps_match_libpcap() {
     let Some(exe) = helper() else { return };
     let prog = parse_program(PROTOCHAIN6).unwrap();
     assert!(Validated::new(&prog).is_ok());
-    let mut rng = Rng(42);
+    let mut rng = Rng::new(42);
     let mut input = String::new();
     emit_program(&mut input, &prog);
     let mut cases = Vec::new();
     for _ in 0..3000 {
-        let len = 54 + rng.below(80) as usize;
-        let mut pkt: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        let len = 54 + rng.below(80);
+        let mut pkt: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
         pkt[12] = 0x86;
         pkt[13] = 0xdd;
         let chain = [0u8, 43, 44, 51, 60, 6, 17, 59];
@@ -309,17 +290,20 @@ fn protochain_backward_jumps_match_libpcap() {
 #[test]
 fn disassembler_matches_libpcap_bpf_image_for_every_opcode() {
     let Some(exe) = helper() else { return };
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     let mut insns = Vec::new();
     for code in 0..=u16::MAX {
         for _ in 0..3 {
             let n = rng.pick(&[0usize, 1, 9, 99, 999, 1000, 4095, 70000]);
             let k = match rng.below(3) {
                 0 => rng.pick(&INTERESTING_K),
-                1 => rng.next() as u32,
+                1 => rng.next_u64() as u32,
                 _ => 0xffff_f000u32.wrapping_add(rng.below(72) as u32),
             };
-            insns.push((n, Insn::jump(code, k, rng.next() as u8, rng.next() as u8)));
+            insns.push((
+                n,
+                Insn::jump(code, k, rng.next_u64() as u8, rng.next_u64() as u8),
+            ));
         }
     }
     let mut input = String::new();

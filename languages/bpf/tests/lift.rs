@@ -3,32 +3,15 @@
 //! random ones, for packets of every length.
 
 use sluice_bpf::{lift, parse_program, run, Insn, VALID_CODES};
+use sluice_testsupport::{corpus, Rng};
 
-const ACCEPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/conformance/libpcap-tests/accept.jsonl"
-);
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
+const ACCEPT: &str = "libpcap-tests/accept.jsonl";
 /// Packets shaped like Ethernet/IPv4/IPv6 headers with random fields, cut at
 /// every length, plus random bytes.
 fn packets(rng: &mut Rng) -> Vec<(Vec<u8>, u32)> {
     let mut out = Vec::new();
     for round in 0..24 {
-        let mut p: Vec<u8> = (0..96).map(|_| rng.next() as u8).collect();
+        let mut p: Vec<u8> = (0..96).map(|_| rng.next_u64() as u8).collect();
         let ty: u16 = [0x0800, 0x86dd, 0x0806, 0x8100, 0x8847, 0x05dc][round % 6];
         p[12..14].copy_from_slice(&ty.to_be_bytes());
         p[14] = if round % 2 == 0 { 0x45 } else { 0x60 };
@@ -43,11 +26,11 @@ fn packets(rng: &mut Rng) -> Vec<(Vec<u8>, u32)> {
 
 #[test]
 fn libpcaps_programs_lift_exactly() {
-    let Ok(text) = std::fs::read_to_string(ACCEPT) else {
-        eprintln!("skipping: cannot read {ACCEPT}");
+    let Some(text) = corpus::text(ACCEPT) else {
+        corpus::skipped(ACCEPT);
         return;
     };
-    let mut rng = Rng(0x9e3779b97f4a7c15);
+    let mut rng = Rng::new(0x9e3779b97f4a7c15);
     let pkts = packets(&mut rng);
     let (mut lifted, mut total) = (0, 0);
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -70,12 +53,12 @@ fn libpcaps_programs_lift_exactly() {
 }
 
 fn random_program(rng: &mut Rng) -> Vec<Insn> {
-    let len = 2 + rng.below(20) as usize;
+    let len = 2 + rng.below(20);
     let accept = 1 + rng.below(3) as u32;
     let mut prog = Vec::new();
     while prog.len() < len - 1 {
-        let remaining = (len - 1 - prog.len()) as u64;
-        let code = VALID_CODES[rng.below(VALID_CODES.len() as u64) as usize];
+        let remaining = len - 1 - prog.len();
+        let code = VALID_CODES[rng.below(VALID_CODES.len())];
         // Returns of A/X and of other constants are not liftable: keep the
         // random programs liftable so the comparison is exercised.
         if code & 0x07 == 0x06 {
@@ -83,7 +66,7 @@ fn random_program(rng: &mut Rng) -> Vec<Insn> {
         }
         let mut i = Insn::jump(
             code,
-            [0, 1, 12, 14, 23, 40, 0x800, 6, 0xffff_fff0][rng.below(9) as usize],
+            [0, 1, 12, 14, 23, 40, 0x800, 6, 0xffff_fff0][rng.below(9)],
             0,
             0,
         );
@@ -105,7 +88,7 @@ fn random_program(rng: &mut Rng) -> Vec<Insn> {
 
 #[test]
 fn random_programs_lift_exactly() {
-    let mut rng = Rng(12345);
+    let mut rng = Rng::new(12345);
     let pkts = packets(&mut rng);
     let mut lifted = 0;
     for _ in 0..3000 {

@@ -39,6 +39,7 @@
 //! assert!(!p.run(&pkt[..20])); // word 11 is past the end: reject
 //! ```
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod asm;

@@ -31,6 +31,7 @@
 //! assert_eq!(f.to_ir(1).run(&pkt, 34), 1);
 //! ```
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod canon;

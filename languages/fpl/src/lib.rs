@@ -63,6 +63,7 @@
 //! assert_eq!(mem[0], 1);
 //! ```
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod check;

@@ -3,8 +3,8 @@
 //! The pipeline is text → [`lexer`] → [`parser`] (a syntax tree, [`ast`],
 //! with libpcap's qualifier inheritance resolved) → [`gen`] (sluice's
 //! intermediate form, `sluice_ir`). Link types and where their headers are
-//! live in [`link`]; the protocol and service names in [`names`], inside
-//! sluice: no `/etc` files, no DNS.
+//! live in [`link`] (`sluice-wire`'s table); the protocol and service
+//! names in [`names`], inside sluice: no `/etc` files, no DNS.
 //!
 //! ```
 //! use sluice_pcap::{compile, link::LinkType};
@@ -12,15 +12,20 @@
 //! assert_eq!(f.run(&[0u8; 60], 60), 0);
 //! ```
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod ast;
 pub mod error;
 pub mod gen;
 pub mod lexer;
-pub mod link;
 pub mod names;
 pub mod parser;
 
 pub use error::CompileError;
+/// Link types and where their headers are: the table lives in
+/// [`sluice_wire::link`], the one place sluice keeps link-layer knowledge.
+pub use sluice_wire::link;
 
 /// Parse and compile an expression for a link type; the filter returns
 /// `snaplen` on accept, as libpcap's do.

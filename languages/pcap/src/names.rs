@@ -1,5 +1,6 @@
 //! Name tables built into sluice: services, IP protocols, EtherTypes, LLC
-//! SAPs and ISO network-layer protocol ids. Nothing is read from `/etc` and
+//! SAPs and frame functions, ISO network-layer protocol ids, 802.11 frame
+//! types, subtypes and directions, pflog reasons and actions. Nothing is read from `/etc` and
 //! nothing is resolved over the network, so a filter means the same thing
 //! on every machine. The service and protocol tables hold the entries of
 //! Debian's netbase `/etc/services` and `/etc/protocols` (what the reference
@@ -119,6 +120,215 @@ pub fn iso_proto(name: &str) -> Option<u8> {
         "isis" => Some(0x83),
         _ => None,
     }
+}
+
+/// A name's value in a table, case-insensitively.
+fn lookup_ci(table: &[(&str, u32)], name: &str) -> Option<u32> {
+    table
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| *v)
+}
+
+const WLAN_TYPES: &[(&str, u32)] = &[
+    ("data", 0x08),
+    ("mgt", 0x00),
+    ("management", 0x00),
+    ("ctl", 0x04),
+    ("control", 0x04),
+];
+
+const WLAN_MGT: &[(&str, u32)] = &[
+    ("assocreq", 0x00),
+    ("assoc-req", 0x00),
+    ("assocresp", 0x10),
+    ("assoc-resp", 0x10),
+    ("reassocreq", 0x20),
+    ("reassoc-req", 0x20),
+    ("reassocresp", 0x30),
+    ("reassoc-resp", 0x30),
+    ("probereq", 0x40),
+    ("probe-req", 0x40),
+    ("proberesp", 0x50),
+    ("probe-resp", 0x50),
+    ("beacon", 0x80),
+    ("atim", 0x90),
+    ("disassoc", 0xa0),
+    ("disassociation", 0xa0),
+    ("auth", 0xb0),
+    ("authentication", 0xb0),
+    ("deauth", 0xc0),
+    ("deauthentication", 0xc0),
+];
+
+const WLAN_CTL: &[(&str, u32)] = &[
+    ("bar", 0x80),
+    ("ba", 0x90),
+    ("ps-poll", 0xa0),
+    ("rts", 0xb0),
+    ("cts", 0xc0),
+    ("ack", 0xd0),
+    ("cf-end", 0xe0),
+    ("cf-end-ack", 0xf0),
+];
+
+const WLAN_DATA: &[(&str, u32)] = &[
+    ("data", 0x00),
+    ("data-cf-ack", 0x10),
+    ("data-cf-poll", 0x20),
+    ("data-cf-ack-poll", 0x30),
+    ("null", 0x40),
+    ("cf-ack", 0x50),
+    ("cf-poll", 0x60),
+    ("cf-ack-poll", 0x70),
+    ("qos-data", 0x80),
+    ("qos-data-cf-ack", 0x90),
+    ("qos-data-cf-poll", 0xa0),
+    ("qos-data-cf-ack-poll", 0xb0),
+    ("qos", 0xc0),
+    ("qos-cf-poll", 0xe0),
+    ("qos-cf-ack-poll", 0xf0),
+];
+
+/// The 802.11 subtype table for a type value, in libpcap's search order.
+const WLAN_SUBTYPES: &[(u32, &[(&str, u32)])] =
+    &[(0x00, WLAN_MGT), (0x04, WLAN_CTL), (0x08, WLAN_DATA)];
+
+const WLAN_DIRS: &[(&str, u32)] = &[("nods", 0), ("tods", 1), ("fromds", 2), ("dstods", 3)];
+
+const LLC_S: &[(&str, u32)] = &[("rr", 0x01), ("rnr", 0x05), ("rej", 0x09)];
+
+const LLC_U: &[(&str, u32)] = &[
+    ("ui", 0x03),
+    ("ua", 0x63),
+    ("disc", 0x43),
+    ("dm", 0x0f),
+    ("sabme", 0x6f),
+    ("test", 0xe3),
+    ("xid", 0xaf),
+    ("frmr", 0x87),
+];
+
+const PF_REASONS: &[(&str, u32)] = &[
+    ("match", 0),
+    ("bad-offset", 1),
+    ("fragment", 2),
+    ("short", 3),
+    ("normalize", 4),
+    ("memory", 5),
+    ("bad-timestamp", 6),
+    ("congestion", 7),
+    ("ip-option", 8),
+    ("proto-cksum", 9),
+    ("state-mismatch", 10),
+    ("state-insert", 11),
+    ("state-limit", 12),
+    ("src-limit", 13),
+    ("synproxy", 14),
+];
+
+const PF_ACTIONS: &[(&str, u32)] = &[
+    ("pass", 0),
+    ("accept", 0),
+    ("drop", 1),
+    ("block", 1),
+    ("scrub", 2),
+    ("noscrub", 3),
+    ("nat", 4),
+    ("nonat", 5),
+    ("binat", 6),
+    ("nobinat", 7),
+    ("rdr", 8),
+    ("nordr", 9),
+    ("synproxy-drop", 10),
+];
+
+/// An 802.11 frame type (`data`, `mgt`, `ctl` and their long names), as
+/// the value of the type bits of the frame control field.
+///
+/// ```
+/// assert_eq!(sluice_pcap::names::wlan_type("control"), Some(0x04));
+/// ```
+pub fn wlan_type(name: &str) -> Option<u32> {
+    lookup_ci(WLAN_TYPES, name)
+}
+
+/// Whether an 802.11 frame type has named subtypes.
+///
+/// ```
+/// assert!(sluice_pcap::names::wlan_has_subtypes(0x08));
+/// assert!(!sluice_pcap::names::wlan_has_subtypes(0x0c));
+/// ```
+pub fn wlan_has_subtypes(ty: u32) -> bool {
+    WLAN_SUBTYPES.iter().any(|(t, _)| *t == ty)
+}
+
+/// A subtype name of the given 802.11 frame type, as the subtype bits.
+///
+/// ```
+/// assert_eq!(sluice_pcap::names::wlan_subtype_of(0x00, "beacon"), Some(0x80));
+/// assert_eq!(sluice_pcap::names::wlan_subtype_of(0x04, "beacon"), None);
+/// ```
+pub fn wlan_subtype_of(ty: u32, name: &str) -> Option<u32> {
+    let (_, table) = WLAN_SUBTYPES.iter().find(|(t, _)| *t == ty)?;
+    lookup_ci(table, name)
+}
+
+/// A subtype name of any 802.11 frame type (in libpcap's search order:
+/// management, control, data), as type and subtype bits together.
+///
+/// ```
+/// assert_eq!(sluice_pcap::names::wlan_subtype("qos-data"), Some(0x88));
+/// ```
+pub fn wlan_subtype(name: &str) -> Option<u32> {
+    WLAN_SUBTYPES
+        .iter()
+        .find_map(|(ty, table)| lookup_ci(table, name).map(|v| v | ty))
+}
+
+/// An 802.11 direction (`nods`, `tods`, `fromds`, `dstods`), as the DS bits.
+///
+/// ```
+/// assert_eq!(sluice_pcap::names::wlan_direction("fromds"), Some(2));
+/// ```
+pub fn wlan_direction(name: &str) -> Option<u32> {
+    lookup_ci(WLAN_DIRS, name)
+}
+
+/// An LLC S (supervisory) frame function: `rr`, `rnr`, `rej`.
+///
+/// ```
+/// assert_eq!(sluice_pcap::names::llc_s_function("rnr"), Some(0x05));
+/// ```
+pub fn llc_s_function(name: &str) -> Option<u32> {
+    lookup_ci(LLC_S, name)
+}
+
+/// An LLC U (unnumbered) frame function: `ui`, `ua`, `disc`, `xid`...
+///
+/// ```
+/// assert_eq!(sluice_pcap::names::llc_u_function("xid"), Some(0xaf));
+/// ```
+pub fn llc_u_function(name: &str) -> Option<u32> {
+    lookup_ci(LLC_U, name)
+}
+
+/// A pflog reason code (`match`, `bad-offset`, `fragment`...).
+///
+/// ```
+/// assert_eq!(sluice_pcap::names::pf_reason("short"), Some(3));
+/// ```
+pub fn pf_reason(name: &str) -> Option<u32> {
+    lookup_ci(PF_REASONS, name)
+}
+
+/// A pflog action (`pass`, `block`, `nat`, `rdr`...).
+///
+/// ```
+/// assert_eq!(sluice_pcap::names::pf_action("block"), Some(1));
+/// ```
+pub fn pf_action(name: &str) -> Option<u32> {
+    lookup_ci(PF_ACTIONS, name)
 }
 
 /// Service names (from the common /etc/services entries): name, tcp, udp, sctp.

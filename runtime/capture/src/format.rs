@@ -10,7 +10,8 @@ pub(crate) const BYTE_ORDER_MAGIC: u32 = 0x1A2B_3C4D;
 pub(crate) const MAX_BLOCK_LEN: u32 = 256 * 1024 * 1024;
 
 /// The largest captured length that is sane for a link type (libpcap's
-/// rule: 262144 bytes, more for a few link types that carry big messages).
+/// rule: 262144 bytes, more for a few link types that carry big messages);
+/// the link-type table's [`sluice_wire::link::max_snaplen`].
 ///
 /// ```
 /// use sluice_capture::max_snaplen_for_linktype;
@@ -18,12 +19,7 @@ pub(crate) const MAX_BLOCK_LEN: u32 = 256 * 1024 * 1024;
 /// assert_eq!(max_snaplen_for_linktype(231), 128 * 1024 * 1024); // D-Bus
 /// ```
 pub fn max_snaplen_for_linktype(linktype: u16) -> u32 {
-    match linktype {
-        231 => 128 * 1024 * 1024, // LINKTYPE_DBUS
-        249 => 1024 * 1024,       // LINKTYPE_USBPCAP
-        279 => 8 * 1024 * 1024,   // LINKTYPE_EBHSCR
-        _ => 262_144,
-    }
+    sluice_wire::link::max_snaplen(linktype)
 }
 
 /// Link type and snapshot length of one pcapng interface.

@@ -11,6 +11,7 @@ use crate::format::{
 };
 use crate::input::Input;
 use crate::Packet;
+use sluice_wire::bytes::{u16_at, u32_at, u64_at};
 
 /// Most interfaces kept for one pcapng section (keeps memory bounded).
 const MAX_INTERFACES: usize = 1 << 16;
@@ -106,33 +107,6 @@ struct Found {
     linktype: u16,
     snaplen: u32,
     interface: u32,
-}
-
-fn u16_at(d: &[u8], off: usize, be: bool) -> Option<u16> {
-    let b: [u8; 2] = d.get(off..off.checked_add(2)?)?.try_into().ok()?;
-    Some(if be {
-        u16::from_be_bytes(b)
-    } else {
-        u16::from_le_bytes(b)
-    })
-}
-
-fn u32_at(d: &[u8], off: usize, be: bool) -> Option<u32> {
-    let b: [u8; 4] = d.get(off..off.checked_add(4)?)?.try_into().ok()?;
-    Some(if be {
-        u32::from_be_bytes(b)
-    } else {
-        u32::from_le_bytes(b)
-    })
-}
-
-fn u64_at(d: &[u8], off: usize, be: bool) -> Option<u64> {
-    let b: [u8; 8] = d.get(off..off.checked_add(8)?)?.try_into().ok()?;
-    Some(if be {
-        u64::from_be_bytes(b)
-    } else {
-        u64::from_le_bytes(b)
-    })
 }
 
 /// Splits a timestamp counted in `units_per_sec` into seconds and nanoseconds.

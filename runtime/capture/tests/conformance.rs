@@ -8,16 +8,12 @@ use std::path::{Path, PathBuf};
 
 use sluice_capture::{CaptureFormat, CaptureReader, CaptureWriter, ErrorKind};
 
-const CONFORMANCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/conformance");
-
 fn corpus() -> Option<PathBuf> {
-    let p = PathBuf::from(CONFORMANCE);
-    if p.is_dir() {
-        Some(p)
-    } else {
-        println!("skipping: conformance corpus not found at {CONFORMANCE}");
-        None
+    let root = sluice_testsupport::corpus::root();
+    if root.is_none() {
+        sluice_testsupport::corpus::skipped("capture conformance");
     }
+    root
 }
 
 struct Summary {

@@ -25,48 +25,30 @@ use sluice_flow::class::{
 };
 use sluice_flow::value::Value;
 use sluice_flow::{Flow, Group, GroupConfig};
+use sluice_testsupport::corpus;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The benchmark's packets.
+/// The benchmark's packets: the Ethernet packets of the corpus captures
+/// (the sample capture's where the corpus is absent).
 fn packets() -> Arc<Vec<OwnedPacket>> {
-    let root = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/conformance/pcaps"
-    );
-    let mut files: Vec<String> = std::fs::read_dir(root)
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .map(|e| e.path().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    if files.is_empty() {
-        files.push(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/sample.pcap").into());
-    }
     let mut v = Vec::new();
-    for f in files {
-        let Ok(mut r) = sluice_capture::CaptureReader::open(&f) else {
-            continue;
-        };
-        while let Ok(Some(p)) = r.next_packet() {
-            if p.linktype == 1 {
-                v.push(OwnedPacket {
-                    meta: Meta {
-                        ts_sec: v.len() as i64,
-                        ts_nsec: 0,
-                        caplen: p.caplen,
-                        wirelen: p.wirelen,
-                        linktype: 1,
-                        snaplen: p.snaplen,
-                        interface: 0,
-                    },
-                    big_endian: false,
-                    data: p.data.to_vec(),
-                    due: None,
-                });
-            }
+    for p in corpus::pcaps_or_sample().iter().flat_map(corpus::packets) {
+        if p.linktype == 1 {
+            v.push(OwnedPacket {
+                meta: Meta {
+                    ts_sec: v.len() as i64,
+                    ts_nsec: 0,
+                    caplen: p.data.len() as u32,
+                    wirelen: p.wirelen,
+                    linktype: 1,
+                    snaplen: p.snaplen,
+                    interface: 0,
+                },
+                big_endian: false,
+                data: p.data,
+                due: None,
+            });
         }
     }
     Arc::new(v)
@@ -275,9 +257,10 @@ fn bench(c: &mut Criterion) {
             None
         }
     };
-    let ir = sluice_pcap::compile(expr, sluice_pcap::link::LinkType::EN10MB, 262144).unwrap();
-    let bpf = sluice_cbpf::lower(&ir).unwrap();
-    let native_bpf = sluice_native::NativeFilter::compile(&ir).unwrap();
+    let program = sluice_filter::Program::builder(sluice_filter::LinkType::EN10MB)
+        .build(expr)
+        .unwrap();
+    let native_bpf = program.native().unwrap();
     let sample: Vec<&OwnedPacket> = pkts.iter().take(4096).collect();
     g.bench_function("footnote5_bpf_native_per_packet", |b| {
         b.iter(|| {
@@ -291,7 +274,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             sample
                 .iter()
-                .map(|p| sluice_bpf::run(&bpf, &p.data, p.meta.wirelen))
+                .map(|p| program.run(&p.data, p.meta.wirelen))
                 .sum::<u32>()
         })
     });

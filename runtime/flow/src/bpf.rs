@@ -1,8 +1,8 @@
 //! The `BPF` class: a tcpdump filter expression or a classic BPF program.
 //!
-//! `(BPF,"tcp port 80")` compiles the expression with sluice's pipeline
-//! (pcap language → IR → native code, with the classic BPF program from
-//! `sluice-cbpf` as the fallback interpreter) for every link type its
+//! `(BPF,"tcp port 80")` compiles the expression with `sluice-filter`
+//! (pcap language → IR → native code, with the classic BPF program as the
+//! fallback interpreter) for every link type its
 //! sources deliver, with libpcap's meaning and a snapshot length of 262144
 //! (the return value on accept, as `sluice filter` uses). The argument is
 //! taken as BPF program text instead when it looks like one: tcpdump's
@@ -27,10 +27,8 @@
 use crate::buffer::MBuf;
 use crate::class::{ArgError, BuildEnv, ClassInfo, Element, FilterClass, Pkt};
 use crate::value::Value;
-use sluice_bpf::Insn;
+use sluice_filter::{Error, Language, LinkType, Program, Spec};
 use sluice_ir::Filter;
-use sluice_native::NativeFilter;
-use sluice_pcap::link::LinkType;
 use std::collections::HashMap;
 
 /// Snapshot length the expressions return on accept.
@@ -48,42 +46,41 @@ pub const SNAPLEN: u32 = 262_144;
 /// ```
 pub struct BpfClass;
 
+/// The argument of a `BPF` element, checked.
 enum Text {
+    /// A pcap expression, compiled for each link type the sources deliver.
     Expr(String),
-    Code(Vec<Insn>),
-    /// A CSPF or DPF program, already in the IR (no link type needed).
-    Ir(Filter),
+    /// A CSPF or DPF program (no link type needed; compiled when built).
+    Other(Spec),
+    /// A classic BPF program.
+    Code(Program),
 }
 
-/// A CSPF or DPF program (the text after its `cspf:` or `dpf:` prefix) as
-/// IR; `None` when the text has no such prefix.
-fn other_language(raw: &str) -> Option<Result<Filter, ArgError>> {
-    let t = raw.trim_start();
-    let (lang, rest) = t.split_once(':')?;
-    let lang = lang.to_ascii_lowercase();
-    if lang != "cspf" && lang != "dpf" {
-        return None;
-    }
-    let (text, one_line) = match rest.trim_start().strip_prefix('@') {
-        Some(path) => match std::fs::read_to_string(path.trim()) {
-            Ok(t) => (t, false),
-            Err(e) => return Some(Err(ArgError::at(0, format!("{}: {e}", path.trim())))),
-        },
-        None => (rest.to_string(), !rest.contains('\n')),
+/// A CSPF or DPF program (the text after its `cspf:` or `dpf:` prefix,
+/// or `@FILE`), checked; `None` when the text has no such prefix.
+fn other_language(raw: &str) -> Option<Result<Spec, ArgError>> {
+    let name = match Language::split(raw).0 {
+        Language::Cspf => "CSPF",
+        Language::Dpf => "DPF",
+        _ => return None,
     };
-    Some(if lang == "cspf" {
-        let prog = if one_line {
-            sluice_cspf::assemble_inline(&text)
-        } else {
-            sluice_cspf::assemble(&text)
-        };
-        prog.map(|p| p.to_ir(SNAPLEN))
-            .map_err(|e| ArgError::at(0, format!("CSPF: {e}")))
-    } else {
-        sluice_dpf::parse(&text)
-            .map(|f| f.to_ir(SNAPLEN))
-            .map_err(|e| ArgError::at(0, format!("DPF: {e}")))
-    })
+    let checked = Spec::parse(raw, None).and_then(|mut spec| {
+        // Columns count within the program, after its prefix.
+        spec.column_offset = 0;
+        spec.check()?;
+        Ok(spec)
+    });
+    Some(checked.map_err(|e| ArgError::at(0, language_error(name, e))))
+}
+
+/// A CSPF or DPF error as the `BPF` class reports it: `DPF: message`
+/// (without the file name of a `@FILE` program).
+fn language_error(name: &str, e: Error) -> String {
+    match e.innermost() {
+        Error::Cspf(c) => format!("{name}: {c}"),
+        Error::Dpf(d) => format!("{name}: {d}"),
+        _ => e.to_string(),
+    }
 }
 
 /// A filter class for one of sluice's other languages, `CSPF` or `DPF`:
@@ -175,8 +172,8 @@ fn load(args: &[String]) -> Result<Text, ArgError> {
     let raw = args
         .first()
         .ok_or_else(|| ArgError::element("BPF needs an expression or a program: (BPF,\"tcp\")"))?;
-    if let Some(ir) = other_language(raw) {
-        return Ok(Text::Ir(ir?));
+    if let Some(spec) = other_language(raw) {
+        return Ok(Text::Other(spec?));
     }
     let text = match raw.strip_prefix('@') {
         Some(path) => {
@@ -190,109 +187,90 @@ fn load(args: &[String]) -> Result<Text, ArgError> {
         } else {
             text.clone()
         };
-        let prog = sluice_bpf::parse_program(&t)
-            .map_err(|e| ArgError::at(0, format!("BPF program line {}: {}", e.line, e.message)))?;
-        sluice_bpf::Verifier::userland()
-            .verify(&prog)
-            .map_err(|e| ArgError::at(0, format!("BPF program: {e}")))?;
+        let prog = Program::from_bpf_text(&t).map_err(|e| {
+            ArgError::at(
+                0,
+                match e {
+                    Error::BpfText(e) => format!("BPF program line {}: {}", e.line, e.message),
+                    e => format!("BPF program: {e}"),
+                },
+            )
+        })?;
         Ok(Text::Code(prog))
     } else {
         if text.trim().is_empty() {
             return Err(ArgError::at(0, "empty filter expression"));
         }
-        if let Err(e) = sluice_pcap::parser::parse(&text) {
+        let spec = Spec {
+            language: Language::Pcap,
+            text: text.clone(),
+            file: None,
+            column_offset: 0,
+        };
+        if let Err(e) = spec.check() {
+            // The offset counts characters of the argument as written.
+            let offset = match e.offset() {
+                Some(at) if !raw.starts_with('@') => text[..at.min(text.len())].chars().count(),
+                _ => 0,
+            };
+            let message = match e {
+                Error::Expression(e) => e.message,
+                e => e.to_string(),
+            };
             return Err(ArgError {
                 arg: Some(0),
-                offset: if raw.starts_with('@') {
-                    0
-                } else {
-                    text[..e.span.start.min(text.len())].chars().count()
-                },
-                message: e.message,
+                offset,
+                message,
             });
         }
         Ok(Text::Expr(text))
     }
 }
 
-/// One compiled form of the filter.
-struct Code {
-    ir: Option<Filter>,
-    native: Option<NativeFilter>,
-    insns: Vec<Insn>,
+/// A compiled program, with its native code built up front.
+fn ready(p: Program) -> Program {
+    p.native();
+    p
 }
 
-impl Code {
-    fn from_expr(text: &str, linktype: u16, big_endian: bool) -> Result<Code, String> {
-        let lt = LinkType::from_number(linktype as u32)
-            .ok_or_else(|| format!("link type {linktype} is not supported"))?;
-        let mut ir = sluice_pcap::compile_for(text, lt, SNAPLEN, big_endian)
-            .map_err(|e| format!("{e} (link type {})", lt.name()))?;
-        ir.pred = sluice_ir::simplify::fast_disjunctions(ir.pred);
-        let insns =
-            sluice_cbpf::lower_with(&ir, sluice_cbpf::Options { optimize: true }).map_err(|e| {
-                match e {
-                    sluice_cbpf::LowerError::RejectsAll => {
-                        format!("expression rejects all packets (link type {})", lt.name())
-                    }
-                    e => e.to_string(),
-                }
-            })?;
-        let native = NativeFilter::compile(&ir).ok();
-        Ok(Code {
-            ir: Some(ir),
-            native,
-            insns,
+/// The program of an expression for a link type (and the capture's byte
+/// order).
+fn expression(text: &str, linktype: u16, big_endian: bool) -> Result<Program, String> {
+    let lt = LinkType::from_number(linktype as u32)
+        .ok_or_else(|| format!("link type {linktype} is not supported"))?;
+    Program::builder(lt)
+        .snaplen(SNAPLEN)
+        .capture_big_endian(big_endian)
+        .expression(text)
+        .map(ready)
+        .map_err(|e| match e {
+            Error::Expression(_) | Error::RejectsAll => format!("{e} (link type {})", lt.name()),
+            e => e.to_string(),
         })
-    }
-
-    fn from_ir(ir: &Filter) -> Result<Code, String> {
-        let insns = sluice_cbpf::lower_with(ir, sluice_cbpf::Options { optimize: true })
-            .map_err(|e| e.to_string())?;
-        Ok(Code {
-            ir: Some(ir.clone()),
-            native: NativeFilter::compile(ir).ok(),
-            insns,
-        })
-    }
-
-    fn from_program(prog: &[Insn]) -> Code {
-        let ir = sluice_bpf::lift(prog).ok();
-        let native = ir.as_ref().and_then(|f| NativeFilter::compile(f).ok());
-        Code {
-            ir,
-            native,
-            insns: prog.to_vec(),
-        }
-    }
-
-    #[inline]
-    fn run(&self, pkt: &[u8], wirelen: u32) -> u32 {
-        match &self.native {
-            Some(n) => n.run(pkt, wirelen),
-            None => sluice_bpf::run(&self.insns, pkt, wirelen),
-        }
-    }
 }
 
 struct Bpf {
     text: Text,
-    codes: HashMap<(u16, bool), Code>,
+    codes: HashMap<(u16, bool), Program>,
     last: (u16, bool),
     accepted: u64,
 }
 
 impl Bpf {
-    fn code(&mut self, linktype: u16, big_endian: bool) -> Result<&Code, String> {
+    fn code(&mut self, linktype: u16, big_endian: bool) -> Result<&Program, String> {
         let key = match self.text {
-            Text::Code(_) | Text::Ir(_) => (0, false),
+            Text::Code(_) | Text::Other(_) => (0, false),
             Text::Expr(_) => (linktype, big_endian),
         };
         if !self.codes.contains_key(&key) {
             let c = match &self.text {
-                Text::Expr(t) => Code::from_expr(t, linktype, big_endian)?,
-                Text::Code(p) => Code::from_program(p),
-                Text::Ir(f) => Code::from_ir(f)?,
+                Text::Expr(t) => expression(t, linktype, big_endian)?,
+                Text::Code(p) => ready(p.clone()),
+                // CSPF and DPF read the frame whatever the link type.
+                Text::Other(spec) => spec
+                    .compile(&Program::builder(LinkType::EN10MB).snaplen(SNAPLEN))
+                    .map(ready)
+                    .map_err(|e| e.to_string())?,
             };
             self.codes.insert(key, c);
         }
@@ -322,7 +300,7 @@ impl FilterClass for BpfClass {
         for &(lt, be) in &env.linktypes {
             b.code(lt, be).map_err(|e| ArgError::at(0, e))?;
         }
-        if matches!(b.text, Text::Code(_) | Text::Ir(_)) {
+        if matches!(b.text, Text::Code(_) | Text::Other(_)) {
             b.code(0, false).map_err(|e| ArgError::at(0, e))?;
         }
         b.last = (u16::MAX, false);
@@ -334,14 +312,14 @@ impl Element for Bpf {
     #[inline]
     fn run(&mut self, pkt: &Pkt<'_>, _: &MBuf) -> Result<u32, String> {
         let key = match self.text {
-            Text::Code(_) | Text::Ir(_) => (0, false),
+            Text::Code(_) | Text::Other(_) => (0, false),
             Text::Expr(_) => (pkt.linktype, pkt.big_endian),
         };
         let r = if key == self.last {
-            self.codes[&key].run(pkt.data, pkt.wirelen)
+            self.codes[&key].run_native(pkt.data, pkt.wirelen)
         } else {
             self.code(pkt.linktype, pkt.big_endian)?
-                .run(pkt.data, pkt.wirelen)
+                .run_native(pkt.data, pkt.wirelen)
         };
         self.accepted += (r != 0) as u64;
         Ok(r)
@@ -355,7 +333,7 @@ impl Element for Bpf {
         let c = self.code(linktype, big_endian).ok()?;
         // Only filters that accept with one constant can share a classifier
         // (the classifier reports which filters accept, not a value).
-        c.ir.clone()
+        c.ir().cloned()
     }
 
     fn merged_result(&mut self, result: u32) {

@@ -72,7 +72,7 @@ pub enum Error {
     },
     /// Authorisation refused the flow.
     #[error("{0}")]
-    Refused(policy::Refusal),
+    Refused(#[source] policy::Refusal),
     /// A bad policy file.
     #[error("{0}")]
     Policy(#[from] policy::PolicyError),

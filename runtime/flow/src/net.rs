@@ -2,6 +2,11 @@
 //! header starts on the common link types, and a packet's transport
 //! five-tuple.
 
+use sluice_wire::bytes::{be16, u32_at};
+use sluice_wire::ether::{self, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
+use sluice_wire::link::{Layout, LinkType};
+use sluice_wire::network::{AF_INET, AF_INET6_BSD};
+
 /// A transport-layer flow key: addresses (IPv4 in the first 4 bytes), ports
 /// and protocol.
 ///
@@ -81,13 +86,10 @@ impl std::fmt::Display for FiveTuple {
     }
 }
 
-fn be16(p: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*p.get(at)?, *p.get(at + 1)?]))
-}
-
 /// Offset of the network header and its EtherType-style protocol for a
 /// link type: Ethernet (with 802.1Q/802.1ad tags), raw IP, Linux cooked
-/// v1/v2, BSD loopback (NULL/LOOP).
+/// v1/v2, BSD loopback (NULL/LOOP, the address family in either byte
+/// order). Where the headers are comes from `sluice-wire`'s link table.
 ///
 /// ```
 /// let mut eth = [0u8; 20];
@@ -96,29 +98,33 @@ fn be16(p: &[u8], at: usize) -> Option<u16> {
 /// assert_eq!(sluice_flow::net::network_header(101, &[0x45]), Some((0, 0x0800)));
 /// ```
 pub fn network_header(linktype: u16, p: &[u8]) -> Option<(usize, u16)> {
-    match linktype {
-        1 => {
-            let mut off = 12;
-            let mut et = be16(p, off)?;
-            while matches!(et, 0x8100 | 0x88a8 | 0x9100) {
-                off += 4;
-                et = be16(p, off)?;
-            }
-            Some((off + 2, et))
-        }
-        // RAW, IPV4, IPV6 (and the old RAW numbers).
-        12 | 14 | 101 | 228 | 229 => {
+    let lt = LinkType::from_number(u32::from(linktype))?;
+    let layout = Layout::of(lt);
+    let proto_at = || layout.proto_at.map(|at| at as usize);
+    let payload = layout.payload as usize;
+    match lt {
+        LinkType::EN10MB => ether::skip_vlan_tags(p, proto_at()?, payload, usize::MAX, |_| {}),
+        // RAW (and its old numbers), IPV4, IPV6: the version nibble.
+        LinkType::RAW | LinkType::IPV4 | LinkType::IPV6 => {
             let v = p.first()? >> 4;
-            Some((0, if v == 6 { 0x86dd } else { 0x0800 }))
+            Some((
+                payload,
+                if v == 6 {
+                    ETHERTYPE_IPV6
+                } else {
+                    ETHERTYPE_IPV4
+                },
+            ))
         }
-        113 => Some((16, be16(p, 14)?)),
-        276 => Some((20, be16(p, 0)?)),
-        0 | 108 => {
-            let fam = u32::from_le_bytes(p.get(..4)?.try_into().ok()?);
-            let fam_be = u32::from_be_bytes(p.get(..4)?.try_into().ok()?);
-            let v4 = fam == 2 || fam_be == 2;
-            let v6 = [24, 28, 30].contains(&fam) || [24, 28, 30].contains(&fam_be);
-            v4.then_some((4, 0x0800)).or(v6.then_some((4, 0x86dd)))
+        LinkType::LINUX_SLL | LinkType::LINUX_SLL2 => Some((payload, be16(p, proto_at()?)?)),
+        LinkType::NULL | LinkType::LOOP => {
+            let at = proto_at()?;
+            let fam = u32_at(p, at, false)?;
+            let fam_be = u32_at(p, at, true)?;
+            let v4 = fam == AF_INET || fam_be == AF_INET;
+            let v6 = AF_INET6_BSD.contains(&fam) || AF_INET6_BSD.contains(&fam_be);
+            v4.then_some((payload, ETHERTYPE_IPV4))
+                .or(v6.then_some((payload, ETHERTYPE_IPV6)))
         }
         _ => None,
     }
@@ -139,7 +145,7 @@ pub fn five_tuple(linktype: u16, p: &[u8]) -> Option<(FiveTuple, usize)> {
     let (nh, et) = network_header(linktype, p)?;
     let mut k = FiveTuple::default();
     let (th, proto) = match et {
-        0x0800 => {
+        ETHERTYPE_IPV4 => {
             let v = *p.get(nh)?;
             if v >> 4 != 4 {
                 return None;
@@ -157,7 +163,7 @@ pub fn five_tuple(linktype: u16, p: &[u8]) -> Option<(FiveTuple, usize)> {
             k.dst[..4].copy_from_slice(&p[nh + 16..nh + 20]);
             (nh + ihl, p[nh + 9])
         }
-        0x86dd => {
+        ETHERTYPE_IPV6 => {
             if p.len() < nh + 40 || p[nh] >> 4 != 6 {
                 return None;
             }

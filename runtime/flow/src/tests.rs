@@ -6,38 +6,38 @@ use crate::buffer::Preference;
 use crate::policy::{Credentials, Policy};
 use crate::value::Value;
 use crate::{Error, Flow, FlowState, Group, GroupConfig};
-use sluice_capture::CaptureReader;
+use sluice_testsupport::corpus;
 use std::sync::{Arc, Mutex};
 
 fn sample() -> String {
     format!("{}/../../examples/sample.pcap", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// A capture of the shared corpus, if it is there.
 fn corpus(name: &str) -> Option<String> {
-    let p = format!(
-        "{}/../../../shared/conformance/pcaps/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::path::Path::new(&p).exists().then_some(p)
+    let p = corpus::path(&format!("pcaps/{name}"))?;
+    p.exists().then(|| p.to_string_lossy().into_owned())
 }
 
 /// Every packet of a capture: (link type, bytes, wire length).
 fn packets(path: &str) -> Vec<(u16, Vec<u8>, u32)> {
-    let mut r = CaptureReader::open(path).unwrap();
-    let mut v = Vec::new();
-    while let Some(p) = r.next_packet().unwrap() {
-        v.push((p.linktype, p.data.to_vec(), p.wirelen));
-    }
-    v
+    corpus::packets(path)
+        .into_iter()
+        .map(|p| (p.linktype, p.data, p.wirelen))
+        .collect()
 }
 
 /// The reference meaning of an expression (the IR interpreter), on its own.
 fn reference(expr: &str, pkts: &[(u16, Vec<u8>, u32)]) -> Vec<bool> {
     pkts.iter()
         .map(|(lt, d, w)| {
-            let link = sluice_pcap::link::LinkType::from_number(*lt as u32).unwrap();
-            let f = sluice_pcap::compile_for(expr, link, 262144, false).unwrap();
-            f.run(d, *w) != 0
+            let link = sluice_filter::LinkType::from_number(*lt as u32).unwrap();
+            let p = sluice_filter::Program::builder(link)
+                .optimize(false)
+                .capture_big_endian(false)
+                .expression(expr)
+                .unwrap();
+            p.run_reference(d, *w) != 0
         })
         .collect()
 }

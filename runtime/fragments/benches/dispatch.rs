@@ -21,7 +21,7 @@ use sluice_capture::Packet;
 use sluice_classifier::Classifier;
 use sluice_fragments::fragmenter::{Datagram, Link};
 use sluice_fragments::{Config, Dispatcher, Output};
-use sluice_pcap::link::LinkType;
+use sluice_wire::link::LinkType;
 
 const N: usize = 4096;
 

@@ -87,6 +87,7 @@
 //! assert_eq!(disp.counters().released, 1);
 //! ```
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod fragmenter;
@@ -688,9 +689,9 @@ impl Dispatcher {
         if let Some(&(_, l)) = self.links.iter().find(|(n, _)| *n == linktype) {
             return l;
         }
-        let l = match sluice_pcap::link::LinkType::from_number(u32::from(linktype)) {
+        let l = match sluice_wire::link::LinkType::from_number(u32::from(linktype)) {
             Some(lt) => Locator::new(lt, self.cfg.big_endian),
-            None => Locator::new(sluice_pcap::link::LinkType::USB_LINUX, false),
+            None => Locator::new(sluice_wire::link::LinkType::USB_LINUX, false),
         };
         self.links.push((linktype, l));
         l

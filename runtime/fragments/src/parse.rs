@@ -1,14 +1,13 @@
 //! Finding the IP header behind a link header, and the fragment fields in it.
 //!
-//! Where the network header starts and how the link names its protocol come
-//! from sluice's one link-type table ([`sluice_pcap::link::Layout`]); this
-//! module only knows what each kind of protocol field means for IPv4 and
-//! IPv6 (an Ethernet type, a PPP protocol number, an address family...), and
-//! follows 802.1Q/802.1ad VLAN tags behind Ethernet-typed headers.
+//! Where the IP header starts behind a link header is `sluice-wire`'s
+//! business ([`sluice_wire::network::Locator`], from sluice's one
+//! link-type table); this module reads the fragment fields of the IPv4
+//! header or IPv6 fragment header found there.
 //!
 //! ```
 //! use sluice_fragments::parse::{Locator, Piece};
-//! use sluice_pcap::link::LinkType;
+//! use sluice_wire::link::LinkType;
 //! // A raw IPv4 packet: offset 185 × 8 bytes, no MF: the last fragment.
 //! let mut ip = [0u8; 28];
 //! ip[0] = 0x45;
@@ -19,7 +18,8 @@
 //! assert_eq!((f.piece, f.offset, f.key.id), (Piece::Later, 1480, 7));
 //! ```
 
-use sluice_pcap::link::{Layout, LinkType, ProtoField};
+use sluice_wire::link::LinkType;
+use sluice_wire::network::{Ip, Network};
 
 /// Which datagram a fragment belongs to: source, destination, protocol
 /// (IPv4's protocol field, or the next-header field of IPv6's fragment
@@ -153,67 +153,19 @@ pub struct Fragment {
     pub more: bool,
 }
 
-/// How a link header says "IPv4" or "IPv6".
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Proto {
-    /// An Ethernet type at `at` (VLAN tags followed).
-    EtherType {
-        at: u32,
-        vlan: bool,
-    },
-    /// An 802.2 LLC header ending at the payload; a SNAP header's Ethernet type at `at`.
-    Snap {
-        at: u32,
-    },
-    /// A PPP protocol number at `at`.
-    Ppp {
-        at: u32,
-    },
-    /// A 4-byte address family at `at`, big-endian or little-endian.
-    Family4 {
-        at: u32,
-        big: bool,
-    },
-    /// A one-byte address family at `at` (Solaris ipnet).
-    FamilyByte {
-        at: u32,
-    },
-    /// The IP version nibble decides.
-    Version,
-    /// Always IPv4 / always IPv6.
-    Only4,
-    Only6,
-    /// No IP behind this link that we can find.
-    None,
-}
-
 /// Finds the network header of one link type and reads fragment fields.
 ///
 /// ```
 /// use sluice_fragments::parse::Locator;
-/// use sluice_pcap::link::LinkType;
+/// use sluice_wire::link::LinkType;
 /// let l = Locator::new(LinkType::EN10MB, false);
 /// assert!(l.fragment(&[0u8; 60]).is_none());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Locator {
-    proto: Proto,
-    payload: u32,
-}
+pub struct Locator(sluice_wire::network::Locator);
 
-const ETHERTYPE_IP: u16 = 0x0800;
-const ETHERTYPE_IPV6: u16 = 0x86dd;
-const VLAN_TYPES: [u16; 3] = [0x8100, 0x88a8, 0x9100];
-/// At most this many VLAN tags are followed.
-const MAX_TAGS: usize = 8;
 /// At most this many IPv6 extension headers are walked before giving up.
 const MAX_EXTENSIONS: usize = 16;
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Ip {
-    V4,
-    V6,
-}
 
 impl Locator {
     /// The locator for a link type. `big_endian` is the capture file's byte
@@ -221,120 +173,22 @@ impl Locator {
     ///
     /// ```
     /// use sluice_fragments::parse::Locator;
-    /// use sluice_pcap::link::LinkType;
+    /// use sluice_wire::link::LinkType;
     /// assert!(Locator::new(LinkType::LINUX_SLL2, false).knows_ip());
     /// assert!(!Locator::new(LinkType::USB_LINUX, false).knows_ip());
     /// ```
     pub fn new(lt: LinkType, big_endian: bool) -> Locator {
-        let layout = Layout::of(lt);
-        let at = layout.proto_at;
-        let proto = match (layout.field, at) {
-            (ProtoField::EtherType, Some(at)) => Proto::EtherType { at, vlan: true },
-            (ProtoField::Sll, Some(at)) => Proto::EtherType { at, vlan: true },
-            (ProtoField::CiscoHdlc | ProtoField::PlainEtherType, Some(at)) => {
-                Proto::EtherType { at, vlan: false }
-            }
-            (ProtoField::Llc, Some(at)) if layout.payload >= 8 => Proto::Snap { at },
-            (ProtoField::Ppp, Some(at)) => Proto::Ppp { at },
-            (ProtoField::AddressFamily { network_order }, Some(at)) => Proto::Family4 {
-                at,
-                big: network_order || big_endian,
-            },
-            (ProtoField::EncFamily, Some(at)) => Proto::Family4 {
-                at,
-                big: big_endian,
-            },
-            // pflog's header length varies per packet; ipnet's is fixed.
-            (ProtoField::FamilyByte, Some(at)) if lt == LinkType::IPNET => Proto::FamilyByte { at },
-            (ProtoField::IpVersion, _) => Proto::Version,
-            (ProtoField::OnlyIpv4, _) => Proto::Only4,
-            (ProtoField::OnlyIpv6, _) => Proto::Only6,
-            _ => Proto::None,
-        };
-        Locator {
-            proto,
-            payload: layout.payload,
-        }
+        Locator(sluice_wire::network::Locator::new(lt, big_endian))
     }
 
     /// Whether IP packets can be found behind this link type at all.
     ///
     /// ```
     /// use sluice_fragments::parse::Locator;
-    /// assert!(Locator::new(sluice_pcap::link::LinkType::NULL, true).knows_ip());
+    /// assert!(Locator::new(sluice_wire::link::LinkType::NULL, true).knows_ip());
     /// ```
     pub fn knows_ip(&self) -> bool {
-        self.proto != Proto::None
-    }
-
-    /// Where the IP header starts, which IP, and the VLAN IDs of the tags
-    /// in front of it (as [`Key::vlan`]), if the packet carries IP.
-    #[inline]
-    fn network(&self, p: &[u8]) -> Option<(usize, Ip, u64)> {
-        let payload = self.payload as usize;
-        let by_type = |t: u16| match t {
-            ETHERTYPE_IP => Some(Ip::V4),
-            ETHERTYPE_IPV6 => Some(Ip::V6),
-            _ => None,
-        };
-        match self.proto {
-            Proto::EtherType { at, vlan } => {
-                let mut t = be16(p, at as usize)?;
-                let mut off = payload;
-                let mut ids = 0u64;
-                if vlan {
-                    let mut tags = 0;
-                    while VLAN_TYPES.contains(&t) && tags < MAX_TAGS {
-                        let vid = u64::from(be16(p, off)? & 0x0fff);
-                        ids ^= vid << (12 * (tags % 5));
-                        t = be16(p, off + 2)?;
-                        off += 4;
-                        tags += 1;
-                    }
-                }
-                Some((off, by_type(t)?, ids))
-            }
-            Proto::Snap { at } => {
-                let llc = payload - 8;
-                if p.get(llc..llc + 6)? != [0xaa, 0xaa, 0x03, 0, 0, 0] {
-                    return None;
-                }
-                Some((payload, by_type(be16(p, at as usize)?)?, 0))
-            }
-            Proto::Ppp { at } => match be16(p, at as usize)? {
-                0x0021 => Some((payload, Ip::V4, 0)),
-                0x0057 => Some((payload, Ip::V6, 0)),
-                _ => None,
-            },
-            Proto::Family4 { at, big } => {
-                let b: [u8; 4] = p.get(at as usize..at as usize + 4)?.try_into().ok()?;
-                let af = if big {
-                    u32::from_be_bytes(b)
-                } else {
-                    u32::from_le_bytes(b)
-                };
-                // AF_INET is 2 everywhere; AF_INET6 is 10 (Linux), 24
-                // (NetBSD, OpenBSD), 28 (FreeBSD) or 30 (macOS).
-                match af {
-                    2 => Some((payload, Ip::V4, 0)),
-                    10 | 24 | 28 | 30 => Some((payload, Ip::V6, 0)),
-                    _ => None,
-                }
-            }
-            Proto::FamilyByte { at } => match *p.get(at as usize)? {
-                2 => Some((payload, Ip::V4, 0)),
-                26 => Some((payload, Ip::V6, 0)),
-                _ => None,
-            },
-            Proto::Version => match *p.get(payload)? >> 4 {
-                4 => Some((payload, Ip::V4, 0)),
-                6 => Some((payload, Ip::V6, 0)),
-                _ => None,
-            },
-            Proto::Only4 => Some((payload, Ip::V4, 0)),
-            Proto::Only6 => Some((payload, Ip::V6, 0)),
-            Proto::None => None,
-        }
+        self.0.knows_ip()
     }
 
     /// The packet's fragment fields; `None` for anything that is not an IP
@@ -343,7 +197,7 @@ impl Locator {
     ///
     /// ```
     /// use sluice_fragments::parse::Locator;
-    /// use sluice_pcap::link::LinkType;
+    /// use sluice_wire::link::LinkType;
     /// let mut ip = [0u8; 20];
     /// ip[0] = 0x45;
     /// ip[6] = 0x20; // MF, offset 0
@@ -353,19 +207,14 @@ impl Locator {
     /// ```
     #[inline]
     pub fn fragment(&self, p: &[u8]) -> Option<Fragment> {
-        let (off, ip, vlan) = self.network(p)?;
+        let Network { offset, ip, vlans } = self.0.locate(p)?;
         let mut f = match ip {
-            Ip::V4 => v4(p, off),
-            Ip::V6 => v6(p, off),
+            Ip::V4 => v4(p, offset),
+            Ip::V6 => v6(p, offset),
         }?;
-        f.key.vlan = vlan;
+        f.key.vlan = vlans;
         Some(f)
     }
-}
-
-fn be16(p: &[u8], at: usize) -> Option<u16> {
-    let b = p.get(at..at.checked_add(2)?)?;
-    Some(u16::from_be_bytes([b[0], b[1]]))
 }
 
 #[inline]

@@ -2,7 +2,7 @@ use super::fragmenter::{Datagram, Link};
 use super::parse::{Key, Locator, Piece};
 use super::*;
 use proptest::prelude::*;
-use sluice_pcap::link::LinkType;
+use sluice_wire::link::LinkType;
 
 fn lt(l: Link) -> LinkType {
     LinkType::from_number(u32::from(l.linktype())).unwrap()

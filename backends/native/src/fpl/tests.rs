@@ -5,6 +5,7 @@
 use super::*;
 use proptest::prelude::*;
 use sluice_fpl::{Externs, Limits};
+use sluice_testsupport::Rng;
 use std::sync::Arc;
 
 /// The external functions random programs call.
@@ -150,26 +151,6 @@ fn short_mbuf_panics() {
     let p = Program::compile("MEM[0] = 1;", &Externs::new()).unwrap();
     NativeFpl::compile(&p).unwrap().run(&[], &mut []);
 }
-
-/// A small random source for the program generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len() as u64) as usize]
-    }
-}
-
 /// Writes random well-formed FPL-2 programs: registers R[0..6] are free,
 /// R[6] and R[7] count loops; MEM has `mem` words (declared or inferred).
 struct Gen {
@@ -192,7 +173,7 @@ impl Gen {
 
     fn mem_index(&mut self, d: u32) -> String {
         match self.rng.below(4) {
-            0 => self.rng.below(self.mem as u64).to_string(),
+            0 => self.rng.below(self.mem as usize).to_string(),
             1 => format!("({}) % {}", self.expr(d), self.mem),
             2 => format!(
                 "({}) & {}",
@@ -264,10 +245,10 @@ impl Gen {
             8 if self.mem >= 5 => match self.rng.below(2) {
                 0 => format!(
                     "EXTERN(mix, {}, {})",
-                    self.rng.below(self.mem as u64 - 2),
-                    self.rng.below(self.mem as u64 - 1)
+                    self.rng.below(self.mem as usize - 2),
+                    self.rng.below(self.mem as usize - 1)
                 ),
-                _ => format!("EXTERN(\"len\", 0, {})", self.rng.below(self.mem as u64)),
+                _ => format!("EXTERN(\"len\", 0, {})", self.rng.below(self.mem as usize)),
             },
             _ => {
                 let op = self.rng.pick(&[
@@ -280,7 +261,7 @@ impl Gen {
     }
 
     fn stmts(&mut self, n: u64, d: u32, out: &mut String) {
-        for _ in 0..self.rng.below(n) + 1 {
+        for _ in 0..self.rng.below(n as usize) + 1 {
             self.stmt(d, out);
         }
     }
@@ -350,8 +331,8 @@ impl Gen {
             10 if self.rng.below(3) == 0 => out.push_str(&format!("RETURN {};\n", self.expr(ed))),
             _ if self.mem >= 5 => out.push_str(&format!(
                 "EXTERN(mix, {}, {});\n",
-                self.rng.below(self.mem as u64 - 2),
-                self.rng.below(self.mem as u64 - 1)
+                self.rng.below(self.mem as usize - 2),
+                self.rng.below(self.mem as usize - 1)
             )),
             _ => out.push_str(&format!("R[{}]++;\n", self.rng.below(6))),
         }
@@ -360,7 +341,7 @@ impl Gen {
 
 /// A random program, declared MBuf size or not.
 fn program(seed: u64) -> String {
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::new(seed | 1);
     let mem = 1 + rng.below(12) as u32;
     let declare = rng.below(3) != 0;
     let mut g = Gen { rng, mem, loops: 0 };

@@ -3,7 +3,7 @@
 //! The generator walks the expression left to right, as libpcap does, because
 //! some keywords (`vlan`, `mpls`, `pppoes`, `geneve`, `vxlan`) move the
 //! headers that every later primitive looks at, whichever branch of an `or`
-//! they are in. That moving state is [`Offsets`]; everything else is a pure
+//! they are in. That moving state is `Offsets`; everything else is a pure
 //! function of the node and the offsets at that point.
 //!
 //! ```

@@ -3,10 +3,10 @@
 //! run by the interpreter and by native code, checked against results
 //! computed here by plain loops over the packets.
 
-use sluice::capture::CaptureReader;
 use sluice_fpl::{Externs, Program};
 use sluice_native::fpl::NativeFpl;
-use std::path::{Path, PathBuf};
+use sluice_testsupport::corpus;
+use std::path::Path;
 
 fn example(name: &str) -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -18,27 +18,16 @@ fn example(name: &str) -> String {
 /// Every Ethernet packet of the corpus captures (if present) and of the
 /// sample capture, in file order.
 fn packets() -> Vec<Vec<u8>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files: Vec<PathBuf> = vec![root.join("examples/sample.pcap")];
-    let corpus = root.join("../shared/conformance/pcaps");
-    if let Ok(dir) = std::fs::read_dir(&corpus) {
-        let mut more: Vec<PathBuf> = dir.flatten().map(|e| e.path()).collect();
-        more.sort();
-        files.extend(more);
-    } else {
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample.pcap");
+    if corpus::root().is_none() {
         println!("../shared/conformance not found: sample.pcap only");
     }
-    let mut out = Vec::new();
-    for f in files {
-        let Ok(mut r) = CaptureReader::open(&f) else {
-            continue;
-        };
-        while let Ok(Some(p)) = r.next_packet() {
-            if p.linktype == 1 {
-                out.push(p.data.to_vec());
-            }
-        }
-    }
+    let files = std::iter::once(sample).chain(corpus::pcaps());
+    let out: Vec<Vec<u8>> = files
+        .flat_map(corpus::packets)
+        .filter(|p| p.linktype == 1)
+        .map(|p| p.data)
+        .collect();
     assert!(out.len() > 100, "too few packets: {}", out.len());
     out
 }

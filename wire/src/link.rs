@@ -2,11 +2,12 @@
 //!
 //! One table says, for every supported link type, where the link header's
 //! protocol field is and how it is spelled, and where the network header
-//! starts. The code generator asks this table; it never switches on link
-//! types itself.
+//! starts. The pcap code generator, the fragment locator ([`crate::network`])
+//! and the packet summaries ask this table; they never keep offsets of
+//! their own.
 //!
 //! ```
-//! use sluice_pcap::link::LinkType;
+//! use sluice_wire::link::LinkType;
 //! assert_eq!(LinkType::from_name("EN10MB"), Some(LinkType::EN10MB));
 //! assert_eq!(LinkType::EN10MB.number(), 1);
 //! ```
@@ -14,7 +15,7 @@
 /// A link-layer header type (libpcap's DLT / LINKTYPE values).
 ///
 /// ```
-/// use sluice_pcap::link::LinkType;
+/// use sluice_wire::link::LinkType;
 /// assert_eq!(LinkType::from_number(113), Some(LinkType::LINUX_SLL));
 /// ```
 #[allow(non_camel_case_types, missing_docs)]
@@ -429,7 +430,7 @@ impl LinkType {
     /// The link type of a libpcap DLT name (case-insensitive, `DLT_` prefix optional).
     ///
     /// ```
-    /// use sluice_pcap::link::LinkType;
+    /// use sluice_wire::link::LinkType;
     /// assert_eq!(LinkType::from_name("dlt_raw"), Some(LinkType::RAW));
     /// ```
     pub fn from_name(name: &str) -> Option<LinkType> {
@@ -441,7 +442,7 @@ impl LinkType {
     /// The link type of a number found in a capture file.
     ///
     /// ```
-    /// use sluice_pcap::link::LinkType;
+    /// use sluice_wire::link::LinkType;
     /// assert_eq!(LinkType::from_number(1), Some(LinkType::EN10MB));
     /// assert_eq!(LinkType::from_number(12), Some(LinkType::RAW));
     /// ```
@@ -455,7 +456,7 @@ impl LinkType {
     /// The LINKTYPE number written in capture files.
     ///
     /// ```
-    /// assert_eq!(sluice_pcap::link::LinkType::LINUX_SLL2.number(), 276);
+    /// assert_eq!(sluice_wire::link::LinkType::LINUX_SLL2.number(), 276);
     /// ```
     pub fn number(self) -> u32 {
         TABLE.iter().find(|e| e.0 == self).map(|e| e.2).unwrap_or(0)
@@ -464,7 +465,7 @@ impl LinkType {
     /// libpcap's name for the link type.
     ///
     /// ```
-    /// assert_eq!(sluice_pcap::link::LinkType::IPV6.name(), "IPV6");
+    /// assert_eq!(sluice_wire::link::LinkType::IPV6.name(), "IPV6");
     /// ```
     pub fn name(self) -> &'static str {
         TABLE
@@ -477,7 +478,7 @@ impl LinkType {
     /// Every supported link type.
     ///
     /// ```
-    /// assert!(sluice_pcap::link::LinkType::all().count() >= 10);
+    /// assert!(sluice_wire::link::LinkType::all().count() >= 10);
     /// ```
     pub fn all() -> impl Iterator<Item = LinkType> {
         TABLE.iter().map(|e| e.0)
@@ -493,7 +494,7 @@ impl std::fmt::Display for LinkType {
 /// How a link header names the protocol it carries.
 ///
 /// ```
-/// use sluice_pcap::link::ProtoField;
+/// use sluice_wire::link::ProtoField;
 /// assert_ne!(ProtoField::EtherType, ProtoField::Ppp);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -559,7 +560,7 @@ pub enum ProtoField {
 /// relative to the start of the link header.
 ///
 /// ```
-/// use sluice_pcap::link::{LinkType, Layout};
+/// use sluice_wire::link::{LinkType, Layout};
 /// let l = Layout::of(LinkType::EN10MB);
 /// assert_eq!(l.payload, 14);
 /// ```
@@ -579,7 +580,7 @@ impl Layout {
     /// The layout of a link type.
     ///
     /// ```
-    /// use sluice_pcap::link::{LinkType, Layout};
+    /// use sluice_wire::link::{LinkType, Layout};
     /// assert_eq!(Layout::of(LinkType::RAW).payload, 0);
     /// ```
     pub fn of(lt: LinkType) -> Layout {
@@ -615,7 +616,7 @@ impl Layout {
             LinkType::ATM_RFC1483 | LinkType::ATM_CLIP => (Llc, Some(6), 8, None),
             LinkType::SUNATM => (SunAtm, Some(4 + 6), 4 + 8, None),
             LinkType::MTP2 | LinkType::BACNET_MS_TP => (NoLinkType, None, 0, None),
-            // The pflog header's length is in its first byte: see gen/pflog.rs.
+            // The pflog header's length is in its first byte: see sluice-pcap's gen/pflog.rs.
             LinkType::PFLOG => (FamilyByte, Some(1), 0, None),
             LinkType::IPNET => (FamilyByte, Some(1), 24, None),
             LinkType::DSA_TAG_BRCM | LinkType::DSA_TAG_DSA => {
@@ -762,7 +763,7 @@ impl Layout {
             | LinkType::MDB
             | LinkType::DECT_NR
             | LinkType::IEEE802_15_4_TAP => (NoLinkType, None, 0, None),
-            // The 802.11 offsets vary per packet: see gen/wlan.rs.
+            // The 802.11 offsets vary per packet: see sluice-pcap's gen/wlan.rs.
             LinkType::IEEE802_11
             | LinkType::IEEE802_11_RADIO
             | LinkType::IEEE802_11_RADIO_AVS
@@ -779,5 +780,23 @@ impl Layout {
             payload,
             mac_src_dst: macs,
         }
+    }
+}
+
+/// The largest captured length that is sane for a link type, by its
+/// LINKTYPE number (libpcap's rule: 262144 bytes, more for a few link
+/// types that carry big messages).
+///
+/// ```
+/// use sluice_wire::link::max_snaplen;
+/// assert_eq!(max_snaplen(1), 262_144);
+/// assert_eq!(max_snaplen(231), 128 * 1024 * 1024); // D-Bus
+/// ```
+pub fn max_snaplen(linktype: u16) -> u32 {
+    match linktype {
+        231 => 128 * 1024 * 1024, // LINKTYPE_DBUS
+        249 => 1024 * 1024,       // LINKTYPE_USBPCAP
+        279 => 8 * 1024 * 1024,   // LINKTYPE_EBHSCR
+        _ => 262_144,
     }
 }

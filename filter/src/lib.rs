@@ -1,0 +1,39 @@
+//! One filter, in any of sluice's languages, compiled for a link type into
+//! a [`Program`] that runs on packets: the library every front end of
+//! sluice uses (the `sluice` command, FFPF flows, and the C and Python
+//! front ends to come).
+//!
+//! * [`Language`] and [`Spec`]: which language a filter text is in (its
+//!   `pcap:`, `bpf:`, `cspf:` or `dpf:` prefix) and its program text,
+//!   with `LANG:@path` files read.
+//! * [`ProgramBuilder`]: how to compile it (link type, snapshot length,
+//!   optimisation, the capture's byte order), made by [`Program::builder`].
+//! * [`Program`]: the compiled filter: its intermediate form, its classic
+//!   BPF program and, on demand, native code; [`Runner`] picks the engine.
+//! * [`Error`]: why a filter could not be built.
+//!
+//! Every language goes through sluice's pipeline: the language crate
+//! ([`sluice_pcap`], [`sluice_bpf`], [`sluice_cspf`], [`sluice_dpf`]) →
+//! the intermediate form ([`sluice_ir`]) → classic BPF ([`sluice_cbpf`])
+//! and native code ([`sluice_native`]).
+//!
+//! ```
+//! use sluice_filter::{LinkType, Program, Runner};
+//! let p = Program::builder(LinkType::EN10MB).build("udp port 53").unwrap();
+//! assert_eq!(p.run(&[0u8; 60], 60), 0);
+//! assert_eq!(p.run_with(Runner::Native, &[0u8; 60], 60), 0);
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod builder;
+mod error;
+mod language;
+mod program;
+
+pub use builder::ProgramBuilder;
+pub use error::Error;
+pub use language::{Language, Spec};
+pub use program::{Program, Runner};
+pub use sluice_wire::link::LinkType;

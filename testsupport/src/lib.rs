@@ -1,0 +1,26 @@
+//! What sluice's tests and benchmarks share, so that no test file writes
+//! them again: [`Rng`], a small seeded generator (every failure reproduces
+//! from its seed), and [`corpus`], the readers of the shared conformance
+//! corpus (`../shared/conformance` beside the repository, skipped with a
+//! message where it is absent).
+//!
+//! Only ever a dev-dependency.
+//!
+//! ```
+//! use sluice_testsupport::{corpus, Rng};
+//! let mut rng = Rng::new(7);
+//! let n = rng.below(10);
+//! assert!(n < 10);
+//! assert_eq!(Rng::new(7).below(10), n);
+//! for path in corpus::pcaps() {
+//!     assert!(path.is_file());
+//! }
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod corpus;
+mod rng;
+
+pub use rng::Rng;
