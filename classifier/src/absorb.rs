@@ -35,7 +35,7 @@ use sluice_ir::{BinOp, Val};
 
 /// Paths with at most this many members get the search of [`Atoms::covered`];
 /// larger sets only the plain check.
-const SEARCH_PATHS: usize = 16;
+const SEARCH_PATHS: usize = 32;
 
 /// How many atoms deep [`Atoms::covered`] splits.
 const SEARCH_DEPTH: u32 = 6;
@@ -55,12 +55,97 @@ fn load_span(v: &Val) -> Option<(&Val, u64)> {
     }
 }
 
+/// True when no value meets both atoms (tests of one value).
+fn contradict(a: &Atom, b: &Atom) -> bool {
+    let (
+        Atom::Field { val, test, truth },
+        Atom::Field {
+            val: v2,
+            test: t2,
+            truth: r2,
+        },
+    ) = (a, b)
+    else {
+        return false;
+    };
+    if val != v2 {
+        return false;
+    }
+    match (test, truth, t2, r2) {
+        (Test::Eq(k), true, t, r) | (t, r, Test::Eq(k), true) => t.apply(*k) != *r,
+        _ => test == t2 && truth != r2,
+    }
+}
+
 /// A set of atoms, as bits of their numbers.
-type Set = u128;
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Set([u64; 4]);
 
 /// The most atoms (with their opposites and load-only forms) a filter may
 /// have for the search; a larger filter keeps its paths as they are.
-const MAX_ATOMS: usize = Set::BITS as usize;
+const MAX_ATOMS: usize = 256;
+
+impl Set {
+    fn of(i: u32) -> Set {
+        let mut s = Set::default();
+        s.0[i as usize / 64] = 1 << (i % 64);
+        s
+    }
+    fn has(self, i: u32) -> bool {
+        self.0[i as usize / 64] >> (i % 64) & 1 != 0
+    }
+    fn with(self, i: u32) -> Set {
+        self | Set::of(i)
+    }
+    fn without(self, i: u32) -> Set {
+        self & !Set::of(i)
+    }
+    fn is_empty(self) -> bool {
+        self.0 == [0; 4]
+    }
+    fn meets(self, o: Set) -> bool {
+        !(self & o).is_empty()
+    }
+    fn within(self, o: Set) -> bool {
+        (self & !o).is_empty()
+    }
+    fn len(self) -> u32 {
+        self.0.iter().map(|w| w.count_ones()).sum()
+    }
+    fn iter(self) -> impl Iterator<Item = u32> {
+        (0..4u32).flat_map(move |w| {
+            let mut rest = self.0[w as usize];
+            std::iter::from_fn(move || {
+                (rest != 0).then(|| {
+                    let i = rest.trailing_zeros();
+                    rest &= rest - 1;
+                    w * 64 + i
+                })
+            })
+        })
+    }
+}
+
+impl std::ops::BitAnd for Set {
+    type Output = Set;
+    fn bitand(self, o: Set) -> Set {
+        Set(std::array::from_fn(|i| self.0[i] & o.0[i]))
+    }
+}
+
+impl std::ops::BitOr for Set {
+    type Output = Set;
+    fn bitor(self, o: Set) -> Set {
+        Set(std::array::from_fn(|i| self.0[i] | o.0[i]))
+    }
+}
+
+impl std::ops::Not for Set {
+    type Output = Set;
+    fn not(self) -> Set {
+        Set(self.0.map(|w| !w))
+    }
+}
 
 /// The atoms of a filter's paths, numbered, with their opposites and
 /// load-only forms, so that conjunctions are bit sets and the search
@@ -76,6 +161,8 @@ struct Atoms {
     implies: Vec<Set>,
     /// The load-only atoms.
     loads_only: Set,
+    /// The atoms each atom contradicts (no value meets both).
+    conflicts: Vec<Set>,
     memo: HashMap<(Set, u32), bool>,
 }
 
@@ -141,10 +228,10 @@ impl Atoms {
                 }
             )
         };
-        let mut loads_only: Set = 0;
+        let mut loads_only = Set::default();
         for (i, a) in list.iter().enumerate() {
             if only(a) {
-                loads_only |= 1 << i;
+                loads_only = loads_only.with(i as u32);
                 loads[i] = i as u32;
             }
         }
@@ -167,9 +254,9 @@ impl Atoms {
             .iter()
             .enumerate()
             .map(|(i, a)| {
-                let mut set: Set = 1 << i;
+                let mut set = Set::of(i as u32);
                 if loads[i] != u32::MAX {
-                    set |= 1 << loads[i];
+                    set = set.with(loads[i]);
                 }
                 for (j, b) in list.iter().enumerate() {
                     if !only(b) {
@@ -178,10 +265,19 @@ impl Atoms {
                     let covered = never(b)
                         || matches!((span(a), span(b)), (Some((ba, ea)), Some((bb, eb))) if ba == bb && ea >= eb);
                     if covered {
-                        set |= 1 << j;
+                        set = set.with(j as u32);
                     }
                 }
                 set
+            })
+            .collect();
+        let conflicts: Vec<Set> = list
+            .iter()
+            .map(|a| {
+                list.iter()
+                    .enumerate()
+                    .filter(|(_, b)| contradict(a, b))
+                    .fold(Set::default(), |s, (j, _)| s.with(j as u32))
             })
             .collect();
         Some(Atoms {
@@ -190,26 +286,26 @@ impl Atoms {
             loads,
             implies,
             loads_only,
+            conflicts,
             memo: HashMap::default(),
         })
     }
 
+    /// True when no packet meets every atom of `c`.
+    fn contradictory(&self, c: Set) -> bool {
+        c.iter().any(|i| self.conflicts[i as usize].meets(c))
+    }
+
     /// Everything the atoms of `c` imply.
     fn closure(&self, c: Set) -> Set {
-        let mut out = 0;
-        let mut rest = c;
-        while rest != 0 {
-            let i = rest.trailing_zeros();
-            out |= self.implies[i as usize];
-            rest &= rest - 1;
-        }
-        out
+        c.iter()
+            .fold(Set::default(), |out, i| out | self.implies[i as usize])
     }
 
     /// True if the atoms of `c` other than `a` make `a`'s value load.
     fn load_implied(&self, c: Set, a: u32) -> bool {
         let l = self.loads[a as usize];
-        l != u32::MAX && self.closure(c & !(1 << a)) & (1 << l) != 0
+        l != u32::MAX && self.closure(c.without(a)).has(l)
     }
 
     /// Is every packet that meets all of `c` accepted by some path? A path
@@ -219,8 +315,11 @@ impl Atoms {
     /// searched one level less deep (an IPv6 address is four words, so
     /// `src or dst host` needs four levels).
     fn covered(&mut self, c: Set, paths: &[Set], depth: u32) -> bool {
+        if self.contradictory(c) {
+            return true;
+        }
         let have = self.closure(c);
-        if paths.iter().any(|q| q & !have == 0) {
+        if paths.iter().any(|q| q.within(have)) {
             return true;
         }
         if depth == 0 || paths.len() > SEARCH_PATHS {
@@ -231,30 +330,26 @@ impl Atoms {
         }
         let mut near: Vec<Set> = paths
             .iter()
-            .map(|q| q & !have)
+            .map(|q| *q & !have)
             .filter(|missing| {
-                missing.count_ones() <= depth && {
-                    let mut ok = missing & self.loads_only == 0;
-                    let mut rest = *missing;
-                    while rest != 0 && ok {
-                        let m = rest.trailing_zeros();
+                missing.len() <= depth
+                    && !missing.meets(self.loads_only)
+                    && missing.iter().all(|m| {
                         let f = self.flip[m as usize];
-                        ok = f != u32::MAX
-                            && c & (1 << f) == 0
-                            && have & (1 << self.loads[m as usize]) != 0;
-                        rest &= rest - 1;
-                    }
-                    ok
-                }
+                        !self.conflicts[m as usize].meets(c)
+                            && f != u32::MAX
+                            && !c.has(f)
+                            && have.has(self.loads[m as usize])
+                    })
             })
             .collect();
-        near.sort_by_key(|m| m.count_ones());
+        near.sort_by_key(|m| m.len());
         let mut answer = false;
         for missing in near.into_iter().take(2) {
-            let m = missing.trailing_zeros();
+            let m = missing.iter().next().expect("a missing atom");
             let opposite = self.flip[m as usize];
-            if self.covered(c | 1 << m, paths, depth - 1)
-                && self.covered(c | 1 << opposite, paths, depth - 1)
+            if self.covered(c.with(m), paths, depth - 1)
+                && self.covered(c.with(opposite), paths, depth - 1)
             {
                 answer = true;
                 break;
@@ -290,45 +385,43 @@ pub fn absorb(paths: Vec<Path>) -> Vec<Path> {
         .collect();
     let mut ps: Vec<Set> = paths
         .iter()
-        .map(|p| p.atoms.iter().fold(0, |s, a| s | 1 << index[a]))
+        .map(|p| p.atoms.iter().fold(Set::default(), |s, a| s.with(index[a])))
         .collect();
     drop(index);
     loop {
         let mut changed = false;
         for pi in 0..ps.len() {
-            let mut rest = ps[pi];
-            while rest != 0 {
-                let a = rest.trailing_zeros();
-                rest &= rest - 1;
+            for a in ps[pi].iter().collect::<Vec<_>>() {
                 let opposite = atoms.flip[a as usize];
-                if opposite == u32::MAX || atoms.loads_only & (1 << a) != 0 {
+                if opposite == u32::MAX || atoms.loads_only.has(a) || !ps[pi].has(a) {
                     continue;
                 }
                 // Only a path that takes the other way at `a` can cover
                 // the packets that do (paths that do not test it at all
                 // are handled below).
-                if !ps.iter().any(|q| q & (1 << opposite) != 0) {
+                if !ps.iter().any(|q| q.has(opposite)) {
                     continue;
                 }
-                let c = (ps[pi] & !(1 << a)) | 1 << opposite;
+                let c = ps[pi].without(a).with(opposite);
                 if !atoms.covered(c, &ps, SEARCH_DEPTH) {
                     continue;
                 }
                 atoms.memo.clear();
                 let keep_load = !atoms.load_implied(ps[pi], a);
-                ps[pi] &= !(1 << a);
+                ps[pi] = ps[pi].without(a);
                 if keep_load {
-                    ps[pi] |= 1 << atoms.loads[a as usize];
+                    ps[pi] = ps[pi].with(atoms.loads[a as usize]);
                 }
                 changed = true;
             }
         }
+        // Paths that became equal are one (fewer for the search).
+        ps.sort_unstable();
+        ps.dedup();
         if !changed {
             break;
         }
     }
-    ps.sort_unstable();
-    ps.dedup();
     // A path another one's atoms all imply adds nothing.
     let closures: Vec<Set> = ps.iter().map(|p| atoms.closure(*p)).collect();
     let mut out: Vec<Path> = ps
@@ -337,15 +430,10 @@ pub fn absorb(paths: Vec<Path>) -> Vec<Path> {
         .filter(|(i, p)| {
             !ps.iter()
                 .enumerate()
-                .any(|(j, q)| j != *i && q.count_ones() < p.count_ones() && q & !closures[*i] == 0)
+                .any(|(j, q)| j != *i && q.len() < p.len() && q.within(closures[*i]))
         })
         .map(|(_, p)| {
-            let mut a: Vec<Atom> = Vec::new();
-            let mut rest = *p;
-            while rest != 0 {
-                a.push(atoms.list[rest.trailing_zeros() as usize].clone());
-                rest &= rest - 1;
-            }
+            let mut a: Vec<Atom> = p.iter().map(|i| atoms.list[i as usize].clone()).collect();
             a.sort();
             Path { atoms: a, accept }
         })
