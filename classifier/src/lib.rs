@@ -113,11 +113,12 @@ pub trait Engine: Clone {
     fn sync_with(&mut self, first: &Self) {
         *self = first.clone();
     }
-    /// Every filter accepting the packet, as ids in increasing order.
+    /// Every filter accepting the packet, as ids, each once, in any order
+    /// ([`Reader::classify`] sorts them).
     fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut Self::Scratch, out: &mut Vec<u32>);
     /// The single winner: highest priority, then earliest inserted.
     fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut Self::Scratch) -> Option<u32>;
-    /// `out[i]` gets packet `i`'s filters.
+    /// `out[i]` gets packet `i`'s filters (each once, in any order).
     fn classify_batch(&self, pkts: &[(&[u8], u32)], s: &mut Self::Scratch, out: &mut [Vec<u32>]);
     /// `out[i]` gets packet `i`'s single winner (as
     /// [`Engine::classify_first`]); engines with a batch path override it.
@@ -513,7 +514,8 @@ impl<E: Engine> Clone for Reader<E> {
 }
 
 impl<E: Engine> Reader<E> {
-    /// Every filter accepting the packet (monitoring: every flow that wants it).
+    /// Every filter accepting the packet (monitoring: every flow that wants
+    /// it), in increasing id order.
     ///
     /// ```
     /// let c = sluice_classifier::Classifier::new();
@@ -538,6 +540,7 @@ impl<E: Engine> Reader<E> {
         if let Some(g) = self.r.enter() {
             g.0.classify(pkt, wirelen, &mut self.scratch.borrow_mut(), out);
         }
+        out.sort_unstable();
     }
 
     /// The single winner: highest priority, then earliest inserted.
@@ -552,7 +555,8 @@ impl<E: Engine> Reader<E> {
             .map(FilterId)
     }
 
-    /// Classify a batch of packets, overlapping their table lookups.
+    /// Classify a batch of packets: `out[i]` gets packet `i`'s filters,
+    /// each once, in any order (the engine's; [`Reader::classify`] sorts).
     ///
     /// ```
     /// let c = sluice_classifier::Classifier::new();

@@ -4,9 +4,10 @@
 use super::{cached, for_each_packet, linktype_of, open_capture, read_text, Fail};
 use clap::ArgGroup;
 use sluice::capture::{CaptureFormat, CaptureWriter, Packet};
-use sluice::classifier::merged::{Compiled, Merged, Scratch};
+use sluice::classifier::merged::Compiled;
+use sluice::classifier::tree::DecisionTree;
 use sluice::fragments::{Config, Counters, Dispatcher, Limits, Mode, Output, Source};
-use sluice::native::merged::NativeMerged;
+use sluice::native::tree::{NativeScratch, NativeTree};
 use sluice::{LinkType, Program};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -38,8 +39,8 @@ pub struct SplitArgs {
     /// Print --count and --verdicts as one JSON object.
     #[arg(long, requires = "report")]
     json: bool,
-    /// Engine: the merged classifier as machine code (the default; groups
-    /// it cannot compile take the interpreter's path) or interpreted.
+    /// Engine: the merged decision tree as machine code (the default) or
+    /// walked in Rust.
     #[arg(long, value_enum)]
     engine: Option<super::filter::EngineArg>,
     /// Fragment dispatch: later fragments of an IP datagram go to the
@@ -179,7 +180,7 @@ fn check_name(name: &str) -> Result<(), &'static str> {
     }
 }
 
-/// All filters merged for one link type; earlier lines get higher
+/// All filters merged into one decision tree for one link type; earlier lines get higher
 /// priorities, so the first-match winner is the first line that matches.
 /// Errors name the line and the compile error's column.
 fn build(
@@ -187,8 +188,8 @@ fn build(
     lt: LinkType,
     big_endian: bool,
     file: &str,
-) -> Result<Merged, Vec<(usize, String)>> {
-    let mut merged = Merged::default();
+) -> Result<DecisionTree, Vec<(usize, String)>> {
+    let mut merged = DecisionTree::default();
     let mut errors = Vec::new();
     let n = filters.len();
     for (i, f) in filters.iter().enumerate() {
@@ -429,11 +430,15 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
     let native = !matches!(args.engine, Some(super::filter::EngineArg::Interp));
     let build = |filters: &[FilterLine], lt, big_endian, file: &str| {
         build(filters, lt, big_endian, file).map(|m| match native {
-            true => NativeMerged::from_merged(m),
-            false => NativeMerged::interpreted(m),
+            true => {
+                let mut t = NativeTree::from_tree(m);
+                t.update();
+                t
+            }
+            false => NativeTree::interpreted(m),
         })
     };
-    let mut classifiers: HashMap<u16, NativeMerged> = HashMap::new();
+    let mut classifiers: HashMap<u16, NativeTree> = HashMap::new();
     if let Some(n) = reader.linktype() {
         match build(&filters, linktype_of(n, &name)?, big_endian, file) {
             Ok(m) => {
@@ -465,7 +470,7 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
     let mut counts = vec![0u64; filters.len()];
     let mut bits: Vec<Bits> = (0..filters.len()).map(|_| Bits::default()).collect();
     let mut seen = 0u64;
-    let mut scratch = Scratch::default();
+    let mut scratch = NativeScratch::default();
     let mut ids: Vec<u32> = Vec::new();
     let mut dispatcher = args.dispatcher(big_endian);
     let mut delivered = Output::default();
@@ -485,6 +490,8 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
             ids.extend(merged.classify_first(pkt.data, pkt.wirelen, &mut scratch));
         } else {
             merged.classify(pkt.data, pkt.wirelen, &mut scratch, &mut ids);
+            // Delivered (and dispatched to fragments) in filter order.
+            ids.sort_unstable();
         }
         open_outputs(&mut outputs)?;
         let mut to = Deliver {

@@ -35,6 +35,7 @@
 //! let mut out = Vec::new();
 //! let s = &mut Default::default();
 //! t.classify(&[1, 2], 2, s, &mut out);
+//! out.sort_unstable(); // found in the tree's order
 //! assert_eq!(out, vec![0, 1, 2]);
 //! assert_eq!(t.classify_first(&[1, 2], 2, s), Some(1));
 //! t.remove(1);
@@ -605,7 +606,9 @@ impl DecisionTree {
         );
     }
 
-    /// Every filter that accepts the packet, as ids in increasing order.
+    /// Every filter that accepts the packet, as ids, each once, in no
+    /// particular order (sorting them is the caller's choice: a
+    /// demultiplexer has no use for it).
     ///
     /// ```
     /// let t = sluice_classifier::tree::DecisionTree::default();
@@ -622,8 +625,8 @@ impl DecisionTree {
     }
 
     /// The filters of `slots` (found by running the tree, each perhaps more
-    /// than once) and the accepting filters that run whole, as ids in
-    /// increasing order, appended to `out`.
+    /// than once) and the accepting filters that run whole, as ids, each
+    /// once, in no particular order, appended to `out`.
     ///
     /// ```
     /// use sluice_classifier::tree::DecisionTree;
@@ -659,8 +662,26 @@ impl DecisionTree {
                 out.push(w.filter);
             }
         }
-        if out.len() > 1 {
-            out.sort_unstable();
+    }
+
+    /// [`DecisionTree::report`] of slots that are already distinct (each
+    /// filter found once): no deduplication.
+    ///
+    /// ```
+    /// use sluice_classifier::tree::DecisionTree;
+    /// use sluice_classifier::merged::Compiled;
+    /// let mut t = DecisionTree::default();
+    /// t.insert(9, &Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
+    /// let mut out = Vec::new();
+    /// t.report_distinct(&[], 0, &[0], &mut out);
+    /// assert_eq!(out, vec![9]);
+    /// ```
+    pub fn report_distinct(&self, pkt: &[u8], wirelen: u32, slots: &[u32], out: &mut Vec<u32>) {
+        out.extend(slots.iter().map(|&s| self.ids[s as usize]));
+        for w in &self.whole {
+            if sluice_bpf::run(&w.program, pkt, wirelen) != 0 {
+                out.push(w.filter);
+            }
         }
     }
 

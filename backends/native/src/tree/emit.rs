@@ -19,6 +19,7 @@ use cranelift_codegen::ir::{
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_module::Module;
+use sluice_ir::{BinOp, CmpOp, Val};
 use std::mem::offset_of;
 
 /// The machine function of a plan, the pages that hold it and its size in bytes.
@@ -109,6 +110,13 @@ struct Gen<'a> {
     sigs: Sigs,
 }
 
+/// A slot to report: known when the code is built, or read from a table.
+#[derive(Clone, Copy)]
+enum Slot {
+    Const(u32),
+    Value(Value),
+}
+
 fn flags() -> MemFlags {
     MemFlags::new().with_notrap()
 }
@@ -152,8 +160,44 @@ impl Gen<'_> {
         self.b.switch_to_block(next);
     }
 
-    /// Append a slot to the output.
-    fn push(&mut self, slot: Value) {
+    /// Append a slot to the output, unless it was already for this packet.
+    fn push(&mut self, slot: Slot) {
+        let fl = MemFlags::trusted();
+        // Read from the context at each use: values live across the whole
+        // function would cost registers everywhere.
+        let seen = self
+            .b
+            .ins()
+            .load(types::I64, fl, self.cx, offset_of!(Ctx, seen) as i32);
+        let epoch = self
+            .b
+            .ins()
+            .load(types::I32, fl, self.cx, offset_of!(Ctx, epoch) as i32);
+        let (mark, slot) = match slot {
+            Slot::Const(k) => (
+                self.b.ins().iadd_imm(seen, k as i64 * 4),
+                self.b.ins().iconst(types::I32, k as i64),
+            ),
+            Slot::Value(v) => {
+                let wide = self.b.ins().uextend(types::I64, v);
+                let at = self.b.ins().ishl_imm(wide, 2);
+                (self.b.ins().iadd(seen, at), v)
+            }
+        };
+        let was = self.b.ins().load(types::I32, fl, mark, 0);
+        let again = self.b.ins().icmp(IntCC::Equal, was, epoch);
+        let new = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.ins().brif(again, done, &[], new, &[]);
+        self.b.switch_to_block(new);
+        self.b.ins().store(fl, epoch, mark, 0);
+        self.append(slot);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+    }
+
+    /// Append a slot to the output buffer (growing it first when full).
+    fn append(&mut self, slot: Value) {
         let len = self.b.use_var(self.len);
         let cap = self.b.use_var(self.cap);
         let full = self.b.ins().icmp(IntCC::Equal, len, cap);
@@ -182,6 +226,21 @@ impl Gen<'_> {
         match f {
             FieldRead::Len => self.wirelen,
             FieldRead::Const(k) => self.b.ins().iconst(types::I32, *k as i64),
+            FieldRead::Val(v) => self.val(v, fail),
+            FieldRead::Cmp(op, l, r) => {
+                let a = self.val(l, fail);
+                let b = self.val(r, fail);
+                let c = match op {
+                    CmpOp::Eq => self.b.ins().icmp(IntCC::Equal, a, b),
+                    CmpOp::Gt => self.b.ins().icmp(IntCC::UnsignedGreaterThan, a, b),
+                    CmpOp::Ge => self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, a, b),
+                    CmpOp::Set => {
+                        let x = self.b.ins().band(a, b);
+                        self.b.ins().icmp_imm(IntCC::NotEqual, x, 0)
+                    }
+                };
+                self.b.ins().uextend(types::I32, c)
+            }
             FieldRead::Call(field) => {
                 let id = self.b.ins().iconst(types::I32, *field as i64);
                 let helper = read_helper as extern "C" fn(_, _) -> _;
@@ -232,19 +291,7 @@ impl Gen<'_> {
                         self.b.ins().iadd_imm(a, *off as i64)
                     }
                 };
-                let raw = match size {
-                    1 => self.b.ins().uload8(types::I32, flags(), addr, 0),
-                    2 => self.b.ins().uload16(types::I32, flags(), addr, 0),
-                    _ => self.b.ins().load(types::I32, flags(), addr, 0),
-                };
-                let v = match size {
-                    2 if cfg!(target_endian = "little") => {
-                        let s = self.b.ins().bswap(raw);
-                        self.b.ins().ushr_imm(s, 16)
-                    }
-                    4 if cfg!(target_endian = "little") => self.b.ins().bswap(raw),
-                    _ => raw,
-                };
+                let v = self.load_be(addr, size);
                 if *mask == u32::MAX {
                     v
                 } else {
@@ -254,12 +301,78 @@ impl Gen<'_> {
         }
     }
 
+    /// An IR value as the reference interpreter computes it; to `fail`
+    /// where that aborts (a load past the captured bytes, a division by
+    /// zero).
+    fn val(&mut self, v: &Val, fail: Block) -> Value {
+        match v {
+            Val::Const(k) => self.b.ins().iconst(types::I32, *k as i64),
+            Val::Len => self.wirelen,
+            Val::Load { base, offset, size } => {
+                let b = self.val(base, fail);
+                let b = self.b.ins().uextend(types::I64, b);
+                let at = self.b.ins().iadd_imm(b, *offset as i64);
+                let end = self.b.ins().iadd_imm(at, size.bytes() as i64);
+                let over = self
+                    .b
+                    .ins()
+                    .icmp(IntCC::UnsignedGreaterThan, end, self.caplen);
+                self.branch_out(over, fail);
+                let addr = self.b.ins().iadd(self.pkt, at);
+                self.load_be(addr, size.bytes())
+            }
+            Val::Bin(op, a, b) => {
+                let x = self.val(a, fail);
+                let y = self.val(b, fail);
+                let ins = self.b.ins();
+                match op {
+                    BinOp::Add => ins.iadd(x, y),
+                    BinOp::Sub => ins.isub(x, y),
+                    BinOp::Mul => ins.imul(x, y),
+                    BinOp::And => ins.band(x, y),
+                    BinOp::Or => ins.bor(x, y),
+                    BinOp::Xor => ins.bxor(x, y),
+                    BinOp::Shl => crate::shift32(&mut self.b, true, x, y),
+                    BinOp::Shr => crate::shift32(&mut self.b, false, x, y),
+                    BinOp::Div | BinOp::Mod => {
+                        let zero = self.b.ins().icmp_imm(IntCC::Equal, y, 0);
+                        self.branch_out(zero, fail);
+                        match op {
+                            BinOp::Div => self.b.ins().udiv(x, y),
+                            _ => self.b.ins().urem(x, y),
+                        }
+                    }
+                }
+            }
+            Val::Neg(a) => {
+                let x = self.val(a, fail);
+                self.b.ins().ineg(x)
+            }
+        }
+    }
+
+    /// `size` bytes at `addr` as a big-endian number.
+    fn load_be(&mut self, addr: Value, size: u32) -> Value {
+        let raw = match size {
+            1 => self.b.ins().uload8(types::I32, flags(), addr, 0),
+            2 => self.b.ins().uload16(types::I32, flags(), addr, 0),
+            _ => self.b.ins().load(types::I32, flags(), addr, 0),
+        };
+        match size {
+            2 if cfg!(target_endian = "little") => {
+                let s = self.b.ins().bswap(raw);
+                self.b.ins().ushr_imm(s, 16)
+            }
+            4 if cfg!(target_endian = "little") => self.b.ins().bswap(raw),
+            _ => raw,
+        }
+    }
+
     /// The code of node `p`, starting in the current block, ending with a
     /// jump to `cont`.
     fn node(&mut self, p: &PNode, cont: Block) {
         for &slot in &p.leaf {
-            let s = self.b.ins().iconst(types::I32, slot as i64);
-            self.push(s);
+            self.push(Slot::Const(slot));
         }
         let skip = self.b.create_block();
         if let Some(f) = &p.field {
@@ -457,7 +570,7 @@ impl Gen<'_> {
         self.b.ins().brif(datum, one, &[], walk, &[]);
         self.b.switch_to_block(one);
         let s = self.b.ins().iadd_imm(datum, -1);
-        self.push(s);
+        self.push(Slot::Value(s));
         self.b.ins().jump(after, &[]);
         self.b.switch_to_block(walk);
         let child = self.b.ins().iadd_imm(val, -1);

@@ -89,6 +89,7 @@ pub struct NativeTreeStats {
 pub struct NativeScratch {
     tree: Scratch,
     slots: Vec<u32>,
+    seen: run::Seen,
 }
 
 /// A decision tree with its machine code (see the module doc).
@@ -317,9 +318,11 @@ impl NativeTree {
         self.stats
     }
 
-    /// The slots the tree finds for a packet, into `s.slots`.
+    /// The slots the tree finds for a packet, into `s.slots`; true when
+    /// each is there once (the code's), false when a filter found on
+    /// several paths is there as often (the tree's walk).
     #[inline]
-    fn slots(&self, pkt: &[u8], wirelen: u32, s: &mut NativeScratch) {
+    fn slots(&self, pkt: &[u8], wirelen: u32, s: &mut NativeScratch) -> bool {
         s.slots.clear();
         match (&self.code, self.fresh) {
             (Some(c), true) => {
@@ -332,13 +335,24 @@ impl NativeTree {
                     plan: &c.plan,
                     tables: &self.descs,
                 };
-                unsafe { run::call(&target, pkt, wirelen, &mut s.tree, &mut s.slots) }
+                unsafe {
+                    run::call(
+                        &target,
+                        pkt,
+                        wirelen,
+                        &mut s.tree,
+                        &mut s.seen,
+                        &mut s.slots,
+                    )
+                };
+                true
             }
             _ => {
                 s.tree.memo().next_packet();
                 let root = self.tree.nodes().root();
                 self.tree
                     .visit_from(root, pkt, wirelen, &mut s.tree, &mut s.slots);
+                false
             }
         }
     }
@@ -353,8 +367,11 @@ impl NativeTree {
     /// ```
     pub fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut NativeScratch, out: &mut Vec<u32>) {
         out.clear();
-        self.slots(pkt, wirelen, s);
-        self.tree.report(pkt, wirelen, &s.slots, &mut s.tree, out);
+        if self.slots(pkt, wirelen, s) {
+            self.tree.report_distinct(pkt, wirelen, &s.slots, out);
+        } else {
+            self.tree.report(pkt, wirelen, &s.slots, &mut s.tree, out);
+        }
     }
 
     /// The single winner: highest priority, then earliest inserted.

@@ -28,6 +28,7 @@ use sluice_classifier::tree::field::{FieldId, Read};
 use sluice_classifier::tree::label::Cond;
 use sluice_classifier::tree::node::{NodeId, NONE};
 use sluice_classifier::tree::DecisionTree;
+use sluice_ir::{CmpOp, Pred, Val};
 
 /// Tables with at most this many keys are compiled as a search of
 /// compares against immediates, their children in place.
@@ -55,7 +56,12 @@ pub enum FieldRead {
     Len,
     /// A constant.
     Const(u32),
-    /// Anything else: the tree's own reader, through a call.
+    /// Any other IR value, computed in the code (a load at a computed
+    /// address, arithmetic).
+    Val(Val),
+    /// A comparison of two values, as 1 or 0.
+    Cmp(CmpOp, Val, Val),
+    /// Anything else (`protochain`): the tree's own reader, through a call.
     Call(FieldId),
 }
 
@@ -75,7 +81,9 @@ impl FieldRead {
             },
             Read::Len => FieldRead::Len,
             Read::Const(k) => FieldRead::Const(*k),
-            Read::Generic(_) | Read::Pred(_) => FieldRead::Call(f),
+            Read::Generic(v) => FieldRead::Val(v.clone()),
+            Read::Pred(Pred::Cmp { op, lhs, rhs }) => FieldRead::Cmp(*op, lhs.clone(), rhs.clone()),
+            Read::Pred(_) => FieldRead::Call(f),
         }
     }
 }

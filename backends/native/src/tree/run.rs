@@ -31,6 +31,33 @@ pub(crate) struct Ctx {
     pub len: u64,
     pub cap: u64,
     pub env: *mut Env<'static>,
+    /// Per filter slot, the packet it was last reported for: a slot is
+    /// written once per packet (a filter may be found on several paths).
+    pub seen: *mut u32,
+    /// This packet's number in `seen`.
+    pub epoch: u64,
+}
+
+/// Per-reader memory of the code: what [`Ctx::seen`] points into.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Seen {
+    slots: Vec<u32>,
+    epoch: u32,
+}
+
+impl Seen {
+    /// Start a packet over `n` filter slots: the array and this packet's number.
+    fn next(&mut self, n: usize) -> (*mut u32, u64) {
+        if self.slots.len() < n {
+            self.slots.resize(n, 0);
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.slots.fill(0);
+            self.epoch = 1;
+        }
+        (self.slots.as_mut_ptr(), self.epoch as u64)
+    }
 }
 
 /// The Rust side of a call, for the helpers.
@@ -68,6 +95,7 @@ pub(crate) unsafe fn call(
     pkt: &[u8],
     wirelen: u32,
     scratch: &mut Scratch,
+    seen: &mut Seen,
     out: &mut Vec<u32>,
 ) {
     let Target {
@@ -77,6 +105,7 @@ pub(crate) unsafe fn call(
         tables,
     } = *t;
     scratch.memo().next_packet();
+    let (seen, epoch) = seen.next(tree.slots());
     if out.capacity() < 16 {
         out.reserve(16);
     }
@@ -96,6 +125,8 @@ pub(crate) unsafe fn call(
         cap: env.out.capacity() as u64,
         // The helpers see `env` only during this call, through `ctx`.
         env: (&mut env as *mut Env<'_>).cast(),
+        seen,
+        epoch,
     };
     // SAFETY: the caller guarantees the code fits the tree and tables; the
     // code reads the packet only within `caplen`, the tables only within
@@ -179,8 +210,23 @@ pub(crate) extern "C" fn visit_helper(ctx: *mut Ctx, node: u32) {
     sync_in(c, e);
     // SAFETY: as above.
     let pkt = unsafe { packet(c) };
+    let start = e.out.len();
     e.tree
         .visit_from(node, pkt, c.wirelen as u32, e.scratch, e.out);
+    // Keep only the slots not yet reported for this packet.
+    let mut kept = start;
+    for i in start..e.out.len() {
+        let slot = e.out[i];
+        // SAFETY: `seen` holds one word per slot of the tree
+        // (`Seen::next`), and every slot the walk finds is below that.
+        let mark = unsafe { &mut *c.seen.add(slot as usize) };
+        if *mark != c.epoch as u32 {
+            *mark = c.epoch as u32;
+            e.out[kept] = slot;
+            kept += 1;
+        }
+    }
+    e.out.truncate(kept);
     sync_out(c, e);
 }
 

@@ -33,11 +33,27 @@ fn val(g: &mut Gen) -> Val {
             Val::Const(0x0ff0),
         ),
         5 => Val::load(hdr, g.below(6) as u32, Size::Byte),
-        6 => Val::bin(
-            BinOp::Shr,
-            Val::load_abs(g.below(12) as u32, Size::Byte),
-            Val::Const(2),
-        ),
+        6 => match g.below(3) {
+            0 => Val::bin(
+                BinOp::Shr,
+                Val::load_abs(g.below(12) as u32, Size::Byte),
+                Val::Const(2),
+            ),
+            1 => Val::bin(
+                BinOp::Div,
+                Val::load_abs(g.below(12) as u32, Size::Byte),
+                Val::load_abs(g.below(12) as u32, Size::Byte),
+            ),
+            _ => Val::load(
+                Val::bin(
+                    BinOp::Mod,
+                    Val::load_abs(g.below(12) as u32, Size::Byte),
+                    Val::Const(7),
+                ),
+                1,
+                Size::Half,
+            ),
+        },
         7 => Val::Len,
         _ => Val::load_abs(g.below(12) as u32, Size::Byte),
     }
@@ -106,6 +122,7 @@ fn check(t: &NativeTree, filters: &[(u32, Filter, i32)], pkts: &[Vec<u8>]) {
         let wirelen = pkt.len() as u32 + 3;
         let (ids, first) = alone(filters, pkt, wirelen);
         t.classify(pkt, wirelen, &mut s, &mut out);
+        out.sort_unstable();
         assert_eq!(out, ids, "{pkt:?}");
         assert_eq!(t.classify_first(pkt, wirelen, &mut s), first, "{pkt:?}");
     }

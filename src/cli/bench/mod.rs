@@ -5,17 +5,17 @@
 //! One expression: sluice's engines (native code per call and per batch, the
 //! BPF interpreter, the IR's reference interpreter) against libpcap running
 //! the program its own compiler makes. A filters file (`--filters`, the
-//! format of `sluice split`): the merged classifier (per packet and per
-//! batch) against every filter run one after another (the CSPF/BPF model),
-//! with sluice's native code, sluice's interpreter and libpcap.
+//! format of `sluice split`): the merged engines against every filter run
+//! one after another (the CSPF/BPF model), with sluice's native code,
+//! sluice's interpreter and libpcap ([`many`]).
 //!
 //! Each engine's figure is the median of five timed samples, each long
 //! enough to take a fifth of `--seconds`. Every engine must accept the same
 //! packets as the reference: a disagreement is a bug and fails the run.
 
-use super::{linktype_of, open_capture, print_out, read_text, Fail, DEFAULT_SNAPLEN};
-use sluice::classifier::merged::{Compiled, Merged, Scratch};
-use sluice::native::merged::NativeMerged;
+mod many;
+
+use super::{linktype_of, open_capture, print_out, Fail, DEFAULT_SNAPLEN};
 use sluice::{LinkType, Program, Runner};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -55,16 +55,24 @@ pub enum BenchEngine {
     Interp,
     /// The IR's reference interpreter (one filter only).
     Reference,
-    /// The merged classifier, one packet per call (a filters file only).
+    /// The merged decision tree walked in Rust, one packet per call (a
+    /// filters file only).
     Classifier,
-    /// The merged classifier, 32 packets per call (a filters file only).
+    /// The merged decision tree walked in Rust, 32 packets per call (a
+    /// filters file only).
     ClassifierBatch,
-    /// The merged classifier compiled to machine code, one packet per call
-    /// (a filters file only).
+    /// The merged decision tree as machine code, one packet per call (a
+    /// filters file only; the default engine everywhere sluice merges).
     ClassifierNative,
-    /// The merged classifier compiled to machine code, 32 packets per call
-    /// (a filters file only).
+    /// The merged decision tree as machine code, 32 packets per call (a
+    /// filters file only).
     ClassifierNativeBatch,
+    /// Tuple space search (one table per filter shape), in Rust (a
+    /// filters file only; the earlier engine, to compare with).
+    Groups,
+    /// Tuple space search as machine code, 32 packets per call (a filters
+    /// file only).
+    GroupsNative,
 }
 
 impl BenchEngine {
@@ -78,6 +86,8 @@ impl BenchEngine {
             BenchEngine::ClassifierBatch => "classifier-batch",
             BenchEngine::ClassifierNative => "classifier-native",
             BenchEngine::ClassifierNativeBatch => "classifier-native-batch",
+            BenchEngine::Groups => "groups",
+            BenchEngine::GroupsNative => "groups-native",
         }
     }
 }
@@ -158,6 +168,8 @@ pub fn run(args: BenchArgs) -> Result<(), Fail> {
                 | BenchEngine::ClassifierBatch
                 | BenchEngine::ClassifierNative
                 | BenchEngine::ClassifierNativeBatch
+                | BenchEngine::Groups
+                | BenchEngine::GroupsNative
         )
     );
     let for_one = matches!(
@@ -189,12 +201,11 @@ pub fn run(args: BenchArgs) -> Result<(), Fail> {
     };
     let (rows, nfilters, lib_row, default_engine, floor) = match &args.filters {
         Some(file) => {
-            let (rows, n, lib) = many(
+            let (rows, n, lib) = many::many(
                 &args,
                 file,
                 &packets,
-                lt,
-                big_endian,
+                (lt, big_endian),
                 budget,
                 libpcap.as_ref(),
             )?;
@@ -443,204 +454,4 @@ fn version_label(l: &sluice::libpcap::Libpcap) -> String {
         .find(|w| w.starts_with(|c: char| c.is_ascii_digit()))
         .unwrap_or("");
     format!("libpcap {number} bpf_filter").trim().to_string()
-}
-
-/// A filters file: merged against one after another.
-#[allow(clippy::too_many_arguments)]
-fn many(
-    args: &BenchArgs,
-    file: &str,
-    packets: &Packets,
-    lt: LinkType,
-    big_endian: bool,
-    budget: Duration,
-    libpcap: Option<&sluice::libpcap::Libpcap>,
-) -> Result<(Vec<Row>, usize, Option<Row>), Fail> {
-    let (lines, errors) = super::split::parse_filters(&read_text(file)?, file);
-    if let Some((_, e)) = errors.into_iter().next() {
-        return Err(Fail(e));
-    }
-    if lines.is_empty() {
-        return Err(Fail(format!("{file}: no filters")));
-    }
-    let dir = std::path::Path::new(file).parent();
-    let mut programs = Vec::with_capacity(lines.len());
-    let mut merged = Merged::default();
-    let nf = lines.len();
-    for (i, f) in lines.iter().enumerate() {
-        // Any language, as `sluice split` reads it.
-        let p = Program::builder(lt)
-            .snaplen(DEFAULT_SNAPLEN)
-            .capture_big_endian(big_endian)
-            .dir(dir)
-            .build(&f.expression)
-            .map_err(|e| Fail(format!("{file}:{}: {}: {e}", f.line, f.name)))?;
-        let c = match p.ir() {
-            Some(ir) => Compiled::new(ir.clone()),
-            None => Compiled::from_bpf(p.bpf()),
-        };
-        let priority = i32::try_from(nf - i).unwrap_or(i32::MAX);
-        merged.insert(i as u32, &c, priority);
-        programs.push(p);
-    }
-    eprintln!(
-        "sluice bench: merged into {} groups, {} filters run whole, {} bytes of tables",
-        merged.groups(),
-        merged.whole(),
-        merged.table_bytes()
-    );
-    let n = packets.len();
-    let mut rows = Vec::new();
-    let mut add = |engine: BenchEngine, label: String, (ns, accepted): (f64, u64)| {
-        rows.push(Row {
-            engine: engine.name(),
-            label,
-            ns,
-            accepted,
-        })
-    };
-    // "accepted" counts (packet, filter) deliveries, the same for every engine.
-    let native = (wants(args, BenchEngine::ClassifierNative)
-        || wants(args, BenchEngine::ClassifierNativeBatch))
-    .then(|| {
-        let t = Instant::now();
-        let m = NativeMerged::from_merged(merged.clone());
-        let s = m.native_stats();
-        eprintln!(
-            "sluice bench: native merged code: {} functions, {} keys as immediates, {} groups probed in tables, {} left to the Rust path, {} bytes, built in {:.0} us",
-            s.units,
-            s.keys_in_code,
-            s.probe_groups,
-            s.fallback_groups,
-            s.code_bytes,
-            t.elapsed().as_secs_f64() * 1e6
-        );
-        m
-    });
-    if let (true, Some(nm)) = (wants(args, BenchEngine::ClassifierNativeBatch), &native) {
-        let slices: Vec<(&[u8], u32)> = packets.iter().collect();
-        let mut out = vec![Vec::new(); BATCH];
-        let mut s = Scratch::default();
-        add(
-            BenchEngine::ClassifierNativeBatch,
-            "classifier-native-batch".into(),
-            time(budget, n, || {
-                let mut acc = 0u64;
-                for chunk in slices.chunks(BATCH) {
-                    let o = &mut out[..chunk.len()];
-                    nm.classify_batch(chunk, &mut s, o);
-                    acc += o.iter().map(|v| v.len() as u64).sum::<u64>();
-                }
-                acc
-            }),
-        );
-    }
-    if let (true, Some(nm)) = (wants(args, BenchEngine::ClassifierNative), &native) {
-        let mut ids = Vec::new();
-        let mut s = Scratch::default();
-        add(
-            BenchEngine::ClassifierNative,
-            "classifier-native".into(),
-            time(budget, n, || {
-                let mut acc = 0u64;
-                for (d, w) in packets.iter() {
-                    nm.classify(d, w, &mut s, &mut ids);
-                    acc += ids.len() as u64;
-                }
-                acc
-            }),
-        );
-    }
-    if wants(args, BenchEngine::ClassifierBatch) {
-        let slices: Vec<(&[u8], u32)> = packets.iter().collect();
-        let mut out = vec![Vec::new(); BATCH];
-        let mut s = Scratch::default();
-        add(
-            BenchEngine::ClassifierBatch,
-            "classifier-batch".into(),
-            time(budget, n, || {
-                let mut acc = 0u64;
-                for chunk in slices.chunks(BATCH) {
-                    let o = &mut out[..chunk.len()];
-                    merged.classify_batch(chunk, &mut s, o);
-                    acc += o.iter().map(|v| v.len() as u64).sum::<u64>();
-                }
-                acc
-            }),
-        );
-    }
-    if wants(args, BenchEngine::Classifier) {
-        let mut ids = Vec::new();
-        let mut s = Scratch::default();
-        add(
-            BenchEngine::Classifier,
-            "classifier".into(),
-            time(budget, n, || {
-                let mut acc = 0u64;
-                for (d, w) in packets.iter() {
-                    merged.classify(d, w, &mut s, &mut ids);
-                    acc += ids.len() as u64;
-                }
-                acc
-            }),
-        );
-    }
-    let one_by_one = |engine: Runner| {
-        let programs = &programs;
-        move || {
-            let mut acc = 0u64;
-            for (d, w) in packets.iter() {
-                for p in programs {
-                    acc += (p.run_with(engine, d, w) != 0) as u64;
-                }
-            }
-            acc
-        }
-    };
-    if wants(args, BenchEngine::Native) {
-        add(
-            BenchEngine::Native,
-            format!("native, {nf} one by one"),
-            time(budget, n, one_by_one(Runner::Native)),
-        );
-    }
-    if wants(args, BenchEngine::Interp) {
-        add(
-            BenchEngine::Interp,
-            format!("interp, {nf} one by one"),
-            time(budget, n, one_by_one(Runner::Interp)),
-        );
-    }
-    let mut lib = None;
-    if let Some(l) = libpcap {
-        let mut progs = Vec::with_capacity(nf);
-        for (f, p) in lines.iter().zip(&programs) {
-            match libpcap_program(l, &f.expression, dir, p, lt) {
-                Ok(p) => progs.push(p),
-                Err(e) => {
-                    eprintln!("sluice bench: libpcap could not compile {}: {e}", f.name);
-                    progs.clear();
-                    break;
-                }
-            }
-        }
-        if !progs.is_empty() {
-            let (ns, accepted) = time(budget, n, || {
-                let mut acc = 0u64;
-                for (d, w) in packets.iter() {
-                    for p in &progs {
-                        acc += (p.run(d, w) != 0) as u64;
-                    }
-                }
-                acc
-            });
-            lib = Some(Row {
-                engine: "libpcap",
-                label: format!("{}, {nf} one by one", version_label(l)),
-                ns,
-                accepted,
-            });
-        }
-    }
-    Ok((rows, nf, lib))
 }

@@ -1,0 +1,337 @@
+//! `sluice bench --filters`: many filters at once, merged, against the
+//! same filters run one after another.
+//!
+//! The merged engines are the decision tree ([`sluice::classifier::tree`],
+//! the default everywhere sluice merges filters), as machine code and as
+//! its Rust walk, and the earlier tuple space of filter shapes
+//! ([`sluice::classifier::merged`]), as machine code and in Rust, kept to
+//! compare with. One after another: sluice's native code, sluice's BPF
+//! interpreter and libpcap's `bpf_filter`. A last row is the floor of any
+//! merged engine: copying each packet's matches (found beforehand) into
+//! the output, which every engine must do.
+
+use super::{libpcap_program, time, version_label, wants, BenchArgs, BenchEngine, Packets, Row};
+use super::{BATCH, DEFAULT_SNAPLEN};
+use crate::cli::{read_text, Fail};
+use sluice::classifier::merged::{Compiled, Merged, Scratch};
+use sluice::classifier::tree::DecisionTree;
+use sluice::native::merged::NativeMerged;
+use sluice::native::tree::{NativeScratch, NativeTree};
+use sluice::{LinkType, Program, Runner};
+use std::time::{Duration, Instant};
+
+/// Rows of the merged engines and one after another, libpcap's row, and
+/// the number of filters.
+pub(super) type ManyResult = (Vec<Row>, usize, Option<Row>);
+
+/// How each filter is compiled once, for every engine.
+struct Filters {
+    programs: Vec<Program>,
+    compiled: Vec<Compiled>,
+    priorities: Vec<i32>,
+}
+
+fn compile(file: &str, lt: LinkType, big_endian: bool) -> Result<(Filters, Vec<String>), Fail> {
+    let (lines, errors) = crate::cli::split::parse_filters(&read_text(file)?, file);
+    if let Some((_, e)) = errors.into_iter().next() {
+        return Err(Fail(e));
+    }
+    if lines.is_empty() {
+        return Err(Fail(format!("{file}: no filters")));
+    }
+    let dir = std::path::Path::new(file).parent();
+    let nf = lines.len();
+    let mut f = Filters {
+        programs: Vec::with_capacity(nf),
+        compiled: Vec::with_capacity(nf),
+        priorities: Vec::with_capacity(nf),
+    };
+    for (i, l) in lines.iter().enumerate() {
+        // Any language, as `sluice split` reads it.
+        let p = Program::builder(lt)
+            .snaplen(DEFAULT_SNAPLEN)
+            .capture_big_endian(big_endian)
+            .dir(dir)
+            .build(&l.expression)
+            .map_err(|e| Fail(format!("{file}:{}: {}: {e}", l.line, l.name)))?;
+        f.compiled.push(match p.ir() {
+            Some(ir) => Compiled::new(ir.clone()),
+            None => Compiled::from_bpf(p.bpf()),
+        });
+        f.priorities.push(i32::try_from(nf - i).unwrap_or(i32::MAX));
+        f.programs.push(p);
+    }
+    Ok((f, lines.into_iter().map(|l| l.expression).collect()))
+}
+
+/// A filters file: merged against one after another.
+pub(super) fn many(
+    args: &BenchArgs,
+    file: &str,
+    packets: &Packets,
+    (lt, big_endian): (LinkType, bool),
+    budget: Duration,
+    libpcap: Option<&sluice::libpcap::Libpcap>,
+) -> Result<ManyResult, Fail> {
+    let (f, texts) = compile(file, lt, big_endian)?;
+    let nf = f.programs.len();
+    let per_filter = |d: Duration| d.as_secs_f64() * 1e9 / nf as f64;
+    let t = Instant::now();
+    let mut tree = DecisionTree::default();
+    for (i, c) in f.compiled.iter().enumerate() {
+        tree.insert(i as u32, c, f.priorities[i]);
+    }
+    let built = t.elapsed();
+    let s = tree.stats();
+    eprintln!(
+        "sluice bench: decision tree: {} nodes, {} tables, {} conditions, {} fields, {} filters run whole, {} bytes ({:.0} per filter), built in {:.1} ms ({:.0} ns per filter)",
+        s.nodes,
+        s.tables,
+        s.conds,
+        s.fields,
+        s.whole,
+        s.bytes,
+        s.bytes as f64 / nf as f64,
+        built.as_secs_f64() * 1e3,
+        per_filter(built)
+    );
+    let n = packets.len();
+    let slices: Vec<(&[u8], u32)> = packets.iter().collect();
+    let mut rows = Vec::new();
+    let mut add = |engine: BenchEngine, label: &str, (ns, accepted): (f64, u64)| {
+        rows.push(Row {
+            engine: engine.name(),
+            label: label.to_string(),
+            ns,
+            accepted,
+        })
+    };
+    // "accepted" counts (packet, filter) deliveries, the same for every engine.
+    let native_wanted = wants(args, BenchEngine::ClassifierNative)
+        || wants(args, BenchEngine::ClassifierNativeBatch);
+    if native_wanted {
+        let t = Instant::now();
+        let mut nt = NativeTree::from_tree(tree.clone());
+        nt.update();
+        let s = nt.native_stats();
+        eprintln!(
+            "sluice bench: decision tree as machine code: {} nodes in place, {} tables probed, {} bytes of code, compiled in {:.1} ms",
+            s.nodes,
+            s.tables,
+            s.code_bytes,
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        let mut s = NativeScratch::default();
+        let mut ids = Vec::new();
+        if wants(args, BenchEngine::ClassifierNative) {
+            add(
+                BenchEngine::ClassifierNative,
+                "classifier-native (tree)",
+                time(budget, n, || {
+                    let mut acc = 0u64;
+                    for (d, w) in packets.iter() {
+                        nt.classify(d, w, &mut s, &mut ids);
+                        acc += ids.len() as u64;
+                    }
+                    acc
+                }),
+            );
+        }
+        if wants(args, BenchEngine::ClassifierNativeBatch) {
+            let mut out = vec![Vec::new(); BATCH];
+            add(
+                BenchEngine::ClassifierNativeBatch,
+                "classifier-native-batch (tree)",
+                time(budget, n, || {
+                    let mut acc = 0u64;
+                    for chunk in slices.chunks(BATCH) {
+                        let o = &mut out[..chunk.len()];
+                        nt.classify_batch(chunk, &mut s, o);
+                        acc += o.iter().map(|v| v.len() as u64).sum::<u64>();
+                    }
+                    acc
+                }),
+            );
+        }
+    }
+    if wants(args, BenchEngine::Classifier) {
+        let mut s = Default::default();
+        let mut ids = Vec::new();
+        add(
+            BenchEngine::Classifier,
+            "classifier (tree, Rust)",
+            time(budget, n, || {
+                let mut acc = 0u64;
+                for (d, w) in packets.iter() {
+                    tree.classify(d, w, &mut s, &mut ids);
+                    acc += ids.len() as u64;
+                }
+                acc
+            }),
+        );
+    }
+    if wants(args, BenchEngine::ClassifierBatch) {
+        let mut s = Default::default();
+        let mut out = vec![Vec::new(); BATCH];
+        add(
+            BenchEngine::ClassifierBatch,
+            "classifier-batch (tree, Rust)",
+            time(budget, n, || {
+                let mut acc = 0u64;
+                for chunk in slices.chunks(BATCH) {
+                    let o = &mut out[..chunk.len()];
+                    tree.classify_batch(chunk, &mut s, o);
+                    acc += o.iter().map(|v| v.len() as u64).sum::<u64>();
+                }
+                acc
+            }),
+        );
+    }
+    if wants(args, BenchEngine::Groups) || wants(args, BenchEngine::GroupsNative) {
+        let mut merged = Merged::default();
+        for (i, c) in f.compiled.iter().enumerate() {
+            merged.insert(i as u32, c, f.priorities[i]);
+        }
+        eprintln!(
+            "sluice bench: tuple space: {} groups, {} filters run whole, {} bytes of tables",
+            merged.groups(),
+            merged.whole(),
+            merged.table_bytes()
+        );
+        let mut s = Scratch::default();
+        let mut ids = Vec::new();
+        if wants(args, BenchEngine::GroupsNative) {
+            let m = NativeMerged::from_merged(merged.clone());
+            let mut out = vec![Vec::new(); BATCH];
+            add(
+                BenchEngine::GroupsNative,
+                "groups-native-batch (tuple space)",
+                time(budget, n, || {
+                    let mut acc = 0u64;
+                    for chunk in slices.chunks(BATCH) {
+                        let o = &mut out[..chunk.len()];
+                        m.classify_batch(chunk, &mut s, o);
+                        acc += o.iter().map(|v| v.len() as u64).sum::<u64>();
+                    }
+                    acc
+                }),
+            );
+        }
+        if wants(args, BenchEngine::Groups) {
+            add(
+                BenchEngine::Groups,
+                "groups (tuple space, Rust)",
+                time(budget, n, || {
+                    let mut acc = 0u64;
+                    for (d, w) in packets.iter() {
+                        merged.classify(d, w, &mut s, &mut ids);
+                        acc += ids.len() as u64;
+                    }
+                    acc
+                }),
+            );
+        }
+    }
+    let one_by_one = |engine: Runner| {
+        let programs = &f.programs;
+        move || {
+            let mut acc = 0u64;
+            for (d, w) in packets.iter() {
+                for p in programs {
+                    acc += (p.run_with(engine, d, w) != 0) as u64;
+                }
+            }
+            acc
+        }
+    };
+    if wants(args, BenchEngine::Native) {
+        let label = format!("native, {nf} one by one");
+        add(
+            BenchEngine::Native,
+            &label,
+            time(budget, n, one_by_one(Runner::Native)),
+        );
+    }
+    if wants(args, BenchEngine::Interp) {
+        let label = format!("interp, {nf} one by one");
+        add(
+            BenchEngine::Interp,
+            &label,
+            time(budget, n, one_by_one(Runner::Interp)),
+        );
+    }
+    if args.engine.is_none() {
+        // The floor: each packet's matches, found beforehand, copied into
+        // the output as every engine must.
+        let mut s = Default::default();
+        let found: Vec<Vec<u32>> = packets
+            .iter()
+            .map(|(d, w)| {
+                let mut ids = Vec::new();
+                tree.classify(d, w, &mut s, &mut ids);
+                ids
+            })
+            .collect();
+        let mut ids: Vec<u32> = Vec::new();
+        rows.push({
+            let (ns, accepted) = time(budget, n, || {
+                let mut acc = 0u64;
+                for m in &found {
+                    ids.clear();
+                    ids.extend_from_slice(std::hint::black_box(m));
+                    acc += ids.len() as u64;
+                }
+                acc
+            });
+            Row {
+                engine: "floor",
+                label: "floor: copy each packet's matches".into(),
+                ns,
+                accepted,
+            }
+        });
+    }
+    let lib = match libpcap {
+        Some(l) => libpcap_row(l, &texts, file, &f.programs, lt, budget, packets),
+        None => None,
+    };
+    Ok((rows, nf, lib))
+}
+
+/// libpcap's `bpf_filter` running every filter on every packet.
+fn libpcap_row(
+    l: &sluice::libpcap::Libpcap,
+    texts: &[String],
+    file: &str,
+    programs: &[Program],
+    lt: LinkType,
+    budget: Duration,
+    packets: &Packets,
+) -> Option<Row> {
+    let dir = std::path::Path::new(file).parent();
+    let mut progs = Vec::with_capacity(texts.len());
+    for (t, p) in texts.iter().zip(programs) {
+        match libpcap_program(l, t, dir, p, lt) {
+            Ok(p) => progs.push(p),
+            Err(e) => {
+                eprintln!("sluice bench: libpcap could not compile {t}: {e}");
+                return None;
+            }
+        }
+    }
+    let (ns, accepted) = time(budget, packets.len(), || {
+        let mut acc = 0u64;
+        for (d, w) in packets.iter() {
+            for p in &progs {
+                acc += (p.run(d, w) != 0) as u64;
+            }
+        }
+        acc
+    });
+    Some(Row {
+        engine: "libpcap",
+        label: format!("{}, {} one by one", version_label(l), texts.len()),
+        ns,
+        accepted,
+    })
+}
