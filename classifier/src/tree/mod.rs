@@ -201,6 +201,33 @@ impl DecisionTree {
         &self.nodes
     }
 
+    /// Record from now on which nodes change, for code generators that
+    /// rebuild only what changed ([`DecisionTree::take_changed`]).
+    ///
+    /// ```
+    /// let mut t = sluice_classifier::tree::DecisionTree::default();
+    /// t.track_changes(true);
+    /// assert!(t.take_changed().is_empty());
+    /// ```
+    pub fn track_changes(&mut self, on: bool) {
+        self.nodes.track_changes(on);
+    }
+
+    /// The nodes whose content changed since the last call (see
+    /// [`Nodes::take_changed`]); empty unless changes are tracked.
+    ///
+    /// ```
+    /// use sluice_classifier::tree::DecisionTree;
+    /// use sluice_classifier::merged::Compiled;
+    /// let mut t = DecisionTree::default();
+    /// t.track_changes(true);
+    /// t.insert(0, &Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
+    /// assert_eq!(t.take_changed(), vec![0]);
+    /// ```
+    pub fn take_changed(&mut self) -> Vec<node::NodeId> {
+        self.nodes.take_changed()
+    }
+
     /// The filter id in a slot (as leaves name filters), if the slot is used.
     ///
     /// ```

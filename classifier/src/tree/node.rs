@@ -200,6 +200,10 @@ pub fn summary(n: &Node) -> u32 {
 pub struct Nodes {
     nodes: Vec<Node>,
     free: Vec<NodeId>,
+    /// When set, the nodes whose content changed since the last
+    /// [`Nodes::take_changed`] (with repeats), for code generators that
+    /// rebuild only what changed.
+    changed: Option<Vec<NodeId>>,
 }
 
 impl Default for Nodes {
@@ -207,6 +211,7 @@ impl Default for Nodes {
         Nodes {
             nodes: vec![Node::default()],
             free: Vec::new(),
+            changed: None,
         }
     }
 }
@@ -383,19 +388,62 @@ impl Nodes {
                 .sum::<usize>()
     }
 
+    /// Start (or stop) recording which nodes change.
+    ///
+    /// ```
+    /// let mut n = sluice_classifier::tree::node::Nodes::default();
+    /// n.track_changes(true);
+    /// assert_eq!(n.take_changed(), Vec::<u32>::new());
+    /// ```
+    pub fn track_changes(&mut self, on: bool) {
+        self.changed = on.then(Vec::new);
+    }
+
+    /// The nodes whose content changed since the last call (each once,
+    /// ascending): created, released, or given another leaf, field,
+    /// table, table key, condition or skip edge.
+    ///
+    /// ```
+    /// use sluice_classifier::tree::node::{Entry, Nodes};
+    /// let mut n = Nodes::default();
+    /// n.track_changes(true);
+    /// n.insert(&Default::default(), 0, &[], Entry { slot: 1, priority: 0 });
+    /// assert_eq!(n.take_changed(), vec![0]);
+    /// ```
+    pub fn take_changed(&mut self) -> Vec<NodeId> {
+        let mut v = self
+            .changed
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    #[inline]
+    fn touch(&mut self, id: NodeId) {
+        if let Some(c) = &mut self.changed {
+            c.push(id);
+        }
+    }
+
     fn alloc(&mut self) -> NodeId {
-        match self.free.pop() {
+        let id = match self.free.pop() {
             Some(id) => id,
             None => {
                 self.nodes.push(Node::default());
                 (self.nodes.len() - 1) as NodeId
             }
-        }
+        };
+        self.touch(id);
+        id
     }
 
     fn release(&mut self, id: NodeId) {
         self.nodes[id as usize] = Node::default();
         self.free.push(id);
+        self.touch(id);
     }
 
     /// Add a path's entry below node `n`.
@@ -441,12 +489,16 @@ impl Nodes {
                 let leaf = &mut self.nodes[n as usize].leaf;
                 if !leaf.contains(&e) {
                     leaf.push(e);
+                    self.touch(n);
                 }
                 return;
             };
             let g = first.field;
             match self.nodes[n as usize].field {
-                None => self.nodes[n as usize].field = Some(g),
+                None => {
+                    self.nodes[n as usize].field = Some(g);
+                    self.touch(n);
+                }
                 Some(x) if f.before(g, x) => self.push_down(n, g),
                 Some(x) if f.before(x, g) => {
                     n = self.skip_of(n);
@@ -477,6 +529,7 @@ impl Nodes {
                 None => {
                     let c = self.alloc();
                     self.nodes[n as usize].tuples[t].table.insert(key, c + 1);
+                    self.touch(n);
                     c
                 }
             };
@@ -528,6 +581,7 @@ impl Nodes {
             self.split(n, i, j);
             return i;
         }
+        self.touch(n);
         let node = &mut self.nodes[n as usize];
         node.tuples.push(Tuple::new(fields.to_vec()));
         node.tuples.len() - 1
@@ -559,6 +613,7 @@ impl Nodes {
                 .insert_with(&key[j..], v, datum);
         }
         self.nodes[n as usize].tuples[t] = top;
+        self.touch(n);
     }
 
     /// Node `n` comes to test `g`, before its field: what it tested moves
@@ -576,6 +631,7 @@ impl Nodes {
         node.field = Some(g);
         node.skip = m;
         self.nodes[m as usize] = moved;
+        self.touch(n);
     }
 
     fn skip_of(&mut self, n: NodeId) -> NodeId {
@@ -583,6 +639,7 @@ impl Nodes {
             NONE => {
                 let m = self.alloc();
                 self.nodes[n as usize].skip = m;
+                self.touch(n);
                 m
             }
             m => m,
@@ -595,6 +652,7 @@ impl Nodes {
         }
         let child = self.alloc();
         self.nodes[n as usize].conds.push((c.clone(), child));
+        self.touch(n);
         child
     }
 
@@ -641,7 +699,14 @@ impl Nodes {
 
     fn take(&mut self, f: &Fields, n: NodeId, w: Walk<'_>, slot: u32) -> bool {
         match w.rest().first() {
-            None => self.nodes[n as usize].leaf.retain(|e| e.slot != slot),
+            None => {
+                let leaf = &mut self.nodes[n as usize].leaf;
+                let before = leaf.len();
+                leaf.retain(|e| e.slot != slot);
+                if leaf.len() != before {
+                    self.touch(n);
+                }
+            }
             Some(first) => {
                 let g = first.field;
                 match self.nodes[n as usize].field {
@@ -650,6 +715,7 @@ impl Nodes {
                         if k != NONE && self.take(f, k, w, slot) {
                             self.release(k);
                             self.nodes[n as usize].skip = NONE;
+                            self.touch(n);
                         }
                     }
                     Some(x) if x == g => match &first.label {
@@ -660,6 +726,7 @@ impl Nodes {
                                 if self.take(f, child, w.skip(1), slot) {
                                     self.release(child);
                                     self.nodes[n as usize].conds.remove(i);
+                                    self.touch(n);
                                 }
                             }
                         }
@@ -702,6 +769,7 @@ impl Nodes {
                 };
                 if self.take(f, child, w.skip(width), slot) {
                     self.release(child);
+                    self.touch(n);
                     let node = &mut self.nodes[n as usize];
                     node.tuples[t].table.remove(&key);
                     if node.tuples[t].table.is_empty() {
@@ -722,11 +790,14 @@ impl Nodes {
         if !node.tuples.is_empty() || !node.conds.is_empty() {
             return;
         }
-        node.field = None;
-        let k = node.skip;
+        if node.field.take().is_some() {
+            self.touch(n);
+        }
+        let k = self.nodes[n as usize].skip;
         if k == NONE {
             return;
         }
+        self.touch(n);
         let next = std::mem::take(&mut self.nodes[k as usize]);
         debug_assert!(next.leaf.is_empty());
         let node = &mut self.nodes[n as usize];

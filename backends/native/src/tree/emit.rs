@@ -12,6 +12,7 @@
 
 use super::plan::{Big, Child, FieldRead, PCond, PNode, Plan, Small};
 use super::run::{grow_helper, read_helper, set_helper, visit_helper, Ctx, TableDesc, TreeFn};
+use super::units::CHUNK;
 use crate::{CodePages, NativeError};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
@@ -42,6 +43,7 @@ pub(crate) fn compile(plan: &Plan) -> Result<(TreeFn, CodePages, usize), NativeE
             b.import_signature(s)
         };
         let sigs = Sigs {
+            unit: sig(&mut b, &[ptr], None),
             read: sig(&mut b, &[ptr, types::I32], Some(types::I64)),
             visit: sig(&mut b, &[ptr, types::I32], None),
             grow: sig(&mut b, &[ptr], None),
@@ -91,6 +93,7 @@ pub(crate) fn compile(plan: &Plan) -> Result<(TreeFn, CodePages, usize), NativeE
 }
 
 struct Sigs {
+    unit: SigRef,
     read: SigRef,
     visit: SigRef,
     grow: SigRef,
@@ -400,11 +403,47 @@ impl Gen<'_> {
     fn child(&mut self, c: &Child, cont: Block) {
         match c {
             Child::Node(p) => self.node(p, cont),
-            Child::Visit(n) => {
-                self.visit(*n);
+            Child::Unit(n) => {
+                self.call_unit(VisitArg::Const(*n));
                 self.b.ins().jump(cont, &[]);
             }
         }
+    }
+
+    /// Call the unit of node `n` (its function from the table by node),
+    /// or the tree's walk from it where it has none.
+    fn call_unit(&mut self, n: VisitArg) {
+        let node = match n {
+            VisitArg::Const(k) => self.b.ins().iconst(types::I32, k as i64),
+            VisitArg::Value(v) => v,
+        };
+        let fl = MemFlags::trusted();
+        let fns = self
+            .b
+            .ins()
+            .load(types::I64, fl, self.cx, offset_of!(Ctx, fns) as i32);
+        let wide = self.b.ins().uextend(types::I64, node);
+        let chunk = self.b.ins().ushr_imm(wide, CHUNK.trailing_zeros() as i64);
+        let at = self.b.ins().ishl_imm(chunk, 3);
+        let at = self.b.ins().iadd(fns, at);
+        let chunk = self.b.ins().load(types::I64, fl, at, 0);
+        let i = self.b.ins().band_imm(wide, CHUNK as i64 - 1);
+        let at = self.b.ins().ishl_imm(i, 3);
+        let at = self.b.ins().iadd(chunk, at);
+        let f = self.b.ins().load(types::I64, fl, at, 0);
+        let call = self.b.create_block();
+        let walk = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.ins().brif(f, call, &[], walk, &[]);
+        self.b.switch_to_block(call);
+        self.save_len();
+        self.b.ins().call_indirect(self.sigs.unit, f, &[self.cx]);
+        self.reload();
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(walk);
+        self.visit(node);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
     }
 
     /// Run the tree's walk from node `n` (a call).
@@ -574,7 +613,7 @@ impl Gen<'_> {
         self.b.ins().jump(after, &[]);
         self.b.switch_to_block(walk);
         let child = self.b.ins().iadd_imm(val, -1);
-        self.visit(child);
+        self.call_unit(VisitArg::Value(child));
         self.b.ins().jump(after, &[]);
         self.b.switch_to_block(next);
         let i1 = self.b.ins().iadd_imm(i, 1);

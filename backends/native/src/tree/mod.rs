@@ -1,13 +1,15 @@
 //! The merged decision tree compiled to machine code: DPF's dynamic code
 //! generation for the whole set of filters at once.
 //!
-//! [`NativeTree`] keeps a [`DecisionTree`] and one machine function made
-//! from its [`plan`]: the tree's tests in the tree's order, as compares and
-//! branches with the constants as immediates, the large tables probed in
-//! place ([`emit`]). A change to the filters makes the code stale until
+//! [`NativeTree`] keeps a [`DecisionTree`] and machine functions made
+//! from its units' [`plan`]s: the tree's tests in the tree's order, as
+//! compares and branches with the constants as immediates, the large
+//! tables probed in place, the units reached through them called
+//! ([`emit`]). A change to the filters makes the code stale until
 //! [`NativeTree::update`]; until then classification walks the tree in
-//! Rust, so stale code never runs. An update whose plan equals the last
-//! one (only large tables changed: key-only inserts) reuses the code.
+//! Rust, so stale code never runs. An update plans again only the units
+//! whose nodes changed and compiles only those whose plan changed, so a
+//! key-only insert into a large table compiles nothing ([`units`]).
 //!
 //! Every answer is the tree's own ([`DecisionTree::classify`] and
 //! [`DecisionTree::classify_first`]): the code only replaces the walk.
@@ -32,33 +34,16 @@
 mod emit;
 pub mod plan;
 mod run;
+mod units;
 
-use crate::CodePages;
-use plan::Plan;
-use run::{TableDesc, TreeFn};
+use run::TableDesc;
 use sluice_classifier::merged::Compiled;
 use sluice_classifier::tree::{DecisionTree, Scratch};
 use sluice_classifier::{Change, Classifier, Engine, Reader};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// The machine function of one plan (shared by the two copies of a
-/// [`NativeTreeClassifier`]).
-pub struct Code {
-    plan: Plan,
-    func: TreeFn,
-    bytes: usize,
-    /// Holds the function's pages; dropped last.
-    _pages: CodePages,
-}
-
-// SAFETY: the code's pages are finalized (read and execute only) before
-// `Code` exists and are freed only when it drops; the function reads the
-// packet and tables it is given and writes only the caller's buffer, so
-// any thread may call it and the value may move between threads.
-unsafe impl Send for Code {}
-// SAFETY: see `Send`; nothing in `Code` changes after it is built.
-unsafe impl Sync for Code {}
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+pub use units::Code;
+use units::Compiler;
 
 /// What the code generator did, for tests and benchmarks.
 ///
@@ -67,13 +52,15 @@ unsafe impl Sync for Code {}
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NativeTreeStats {
-    /// Functions compiled so far (updates whose plan changed).
+    /// Unit functions compiled so far.
     pub compilations: usize,
-    /// Size of the current function's machine code.
+    /// Units (machine functions) of the current code.
+    pub units: usize,
+    /// Size of the current code.
     pub code_bytes: usize,
     /// Nodes compiled in place.
     pub nodes: usize,
-    /// Tables probed in memory by the code.
+    /// Numbers given to probed tables.
     pub tables: usize,
     /// Time spent compiling, in total.
     pub compile_time: Duration,
@@ -101,37 +88,43 @@ pub struct NativeScratch {
 pub struct NativeTree {
     tree: DecisionTree,
     code: Option<Arc<Code>>,
-    /// The plan's probed tables in *this* copy of the tree.
+    /// The code's probed tables in *this* copy of the tree, by number.
     descs: Vec<TableDesc>,
     /// True when `code` fits the tree as it is.
     fresh: bool,
     /// False: never compile (the tree's walk only).
     native: bool,
-    stats: NativeTreeStats,
+    /// The code generator, shared by the two copies of a classifier.
+    compiler: Arc<Mutex<Compiler>>,
 }
 
 // SAFETY: the raw pointers in `descs` point into `self.tree`'s tables and
 // are only read (by generated code, through `&self`); they are rebuilt
 // whenever the tree changes, before the code runs again (`fresh`), and
-// changing the tree needs `&mut self`. Nothing is tied to a thread.
+// changing the tree needs `&mut self`. The compiler is behind a mutex.
+// Nothing is tied to a thread.
 unsafe impl Send for NativeTree {}
 // SAFETY: see `Send`: through `&self` everything is read only (the code
 // writes only into the caller's scratch buffer).
 unsafe impl Sync for NativeTree {}
 
 impl Clone for NativeTree {
+    /// A tree with code of its own to come: the clone's code generator
+    /// starts afresh (the two copies of a classifier share one instead,
+    /// see `sync_with`).
     fn clone(&self) -> NativeTree {
+        let mut tree = self.tree.clone();
+        tree.take_changed();
         let mut t = NativeTree {
-            tree: self.tree.clone(),
-            code: self.code.clone(),
+            tree,
+            code: None,
             descs: Vec::new(),
             fresh: false,
             native: self.native,
-            stats: self.stats,
+            compiler: Arc::default(),
         };
-        // The clone's table pointers must be its own.
-        if self.fresh {
-            t.install(self.code.clone());
+        if self.native {
+            t.update();
         }
         t
     }
@@ -141,7 +134,7 @@ impl std::fmt::Debug for NativeTree {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NativeTree")
             .field("filters", &self.tree.len())
-            .field("stats", &self.stats)
+            .field("stats", &self.native_stats())
             .finish_non_exhaustive()
     }
 }
@@ -168,14 +161,15 @@ impl NativeTree {
     /// let t = sluice_native::tree::NativeTree::from_tree(Default::default());
     /// assert!(t.tree().is_empty());
     /// ```
-    pub fn from_tree(tree: DecisionTree) -> NativeTree {
+    pub fn from_tree(mut tree: DecisionTree) -> NativeTree {
+        tree.track_changes(true);
         NativeTree {
             tree,
             code: None,
             descs: Vec::new(),
             fresh: false,
             native: cfg!(any(target_arch = "x86_64", target_arch = "aarch64")),
-            stats: NativeTreeStats::default(),
+            compiler: Arc::default(),
         }
     }
 
@@ -245,8 +239,8 @@ impl NativeTree {
         self.tree.remove(id);
     }
 
-    /// Bring the code up to date with the tree (the same code when the
-    /// plan did not change).
+    /// Bring the code up to date with the tree (compiling only what
+    /// changed).
     ///
     /// ```
     /// let mut t = sluice_native::tree::NativeTree::new();
@@ -259,52 +253,56 @@ impl NativeTree {
         self.install(code);
     }
 
-    /// The code for the tree as it is: the current code when its plan is
-    /// the same, else new code (none where code cannot be made).
+    /// The code for the tree as it is (none where code cannot be made:
+    /// then the tree's walk answers).
     fn build(&mut self) -> Option<Arc<Code>> {
+        let changed = self.tree.take_changed();
         if !self.native {
             return None;
         }
-        let plan = Plan::of(&self.tree);
-        if let Some(c) = &self.code {
-            if c.plan == plan {
-                return Some(c.clone());
+        let mut c = self.compiler();
+        match c.update(&self.tree, &changed) {
+            Ok(code) => Some(code),
+            Err(_) => {
+                // A partial state is no use: start afresh next time.
+                *c = Compiler::default();
+                None
             }
         }
-        let t = Instant::now();
-        let (func, pages, bytes) = emit::compile(&plan).ok()?;
-        self.stats.compilations += 1;
-        self.stats.compile_time += t.elapsed();
-        Some(Arc::new(Code {
-            plan,
-            func,
-            bytes,
-            _pages: pages,
-        }))
+    }
+
+    fn compiler(&self) -> std::sync::MutexGuard<'_, Compiler> {
+        // A panic while it was held leaves a state that may not fit the
+        // tree: start afresh.
+        self.compiler.lock().unwrap_or_else(|e| {
+            let mut g = e.into_inner();
+            *g = Compiler::default();
+            g
+        })
     }
 
     /// Use `code`, built for a tree of this shape.
     fn install(&mut self, code: Option<Arc<Code>>) {
         self.descs = match &code {
             Some(c) => c
-                .plan
                 .tables
                 .iter()
-                .map(|&at| {
-                    let t = plan::table(&self.tree, at);
-                    TableDesc {
-                        words: t.words().as_ptr(),
-                        mask: (t.slots() - 1) as u64,
+                .map(|at| match at {
+                    Some(at) => {
+                        let t = plan::table(&self.tree, *at);
+                        TableDesc {
+                            words: t.words().as_ptr(),
+                            mask: (t.slots() - 1) as u64,
+                        }
                     }
+                    None => TableDesc {
+                        words: std::ptr::null(),
+                        mask: 0,
+                    },
                 })
                 .collect(),
             None => Vec::new(),
         };
-        if let Some(c) = &code {
-            self.stats.code_bytes = c.bytes;
-            self.stats.nodes = c.plan.nodes;
-            self.stats.tables = c.plan.tables.len();
-        }
         self.code = code;
         self.fresh = true;
     }
@@ -315,7 +313,19 @@ impl NativeTree {
     /// assert_eq!(sluice_native::tree::NativeTree::new().native_stats().code_bytes, 0);
     /// ```
     pub fn native_stats(&self) -> NativeTreeStats {
-        self.stats
+        let c = self.compiler();
+        let mut s = NativeTreeStats {
+            compilations: c.compilations,
+            compile_time: c.compile_time,
+            ..NativeTreeStats::default()
+        };
+        if let Some(code) = &self.code {
+            s.units = code.units;
+            s.code_bytes = code.bytes;
+            s.nodes = code.in_place;
+            s.tables = code.tables.iter().filter(|t| t.is_some()).count();
+        }
+        s
     }
 
     /// The slots the tree finds for a packet, into `s.slots`; true when
@@ -326,13 +336,14 @@ impl NativeTree {
         s.slots.clear();
         match (&self.code, self.fresh) {
             (Some(c), true) => {
-                // SAFETY: `c` was built from a plan of this tree's shape
-                // (it is fresh) and `descs` describes this tree's tables
-                // in the plan's order (`install`).
+                // SAFETY: `c` was built for a tree of this shape (it is
+                // fresh) and `descs` describes this tree's tables by the
+                // code's numbers (`install`).
                 let target = run::Target {
-                    func: c.func,
+                    func: c.root.func,
+                    fns: c.chunk_ptrs.as_ptr(),
                     tree: &self.tree,
-                    plan: &c.plan,
+                    sets: &c.sets,
                     tables: &self.descs,
                 };
                 unsafe {
@@ -449,7 +460,11 @@ impl Engine for NativeTree {
     /// second, whose tree has the same shape after the same changes.
     fn refresh(&mut self, slot: &mut Option<Option<Arc<Code>>>) {
         let code = match slot {
-            Some(c) => c.clone(),
+            Some(c) => {
+                // The first copy built it from the same changes.
+                self.tree.take_changed();
+                c.clone()
+            }
             None => {
                 let c = self.build();
                 *slot = Some(c.clone());
@@ -462,7 +477,9 @@ impl Engine for NativeTree {
     fn sync_with(&mut self, first: &Self) {
         self.tree = first.tree.clone();
         self.native = first.native;
-        self.stats = first.stats;
+        // One code generator for both copies: either may be the first to
+        // refresh at a publish, and builds on what the other built.
+        self.compiler = first.compiler.clone();
         self.code = None;
         self.fresh = false;
         if first.fresh {

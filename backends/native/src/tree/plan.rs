@@ -1,26 +1,28 @@
-//! What the code generator makes of a decision tree: the part of the tree
-//! compiled into one machine function, as plain data.
+//! What the code generator makes of a decision tree: one machine function
+//! per *unit*, a part of the tree, as plain data.
 //!
-//! From the root, every node reached by a skip edge, a condition edge or a
-//! small table's key (at most [`SMALL_KEYS`] keys: a binary search of
-//! compares against immediates) is compiled in place, up to
-//! [`MAX_NODES`] nodes. A larger table is
-//! probed in the code, in the tree's own [`KeyTable`] (the table stays
-//! data, so adding a key to it needs no new code): a key whose child only
-//! accepts one filter reports it from the slot's datum, any other child is
-//! run by the tree's own walk ([`Child::Visit`]), as is any node past the
-//! size limit. The plan is compared with the last one to reuse the code
-//! when only large tables changed.
+//! A unit starts at a node (the root, or a node reached through a large
+//! table) and takes in every node reached from it by a skip edge, a
+//! condition edge or a small table's key (at most [`SMALL_KEYS`] keys: a
+//! binary search of compares against immediates), up to [`MAX_NODES`]
+//! nodes. A larger table is probed in the code, in the tree's own
+//! [`KeyTable`] (the table stays data, so a key added to it needs no new
+//! code): a key whose child only accepts one filter reports it from the
+//! slot's datum, any other child is a unit of its own, called through a
+//! table of functions by node ([`Child::Unit`]), as is a node past the size
+//! limit. A change to the tree replans only the units whose nodes changed,
+//! and compiles only those whose plan is not the same as before.
 //!
 //! ```
 //! use sluice_classifier::tree::DecisionTree;
 //! use sluice_classifier::merged::Compiled;
 //! use sluice_ir::{Filter, Pred, Size, Val};
-//! use sluice_native::tree::plan::Plan;
+//! use sluice_native::tree::plan::{Ids, Plan};
 //! let mut t = DecisionTree::default();
 //! t.insert(0, &Compiled::new(Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 1), 1)), 0);
-//! let p = Plan::of(&t);
-//! assert_eq!((p.nodes, p.tables.len()), (2, 0));
+//! let mut ids = Ids::default();
+//! let p = Plan::unit(&t, 0, &mut ids);
+//! assert_eq!(p.members, vec![0, 1]);
 //! ```
 
 use sluice_classifier::table::KeyTable;
@@ -32,11 +34,11 @@ use sluice_ir::{CmpOp, Pred, Val};
 
 /// Tables with at most this many keys are compiled as a search of
 /// compares against immediates, their children in place.
-pub const SMALL_KEYS: usize = 64;
+pub const SMALL_KEYS: usize = 8;
 
-/// The most nodes compiled into one function; the tree's walk runs the
-/// rest.
-pub const MAX_NODES: usize = 20_000;
+/// The most nodes compiled into one unit; the nodes past it start units
+/// of their own.
+pub const MAX_NODES: usize = 512;
 
 /// How the code reads a field.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -93,8 +95,8 @@ impl FieldRead {
 pub enum Child {
     /// Compiled in place.
     Node(Box<PNode>),
-    /// Run by the tree's walk from this node.
-    Visit(NodeId),
+    /// The unit of this node, called.
+    Unit(NodeId),
 }
 
 /// A table compiled as compares.
@@ -111,7 +113,7 @@ pub struct Small {
 pub struct Big {
     /// The fields after the node's own.
     pub more: Vec<FieldRead>,
-    /// Index into [`Plan::tables`].
+    /// The table's number in [`Ids::tables`].
     pub table: usize,
 }
 
@@ -120,8 +122,8 @@ pub struct Big {
 pub struct PCond {
     /// The condition.
     pub cond: Cond,
-    /// Index into [`Plan::sets`] when the condition has set parts, which
-    /// the code checks with a call.
+    /// The condition's number in [`Ids::sets`] when it has set parts,
+    /// which the code checks with a call.
     pub sets: Option<usize>,
     /// Where it leads.
     pub child: Child,
@@ -144,41 +146,132 @@ pub struct PNode {
     pub skip: Option<Child>,
 }
 
-/// The compiled part of a tree (see the module doc).
+/// Numbers for the probed tables and the conditions with set parts of
+/// every unit, by where they are in the tree (node, index in the node),
+/// kept while some unit uses them so that an unchanged unit plans the
+/// same as before.
+///
+/// ```
+/// let mut ids = sluice_native::tree::plan::Ids::default();
+/// let a = ids.tables.take((3, 0));
+/// assert_eq!(ids.tables.take((3, 0)), a);
+/// ids.tables.put((3, 0));
+/// ids.tables.put((3, 0));
+/// assert!(ids.tables.all()[a].is_none());
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Ids {
+    /// Probed tables.
+    pub tables: Numbers,
+    /// Conditions with set parts.
+    pub sets: Numbers,
+}
+
+/// Reference-counted numbers for places in the tree.
+#[derive(Clone, Debug, Default)]
+pub struct Numbers {
+    by_place: std::collections::HashMap<(NodeId, usize), (usize, u32)>,
+    places: Vec<Option<(NodeId, usize)>>,
+    free: Vec<usize>,
+}
+
+impl Numbers {
+    /// The number of a place, counting one more use.
+    pub fn take(&mut self, at: (NodeId, usize)) -> usize {
+        if let Some((i, uses)) = self.by_place.get_mut(&at) {
+            *uses += 1;
+            return *i;
+        }
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.places[i] = Some(at);
+                i
+            }
+            None => {
+                self.places.push(Some(at));
+                self.places.len() - 1
+            }
+        };
+        self.by_place.insert(at, (i, 1));
+        i
+    }
+
+    /// One use of a place fewer; its number is freed after the last.
+    pub fn put(&mut self, at: (NodeId, usize)) {
+        if let Some((i, uses)) = self.by_place.get_mut(&at) {
+            *uses -= 1;
+            if *uses == 0 {
+                let i = *i;
+                self.by_place.remove(&at);
+                self.places[i] = None;
+                self.free.push(i);
+            }
+        }
+    }
+
+    /// Every number's place (`None` for a free number).
+    pub fn all(&self) -> &[Option<(NodeId, usize)>] {
+        &self.places
+    }
+}
+
+/// One unit's plan (see the module doc).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Plan {
-    /// The root.
+    /// The unit's first node.
     pub root: PNode,
-    /// The probed tables, as (node, index of the table in the node).
+    /// The nodes compiled in place, the first node among them.
+    pub members: Vec<NodeId>,
+    /// The places of the tables probed and the set conditions checked.
     pub tables: Vec<(NodeId, usize)>,
-    /// Conditions with set parts, as (node, index of the edge).
+    /// See [`Plan::tables`].
     pub sets: Vec<(NodeId, usize)>,
-    /// Nodes compiled in place.
-    pub nodes: usize,
+    /// The units called for the nodes past the size limit.
+    pub calls: Vec<NodeId>,
 }
 
 impl Plan {
-    /// The plan of a tree.
+    /// The plan of the unit that starts at node `n`, taking numbers for
+    /// its tables and set conditions from `ids` (give them back with
+    /// [`Plan::release`]).
     ///
     /// ```
-    /// let p = sluice_native::tree::plan::Plan::of(&Default::default());
-    /// assert_eq!(p.nodes, 1);
+    /// use sluice_native::tree::plan::{Ids, Plan};
+    /// let p = Plan::unit(&Default::default(), 0, &mut Ids::default());
+    /// assert_eq!(p.members, vec![0]);
     /// ```
-    pub fn of(t: &DecisionTree) -> Plan {
+    pub fn unit(t: &DecisionTree, n: NodeId, ids: &mut Ids) -> Plan {
         let mut p = Plan::default();
-        p.root = p.node(t, t.nodes().root());
+        p.root = p.node(t, n, ids);
         p
     }
 
-    fn child(&mut self, t: &DecisionTree, n: NodeId) -> Child {
-        if self.nodes >= MAX_NODES {
-            return Child::Visit(n);
+    /// Give back the numbers [`Plan::unit`] took.
+    ///
+    /// ```
+    /// use sluice_native::tree::plan::{Ids, Plan};
+    /// let mut ids = Ids::default();
+    /// Plan::unit(&Default::default(), 0, &mut ids).release(&mut ids);
+    /// ```
+    pub fn release(&self, ids: &mut Ids) {
+        for &at in &self.tables {
+            ids.tables.put(at);
         }
-        Child::Node(Box::new(self.node(t, n)))
+        for &at in &self.sets {
+            ids.sets.put(at);
+        }
     }
 
-    fn node(&mut self, t: &DecisionTree, n: NodeId) -> PNode {
-        self.nodes += 1;
+    fn child(&mut self, t: &DecisionTree, n: NodeId, ids: &mut Ids) -> Child {
+        if self.members.len() >= MAX_NODES {
+            self.calls.push(n);
+            return Child::Unit(n);
+        }
+        Child::Node(Box::new(self.node(t, n, ids)))
+    }
+
+    fn node(&mut self, t: &DecisionTree, n: NodeId, ids: &mut Ids) -> PNode {
+        self.members.push(n);
         let node = t.nodes().get(n);
         let mut p = PNode {
             leaf: node.leaf.iter().map(|e| e.slot).collect(),
@@ -199,23 +292,23 @@ impl Plan {
                 keys.sort();
                 let keys = keys
                     .into_iter()
-                    .map(|(k, c)| (k, self.child(t, c)))
+                    .map(|(k, c)| (k, self.child(t, c, ids)))
                     .collect();
                 p.small.push(Small { more, keys });
             } else {
                 self.tables.push((n, i));
                 p.big.push(Big {
                     more,
-                    table: self.tables.len() - 1,
+                    table: ids.tables.take((n, i)),
                 });
             }
         }
         for (i, (cond, c)) in node.conds.iter().enumerate() {
             let sets = (!cond.not_in.is_empty() || cond.is_in.is_some()).then(|| {
                 self.sets.push((n, i));
-                self.sets.len() - 1
+                ids.sets.take((n, i))
             });
-            let child = self.child(t, *c);
+            let child = self.child(t, *c, ids);
             p.conds.push(PCond {
                 cond: cond.clone(),
                 sets,
@@ -223,18 +316,18 @@ impl Plan {
             });
         }
         if node.skip != NONE {
-            p.skip = Some(self.child(t, node.skip));
+            p.skip = Some(self.child(t, node.skip, ids));
         }
         p
     }
 }
 
-/// The table a plan's [`Big`] probes, in a tree of the same shape.
+/// The table at a place, in a tree of the shape it was numbered in.
 pub(crate) fn table(t: &DecisionTree, at: (NodeId, usize)) -> &KeyTable {
     &t.nodes().get(at.0).tuples[at.1].table
 }
 
-/// The condition a plan's set check tests, in a tree of the same shape.
+/// The condition at a place, in a tree of the shape it was numbered in.
 pub(crate) fn set_cond(t: &DecisionTree, at: (NodeId, usize)) -> &Cond {
     &t.nodes().get(at.0).conds[at.1].0
 }

@@ -8,7 +8,8 @@
 //! computed once per packet), run the tree's walk from a node, check a
 //! condition with set parts, and grow the output buffer.
 
-use super::plan::{set_cond, Plan};
+use super::plan::set_cond;
+use sluice_classifier::tree::node::NodeId;
 use sluice_classifier::tree::{DecisionTree, Scratch};
 
 /// A probed table as the code reads it: its slots and its slot mask.
@@ -36,6 +37,9 @@ pub(crate) struct Ctx {
     pub seen: *mut u32,
     /// This packet's number in `seen`.
     pub epoch: u64,
+    /// The function table by node: chunk pointers, each to the functions
+    /// of `units::CHUNK` node ids (0 for a node without a unit).
+    pub fns: *const *const usize,
 }
 
 /// Per-reader memory of the code: what [`Ctx::seen`] points into.
@@ -63,7 +67,8 @@ impl Seen {
 /// The Rust side of a call, for the helpers.
 pub(crate) struct Env<'a> {
     pub tree: &'a DecisionTree,
-    pub plan: &'a Plan,
+    /// Where each set condition number is.
+    pub sets: &'a [Option<(NodeId, usize)>],
     pub scratch: &'a mut Scratch,
     /// The buffer behind `Ctx::out` (its length is only kept up to date
     /// by the helpers that change it).
@@ -73,12 +78,13 @@ pub(crate) struct Env<'a> {
 /// The machine function of a plan.
 pub(crate) type TreeFn = unsafe extern "C" fn(ctx: *mut Ctx);
 
-/// What a call runs: a plan's function, and the tree and tables it is
-/// run on.
+/// What a call runs: the code's root function and function table, and
+/// the tree and tables it is run on.
 pub(crate) struct Target<'a> {
     pub func: TreeFn,
+    pub fns: *const *const usize,
     pub tree: &'a DecisionTree,
-    pub plan: &'a Plan,
+    pub sets: &'a [Option<(NodeId, usize)>],
     pub tables: &'a [TableDesc],
 }
 
@@ -87,9 +93,9 @@ pub(crate) struct Target<'a> {
 ///
 /// # Safety
 ///
-/// `t.func` must be the function of `t.plan`, built for a tree of the same
-/// shape as `t.tree`, and `t.tables` must describe `t.tree`'s tables in
-/// `t.plan`'s order.
+/// `t.func` and `t.fns` must be the code built for a tree of the same
+/// shape as `t.tree`, whose set conditions are at `t.sets`, and `t.tables`
+/// must describe `t.tree`'s tables by the numbers that code uses.
 pub(crate) unsafe fn call(
     t: &Target<'_>,
     pkt: &[u8],
@@ -100,8 +106,9 @@ pub(crate) unsafe fn call(
 ) {
     let Target {
         func: f,
+        fns,
         tree,
-        plan,
+        sets,
         tables,
     } = *t;
     scratch.memo().next_packet();
@@ -111,7 +118,7 @@ pub(crate) unsafe fn call(
     }
     let mut env = Env {
         tree,
-        plan,
+        sets,
         scratch,
         out,
     };
@@ -127,6 +134,7 @@ pub(crate) unsafe fn call(
         env: (&mut env as *mut Env<'_>).cast(),
         seen,
         epoch,
+        fns,
     };
     // SAFETY: the caller guarantees the code fits the tree and tables; the
     // code reads the packet only within `caplen`, the tables only within
@@ -186,7 +194,11 @@ pub(crate) extern "C" fn read_helper(ctx: *mut Ctx, field: u32) -> u64 {
 pub(crate) extern "C" fn set_helper(ctx: *mut Ctx, set: u32, v: u32) -> u32 {
     // SAFETY: generated code calls this only with its own context.
     let (_, e) = unsafe { env(ctx) };
-    set_cond(e.tree, e.plan.sets[set as usize]).holds(v) as u32
+    match e.sets.get(set as usize) {
+        Some(Some(at)) => set_cond(e.tree, *at).holds(v) as u32,
+        // The code never names a number it was not given.
+        _ => 0,
+    }
 }
 
 /// Bring the buffer's length up to date from the context.

@@ -1,0 +1,302 @@
+//! The machine functions of a tree's units, kept up to date as the tree
+//! changes: only the units whose nodes changed are planned again, and
+//! only those whose plan differs are compiled again.
+//!
+//! A [`Code`] is one state of them all, shared by the two copies of a
+//! [`NativeTreeClassifier`](super::NativeTreeClassifier): the root's
+//! function, the function of every other unit in a table by node (in
+//! chunks, so that a change copies only the chunks it touches and the
+//! code a reader still runs stays as it was), and where the probed tables
+//! and set conditions are (each copy points the code at its own tables).
+
+use super::emit;
+use super::plan::{Ids, Plan};
+use super::run::TreeFn;
+use crate::{CodePages, NativeError};
+use sluice_classifier::tree::node::{summary, NodeId, NONE};
+use sluice_classifier::tree::DecisionTree;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Node ids per chunk of the function table.
+pub(crate) const CHUNK: usize = 4096;
+
+/// One unit's machine function.
+pub(crate) struct UnitCode {
+    pub plan: Plan,
+    pub func: TreeFn,
+    pub bytes: usize,
+    /// Holds the function's pages; dropped last.
+    _pages: CodePages,
+}
+
+// SAFETY: the pages are finalized (read and execute only) before the
+// `UnitCode` exists and freed only when it drops; the function reads the
+// packet and tables it is given and writes only the caller's buffers, so
+// any thread may call it and the value may move between threads.
+unsafe impl Send for UnitCode {}
+// SAFETY: see `Send`; nothing changes after it is built.
+unsafe impl Sync for UnitCode {}
+
+/// The functions of `CHUNK` consecutive node ids (0 where a node has no
+/// unit), and the units that own them.
+#[derive(Clone)]
+pub(crate) struct Chunk {
+    fns: Box<[usize]>,
+    keep: Box<[Option<Arc<UnitCode>>]>,
+}
+
+impl Chunk {
+    fn empty() -> Chunk {
+        Chunk {
+            fns: vec![0; CHUNK].into(),
+            keep: vec![None; CHUNK].into(),
+        }
+    }
+}
+
+/// One state of a tree's machine code (see the module doc).
+pub struct Code {
+    pub(crate) root: Arc<UnitCode>,
+    /// Holds the arrays `chunk_ptrs` points into, and their units.
+    _chunks: Vec<Arc<Chunk>>,
+    /// `chunks`' function arrays, as the code reads them.
+    pub(crate) chunk_ptrs: Vec<*const usize>,
+    /// Where each probed table number is.
+    pub(crate) tables: Arc<[Option<(NodeId, usize)>]>,
+    /// Where each set condition number is.
+    pub(crate) sets: Arc<[Option<(NodeId, usize)>]>,
+    pub(crate) units: usize,
+    pub(crate) bytes: usize,
+    pub(crate) in_place: usize,
+}
+
+// SAFETY: `chunk_ptrs` point into `chunks`' arrays, which this value keeps
+// alive and never changes (a change makes new chunks).
+unsafe impl Send for Code {}
+// SAFETY: see `Send`: read only.
+unsafe impl Sync for Code {}
+
+/// The code generator's state, shared by the two copies of a classifier.
+#[derive(Default)]
+pub(crate) struct Compiler {
+    units: HashMap<NodeId, Arc<UnitCode>>,
+    /// The unit each node compiled in place belongs to.
+    unit_of: HashMap<NodeId, NodeId>,
+    ids: Ids,
+    chunks: Vec<Arc<Chunk>>,
+    pub compilations: usize,
+    pub compile_time: Duration,
+    bytes: usize,
+    in_place: usize,
+}
+
+/// True for a node that is not (or no longer) part of the tree.
+fn dead(t: &DecisionTree, n: NodeId) -> bool {
+    let all = t.nodes().all();
+    match all.get(n as usize) {
+        None => true,
+        Some(node) => {
+            n != t.nodes().root()
+                && node.field.is_none()
+                && node.skip == NONE
+                && node.leaf.is_empty()
+        }
+    }
+}
+
+/// True for a node a table cannot report from its datum: it needs code.
+fn needs_unit(t: &DecisionTree, n: NodeId) -> bool {
+    !dead(t, n) && summary(t.nodes().get(n)) == 0
+}
+
+impl Compiler {
+    /// Bring the code up to date after the tree's nodes `changed`.
+    pub fn update(
+        &mut self,
+        t: &DecisionTree,
+        changed: &[NodeId],
+    ) -> Result<Arc<Code>, NativeError> {
+        let root = t.nodes().root();
+        // The first build looks at every node, whatever was recorded.
+        let all: Vec<NodeId>;
+        let changed = if self.units.is_empty() {
+            all = (0..t.nodes().all().len() as NodeId).collect();
+            &all
+        } else {
+            changed
+        };
+        let mut todo: BTreeSet<NodeId> = BTreeSet::new();
+        if !self.units.contains_key(&root) {
+            todo.insert(root);
+        }
+        for d in changed {
+            if let Some(&u) = self.unit_of.get(d) {
+                todo.insert(u);
+            }
+            if self.units.contains_key(d) {
+                todo.insert(*d);
+            }
+        }
+        let mut done: HashSet<NodeId> = HashSet::new();
+        self.work(t, &mut todo, &mut done)?;
+        // Nodes in no unit that need code are reached through a large
+        // table: each is a unit of its own.
+        for &d in changed {
+            if !self.unit_of.contains_key(&d) && needs_unit(t, d) {
+                todo.insert(d);
+            }
+        }
+        self.work(t, &mut todo, &mut done)?;
+        let chunks = t.nodes().all().len().div_ceil(CHUNK);
+        if self.chunks.len() < chunks {
+            let empty = Arc::new(Chunk::empty());
+            self.chunks.resize(chunks, empty);
+        }
+        let root = self.units.get(&root).expect("the root has a unit").clone();
+        Ok(Arc::new(Code {
+            root,
+            chunk_ptrs: self.chunks.iter().map(|c| c.fns.as_ptr()).collect(),
+            _chunks: self.chunks.clone(),
+            tables: self.ids.tables.all().into(),
+            sets: self.ids.sets.all().into(),
+            units: self.units.len(),
+            bytes: self.bytes,
+            in_place: self.in_place,
+        }))
+    }
+
+    fn work(
+        &mut self,
+        t: &DecisionTree,
+        todo: &mut BTreeSet<NodeId>,
+        done: &mut HashSet<NodeId>,
+    ) -> Result<(), NativeError> {
+        while let Some(u) = todo.pop_first() {
+            if !done.insert(u) {
+                continue;
+            }
+            // A node another unit has just taken in needs no unit.
+            if matches!(self.unit_of.get(&u), Some(&o) if o != u) {
+                continue;
+            }
+            // A unit whose first node is gone, or now only accepts one
+            // filter (its table reports it), is no longer needed.
+            if u != t.nodes().root() && !needs_unit(t, u) {
+                for m in self.drop_unit(u) {
+                    if m != u && !self.unit_of.contains_key(&m) && needs_unit(t, m) {
+                        todo.insert(m);
+                    }
+                }
+                continue;
+            }
+            self.replan(t, u, todo)?;
+        }
+        Ok(())
+    }
+
+    /// Plan unit `u` again (compiling it when its plan changed); units it
+    /// now needs go to `todo`.
+    fn replan(
+        &mut self,
+        t: &DecisionTree,
+        u: NodeId,
+        todo: &mut BTreeSet<NodeId>,
+    ) -> Result<(), NativeError> {
+        let old = self.units.get(&u).cloned();
+        if let Some(o) = &old {
+            for m in &o.plan.members {
+                if self.unit_of.get(m) == Some(&u) {
+                    self.unit_of.remove(m);
+                }
+            }
+        }
+        // New numbers first, so unchanged tables keep theirs.
+        let plan = Plan::unit(t, u, &mut self.ids);
+        if let Some(o) = &old {
+            o.plan.release(&mut self.ids);
+        }
+        for &m in &plan.members {
+            if m != u && self.units.contains_key(&m) {
+                // Now compiled in place here.
+                self.drop_unit(m);
+            }
+            self.unit_of.insert(m, u);
+        }
+        for &c in &plan.calls {
+            if !self.units.contains_key(&c) {
+                todo.insert(c);
+            }
+        }
+        if let Some(o) = &old {
+            for &m in &o.plan.members {
+                if !self.unit_of.contains_key(&m) && needs_unit(t, m) {
+                    todo.insert(m);
+                }
+            }
+        }
+        let code = match &old {
+            Some(o) if o.plan == plan => o.clone(),
+            _ => {
+                let start = Instant::now();
+                let (func, pages, bytes) = emit::compile(&plan)?;
+                self.compilations += 1;
+                self.compile_time += start.elapsed();
+                Arc::new(UnitCode {
+                    plan,
+                    func,
+                    bytes,
+                    _pages: pages,
+                })
+            }
+        };
+        if let Some(o) = &old {
+            self.bytes -= o.bytes;
+            self.in_place -= o.plan.members.len();
+        }
+        self.bytes += code.bytes;
+        self.in_place += code.plan.members.len();
+        self.set_fn(u, Some(code.clone()));
+        self.units.insert(u, code);
+        Ok(())
+    }
+
+    /// The first nodes of the units, ascending (for tests).
+    #[cfg(test)]
+    pub fn unit_roots(&self) -> Vec<NodeId> {
+        let mut v: Vec<NodeId> = self.units.keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Drop unit `u`; the nodes it had compiled in place.
+    fn drop_unit(&mut self, u: NodeId) -> Vec<NodeId> {
+        let Some(o) = self.units.remove(&u) else {
+            return Vec::new();
+        };
+        o.plan.release(&mut self.ids);
+        for m in &o.plan.members {
+            if self.unit_of.get(m) == Some(&u) {
+                self.unit_of.remove(m);
+            }
+        }
+        self.bytes -= o.bytes;
+        self.in_place -= o.plan.members.len();
+        self.set_fn(u, None);
+        o.plan.members.clone()
+    }
+
+    /// Point node `n`'s entry of the function table at a unit (copying its
+    /// chunk if a published `Code` still shares it).
+    fn set_fn(&mut self, n: NodeId, code: Option<Arc<UnitCode>>) {
+        let (c, i) = (n as usize / CHUNK, n as usize % CHUNK);
+        if self.chunks.len() <= c {
+            let empty = Arc::new(Chunk::empty());
+            self.chunks.resize(c + 1, empty);
+        }
+        let chunk = Arc::make_mut(&mut self.chunks[c]);
+        chunk.fns[i] = code.as_ref().map_or(0, |u| u.func as usize);
+        chunk.keep[i] = code;
+    }
+}
