@@ -52,9 +52,11 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // A reader that went away (`| head -1`) ends the run quietly.
+        Err(_) if cli::stdout_closed() => ExitCode::SUCCESS,
         Err(cli::Fail(msg)) => {
             let _ = std::io::stdout().flush();
-            eprintln!("sluice: {msg}");
+            let _ = writeln!(std::io::stderr(), "sluice: {msg}");
             ExitCode::from(1)
         }
     }

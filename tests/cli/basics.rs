@@ -1,22 +1,8 @@
-//! The `sluice` command as a user runs it: flags, outputs, exit codes.
+//! Flags, outputs and exit codes as they always were.
 
-mod common;
-use common::{sample, sluice, text, tmp_file as tmp};
-
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
-
-fn sluice_stdin(args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run sluice");
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().unwrap()
-}
+use super::common::{sample, sluice, text, tmp_file as tmp};
+use super::sluice_stdin;
+use std::process::Command;
 
 #[test]
 fn count_and_verdicts_agree() {
@@ -185,7 +171,10 @@ fn default_output_summarises_packets() {
         t.contains("ARP, Request who-has 192.168.1.1 tell 192.168.1.10"),
         "{t}"
     );
-    assert!(t.contains("IP6 fe80::1 > ff02::1: icmp6"), "{t}");
+    assert!(
+        t.contains("IP6 fe80::1 > ff02::1: ICMP6, echo request, id 9, seq 1, length 8"),
+        "{t}"
+    );
 }
 
 /// A one-packet DLT_NULL pcap in either byte order: the 4-byte address
