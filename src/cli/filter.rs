@@ -92,6 +92,11 @@ pub struct FilterArgs {
     /// With -w: print the packets' lines on standard output too.
     #[arg(long, requires = "write")]
     print: bool,
+    /// Refuse host names in the expression instead of resolving them
+    /// (by default `host NAME` is resolved when the filter compiles, as
+    /// libpcap does: /etc/hosts and DNS as the system is configured).
+    #[arg(long = "no-resolve")]
+    no_resolve: bool,
     /// The filter expression (the words are joined with spaces, as tcpdump does).
     expression: Vec<String>,
 }
@@ -116,7 +121,8 @@ pub enum Precision {
 
 /// Where the filter comes from.
 enum Source {
-    Expression(String),
+    /// Filter text, and whether host names in it are resolved.
+    Expression(String, bool),
     Bpf(Program),
 }
 
@@ -131,12 +137,16 @@ impl Source {
         match self {
             Source::Bpf(p) => Ok(p.clone()),
             // Any language, named by its prefix (pcap by default).
-            Source::Expression(e) => Program::builder(lt)
-                .snaplen(snaplen)
-                .optimize(optimize)
-                .capture_big_endian(big_endian)
-                .build(e)
-                .map_err(|err| Fail(format!("{err} (in '{e}')"))),
+            Source::Expression(e, resolve) => {
+                let mut b = Program::builder(lt)
+                    .snaplen(snaplen)
+                    .optimize(optimize)
+                    .capture_big_endian(big_endian);
+                if *resolve {
+                    b = b.resolver(std::sync::Arc::new(sluice::filter::SystemResolver));
+                }
+                b.build(e).map_err(|err| Fail(format!("{err} (in '{e}')")))
+            }
         }
     }
 }
@@ -217,9 +227,9 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
         Source::Bpf(Program::from_bpf_text(&read_text(path)?)?)
     } else if let Some(path) = &args.expr_file {
         // tcpdump ignores '#' comments in -F files.
-        Source::Expression(expression_file(&read_text(path)?))
+        Source::Expression(expression_file(&read_text(path)?), !args.no_resolve)
     } else {
-        Source::Expression(args.expression.join(" "))
+        Source::Expression(args.expression.join(" "), !args.no_resolve)
     };
     let optimize = !args.no_optimize;
     let runner = match args.engine {

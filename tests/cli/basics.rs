@@ -121,7 +121,13 @@ fn bad_expression_exits_1_with_column() {
     let o = sluice(&["filter", "-r", &sample(), "tcp port"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o.stderr).contains("column 9"), "{}", text(&o.stderr));
-    let dns = sluice(&["filter", "-r", &sample(), "host example.com"]);
+    let dns = sluice(&[
+        "filter",
+        "-r",
+        &sample(),
+        "--no-resolve",
+        "host example.com",
+    ]);
     assert_eq!(dns.status.code(), Some(1));
     assert!(text(&dns.stderr).contains("DNS"), "{}", text(&dns.stderr));
 }
@@ -238,4 +244,19 @@ fn null_link_address_family_follows_the_files_byte_order() {
             }
         }
     }
+}
+
+#[test]
+fn host_names_resolve_through_the_system() {
+    // localhost is in every /etc/hosts.
+    let smp = sample();
+    let by_name = sluice(&["filter", "-d", "ip host localhost"]);
+    assert!(by_name.status.success(), "{}", text(&by_name.stderr));
+    let by_addr = sluice(&["filter", "-d", "ip host 127.0.0.1"]);
+    assert_eq!(text(&by_name.stdout), text(&by_addr.stdout));
+    let o = sluice(&["filter", "-r", &smp, "--count", "host localhost or arp"]);
+    assert_eq!(text(&o.stdout), "1\n", "{}", text(&o.stderr));
+    let refused = sluice(&["filter", "-d", "--no-resolve", "ip host localhost"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(text(&refused.stderr).contains("'localhost' is a host name"));
 }
