@@ -5,6 +5,7 @@
 mod common;
 
 mod basics;
+mod readme;
 mod safety;
 mod tcpdump;
 
