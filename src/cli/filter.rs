@@ -184,9 +184,6 @@ impl FilterArgs {
         if self.precision.is_some() && !self.prints_packets() && self.write.is_none() {
             usage("--time-stamp-precision applies to printed packets and to -w files");
         }
-        if self.expr_file.is_none() && self.bpf_file.is_none() && self.expression.is_empty() {
-            // tcpdump's empty filter: every packet.
-        }
     }
 
     fn snaplen(&self) -> u32 {

@@ -4,7 +4,7 @@
 
 use super::{io_msg, Fail, Reader};
 use sluice::capture::CaptureReader;
-use std::io::{IsTerminal, Read};
+use std::io::{IsTerminal, Read, Write};
 
 /// How a compressed file starts, and whether sluice reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,7 +94,8 @@ pub fn decompress(mut raw: Box<dyn Read + Send>, name: &str) -> Result<Box<dyn R
 /// Open a capture (`None` or `-`: standard input), gzip and zstd files
 /// decompressed as they are read; also returns its size in bytes when
 /// known (0 otherwise), for the progress bar. With no `-r` and a terminal
-/// on standard input there is nothing to read: that is a usage error.
+/// on standard input there is nothing to read: that is a usage error
+/// (`-r -` reads the terminal all the same, after saying so).
 pub fn open_capture(path: Option<&str>) -> Result<(Reader, u64), Fail> {
     if path.is_none() && std::io::stdin().is_terminal() {
         super::usage(
@@ -102,6 +103,12 @@ pub fn open_capture(path: Option<&str>) -> Result<(Reader, u64), Fail> {
         );
     }
     let path = path.unwrap_or("-");
+    if path == "-" && std::io::stdin().is_terminal() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "sluice: reading a capture from standard input, a terminal (end it with Ctrl-D)"
+        );
+    }
     let (raw, name, size): (Box<dyn Read + Send>, String, u64) = if path == "-" {
         (Box::new(std::io::stdin()), "<stdin>".into(), 0)
     } else {

@@ -16,7 +16,8 @@ fn a_typo_never_changes_an_existing_output() {
     let before = hash(&keep);
     // filter -w, with and without other outputs.
     for extra in [&[][..], &["--count"][..], &["--count", "--json"][..]] {
-        let mut args = vec!["filter", "-r", &sample_str(), "-w", s(&keep)]
+        let smp = sample();
+        let mut args = vec!["filter", "-r", &smp, "-w", s(&keep)]
             .into_iter()
             .map(String::from)
             .collect::<Vec<_>>();
@@ -35,16 +36,7 @@ fn a_typo_never_changes_an_existing_output() {
     let out = dir.join("out");
     std::fs::create_dir_all(&out).unwrap();
     std::fs::copy(sample(), out.join("web.pcap")).unwrap();
-    let o = sluice(&[
-        "split",
-        "-r",
-        &sample(),
-        "--filters",
-        s(&filters),
-        "--out-dir",
-        s(&out),
-        "--count",
-    ]);
+    let o = split_to(&filters, s(&out));
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(text(&o.stdout), "");
     assert_eq!(hash(&out.join("web.pcap")), before);
@@ -70,8 +62,18 @@ fn a_typo_never_changes_an_existing_output() {
     assert_ne!(hash(&keep), before);
 }
 
-fn sample_str() -> String {
-    sample()
+/// `sluice split` of the sample with these filters into `out`, counting.
+fn split_to(filters: &std::path::Path, out: &str) -> std::process::Output {
+    sluice(&[
+        "split",
+        "-r",
+        &sample(),
+        "--filters",
+        s(filters),
+        "--out-dir",
+        out,
+        "--count",
+    ])
 }
 
 #[test]
@@ -166,15 +168,7 @@ fn errors_say_which_side_failed() {
     );
     let filters = fresh_dir("side").join("f.txt");
     std::fs::write(&filters, "all\t\n").unwrap();
-    let o = sluice(&[
-        "split",
-        "-r",
-        &sample(),
-        "--filters",
-        s(&filters),
-        "--out-dir",
-        &sample(),
-    ]);
+    let o = split_to(&filters, &sample());
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(
         text(&o.stderr),
