@@ -10,7 +10,7 @@
 
 mod cli;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -40,6 +40,45 @@ enum Cmd {
     Flow(cli::flow::FlowArgs),
     /// Time each engine on a capture held in memory, next to libpcap.
     Bench(cli::bench::BenchArgs),
+    /// Print a shell completion script: `sluice completions bash > /etc/bash_completion.d/sluice`.
+    Completions {
+        /// The shell (bash, zsh, fish, elvish, powershell).
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print a manual page (roff): `sluice man | man -l -`, `sluice man filter`.
+    Man {
+        /// A subcommand's page instead of the command's.
+        #[arg(value_name = "SUBCOMMAND")]
+        page: Option<String>,
+    },
+}
+
+/// A completion script for `shell`, from the same definitions as the parser.
+fn completions(shell: clap_complete::Shell) -> Result<(), cli::Fail> {
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "sluice", &mut out);
+    cli::print_out(&String::from_utf8_lossy(&out))
+}
+
+/// The manual page of the command or of one subcommand.
+fn man(page: Option<&str>) -> Result<(), cli::Fail> {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let cmd = match page {
+        None => cmd,
+        Some(name) => {
+            let sub = cmd
+                .find_subcommand(name)
+                .ok_or_else(|| cli::Fail(format!("no subcommand '{name}'")))?
+                .clone();
+            let full = format!("sluice-{name}");
+            sub.name(full.clone()).bin_name(full)
+        }
+    };
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cmd).render(&mut out)?;
+    cli::print_out(&String::from_utf8_lossy(&out))
 }
 
 fn main() -> ExitCode {
@@ -49,12 +88,16 @@ fn main() -> ExitCode {
         Cmd::Split(args) => cli::split::run(args),
         Cmd::Flow(args) => cli::flow::run(args),
         Cmd::Bench(args) => cli::bench::run(args),
+        Cmd::Completions { shell } => completions(shell),
+        Cmd::Man { page } => man(page.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // A reader that went away (`| head -1`) ends the run quietly.
+        Err(_) if cli::stdout_closed() => ExitCode::SUCCESS,
         Err(cli::Fail(msg)) => {
             let _ = std::io::stdout().flush();
-            eprintln!("sluice: {msg}");
+            let _ = writeln!(std::io::stderr(), "sluice: {msg}");
             ExitCode::from(1)
         }
     }

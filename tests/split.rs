@@ -407,7 +407,8 @@ fn truncated_capture_keeps_complete_packets() {
     assert_eq!(o.status.code(), Some(1));
     let err = text(&o.stderr);
     assert!(err.contains("cut.pcap"), "{err}");
-    assert_eq!(text(&o.stdout), "all\t13\nudp\t3\n");
+    // A failed run prints no counts; the files keep every complete packet.
+    assert_eq!(text(&o.stdout), "");
     for (i, (name, expr)) in [("all", ""), ("udp", "udp")].iter().enumerate() {
         let w = dir.join(format!("alone-{i}"));
         let f = sluice(&["filter", "-r", s(&cut), "-w", s(&w), expr]);

@@ -2,7 +2,9 @@
 //! capture's byte order and where `LANG:@path` files are read from.
 
 use crate::{Error, LinkType, Program, Spec};
+use sluice_pcap::resolve::Resolver;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// How to compile a filter for a link type, made with
 /// [`Program::builder`]; then [`ProgramBuilder::build`] compiles filter
@@ -31,6 +33,7 @@ pub struct ProgramBuilder {
     pub(crate) optimize: bool,
     pub(crate) capture_big_endian: bool,
     pub(crate) dir: Option<PathBuf>,
+    pub(crate) resolver: Option<Arc<dyn Resolver>>,
 }
 
 impl ProgramBuilder {
@@ -48,6 +51,7 @@ impl ProgramBuilder {
             optimize: true,
             capture_big_endian: cfg!(target_endian = "big"),
             dir: None,
+            resolver: None,
         }
     }
 
@@ -103,6 +107,23 @@ impl ProgramBuilder {
         self
     }
 
+    /// Resolve host names in pcap expressions (`host NAME`) with this
+    /// resolver, as libpcap does when it compiles ([`SystemResolver`]:
+    /// `/etc/hosts` and DNS as the system is configured). Without one,
+    /// names are refused.
+    ///
+    /// ```
+    /// use sluice_filter::{LinkType, Program, SystemResolver};
+    /// use std::sync::Arc;
+    /// let b = Program::builder(LinkType::EN10MB);
+    /// assert!(b.build("host localhost").is_err());
+    /// assert!(b.resolver(Arc::new(SystemResolver)).build("ip host localhost").is_ok());
+    /// ```
+    pub fn resolver(mut self, resolver: Arc<dyn Resolver>) -> ProgramBuilder {
+        self.resolver = Some(resolver);
+        self
+    }
+
     /// Compile a filter in any language, named by its prefix (see
     /// [`Language`](crate::Language)); no prefix is a pcap expression.
     ///
@@ -127,9 +148,47 @@ impl ProgramBuilder {
     /// assert!(b.expression("pcap: tcp").is_err());
     /// ```
     pub fn expression(&self, text: &str) -> Result<Program, Error> {
-        let ir =
-            sluice_pcap::compile_for(text, self.linktype, self.snaplen, self.capture_big_endian)
-                .map_err(Error::Expression)?;
+        let ir = sluice_pcap::compile_with(
+            text,
+            self.linktype,
+            self.snaplen,
+            self.capture_big_endian,
+            self.resolver.clone(),
+        )
+        .map_err(Error::Expression)?;
         Program::from_ir(ir, self.optimize)
+    }
+}
+
+/// The system's resolver (`getaddrinfo`: `/etc/hosts`, DNS, whatever
+/// `/etc/nsswitch.conf` says), for [`ProgramBuilder::resolver`].
+///
+/// ```
+/// use sluice_filter::SystemResolver;
+/// use sluice_pcap::resolve::Resolver;
+/// let a = SystemResolver.host("localhost").unwrap();
+/// assert!(a.iter().any(|a| a.is_loopback()));
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemResolver;
+
+impl Resolver for SystemResolver {
+    fn host(&self, name: &str) -> Result<Vec<std::net::IpAddr>, String> {
+        use std::net::ToSocketAddrs;
+        let found = (name, 0u16).to_socket_addrs().map_err(|e| {
+            let s = e.to_string();
+            // "failed to lookup address information: Name or service not known"
+            s.rsplit(": ").next().unwrap_or(&s).to_string()
+        })?;
+        let mut addrs: Vec<std::net::IpAddr> = Vec::new();
+        for a in found {
+            if !addrs.contains(&a.ip()) {
+                addrs.push(a.ip());
+            }
+        }
+        if addrs.is_empty() {
+            return Err("no address".into());
+        }
+        Ok(addrs)
     }
 }

@@ -32,7 +32,7 @@ mod error;
 mod language;
 mod program;
 
-pub use builder::ProgramBuilder;
+pub use builder::{ProgramBuilder, SystemResolver};
 pub use error::Error;
 pub use language::{Language, Spec};
 pub use program::{Program, Runner};

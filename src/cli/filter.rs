@@ -1,54 +1,103 @@
-//! `sluice filter`: one filter over a capture.
+//! `sluice filter`: one filter over a capture, with tcpdump's options.
 
-use super::{cached, for_each_packet, linktype_of, open_capture, print_out, read_text, Fail};
+use super::output::CaptureOut;
+use super::print::{Dump, Options, Printer};
+use super::{cached, for_each_packet_while, linktype_of, open_capture, print_out, read_text};
+use super::{usage, Fail, Stdout};
 use clap::ArgAction;
-use sluice::capture::CaptureWriter;
+use sluice::capture::CaptureFormat;
 use sluice::{LinkType, Program, Runner};
 use std::collections::HashMap;
-use std::io::Write;
 
-/// The arguments of `sluice filter`.
+/// The arguments of `sluice filter`. Options may come before or after the
+/// expression, as with tcpdump (`sluice filter tcp port 80 -r in.pcap`).
 #[derive(clap::Args)]
 pub struct FilterArgs {
-    /// Capture file to read (pcap or pcapng; `-` for standard input).
+    /// Capture file to read (pcap or pcapng, gzip or zstd compressed or not; `-` for standard input).
     #[arg(short = 'r', value_name = "FILE")]
     read: Option<String>,
-    /// Write accepted packets to this file, in the input's format (`-` for standard output).
+    /// Write accepted packets to this file, in the input's format (`-` for standard output). The file is replaced only when the run gets to write packets.
     #[arg(short = 'w', value_name = "OUT")]
     write: Option<String>,
-    /// Print the number of accepted packets.
+    /// Print the number of accepted packets (with -w: written too; with
+    /// --verdicts: on the line after the verdicts).
     #[arg(long)]
     count: bool,
     /// Print one line per input packet: 1 if accepted, 0 if not.
     #[arg(long)]
     verdicts: bool,
+    /// Print --count's result as JSON: {"packets": N, "accepted": M}.
+    #[arg(long, requires = "count")]
+    json: bool,
+    /// Stop after N accepted packets.
+    #[arg(short = 'c', value_name = "N")]
+    max: Option<u64>,
     /// Print the compiled program (-d: readable, -dd: C array, -ddd: decimal) and exit.
-    #[arg(short = 'd', action = ArgAction::Count)]
+    #[arg(short = 'd', action = ArgAction::Count, conflicts_with_all = ["write", "count", "verdicts", "print", "max"])]
     dump: u8,
-    /// Link type to compile for when no capture is read (e.g. EN10MB, RAW, LINUX_SLL).
-    #[arg(short = 'y', value_name = "LINKTYPE")]
+    /// With -d and no capture: the link type to compile for (e.g. EN10MB, RAW, LINUX_SLL).
+    #[arg(
+        short = 'y',
+        value_name = "LINKTYPE",
+        requires = "dump",
+        conflicts_with = "read"
+    )]
     linktype: Option<String>,
-    /// Read the expression from this file.
-    #[arg(short = 'F', value_name = "EXPRFILE")]
+    /// Read the expression from this file (no expression on the command line then).
+    #[arg(short = 'F', value_name = "EXPRFILE", conflicts_with_all = ["expression", "bpf_file"])]
     expr_file: Option<String>,
     /// Load a classic BPF program (tcpdump -d, -dd or -ddd output) instead of an expression.
-    #[arg(long = "bpf-file", value_name = "PROG")]
+    #[arg(long = "bpf-file", value_name = "PROG", conflicts_with = "expression")]
     bpf_file: Option<String>,
     /// Do not optimise the compiled program (tcpdump's -O).
     #[arg(short = 'O')]
     no_optimize: bool,
-    /// Snapshot length the compiled filter returns on accept when there is no capture.
-    #[arg(short = 's', value_name = "SNAPLEN", default_value_t = 262144)]
-    snaplen: u32,
+    /// Snapshot length: with -w, packets are written cut to it; with -d,
+    /// what the program returns on accept [default: 262144; 0 means 262144].
+    #[arg(short = 's', value_name = "SNAPLEN")]
+    snaplen: Option<u32>,
     /// Engine: native code (the default on x86-64 and AArch64; the
     /// interpreter runs any filter it cannot compile) or the BPF interpreter.
     #[arg(long, value_enum)]
     engine: Option<EngineArg>,
-    /// Print --count results as JSON.
-    #[arg(long)]
-    json: bool,
+    /// Accepted for tcpdump's sake: sluice never turns addresses or ports into names (-n, -nn).
+    #[arg(short = 'n', action = ArgAction::Count)]
+    numeric: u8,
+    /// Print the link-level header on each line (Ethernet: addresses, type, length).
+    #[arg(short = 'e')]
+    link_header: bool,
+    /// Print each packet in hex after its line, without (-x) or with (-xx) the link header.
+    #[arg(short = 'x', action = ArgAction::Count)]
+    hex: u8,
+    /// Print each packet in hex and ASCII, without (-X) or with (-XX) the link header.
+    #[arg(short = 'X', action = ArgAction::Count)]
+    hex_ascii: u8,
+    /// Print each packet in ASCII, without (-A) or with (-AA) the link header.
+    #[arg(short = 'A', action = ArgAction::Count)]
+    ascii: u8,
+    /// Timestamps: none (-t), seconds since 1970 (-tt), delta since the previous
+    /// line (-ttt), date and time (-tttt), delta since the first line (-ttttt);
+    /// the default is the local time of day.
+    #[arg(short = 't', action = ArgAction::Count)]
+    ts_format: u8,
+    /// Accepted for tcpdump's sake: sluice always prints tcpdump's quick one-line form.
+    #[arg(short = 'q')]
+    quick: bool,
+    /// Timestamps printed (and written with -w to a pcap file) in micro- or nanoseconds.
+    #[arg(long = "time-stamp-precision", value_enum, value_name = "PRECISION")]
+    precision: Option<Precision>,
+    /// Write each packet out as soon as it is handled (-w file and standard output).
+    #[arg(short = 'U')]
+    unbuffered: bool,
+    /// With -w: print the packets' lines on standard output too.
+    #[arg(long, requires = "write")]
+    print: bool,
+    /// Refuse host names in the expression instead of resolving them
+    /// (by default `host NAME` is resolved when the filter compiles, as
+    /// libpcap does: /etc/hosts and DNS as the system is configured).
+    #[arg(long = "no-resolve")]
+    no_resolve: bool,
     /// The filter expression (the words are joined with spaces, as tcpdump does).
-    #[arg(trailing_var_arg = true)]
     expression: Vec<String>,
 }
 
@@ -61,9 +110,19 @@ pub enum EngineArg {
     Native,
 }
 
+/// `--time-stamp-precision`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Precision {
+    /// Microseconds.
+    Micro,
+    /// Nanoseconds.
+    Nano,
+}
+
 /// Where the filter comes from.
 enum Source {
-    Expression(String),
+    /// Filter text, and whether host names in it are resolved.
+    Expression(String, bool),
     Bpf(Program),
 }
 
@@ -78,25 +137,96 @@ impl Source {
         match self {
             Source::Bpf(p) => Ok(p.clone()),
             // Any language, named by its prefix (pcap by default).
-            Source::Expression(e) => Program::builder(lt)
-                .snaplen(snaplen)
-                .optimize(optimize)
-                .capture_big_endian(big_endian)
-                .build(e)
-                .map_err(|err| Fail(format!("{err} (in '{e}')"))),
+            Source::Expression(e, resolve) => {
+                let mut b = Program::builder(lt)
+                    .snaplen(snaplen)
+                    .optimize(optimize)
+                    .capture_big_endian(big_endian);
+                if *resolve {
+                    b = b.resolver(std::sync::Arc::new(sluice::filter::SystemResolver));
+                }
+                b.build(e).map_err(|err| Fail(format!("{err} (in '{e}')")))
+            }
         }
+    }
+}
+
+impl FilterArgs {
+    /// Whether packets are printed one line each (the default, or --print).
+    fn prints_packets(&self) -> bool {
+        !self.count && !self.verdicts && (self.write.is_none() || self.print)
+    }
+
+    /// Refuse options that would be silently ignored (exit status 2).
+    fn check(&self) {
+        let printing = [
+            (self.link_header, "-e"),
+            (self.hex > 0, "-x"),
+            (self.hex_ascii > 0, "-X"),
+            (self.ascii > 0, "-A"),
+            (self.ts_format > 0, "-t"),
+        ];
+        if let Some((_, flag)) = printing.iter().find(|(on, _)| *on) {
+            if self.dump > 0 || self.count || self.verdicts {
+                usage(&format!(
+                    "{flag} changes how packets are printed; -d, --count and --verdicts print no packets"
+                ));
+            }
+            if self.write.is_some() && !self.print {
+                usage(&format!(
+                    "{flag} changes how packets are printed; with -w, add --print to print them"
+                ));
+            }
+        }
+        if self.snaplen.is_some() && self.dump == 0 && self.write.is_none() {
+            usage("-s sets the length of packets written with -w (or what -d's program returns)");
+        }
+        if self.precision.is_some() && !self.prints_packets() && self.write.is_none() {
+            usage("--time-stamp-precision applies to printed packets and to -w files");
+        }
+    }
+
+    fn snaplen(&self) -> u32 {
+        match self.snaplen {
+            None | Some(0) => super::DEFAULT_SNAPLEN,
+            Some(s) => s,
+        }
+    }
+}
+
+/// The output file's format: the input's, with -s and --time-stamp-precision.
+fn out_format(args: &FilterArgs, input: CaptureFormat) -> CaptureFormat {
+    match input {
+        CaptureFormat::Pcap {
+            nanos,
+            big_endian,
+            linktype,
+            snaplen,
+            fcs_len,
+        } => CaptureFormat::Pcap {
+            nanos: match args.precision {
+                Some(p) => p == Precision::Nano,
+                None => nanos,
+            },
+            big_endian,
+            linktype,
+            snaplen: args.snaplen.map_or(snaplen, |_| args.snaplen()),
+            fcs_len,
+        },
+        ng => ng,
     }
 }
 
 /// Run `sluice filter`.
 pub fn run(args: FilterArgs) -> Result<(), Fail> {
+    args.check();
     let source = if let Some(path) = &args.bpf_file {
         Source::Bpf(Program::from_bpf_text(&read_text(path)?)?)
     } else if let Some(path) = &args.expr_file {
         // tcpdump ignores '#' comments in -F files.
-        Source::Expression(expression_file(&read_text(path)?))
+        Source::Expression(expression_file(&read_text(path)?), !args.no_resolve)
     } else {
-        Source::Expression(args.expression.join(" "))
+        Source::Expression(args.expression.join(" "), !args.no_resolve)
     };
     let optimize = !args.no_optimize;
     let runner = match args.engine {
@@ -111,78 +241,119 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
                 .ok_or_else(|| Fail(format!("unknown link type '{name}'")))?,
             None => LinkType::EN10MB,
         };
-        let prog = source.program(lt, args.snaplen, optimize, cfg!(target_endian = "big"))?;
+        let prog = source.program(lt, args.snaplen(), optimize, cfg!(target_endian = "big"))?;
         return print_out(&dump(&prog, args.dump));
     }
 
     let (mut reader, size) = open_capture(args.read.as_deref())?;
-    let big_endian = super::big_endian(&reader.format());
+    let format = reader.format();
+    let big_endian = super::big_endian(&format);
     let name = reader.name().to_string();
     let mut programs: HashMap<(u16, u32), Program> = HashMap::new();
-    let mut writer = match &args.write {
-        Some(out) => Some(CaptureWriter::create(out, &reader.format())?),
-        None => None,
+    let snaplen_of = |snaplen: u32| {
+        if snaplen == 0 {
+            super::DEFAULT_SNAPLEN
+        } else {
+            snaplen
+        }
     };
     if args.dump > 0 {
         let lt = reader
             .linktype()
             .ok_or_else(|| Fail(format!("{name}: no interface before the first packet")))?;
-        let snaplen = match reader.format() {
-            sluice::capture::CaptureFormat::Pcap { snaplen, .. } => snaplen,
-            _ => args.snaplen,
+        let snaplen = match (args.snaplen, format) {
+            (Some(_), _) => args.snaplen(),
+            (None, CaptureFormat::Pcap { snaplen, .. }) => snaplen,
+            _ => super::DEFAULT_SNAPLEN,
         };
         let prog = source.program(linktype_of(lt, &name)?, snaplen, optimize, big_endian)?;
         return print_out(&dump(&prog, args.dump));
     }
+    // Compile for the capture's first link type before any output is
+    // opened: a typo leaves an existing output file as it was.
+    let first_snaplen = match format {
+        CaptureFormat::Pcap { snaplen, .. } => Some(snaplen),
+        CaptureFormat::PcapNg {
+            first_interface, ..
+        } => first_interface.map(|i| i.snaplen),
+    };
+    if let (Some(lt), Some(snaplen)) = (reader.linktype(), first_snaplen) {
+        let p = source.program(
+            linktype_of(lt, &name)?,
+            snaplen_of(snaplen),
+            optimize,
+            big_endian,
+        )?;
+        programs.insert((lt, snaplen), p);
+    }
+    let mut writer: Option<CaptureOut> = None;
+    let open_writer = |writer: &mut Option<CaptureOut>| -> Result<(), Fail> {
+        if let (None, Some(path)) = (&writer, &args.write) {
+            let mut w = CaptureOut::create(path, &out_format(&args, format))?
+                .truncate_to(args.snaplen.map(|_| args.snaplen()));
+            w.flush_each = args.unbuffered;
+            *writer = Some(w);
+        }
+        Ok(())
+    };
+    if !programs.is_empty() {
+        open_writer(&mut writer)?;
+    }
 
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = Stdout::new(args.unbuffered);
+    let mut printer = args.prints_packets().then(|| {
+        Printer::new(Options {
+            ts: args.ts_format,
+            nanos: args.precision == Some(Precision::Nano),
+            link: args.link_header,
+            dump: Dump::from_flags(args.hex, args.hex_ascii, args.ascii),
+            big_endian,
+        })
+    });
     let (mut seen, mut accepted) = (0u64, 0u64);
-    let status = for_each_packet(&mut reader, size, |pkt| {
+    let status = for_each_packet_while(&mut reader, size, |pkt| {
         let program = cached(&mut programs, (pkt.linktype, pkt.snaplen), || {
             let lt = linktype_of(pkt.linktype, &name)?;
-            let snaplen = if pkt.snaplen == 0 {
-                super::DEFAULT_SNAPLEN
-            } else {
-                pkt.snaplen
-            };
-            source.program(lt, snaplen, optimize, big_endian)
+            source.program(lt, snaplen_of(pkt.snaplen), optimize, big_endian)
         })?;
         let verdict = program.run_with(runner, pkt.data, pkt.wirelen) != 0;
+        open_writer(&mut writer)?;
         seen += 1;
         if args.verdicts {
-            let _ = writeln!(out, "{}", verdict as u8);
+            out.put(if verdict { "1\n" } else { "0\n" })?;
         }
         if verdict {
             accepted += 1;
             if let Some(w) = writer.as_mut() {
-                w.write_packet(pkt)?;
-            } else if !args.count && !args.verdicts {
-                let _ = writeln!(
-                    out,
-                    "{}.{:06} {}, length {}",
-                    pkt.ts_sec,
-                    pkt.ts_nsec / 1000,
-                    sluice::summary::summarize(pkt.linktype, pkt.data),
-                    pkt.wirelen
-                );
+                w.write(pkt)?;
+            }
+            if let Some(p) = printer.as_mut() {
+                out.put(&p.packet(pkt))?;
             }
         }
-        Ok(())
+        out.packet_done()?;
+        Ok(args.max.map_or(true, |n| accepted < n))
     });
     // Whatever happened, keep everything processed so far.
-    if let Some(w) = writer {
-        w.finish()?;
+    if status.is_ok() {
+        open_writer(&mut writer)?;
+    }
+    let finished = writer.map_or(Ok(()), CaptureOut::finish);
+    if let Err(e) = status.and(finished) {
+        // A failed run prints nothing more (no count).
+        let _ = out.flush();
+        return Err(e);
     }
     if args.count {
         if args.json {
-            let _ = writeln!(out, "{{\"packets\": {seen}, \"accepted\": {accepted}}}");
+            out.put(&format!(
+                "{{\"packets\": {seen}, \"accepted\": {accepted}}}\n"
+            ))?;
         } else {
-            let _ = writeln!(out, "{accepted}");
+            out.put(&format!("{accepted}\n"))?;
         }
     }
-    out.flush()?;
-    status
+    out.flush()
 }
 
 /// The expression of a `-F` file: its lines without `#` comments, joined;

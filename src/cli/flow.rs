@@ -2,13 +2,12 @@
 //! of their sources in one flow group (shared instances, one packet
 //! buffer), with what every flow and filter produced.
 
+use super::output::{out_dir, write_text, CaptureOut};
 use super::{print_out, Fail};
-use sluice::capture::{CaptureFormat, CaptureWriter};
+use sluice::capture::CaptureFormat;
 use sluice::flow::buffer::Preference;
 use sluice::flow::policy::{Credentials, Policy};
 use sluice::flow::{Flow, FlowReport, Group, GroupConfig};
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -48,7 +47,7 @@ pub struct FlowArgs {
 /// Packets a flow writes with -w, and the first write error.
 #[derive(Default)]
 struct Output {
-    writer: Option<CaptureWriter<BufWriter<File>>>,
+    writer: Option<CaptureOut>,
     path: PathBuf,
     error: Option<String>,
 }
@@ -115,9 +114,6 @@ pub fn run(args: FlowArgs) -> Result<(), Fail> {
         None => Policy::allow_all(),
     };
     let cred = Credentials::current();
-    if let Some(dir) = &args.write {
-        std::fs::create_dir_all(dir).map_err(|e| Fail(format!("{}: {e}", dir.display())))?;
-    }
     let group = Group::new(cfg);
     let mut flows = Vec::new();
     let mut outputs = Vec::new();
@@ -153,20 +149,14 @@ pub fn run(args: FlowArgs) -> Result<(), Fail> {
                 let pkt = p.to_capture();
                 if o.writer.is_none() {
                     let format = CaptureFormat::pcap(pkt.linktype, pkt.snaplen.max(pkt.caplen));
-                    match File::create(&o.path) {
-                        Ok(f) => {
-                            let name = o.path.display().to_string();
-                            match CaptureWriter::new(BufWriter::new(f), name, &format) {
-                                Ok(w) => o.writer = Some(w),
-                                Err(e) => o.error = Some(e.to_string()),
-                            }
-                        }
-                        Err(e) => o.error = Some(format!("{}: {e}", o.path.display())),
+                    match CaptureOut::create(&o.path.to_string_lossy(), &format) {
+                        Ok(w) => o.writer = Some(w),
+                        Err(e) => o.error = Some(e.0),
                     }
                 }
                 if let Some(w) = o.writer.as_mut() {
-                    if let Err(e) = w.write_packet(&pkt) {
-                        o.error = Some(e.to_string());
+                    if let Err(e) = w.write(&pkt) {
+                        o.error = Some(e.0);
                     }
                 }
             }
@@ -176,17 +166,16 @@ pub fn run(args: FlowArgs) -> Result<(), Fail> {
         flows.push(flow);
         outputs.push(out);
     }
+    // Every flow is checked before the output directory is made.
+    if let Some(dir) = &args.write {
+        out_dir("-w", dir)?;
+    }
     for f in &mut flows {
         f.activate()?;
     }
     let run = group.run();
     if let Some(path) = &args.dot {
-        let dot = group.dot();
-        if path == "-" {
-            print_out(&dot)?;
-        } else {
-            std::fs::write(path, dot).map_err(|e| Fail(format!("{path}: {e}")))?;
-        }
+        write_text(path, &group.dot())?;
     }
     // Close the capture files (an empty flow still gets an empty file).
     for out in &outputs {
@@ -198,13 +187,7 @@ pub fn run(args: FlowArgs) -> Result<(), Fail> {
             let w = match o.writer.take() {
                 Some(w) => w,
                 None => {
-                    let f = File::create(&o.path)
-                        .map_err(|e| Fail(format!("{}: {e}", o.path.display())))?;
-                    CaptureWriter::new(
-                        BufWriter::new(f),
-                        o.path.display().to_string(),
-                        &CaptureFormat::pcap(1, 65535),
-                    )?
+                    CaptureOut::create(&o.path.to_string_lossy(), &CaptureFormat::pcap(1, 65535))?
                 }
             };
             w.finish()?;

@@ -1,10 +1,15 @@
 //! What the subcommands share: failures, reading filter text, opening
-//! captures, walking their packets with a progress bar.
+//! captures, walking their packets with a progress bar, standard output.
 
 pub mod bench;
 pub mod filter;
 pub mod flow;
+pub mod input;
+pub mod output;
+pub mod print;
 pub mod split;
+
+pub use input::open_capture;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use sluice::capture::{CaptureReader, Packet};
@@ -12,9 +17,101 @@ use sluice::LinkType;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::io::{IsTerminal, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A failure that ends the run with status 1.
+#[derive(Debug)]
 pub struct Fail(pub String);
+
+/// Set when standard output was closed by its reader (`| head -1`): the
+/// run then ends quietly with status 0, as other Unix filters do.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Whether standard output was closed by its reader.
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
+}
+
+/// The failure for an error writing to standard output: a closed pipe is
+/// remembered (the run ends quietly), anything else is reported.
+pub fn stdout_failed(e: &std::io::Error) -> Fail {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        Fail("standard output closed".into())
+    } else {
+        Fail(format!("cannot write output <stdout>: {}", io_msg(e)))
+    }
+}
+
+/// A usage error: printed with clap's usage hint, exit status 2.
+pub fn usage(msg: &str) -> ! {
+    clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, format!("{msg}\n")).exit()
+}
+
+/// An I/O error as the system words it, without Rust's `(os error N)`.
+///
+/// ```ignore
+/// let e = std::io::Error::from_raw_os_error(2);
+/// assert_eq!(io_msg(&e), "No such file or directory");
+/// ```
+pub fn io_msg(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" (os error ") {
+        Some(at) if s.ends_with(')') => s[..at].to_string(),
+        _ => s,
+    }
+}
+
+/// A count with thousands separators (`1,234`).
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Buffered standard output for per-packet lines: a closed pipe stops the
+/// run quietly; with `-U` every packet's lines are flushed at once.
+pub struct Stdout {
+    out: std::io::BufWriter<std::io::Stdout>,
+    /// Flush after every [`Stdout::packet_done`].
+    pub flush_each: bool,
+}
+
+impl Stdout {
+    /// Standard output, buffered.
+    pub fn new(flush_each: bool) -> Stdout {
+        Stdout {
+            out: std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout()),
+            flush_each,
+        }
+    }
+
+    /// Write text as it is.
+    pub fn put(&mut self, text: &str) -> Result<(), Fail> {
+        self.out
+            .write_all(text.as_bytes())
+            .map_err(|e| stdout_failed(&e))
+    }
+
+    /// The end of one packet's output (flushed with `-U`).
+    pub fn packet_done(&mut self) -> Result<(), Fail> {
+        if self.flush_each {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Flush what is buffered.
+    pub fn flush(&mut self) -> Result<(), Fail> {
+        self.out.flush().map_err(|e| stdout_failed(&e))
+    }
+}
 
 impl<E: std::fmt::Display> From<E> for Fail {
     fn from(e: E) -> Fail {
@@ -30,7 +127,7 @@ pub const DEFAULT_SNAPLEN: u32 = 262144;
 
 /// The whole text of a file, with the file name in the error.
 pub fn read_text(path: &str) -> Result<String, Fail> {
-    std::fs::read_to_string(path).map_err(|e| Fail(format!("{path}: {e}")))
+    std::fs::read_to_string(path).map_err(|e| Fail(format!("cannot open {path}: {}", io_msg(&e))))
 }
 
 /// A line of filter text without its `#` comment (tcpdump's `-F` rule; the
@@ -52,15 +149,6 @@ pub fn big_endian(format: &sluice::capture::CaptureFormat) -> bool {
 pub fn linktype_of(n: u16, file: &str) -> Result<LinkType, Fail> {
     LinkType::from_number(n as u32)
         .ok_or_else(|| Fail(format!("{file}: link type {n} is not supported yet")))
-}
-
-/// Open a capture (`None` or `-`: standard input); also returns its size in
-/// bytes when known (0 otherwise), for the progress bar.
-pub fn open_capture(path: Option<&str>) -> Result<(Reader, u64), Fail> {
-    let path = path.unwrap_or("-");
-    let reader = CaptureReader::open(path)?;
-    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    Ok((reader, size))
 }
 
 /// The value cached under `key`, built by `build` the first time (one
@@ -85,6 +173,16 @@ pub fn for_each_packet(
     size: u64,
     mut each: impl FnMut(&Packet<'_>) -> Result<(), Fail>,
 ) -> Result<(), Fail> {
+    for_each_packet_while(reader, size, |p| each(p).map(|_| true))
+}
+
+/// Like [`for_each_packet`], stopping early when `each` returns `false`
+/// (`-c N`).
+pub fn for_each_packet_while(
+    reader: &mut Reader,
+    size: u64,
+    mut each: impl FnMut(&Packet<'_>) -> Result<bool, Fail>,
+) -> Result<(), Fail> {
     let bar = (std::io::stderr().is_terminal() && size > (64 << 20)).then(|| {
         let b = ProgressBar::new(size);
         b.set_style(
@@ -98,11 +196,11 @@ pub fn for_each_packet(
     let mut seen = 0u64;
     let status = loop {
         match reader.next_packet() {
-            Ok(Some(pkt)) => {
-                if let Err(e) = each(&pkt) {
-                    break Err(e);
-                }
-            }
+            Ok(Some(pkt)) => match each(&pkt) {
+                Ok(true) => {}
+                Ok(false) => break Ok(()),
+                Err(e) => break Err(e),
+            },
             Ok(None) => break Ok(()),
             Err(e) => break Err(Fail(e.to_string())),
         }
@@ -123,7 +221,26 @@ pub fn for_each_packet(
 pub fn print_out(text: &str) -> Result<(), Fail> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+            Ok(())
+        }
+        Err(e) => Err(stdout_failed(&e)),
+        Ok(()) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_messages_and_counts() {
+        let e = std::io::Error::from_raw_os_error(2);
+        assert_eq!(io_msg(&e), "No such file or directory");
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1234), "1,234");
+        assert_eq!(thousands(1234567), "1,234,567");
     }
 }

@@ -1,9 +1,10 @@
 //! `sluice split`: many named filters over a capture in one pass, with one
 //! merged classifier per link type (not one program per filter).
 
+use super::output::{out_dir, CaptureOut};
 use super::{cached, for_each_packet, linktype_of, open_capture, read_text, Fail};
 use clap::ArgGroup;
-use sluice::capture::{CaptureFormat, CaptureWriter, Packet};
+use sluice::capture::{CaptureFormat, Packet};
 use sluice::classifier::merged::Compiled;
 use sluice::classifier::tree::DecisionTree;
 use sluice::fragments::{Config, Counters, Dispatcher, Limits, Mode, Output, Source};
@@ -24,7 +25,8 @@ pub struct SplitArgs {
     /// The filters: one `name<TAB>expression` per line; `#` starts a comment.
     #[arg(long, value_name = "FILTERS")]
     filters: String,
-    /// Write each filter's packets to DIR/name.pcap (name.pcapng for pcapng input).
+    /// Write each filter's packets to DIR/name.pcap (name.pcapng for pcapng
+    /// input); files are replaced only when the run gets to write packets.
     #[arg(long = "out-dir", value_name = "DIR")]
     out_dir: Option<PathBuf>,
     /// Print `name<TAB>count` per filter, in file order.
@@ -246,16 +248,19 @@ fn many(mut errors: Vec<(usize, String)>, before_output: bool) -> Fail {
 
 /// The per-filter output files.
 struct Outputs {
-    writers: Vec<CaptureWriter<Box<dyn Write + Send>>>,
+    writers: Vec<CaptureOut>,
 }
 
 impl Outputs {
     fn create(dir: &Path, filters: &[FilterLine], format: &CaptureFormat) -> Result<Outputs, Fail> {
-        std::fs::create_dir_all(dir).map_err(|e| Fail(format!("{}: {e}", dir.display())))?;
+        out_dir("--out-dir", dir)?;
         let ext = if format.is_pcapng() { "pcapng" } else { "pcap" };
         let writers = filters
             .iter()
-            .map(|f| CaptureWriter::create(dir.join(format!("{}.{ext}", f.name)), format))
+            .map(|f| {
+                let path = dir.join(format!("{}.{ext}", f.name));
+                CaptureOut::create(&path.to_string_lossy(), format)
+            })
             .collect::<Result<_, _>>()?;
         Ok(Outputs { writers })
     }
@@ -266,7 +271,7 @@ impl Outputs {
         for w in self.writers {
             if let Err(e) = w.finish() {
                 if first.is_ok() {
-                    first = Err(e.into());
+                    first = Err(e);
                 }
             }
         }
@@ -407,8 +412,9 @@ fn run_mpf(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), F
             s.pending_expired, s.pending_dropped_full, s.pending
         );
     }
-    report(args, filters, &counts, &bits, seen, None)?;
-    status.and(finished)
+    // A failed run prints no counts.
+    status.and(finished)?;
+    report(args, filters, &counts, &bits, seen, None)
 }
 
 /// Run `sluice split`.
@@ -550,8 +556,9 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
     // Whatever happened, keep everything processed so far.
     let finished = outputs.map_or(Ok(()), Outputs::finish);
     let frag = dispatcher.as_ref().map(|d| *d.counters());
-    report(&args, &filters, &counts, &bits, seen, frag.as_ref())?;
-    status.and(finished)
+    // A failed run prints no counts.
+    status.and(finished)?;
+    report(&args, &filters, &counts, &bits, seen, frag.as_ref())
 }
 
 /// Where a packet goes: counts, verdict bits and output files.
@@ -571,7 +578,7 @@ impl Deliver<'_> {
                 b[i].set(index);
             }
             if let Some(o) = self.outputs.as_deref_mut() {
-                o.writers[i].write_packet(pkt)?;
+                o.writers[i].write(pkt)?;
             }
         }
         Ok(())
@@ -594,10 +601,9 @@ fn report(
     } else {
         text(&mut out, args, filters, counts, bits, seen)
     };
-    match result.and_then(|_| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
+    result
+        .and_then(|_| out.flush())
+        .map_err(|e| super::stdout_failed(&e))
 }
 
 fn text(

@@ -4,7 +4,9 @@
 //! with libpcap's qualifier inheritance resolved) → [`gen`] (sluice's
 //! intermediate form, `sluice_ir`). Link types and where their headers are
 //! live in [`link`] (`sluice-wire`'s table); the protocol and service
-//! names in [`names`], inside sluice: no `/etc` files, no DNS.
+//! names in [`names`], inside sluice: no `/etc` files, no DNS. Host
+//! names are resolved only through a [`resolve::Resolver`] the caller
+//! gives ([`compile_with`]).
 //!
 //! ```
 //! use sluice_pcap::{compile, link::LinkType};
@@ -21,6 +23,7 @@ pub mod gen;
 pub mod lexer;
 pub mod names;
 pub mod parser;
+pub mod resolve;
 
 pub use error::CompileError;
 /// Link types and where their headers are: the table lives in
@@ -60,4 +63,23 @@ pub fn compile_for(
 ) -> Result<sluice_ir::Filter, CompileError> {
     let e = parser::parse(text)?;
     gen::generate_for(&e, linktype, snaplen, capture_big_endian)
+}
+
+/// Like [`compile_for`], with host names in `host NAME` (and a bare
+/// `NAME`) turned into addresses by `resolver`; `None` refuses them.
+///
+/// ```
+/// use sluice_pcap::{compile_with, link::LinkType};
+/// let e = compile_with("host example", LinkType::EN10MB, 1, false, None).unwrap_err();
+/// assert!(e.to_string().contains("host name"));
+/// ```
+pub fn compile_with(
+    text: &str,
+    linktype: link::LinkType,
+    snaplen: u32,
+    capture_big_endian: bool,
+    resolver: Option<std::sync::Arc<dyn resolve::Resolver>>,
+) -> Result<sluice_ir::Filter, CompileError> {
+    let e = parser::parse(text)?;
+    gen::generate_with(&e, linktype, snaplen, capture_big_endian, resolver)
 }

@@ -326,6 +326,24 @@ impl<W: Write> CaptureWriter<W> {
         self.pos
     }
 
+    /// Writes out what is buffered (for `tcpdump -U`-style output that a
+    /// reader sees packet by packet).
+    ///
+    /// ```
+    /// use sluice_capture::{CaptureFormat, CaptureWriter, Packet};
+    /// let mut w = CaptureWriter::new(Vec::new(), "mem", &CaptureFormat::pcap(1, 0))?;
+    /// w.write_packet(&Packet::new(1, 0, 1, &[0u8; 4]))?;
+    /// w.flush()?;
+    /// assert_eq!(w.finish()?.len(), 24 + 16 + 4);
+    /// # Ok::<(), sluice_capture::CaptureError>(())
+    /// ```
+    pub fn flush(&mut self) -> Result<(), CaptureError> {
+        match self.out.flush() {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.err(e.into())),
+        }
+    }
+
     /// Flushes the buffer and returns the underlying writer.
     ///
     /// ```

@@ -82,6 +82,8 @@ pub(crate) struct Gen {
     /// The capture file was written big-endian: NULL and ENC links keep the
     /// address family in the capturing host's byte order.
     pub(crate) capture_big_endian: bool,
+    /// Turns host names into addresses (none: names are refused).
+    pub(crate) resolver: Option<std::sync::Arc<dyn crate::resolve::Resolver>>,
 }
 
 impl Gen {
@@ -93,6 +95,7 @@ impl Gen {
             wlan_variant: wlan::Variant::default(),
             refusal: std::cell::RefCell::new(None),
             capture_big_endian: cfg!(target_endian = "big"),
+            resolver: None,
         }
     }
 }
@@ -131,8 +134,27 @@ pub fn generate_for(
     snaplen: u32,
     capture_big_endian: bool,
 ) -> Result<Filter, CompileError> {
+    generate_with(e, dlt, snaplen, capture_big_endian, None)
+}
+
+/// Like [`generate_for`], with host names resolved by `resolver` (`None`:
+/// refused, as libpcap would if it could not look them up).
+///
+/// ```
+/// use sluice_pcap::{parser::parse, gen::generate_with, link::LinkType};
+/// let e = parse("host gw").unwrap();
+/// assert!(generate_with(&e, LinkType::RAW, 1, false, None).is_err());
+/// ```
+pub fn generate_with(
+    e: &Expr,
+    dlt: LinkType,
+    snaplen: u32,
+    capture_big_endian: bool,
+    resolver: Option<std::sync::Arc<dyn crate::resolve::Resolver>>,
+) -> Result<Filter, CompileError> {
     let mut g = Gen::new(Offsets::new(dlt));
     g.capture_big_endian = capture_big_endian;
+    g.resolver = resolver;
     g.link_setup();
     let pred = g.expr(e)?;
     g.check_refusal(e.span())?;

@@ -62,7 +62,7 @@ impl Gen {
             Some(Kind::ProtoChain) => self.protochain(p),
             Some(Kind::Gateway) => err(
                 p.value_span,
-                "'gateway' needs a host name, and sluice resolves no names (no DNS)",
+                "'gateway' needs a host's Ethernet address from /etc/ethers, which sluice does not read (no DNS either)",
             ),
             Some(Kind::Host) | Some(Kind::Net) | None => self.host_or_net(p),
         }
@@ -127,18 +127,84 @@ impl Gen {
                         return Ok(pred);
                     }
                 }
-                err(
-                    span,
-                    format!(
-                        "'{n}' is a host name; sluice resolves no names (no DNS): give an address"
+                match (&self.resolver, is_net) {
+                    (Some(r), false) => {
+                        let r = r.clone();
+                        self.named_host(n, r.as_ref(), p, span)
+                    }
+                    (Some(_), true) => err(
+                        span,
+                        format!("'{n}' is a network name; sluice resolves host names only: give an address"),
                     ),
-                )
+                    (None, _) => err(
+                        span,
+                        format!(
+                            "'{n}' is a host name; sluice resolves no names here (no DNS): give an address"
+                        ),
+                    ),
+                }
             }
             Value::Arcnet(a) => match q.proto {
                 None | Some(Proto::Link) if !is_net => self.arcnet_host(*a, q.dir, span),
                 _ => err(span, "ARCnet addresses are only supported as link hosts"),
             },
         }
+    }
+
+    /// `host NAME`: every address the resolver gives, as libpcap does
+    /// (IPv4 ones as `host A` with the qualifiers, also testing ARP and
+    /// RARP without a protocol; IPv6 ones as `ip6 host A`), or-ed.
+    fn named_host(
+        &self,
+        name: &str,
+        r: &dyn crate::resolve::Resolver,
+        p: &Prim,
+        span: Span,
+    ) -> GResult<Pred> {
+        let q = p.qual;
+        let (v4, v6) = match q.proto {
+            None => (true, true),
+            Some(Proto::Ip | Proto::Arp | Proto::Rarp) => (true, false),
+            Some(Proto::Ip6) => (false, true),
+            Some(Proto::Link) => {
+                return err(
+                    span,
+                    format!("'{name}': sluice reads no /etc/ethers: give a MAC address"),
+                )
+            }
+            Some(other) => {
+                return err(
+                    span,
+                    format!(
+                        "'{}' is not a valid qualifier for a host name",
+                        proto_name(other)
+                    ),
+                )
+            }
+        };
+        let addrs = r
+            .host(name)
+            .or_else(|why| err(span, format!("cannot resolve host name '{name}': {why}")))?;
+        let mut preds = Vec::new();
+        for a in addrs {
+            match a {
+                std::net::IpAddr::V4(a) if v4 => {
+                    preds.push(self.ipv4_host(u32::from(a), u32::MAX, q.proto, q.dir, span)?)
+                }
+                std::net::IpAddr::V6(a) if v6 => {
+                    check_dir(q.dir, span)?;
+                    preds.push(self.ip6_host(&a.octets(), 128, q.dir));
+                }
+                _ => {}
+            }
+        }
+        if preds.is_empty() {
+            return err(
+                span,
+                format!("unknown host '{name}' for specified address family"),
+            );
+        }
+        Ok(Pred::or(preds))
     }
 
     /// A name after `proto` qualifiers alone, e.g. `ether \ip`? libpcap

@@ -1,22 +1,8 @@
-//! The `sluice` command as a user runs it: flags, outputs, exit codes.
+//! Flags, outputs and exit codes as they always were.
 
-mod common;
-use common::{sample, sluice, text, tmp_file as tmp};
-
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
-
-fn sluice_stdin(args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run sluice");
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().unwrap()
-}
+use super::common::{sample, sluice, text, tmp_file as tmp};
+use super::sluice_stdin;
+use std::process::Command;
 
 #[test]
 fn count_and_verdicts_agree() {
@@ -135,7 +121,13 @@ fn bad_expression_exits_1_with_column() {
     let o = sluice(&["filter", "-r", &sample(), "tcp port"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o.stderr).contains("column 9"), "{}", text(&o.stderr));
-    let dns = sluice(&["filter", "-r", &sample(), "host example.com"]);
+    let dns = sluice(&[
+        "filter",
+        "-r",
+        &sample(),
+        "--no-resolve",
+        "host example.com",
+    ]);
     assert_eq!(dns.status.code(), Some(1));
     assert!(text(&dns.stderr).contains("DNS"), "{}", text(&dns.stderr));
 }
@@ -185,7 +177,10 @@ fn default_output_summarises_packets() {
         t.contains("ARP, Request who-has 192.168.1.1 tell 192.168.1.10"),
         "{t}"
     );
-    assert!(t.contains("IP6 fe80::1 > ff02::1: icmp6"), "{t}");
+    assert!(
+        t.contains("IP6 fe80::1 > ff02::1: ICMP6, echo request, id 9, seq 1, length 8"),
+        "{t}"
+    );
 }
 
 /// A one-packet DLT_NULL pcap in either byte order: the 4-byte address
@@ -249,4 +244,19 @@ fn null_link_address_family_follows_the_files_byte_order() {
             }
         }
     }
+}
+
+#[test]
+fn host_names_resolve_through_the_system() {
+    // localhost is in every /etc/hosts.
+    let smp = sample();
+    let by_name = sluice(&["filter", "-d", "ip host localhost"]);
+    assert!(by_name.status.success(), "{}", text(&by_name.stderr));
+    let by_addr = sluice(&["filter", "-d", "ip host 127.0.0.1"]);
+    assert_eq!(text(&by_name.stdout), text(&by_addr.stdout));
+    let o = sluice(&["filter", "-r", &smp, "--count", "host localhost or arp"]);
+    assert_eq!(text(&o.stdout), "1\n", "{}", text(&o.stderr));
+    let refused = sluice(&["filter", "-d", "--no-resolve", "ip host localhost"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(text(&refused.stderr).contains("'localhost' is a host name"));
 }
