@@ -35,6 +35,7 @@ use sluice_classifier::table::hash;
 use sluice_classifier::{merged::Compiled, Classifier, Reader};
 use sluice_native::floor::MemoryFloor;
 use sluice_native::merged::NativeClassifier;
+use sluice_native::tree::NativeTree;
 use sluice_testsupport::Rng;
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -341,7 +342,15 @@ fn install(sessions: &[Session], layout: &Layout) -> (Classifier, Duration) {
 
 /// The same sessions in the classifier compiled to machine code.
 fn install_native(sessions: &[Session], layout: &Layout) -> NativeClassifier {
-    let mut c = NativeClassifier::default();
+    install_engine(sessions, layout)
+}
+
+/// The same sessions in any engine.
+fn install_engine<E: sluice_classifier::Engine>(
+    sessions: &[Session],
+    layout: &Layout,
+) -> Classifier<E> {
+    let mut c = Classifier::<E>::default();
     let first = c.insert(&compile(&sessions[0].expression()), 0);
     c.publish();
     let keys: Vec<Vec<u32>> = sessions[1..].iter().map(|s| layout.key(s)).collect();
@@ -354,6 +363,10 @@ fn install_native(sessions: &[Session], layout: &Layout) -> NativeClassifier {
 struct Row {
     n: usize,
     classify: f64,
+    /// The decision tree as machine code (the default native engine):
+    /// classify and first-match batch.
+    tree_native: f64,
+    tree_native_batch: f64,
     /// The same lookups through `sluice_native::merged::NativeClassifier`.
     native: f64,
     /// Its first-match batch call, 64 packets per call.
@@ -400,12 +413,8 @@ fn run_size(n: usize, layout: &Layout, dump: Option<&PathBuf>) -> Row {
     } else {
         took
     };
-    let (filters, groups, whole, table) = c.stats();
-    assert_eq!(
-        (filters, groups, whole),
-        (n, 1, 0),
-        "one group holds every session"
-    );
+    let (filters, _, whole, table) = c.stats();
+    assert_eq!((filters, whole), (n, 0), "every session merges");
     let r = c.reader();
     let packets = Packets::build(&sessions, packet_count(), 0x5eed + n as u64);
     let pkts = packets.refs(usize::MAX);
@@ -463,6 +472,39 @@ fn run_size(n: usize, layout: &Layout, dump: Option<&PathBuf>) -> Row {
             ns_per_packet(pkts.len(), firsts),
             bytes as f64 / n as f64,
             floor,
+        )
+    };
+
+    let (tree_native, tree_native_batch) = {
+        let tc: Classifier<NativeTree> = install_engine(&sessions, layout);
+        let tr = tc.reader();
+        let firsts = || {
+            let mut out = [None; 64];
+            let mut matched = 0;
+            for chunk in pkts.chunks(64) {
+                let out = &mut out[..chunk.len()];
+                tr.classify_first_batch(black_box(chunk), out);
+                matched += out.iter().filter(|o| o.is_some()).count();
+            }
+            matched
+        };
+        assert_eq!(
+            firsts(),
+            packets.hits,
+            "tree: every session packet matches once"
+        );
+        let pass = || {
+            let mut out = Vec::new();
+            let mut matched = 0;
+            for &(p, w) in &pkts {
+                tr.classify_into(black_box(p), w, &mut out);
+                matched += out.len();
+            }
+            matched
+        };
+        (
+            ns_per_packet(pkts.len(), pass),
+            ns_per_packet(pkts.len(), firsts),
         )
     };
 
@@ -524,6 +566,8 @@ fn run_size(n: usize, layout: &Layout, dump: Option<&PathBuf>) -> Row {
     });
     Row {
         n,
+        tree_native,
+        tree_native_batch,
         classify,
         native,
         native_batch,
@@ -609,6 +653,10 @@ fn main() {
     let mut base = None;
     for &n in &sizes {
         let row = run_size(n, &layout, dump.as_ref());
+        eprintln!(
+            "N={}: tree native classify {:.1} ns, tree native first-match batch {:.1} ns; groups native {:.1} / {:.1} ns",
+            row.n, row.tree_native, row.tree_native_batch, row.native, row.native_batch
+        );
         let base = *base.get_or_insert((row.classify, row.batch16));
         let opt = |x: Option<f64>| x.map_or("-".to_string(), fmt_ns);
         println!(

@@ -10,7 +10,7 @@
 //! ([`super::run`]) read computed fields, run the parts of the tree
 //! not compiled, check conditions with set parts and grow the output.
 
-use super::plan::{Big, Child, FieldRead, PCond, PNode, Plan, Small};
+use super::plan::{Big, Child, FieldRead, PCond, PNode, Small};
 use super::run::{grow_helper, read_helper, set_helper, visit_helper, Ctx, TableDesc, TreeFn};
 use super::units::CHUNK;
 use crate::{CodePages, NativeError};
@@ -23,11 +23,26 @@ use cranelift_module::Module;
 use sluice_ir::{BinOp, CmpOp, Val};
 use std::mem::offset_of;
 
-/// The machine function of a plan, the pages that hold it and its size in bytes.
-pub(crate) fn compile(plan: &Plan) -> Result<(TreeFn, CodePages, usize), NativeError> {
+/// How the code gets a plan's constants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Consts {
+    /// The constants are in the plan: immediates.
+    Immediate,
+    /// The plan is a shape ([`PNode::shape`]): its constants are places in
+    /// the data block the function gets as its second argument.
+    Data,
+}
+
+/// The machine function of a unit's first node (a whole plan's, or a
+/// shape's), the pages that hold it and its size in bytes.
+pub(crate) fn compile(
+    root: &PNode,
+    consts: Consts,
+) -> Result<(TreeFn, CodePages, usize), NativeError> {
     let mut module = CodePages::module()?;
     let mut ctx = module.make_context();
     let ptr = types::I64;
+    ctx.func.signature.params.push(AbiParam::new(ptr));
     ctx.func.signature.params.push(AbiParam::new(ptr));
     let mut fctx = FunctionBuilderContext::new();
     {
@@ -36,6 +51,7 @@ pub(crate) fn compile(plan: &Plan) -> Result<(TreeFn, CodePages, usize), NativeE
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
         let cx = b.block_params(entry)[0];
+        let data = b.block_params(entry)[1];
         let sig = |b: &mut FunctionBuilder, params: &[types::Type], ret: Option<types::Type>| {
             let mut s = Signature::new(b.func.signature.call_conv);
             s.params.extend(params.iter().map(|t| AbiParam::new(*t)));
@@ -43,7 +59,7 @@ pub(crate) fn compile(plan: &Plan) -> Result<(TreeFn, CodePages, usize), NativeE
             b.import_signature(s)
         };
         let sigs = Sigs {
-            unit: sig(&mut b, &[ptr], None),
+            unit: sig(&mut b, &[ptr, ptr], None),
             read: sig(&mut b, &[ptr, types::I32], Some(types::I64)),
             visit: sig(&mut b, &[ptr, types::I32], None),
             grow: sig(&mut b, &[ptr], None),
@@ -74,10 +90,11 @@ pub(crate) fn compile(plan: &Plan) -> Result<(TreeFn, CodePages, usize), NativeE
             len,
             cap,
             sigs,
+            data: (consts == Consts::Data).then_some(data),
         };
         g.reload();
         let exit = g.b.create_block();
-        g.node(&plan.root, exit);
+        g.node(root, exit);
         g.b.switch_to_block(exit);
         g.save_len();
         g.b.ins().return_(&[]);
@@ -86,8 +103,8 @@ pub(crate) fn compile(plan: &Plan) -> Result<(TreeFn, CodePages, usize), NativeE
     }
     let (code, bytes) = CodePages::finish(&mut module, &mut ctx, "tree")?;
     // SAFETY: `code` is the entry of the function just finalized, whose
-    // signature (pointer) -> () in the host's default calling convention
-    // is `TreeFn`'s `extern "C"` ABI.
+    // signature (pointer, pointer) -> () in the host's default calling
+    // convention is `TreeFn`'s `extern "C"` ABI.
     let f = unsafe { std::mem::transmute::<*const u8, TreeFn>(code) };
     Ok((f, CodePages::new(module), bytes))
 }
@@ -111,6 +128,8 @@ struct Gen<'a> {
     len: Variable,
     cap: Variable,
     sigs: Sigs,
+    /// The data block of a shape's function ([`Consts::Data`]).
+    data: Option<Value>,
 }
 
 /// A slot to report: known when the code is built, or read from a table.
@@ -135,6 +154,42 @@ impl Gen<'_> {
         ] {
             let v = self.b.ins().load(types::I64, fl, self.cx, at as i32);
             self.b.def_var(var, v);
+        }
+    }
+
+    /// Plan constant `c` as a value: an immediate, or the word at place
+    /// `c` of the data block.
+    fn k(&mut self, c: u32) -> Value {
+        match self.data {
+            None => self.b.ins().iconst(types::I32, c as i64),
+            Some(d) => self.b.ins().load(
+                types::I32,
+                MemFlags::trusted().with_readonly(),
+                d,
+                (c * 4) as i32,
+            ),
+        }
+    }
+
+    /// `v cc c` for a plan constant `c`.
+    fn cmp_k(&mut self, cc: IntCC, v: Value, c: u32) -> Value {
+        match self.data {
+            None => self.b.ins().icmp_imm(cc, v, c as i64),
+            Some(_) => {
+                let k = self.k(c);
+                self.b.ins().icmp(cc, v, k)
+            }
+        }
+    }
+
+    /// `v & c` for a plan constant `c`.
+    fn and_k(&mut self, v: Value, c: u32) -> Value {
+        match self.data {
+            None => self.b.ins().band_imm(v, c as i64),
+            Some(_) => {
+                let k = self.k(c);
+                self.b.ins().band(v, k)
+            }
         }
     }
 
@@ -375,7 +430,11 @@ impl Gen<'_> {
     /// jump to `cont`.
     fn node(&mut self, p: &PNode, cont: Block) {
         for &slot in &p.leaf {
-            self.push(Slot::Const(slot));
+            let s = match self.data {
+                None => Slot::Const(slot),
+                Some(_) => Slot::Value(self.k(slot)),
+            };
+            self.push(s);
         }
         let skip = self.b.create_block();
         if let Some(f) = &p.field {
@@ -388,6 +447,11 @@ impl Gen<'_> {
             }
             for c in &p.conds {
                 self.cond(v, c);
+            }
+            if !p.ranges.is_empty() {
+                let done = self.b.create_block();
+                self.ranges(v, &p.ranges, done);
+                self.b.switch_to_block(done);
             }
         }
         self.b.ins().jump(skip, &[]);
@@ -404,7 +468,11 @@ impl Gen<'_> {
         match c {
             Child::Node(p) => self.node(p, cont),
             Child::Unit(n) => {
-                self.call_unit(VisitArg::Const(*n));
+                let node = match self.data {
+                    None => VisitArg::Const(*n),
+                    Some(_) => VisitArg::Value(self.k(*n)),
+                };
+                self.call_unit(node);
                 self.b.ins().jump(cont, &[]);
             }
         }
@@ -428,7 +496,7 @@ impl Gen<'_> {
         let at = self.b.ins().iadd(fns, at);
         let chunk = self.b.ins().load(types::I64, fl, at, 0);
         let i = self.b.ins().band_imm(wide, CHUNK as i64 - 1);
-        let at = self.b.ins().ishl_imm(i, 3);
+        let at = self.b.ins().ishl_imm(i, 4);
         let at = self.b.ins().iadd(chunk, at);
         let f = self.b.ins().load(types::I64, fl, at, 0);
         let call = self.b.create_block();
@@ -436,8 +504,11 @@ impl Gen<'_> {
         let done = self.b.create_block();
         self.b.ins().brif(f, call, &[], walk, &[]);
         self.b.switch_to_block(call);
+        let data = self.b.ins().load(types::I64, fl, at, 8);
         self.save_len();
-        self.b.ins().call_indirect(self.sigs.unit, f, &[self.cx]);
+        self.b
+            .ins()
+            .call_indirect(self.sigs.unit, f, &[self.cx, data]);
         self.reload();
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(walk);
@@ -484,10 +555,7 @@ impl Gen<'_> {
             let pivot = groups[mid][0].0[0];
             let low = self.b.create_block();
             let high = self.b.create_block();
-            let lt = self
-                .b
-                .ins()
-                .icmp_imm(IntCC::UnsignedLessThan, key[0], pivot as i64);
+            let lt = self.cmp_k(IntCC::UnsignedLessThan, key[0], pivot);
             self.b.ins().brif(lt, low, &[], high, &[]);
             self.b.switch_to_block(low);
             self.search(key, &groups[..mid], done);
@@ -498,10 +566,7 @@ impl Gen<'_> {
         for g in groups {
             let first = self.b.create_block();
             let other = self.b.create_block();
-            let eq = self
-                .b
-                .ins()
-                .icmp_imm(IntCC::Equal, key[0], g[0].0[0] as i64);
+            let eq = self.cmp_k(IntCC::Equal, key[0], g[0].0[0]);
             self.b.ins().brif(eq, first, &[], other, &[]);
             self.b.switch_to_block(first);
             for (k, child) in g.iter() {
@@ -509,7 +574,7 @@ impl Gen<'_> {
                 let miss = self.b.create_block();
                 let mut all: Option<Value> = None;
                 for (x, want) in key[1..].iter().zip(&k[1..]) {
-                    let eq = self.b.ins().icmp_imm(IntCC::Equal, *x, *want as i64);
+                    let eq = self.cmp_k(IntCC::Equal, *x, *want);
                     all = Some(match all {
                         None => eq,
                         Some(a) => self.b.ins().band(a, eq),
@@ -568,10 +633,16 @@ impl Gen<'_> {
         let s = self.b.ins().ushr_imm(x, 29);
         let h = self.b.ins().bxor(x, s);
         let fl = MemFlags::trusted().with_readonly();
-        let desc = self.b.ins().iadd_imm(
-            self.tables,
-            (t.table * std::mem::size_of::<TableDesc>()) as i64,
-        );
+        let size = std::mem::size_of::<TableDesc>() as i64;
+        let desc = match self.data {
+            None => self.b.ins().iadd_imm(self.tables, t.table as i64 * size),
+            Some(_) => {
+                let n = self.k(t.table);
+                let n = self.b.ins().uextend(types::I64, n);
+                let off = self.b.ins().imul_imm(n, size);
+                self.b.ins().iadd(self.tables, off)
+            }
+        };
         let base = self
             .b
             .ins()
@@ -623,44 +694,83 @@ impl Gen<'_> {
         self.b.switch_to_block(after);
     }
 
+    /// A binary search of `v` among disjoint ascending ranges: at most
+    /// one holds; its child runs, then `done`.
+    fn ranges(&mut self, v: Value, rs: &[PCond], done: Block) {
+        if rs.len() > 3 {
+            let mid = rs.len() / 2;
+            let (low, high) = (self.b.create_block(), self.b.create_block());
+            let lo = rs[mid].lo.expect("ranges past the first have a low end");
+            let lt = self.cmp_k(IntCC::UnsignedLessThan, v, lo);
+            self.b.ins().brif(lt, low, &[], high, &[]);
+            self.b.switch_to_block(low);
+            self.ranges(v, &rs[..mid], done);
+            self.b.switch_to_block(high);
+            self.ranges(v, &rs[mid..], done);
+            return;
+        }
+        for r in rs {
+            let next = self.b.create_block();
+            if let Some(lo) = r.lo {
+                let under = self.cmp_k(IntCC::UnsignedLessThan, v, lo);
+                self.branch_out(under, next);
+            }
+            if let Some(hi) = r.hi {
+                let over = self.cmp_k(IntCC::UnsignedGreaterThan, v, hi);
+                self.branch_out(over, next);
+            }
+            self.child(&r.child, done);
+            self.b.switch_to_block(next);
+        }
+        self.b.ins().jump(done, &[]);
+    }
+
     fn cond(&mut self, v: Value, p: &PCond) {
-        let c = &p.cond;
         let miss = self.b.create_block();
-        let ins = |g: &mut Gen, cc: IntCC, k: u32| g.b.ins().icmp_imm(cc, v, k as i64);
-        match (c.lo, c.hi) {
-            (0, u32::MAX) => {}
-            (0, hi) => {
-                let over = ins(self, IntCC::UnsignedGreaterThan, hi);
+        match (p.lo, p.hi) {
+            (None, None) => {}
+            (None, Some(hi)) => {
+                let over = self.cmp_k(IntCC::UnsignedGreaterThan, v, hi);
                 self.branch_out(over, miss);
             }
-            (lo, u32::MAX) => {
-                let under = ins(self, IntCC::UnsignedLessThan, lo);
+            (Some(lo), None) => {
+                let under = self.cmp_k(IntCC::UnsignedLessThan, v, lo);
                 self.branch_out(under, miss);
             }
-            (lo, hi) => {
-                let d = self.b.ins().iadd_imm(v, -(lo as i64));
-                let out = self
-                    .b
-                    .ins()
-                    .icmp_imm(IntCC::UnsignedGreaterThan, d, (hi - lo) as i64);
-                self.branch_out(out, miss);
-            }
+            (Some(lo), Some(hi)) => match self.data {
+                None => {
+                    let d = self.b.ins().iadd_imm(v, -(lo as i64));
+                    let out = self.b.ins().icmp_imm(
+                        IntCC::UnsignedGreaterThan,
+                        d,
+                        hi.wrapping_sub(lo) as i64,
+                    );
+                    self.branch_out(out, miss);
+                }
+                Some(_) => {
+                    let (l, h) = (self.k(lo), self.k(hi));
+                    let d = self.b.ins().isub(v, l);
+                    let w = self.b.ins().isub(h, l);
+                    let out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, d, w);
+                    self.branch_out(out, miss);
+                }
+            },
         }
-        if c.none != 0 {
-            let x = self.b.ins().band_imm(v, c.none as i64);
+        if let Some(none) = p.none {
+            let x = self.and_k(v, none);
             self.branch_out(x, miss);
         }
-        for &m in &c.any {
-            let x = self.b.ins().band_imm(v, m as i64);
+        for &m in &p.any {
+            let x = self.and_k(v, m);
             let zero = self.b.ins().icmp_imm(IntCC::Equal, x, 0);
             self.branch_out(zero, miss);
         }
-        for &k in &c.ne {
-            let eq = ins(self, IntCC::Equal, k);
+        for &k in &p.ne {
+            let eq = self.cmp_k(IntCC::Equal, v, k);
             self.branch_out(eq, miss);
         }
         if let Some(set) = p.sets {
-            let id = self.b.ins().iconst(types::I32, set as i64);
+            let id = self.k(set);
             let helper = set_helper as extern "C" fn(_, _, _) -> _;
             let ok = self
                 .call(self.sigs.set, helper as usize, &[id, v])

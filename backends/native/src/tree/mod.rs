@@ -54,8 +54,11 @@ use units::Compiler;
 pub struct NativeTreeStats {
     /// Unit functions compiled so far.
     pub compilations: usize,
-    /// Units (machine functions) of the current code.
+    /// Units (parts of the tree with code of their own) of the current code.
     pub units: usize,
+    /// Distinct functions the units other than the root's share (units
+    /// that differ only in constants run one function with their own data).
+    pub shapes: usize,
     /// Size of the current code.
     pub code_bytes: usize,
     /// Nodes compiled in place.
@@ -321,6 +324,7 @@ impl NativeTree {
         };
         if let Some(code) = &self.code {
             s.units = code.units;
+            s.shapes = code.shapes;
             s.code_bytes = code.bytes;
             s.nodes = code.in_place;
             s.tables = code.tables.iter().filter(|t| t.is_some()).count();
@@ -340,7 +344,7 @@ impl NativeTree {
                 // fresh) and `descs` describes this tree's tables by the
                 // code's numbers (`install`).
                 let target = run::Target {
-                    func: c.root.func,
+                    func: c.root.function.func,
                     fns: c.chunk_ptrs.as_ptr(),
                     tree: &self.tree,
                     sets: &c.sets,

@@ -36,6 +36,10 @@ use sluice_ir::{CmpOp, Pred, Val};
 /// compares against immediates, their children in place.
 pub const SMALL_KEYS: usize = 8;
 
+/// At least this many disjoint range conditions on one node are found by a
+/// binary search.
+pub const RANGE_SEARCH: usize = 6;
+
 /// The most nodes compiled into one unit; the nodes past it start units
 /// of their own.
 pub const MAX_NODES: usize = 512;
@@ -96,7 +100,7 @@ pub enum Child {
     /// Compiled in place.
     Node(Box<PNode>),
     /// The unit of this node, called.
-    Unit(NodeId),
+    Unit(u32),
 }
 
 /// A table compiled as compares.
@@ -114,19 +118,41 @@ pub struct Big {
     /// The fields after the node's own.
     pub more: Vec<FieldRead>,
     /// The table's number in [`Ids::tables`].
-    pub table: usize,
+    pub table: u32,
 }
 
-/// A condition edge.
+/// A condition edge: every part that is there must hold.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PCond {
-    /// The condition.
-    pub cond: Cond,
+    /// Smallest value allowed, when not 0.
+    pub lo: Option<u32>,
+    /// Largest value allowed, when not `u32::MAX`.
+    pub hi: Option<u32>,
+    /// Bits that must be clear, when some.
+    pub none: Option<u32>,
+    /// Masks of which some bit must be set.
+    pub any: Vec<u32>,
+    /// Values excluded.
+    pub ne: Vec<u32>,
     /// The condition's number in [`Ids::sets`] when it has set parts,
     /// which the code checks with a call.
-    pub sets: Option<usize>,
+    pub sets: Option<u32>,
     /// Where it leads.
     pub child: Child,
+}
+
+impl PCond {
+    fn of(c: &Cond, sets: Option<u32>, child: Child) -> PCond {
+        PCond {
+            lo: (c.lo != 0).then_some(c.lo),
+            hi: (c.hi != u32::MAX).then_some(c.hi),
+            none: (c.none != 0).then_some(c.none),
+            any: c.any.clone(),
+            ne: c.ne.clone(),
+            sets,
+            child,
+        }
+    }
 }
 
 /// One node as compiled.
@@ -142,6 +168,9 @@ pub struct PNode {
     pub big: Vec<Big>,
     /// Condition edges.
     pub conds: Vec<PCond>,
+    /// Condition edges that are only ranges, none overlapping another,
+    /// ascending: found by a binary search instead of one by one.
+    pub ranges: Vec<PCond>,
     /// The skip edge.
     pub skip: Option<Child>,
 }
@@ -299,26 +328,176 @@ impl Plan {
                 self.tables.push((n, i));
                 p.big.push(Big {
                     more,
-                    table: ids.tables.take((n, i)),
+                    table: ids.tables.take((n, i)) as u32,
                 });
             }
         }
         for (i, (cond, c)) in node.conds.iter().enumerate() {
             let sets = (!cond.not_in.is_empty() || cond.is_in.is_some()).then(|| {
                 self.sets.push((n, i));
-                ids.sets.take((n, i))
+                ids.sets.take((n, i)) as u32
             });
             let child = self.child(t, *c, ids);
-            p.conds.push(PCond {
-                cond: cond.clone(),
-                sets,
-                child,
-            });
+            p.conds.push(PCond::of(cond, sets, child));
+        }
+        // Many disjoint ranges (port blocks): a binary search.
+        let is_range =
+            |c: &PCond| c.none.is_none() && c.any.is_empty() && c.ne.is_empty() && c.sets.is_none();
+        let (mut ranges, rest): (Vec<PCond>, Vec<PCond>) =
+            std::mem::take(&mut p.conds).into_iter().partition(is_range);
+        ranges.sort_by_key(|c| c.lo.unwrap_or(0));
+        let bounds = |c: &PCond| (c.lo.unwrap_or(0), c.hi.unwrap_or(u32::MAX));
+        let disjoint = ranges.windows(2).all(|w| bounds(&w[0]).1 < bounds(&w[1]).0);
+        if ranges.len() >= RANGE_SEARCH && disjoint {
+            p.ranges = ranges;
+            p.conds = rest;
+        } else {
+            p.conds = rest;
+            p.conds.extend(ranges);
         }
         if node.skip != NONE {
             p.skip = Some(self.child(t, node.skip, ids));
         }
         p
+    }
+}
+
+impl PNode {
+    /// The node with every constant (slots, keys, bounds, masks, excluded
+    /// values, table, set and node numbers) replaced by its place in the
+    /// returned data, in walk order: nodes that differ only in constants
+    /// have the same shape, and code compiled for the shape runs any of
+    /// them given its data (MPF's collapsed filters, for whole subtrees).
+    ///
+    /// ```
+    /// use sluice_native::tree::plan::PNode;
+    /// let a = PNode { leaf: vec![4], ..PNode::default() };
+    /// let b = PNode { leaf: vec![9], ..PNode::default() };
+    /// assert_eq!(a.shape().0, b.shape().0);
+    /// assert_eq!(b.shape().1, vec![9]);
+    /// ```
+    pub fn shape(&self) -> (PNode, Vec<u32>) {
+        let mut data = Vec::new();
+        let s = self.shaped(&mut data);
+        (s, data)
+    }
+
+    fn shaped(&self, data: &mut Vec<u32>) -> PNode {
+        let mut put = |k: u32| {
+            data.push(k);
+            (data.len() - 1) as u32
+        };
+        let leaf = self.leaf.iter().map(|&k| put(k)).collect();
+        let small: Vec<Small> = self
+            .small
+            .iter()
+            .map(|t| {
+                // Keys sharing a first word share its place, so that the
+                // shape's search groups them as the plan's does.
+                let mut first: Option<(u32, u32)> = None;
+                let keys = t
+                    .keys
+                    .iter()
+                    .map(|(k, c)| {
+                        let mut out = Vec::with_capacity(k.len());
+                        for (i, &x) in k.iter().enumerate() {
+                            match first {
+                                Some((w, at)) if i == 0 && w == x => out.push(at),
+                                _ => {
+                                    data.push(x);
+                                    let at = (data.len() - 1) as u32;
+                                    if i == 0 {
+                                        first = Some((x, at));
+                                    }
+                                    out.push(at);
+                                }
+                            }
+                        }
+                        (out, c.shaped(data))
+                    })
+                    .collect();
+                Small {
+                    more: t.more.clone(),
+                    keys,
+                }
+            })
+            .collect();
+        let mut put = |k: u32| {
+            data.push(k);
+            (data.len() - 1) as u32
+        };
+        let big = self
+            .big
+            .iter()
+            .map(|t| Big {
+                more: t.more.clone(),
+                table: put(t.table),
+            })
+            .collect();
+        let conds = self
+            .conds
+            .iter()
+            .map(|c| {
+                let mut put = |k: u32| {
+                    data.push(k);
+                    (data.len() - 1) as u32
+                };
+                let mut out = PCond {
+                    lo: c.lo.map(&mut put),
+                    hi: c.hi.map(&mut put),
+                    none: c.none.map(&mut put),
+                    any: c.any.iter().map(|&k| put(k)).collect(),
+                    ne: c.ne.iter().map(|&k| put(k)).collect(),
+                    sets: c.sets.map(&mut put),
+                    child: Child::Unit(0),
+                };
+                out.child = c.child.shaped(data);
+                out
+            })
+            .collect();
+        let ranges = self
+            .ranges
+            .iter()
+            .map(|c| {
+                let mut put = |k: u32| {
+                    data.push(k);
+                    (data.len() - 1) as u32
+                };
+                let lo = c.lo.map(&mut put);
+                let hi = c.hi.map(&mut put);
+                PCond {
+                    lo,
+                    hi,
+                    none: None,
+                    any: Vec::new(),
+                    ne: Vec::new(),
+                    sets: None,
+                    child: c.child.shaped(data),
+                }
+            })
+            .collect();
+        let skip = self.skip.as_ref().map(|c| c.shaped(data));
+        PNode {
+            leaf,
+            field: self.field.clone(),
+            small,
+            big,
+            conds,
+            ranges,
+            skip,
+        }
+    }
+}
+
+impl Child {
+    fn shaped(&self, data: &mut Vec<u32>) -> Child {
+        match self {
+            Child::Node(p) => Child::Node(Box::new(p.shaped(data))),
+            Child::Unit(n) => {
+                data.push(*n);
+                Child::Unit((data.len() - 1) as u32)
+            }
+        }
     }
 }
 

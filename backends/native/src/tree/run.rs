@@ -37,8 +37,9 @@ pub(crate) struct Ctx {
     pub seen: *mut u32,
     /// This packet's number in `seen`.
     pub epoch: u64,
-    /// The function table by node: chunk pointers, each to the functions
-    /// of `units::CHUNK` node ids (0 for a node without a unit).
+    /// The function table by node: chunk pointers, each to `units::CHUNK`
+    /// entries of (function, data block) by node id (function 0 for a
+    /// node without a unit).
     pub fns: *const *const usize,
 }
 
@@ -75,8 +76,9 @@ pub(crate) struct Env<'a> {
     pub out: &'a mut Vec<u32>,
 }
 
-/// The machine function of a plan.
-pub(crate) type TreeFn = unsafe extern "C" fn(ctx: *mut Ctx);
+/// A unit's machine function: the context, and the unit's data block
+/// (for a shape's function; unused otherwise).
+pub(crate) type TreeFn = unsafe extern "C" fn(ctx: *mut Ctx, data: *const u32);
 
 /// What a call runs: the code's root function and function table, and
 /// the tree and tables it is run on.
@@ -140,7 +142,7 @@ pub(crate) unsafe fn call(
     // code reads the packet only within `caplen`, the tables only within
     // their masks, and writes the buffer only below `cap` (growing it
     // through `grow_helper` first).
-    unsafe { f(&mut ctx) };
+    unsafe { f(&mut ctx, std::ptr::null()) };
     // SAFETY: the code wrote `ctx.len` initialised slots into the buffer
     // (whose current allocation `ctx.out`/`ctx.cap` describe, kept in step
     // with `env.out` by every helper that reallocates it).

@@ -9,8 +9,8 @@
 //! code a reader still runs stays as it was), and where the probed tables
 //! and set conditions are (each copy points the code at its own tables).
 
-use super::emit;
-use super::plan::{Ids, Plan};
+use super::emit::{self, Consts};
+use super::plan::{Ids, PNode, Plan};
 use super::run::TreeFn;
 use crate::{CodePages, NativeError};
 use sluice_classifier::tree::node::{summary, NodeId, NONE};
@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 /// Node ids per chunk of the function table.
 pub(crate) const CHUNK: usize = 4096;
 
-/// One unit's machine function.
-pub(crate) struct UnitCode {
-    pub plan: Plan,
+/// A machine function: a whole plan's (the root's), or a shape's, which
+/// every unit of that shape runs with its own data.
+pub(crate) struct Function {
     pub func: TreeFn,
     pub bytes: usize,
     /// Holds the function's pages; dropped last.
@@ -32,15 +32,23 @@ pub(crate) struct UnitCode {
 }
 
 // SAFETY: the pages are finalized (read and execute only) before the
-// `UnitCode` exists and freed only when it drops; the function reads the
-// packet and tables it is given and writes only the caller's buffers, so
-// any thread may call it and the value may move between threads.
-unsafe impl Send for UnitCode {}
+// `Function` exists and freed only when it drops; the function reads the
+// packet, tables and data it is given and writes only the caller's
+// buffers, so any thread may call it and the value may move between
+// threads.
+unsafe impl Send for Function {}
 // SAFETY: see `Send`; nothing changes after it is built.
-unsafe impl Sync for UnitCode {}
+unsafe impl Sync for Function {}
 
-/// The functions of `CHUNK` consecutive node ids (0 where a node has no
-/// unit), and the units that own them.
+/// One unit: its plan, its function, and the data the function reads.
+pub(crate) struct UnitCode {
+    pub plan: Plan,
+    pub function: Arc<Function>,
+    pub data: Box<[u32]>,
+}
+
+/// The (function, data block) of `CHUNK` consecutive node ids (function
+/// 0 where a node has no unit), and the units that own them.
 #[derive(Clone)]
 pub(crate) struct Chunk {
     fns: Box<[usize]>,
@@ -50,7 +58,7 @@ pub(crate) struct Chunk {
 impl Chunk {
     fn empty() -> Chunk {
         Chunk {
-            fns: vec![0; CHUNK].into(),
+            fns: vec![0; 2 * CHUNK].into(),
             keep: vec![None; CHUNK].into(),
         }
     }
@@ -68,6 +76,7 @@ pub struct Code {
     /// Where each set condition number is.
     pub(crate) sets: Arc<[Option<(NodeId, usize)>]>,
     pub(crate) units: usize,
+    pub(crate) shapes: usize,
     pub(crate) bytes: usize,
     pub(crate) in_place: usize,
 }
@@ -82,6 +91,8 @@ unsafe impl Sync for Code {}
 #[derive(Default)]
 pub(crate) struct Compiler {
     units: HashMap<NodeId, Arc<UnitCode>>,
+    /// The function of each shape in use.
+    shapes: HashMap<PNode, Arc<Function>>,
     /// The unit each node compiled in place belongs to.
     unit_of: HashMap<NodeId, NodeId>,
     ids: Ids,
@@ -154,7 +165,11 @@ impl Compiler {
             let empty = Arc::new(Chunk::empty());
             self.chunks.resize(chunks, empty);
         }
+        // Shapes no unit uses any more go.
+        self.shapes.retain(|_, f| Arc::strong_count(f) > 1);
+        self.bytes = self.shapes.values().map(|f| f.bytes).sum::<usize>();
         let root = self.units.get(&root).expect("the root has a unit").clone();
+        self.bytes += root.function.bytes;
         Ok(Arc::new(Code {
             root,
             chunk_ptrs: self.chunks.iter().map(|c| c.fns.as_ptr()).collect(),
@@ -162,6 +177,7 @@ impl Compiler {
             tables: self.ids.tables.all().into(),
             sets: self.ids.sets.all().into(),
             units: self.units.len(),
+            shapes: self.shapes.len(),
             bytes: self.bytes,
             in_place: self.in_place,
         }))
@@ -238,24 +254,11 @@ impl Compiler {
         }
         let code = match &old {
             Some(o) if o.plan == plan => o.clone(),
-            _ => {
-                let start = Instant::now();
-                let (func, pages, bytes) = emit::compile(&plan)?;
-                self.compilations += 1;
-                self.compile_time += start.elapsed();
-                Arc::new(UnitCode {
-                    plan,
-                    func,
-                    bytes,
-                    _pages: pages,
-                })
-            }
+            _ => Arc::new(self.code_for(plan, u == t.nodes().root())?),
         };
         if let Some(o) = &old {
-            self.bytes -= o.bytes;
             self.in_place -= o.plan.members.len();
         }
-        self.bytes += code.bytes;
         self.in_place += code.plan.members.len();
         self.set_fn(u, Some(code.clone()));
         self.units.insert(u, code);
@@ -281,10 +284,50 @@ impl Compiler {
                 self.unit_of.remove(m);
             }
         }
-        self.bytes -= o.bytes;
         self.in_place -= o.plan.members.len();
         self.set_fn(u, None);
         o.plan.members.clone()
+    }
+
+    /// A unit's code: the root's compiled with its constants as
+    /// immediates (it runs for every packet), any other unit the function
+    /// of its shape (compiled the first time the shape is seen) with its
+    /// constants as data.
+    fn code_for(&mut self, plan: Plan, root: bool) -> Result<UnitCode, NativeError> {
+        if root {
+            let function = Arc::new(self.compile(&plan.root, Consts::Immediate)?);
+            return Ok(UnitCode {
+                plan,
+                function,
+                data: Box::new([]),
+            });
+        }
+        let (shape, data) = plan.root.shape();
+        let function = match self.shapes.get(&shape) {
+            Some(f) => f.clone(),
+            None => {
+                let f = Arc::new(self.compile(&shape, Consts::Data)?);
+                self.shapes.insert(shape, f.clone());
+                f
+            }
+        };
+        Ok(UnitCode {
+            plan,
+            function,
+            data: data.into(),
+        })
+    }
+
+    fn compile(&mut self, root: &PNode, consts: Consts) -> Result<Function, NativeError> {
+        let start = Instant::now();
+        let (func, pages, bytes) = emit::compile(root, consts)?;
+        self.compilations += 1;
+        self.compile_time += start.elapsed();
+        Ok(Function {
+            func,
+            bytes,
+            _pages: pages,
+        })
     }
 
     /// Point node `n`'s entry of the function table at a unit (copying its
@@ -296,7 +339,8 @@ impl Compiler {
             self.chunks.resize(c + 1, empty);
         }
         let chunk = Arc::make_mut(&mut self.chunks[c]);
-        chunk.fns[i] = code.as_ref().map_or(0, |u| u.func as usize);
+        chunk.fns[2 * i] = code.as_ref().map_or(0, |u| u.function.func as usize);
+        chunk.fns[2 * i + 1] = code.as_ref().map_or(0, |u| u.data.as_ptr() as usize);
         chunk.keep[i] = code;
     }
 }
