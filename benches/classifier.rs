@@ -34,8 +34,8 @@ use sluice_classifier::path::{Atom, Test};
 use sluice_classifier::table::hash;
 use sluice_classifier::{merged::Compiled, Classifier, Reader};
 use sluice_native::floor::MemoryFloor;
-use sluice_native::merged::NativeClassifier;
 use sluice_native::tree::NativeTree;
+use sluice_native::AutoClassifier;
 use sluice_testsupport::Rng;
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -341,7 +341,7 @@ fn install(sessions: &[Session], layout: &Layout) -> (Classifier, Duration) {
 }
 
 /// The same sessions in the classifier compiled to machine code.
-fn install_native(sessions: &[Session], layout: &Layout) -> NativeClassifier {
+fn install_native(sessions: &[Session], layout: &Layout) -> AutoClassifier {
     install_engine(sessions, layout)
 }
 
@@ -367,7 +367,8 @@ struct Row {
     /// classify and first-match batch.
     tree_native: f64,
     tree_native_batch: f64,
-    /// The same lookups through `sluice_native::merged::NativeClassifier`.
+    /// The same lookups through the default native engine
+    /// (`sluice_native::AutoClassifier`: one shape, so tuple space search).
     native: f64,
     /// Its first-match batch call, 64 packets per call.
     native_batch: f64,
@@ -430,11 +431,16 @@ fn run_size(n: usize, layout: &Layout, dump: Option<&PathBuf>) -> Row {
     let (native, native_batch, native_bytes, floor) = {
         let nc = install_native(&sessions, layout);
         let bytes = nc
-            .published(|e| e.merged().table_bytes() + e.packed_bytes())
+            .published(|e| {
+                let g = e.groups().expect("one shape: tuple space");
+                g.merged().table_bytes() + g.packed_bytes()
+            })
             .expect("published");
         // Memory alone: each packet's header line and one random line of
         // a table the size of the packed tables the batch code probes.
-        let packed = nc.published(|e| e.packed_bytes()).expect("published");
+        let packed = nc
+            .published(|e| e.groups().map_or(0, |g| g.packed_bytes()))
+            .expect("published");
         let floor = MemoryFloor::new(packed);
         let floor = ns_per_packet(pkts.len(), || floor.run(black_box(&pkts)) as usize);
         let nr = nc.reader();

@@ -3,13 +3,15 @@
 //! Filters are inserted and removed by one writer while any number of
 //! readers classify packets without ever waiting for it: the data lives in
 //! two copies (the `left-right` crate); readers use one, the writer changes
-//! the other and [`Classifier::publish`] swaps them. By default the filters
-//! are merged into one decision tree ([`tree`]): every distinct test is
-//! made at most once per packet, tests on one field are answered by one
-//! lookup, and a packet costs the tests it passes and the filters it
-//! matches, not the number installed. [`merged`] is the earlier structure,
-//! one hash table per filter shape (tuple space search), kept as an
-//! engine to compare with.
+//! the other and [`Classifier::publish`] swaps them. The filters are merged
+//! into one decision tree ([`tree`]): every distinct test is made at most
+//! once per packet, tests on one field are answered by one lookup, and a
+//! packet costs the tests it passes and the filters it matches, not the
+//! number installed. While the filters come in at most a few shapes
+//! (filters that differ only in constants, such as TCP sessions), one
+//! hash table per shape ([`merged`], tuple space search) is the leaner
+//! form; the default engine, [`Auto`], uses it until a filter of a new
+//! shape makes the tree the better one.
 //!
 //! ```
 //! use sluice_classifier::Classifier;
@@ -31,12 +33,14 @@
 #![warn(missing_docs)]
 
 pub mod absorb;
+pub mod auto;
 pub mod field;
 pub mod merged;
 pub mod path;
 pub mod table;
 pub mod tree;
 
+pub use auto::Auto;
 use left_right::{Absorb, ReadHandle, ReadHandleFactory, WriteHandle};
 use merged::{Compiled, Merged, Scratch};
 use std::cell::RefCell;
@@ -254,7 +258,7 @@ impl<E: Engine> Absorb<Op<E>> for Twin<E> {
 /// let c = sluice_classifier::Classifier::new();
 /// assert_eq!(c.len(), 0);
 /// ```
-pub struct Classifier<E: Engine = DecisionTree> {
+pub struct Classifier<E: Engine = Auto<Merged, DecisionTree>> {
     w: WriteHandle<Twin<E>, Op<E>>,
     factory: ReadHandleFactory<Twin<E>>,
     next: u32,
@@ -497,7 +501,7 @@ impl<E: Engine> Classifier<E> {
 /// let c = sluice_classifier::Classifier::new();
 /// assert_eq!(c.reader().classify_first(&[], 0), None);
 /// ```
-pub struct Reader<E: Engine = DecisionTree> {
+pub struct Reader<E: Engine = Auto<Merged, DecisionTree>> {
     r: ReadHandle<Twin<E>>,
     factory: ReadHandleFactory<Twin<E>>,
     scratch: RefCell<E::Scratch>,

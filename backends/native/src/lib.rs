@@ -75,6 +75,29 @@ pub mod merged;
 mod settle;
 pub mod tree;
 
+/// The default native engine: tuple space search as machine code while
+/// the filters have few shapes, the decision tree as machine code after
+/// ([`sluice_classifier::Auto`]).
+///
+/// ```
+/// use sluice_classifier::Engine;
+/// let a = sluice_native::NativeAuto::empty();
+/// assert!(!a.is_tree());
+/// ```
+pub type NativeAuto = sluice_classifier::Auto<merged::NativeMerged, tree::NativeTree>;
+
+/// The concurrent classifier over [`NativeAuto`]: one writer, readers
+/// that never wait, the code built at each publish.
+///
+/// ```
+/// use sluice_ir::{Filter, Pred};
+/// let mut c = sluice_native::AutoClassifier::default();
+/// let id = c.insert(&Filter::new(Pred::True, 1), 0);
+/// c.publish();
+/// assert_eq!(c.reader().classify(&[], 0), vec![id]);
+/// ```
+pub type AutoClassifier = sluice_classifier::Classifier<NativeAuto>;
+
 use std::fmt;
 
 use batch::{desc_buf, descs, BATCH_CHUNK};

@@ -3290,6 +3290,12 @@ impl NativeMerged {
     }
 }
 
+impl sluice_classifier::auto::Shapes for NativeMerged {
+    fn shapes(&self) -> usize {
+        self.merged.groups()
+    }
+}
+
 impl Engine for NativeMerged {
     type Derived = Arc<Code>;
     type Scratch = Scratch;
