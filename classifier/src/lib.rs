@@ -474,8 +474,9 @@ impl<E: Engine> Classifier<E> {
     /// before the first publish.
     ///
     /// ```
+    /// use sluice_classifier::Engine;
     /// let c = sluice_classifier::Classifier::new();
-    /// assert_eq!(c.published(|m| m.len()), Some(0));
+    /// assert_eq!(c.published(|m| m.stats().0), Some(0));
     /// ```
     pub fn published<R>(&self, f: impl FnOnce(&E) -> R) -> Option<R> {
         self.w.enter().map(|g| f(&g.0))

@@ -6,13 +6,16 @@ use super::{cached, for_each_packet, linktype_of, open_capture, read_text, Fail}
 use clap::ArgGroup;
 use sluice::capture::{CaptureFormat, Packet};
 use sluice::classifier::merged::Compiled;
+use sluice::classifier::merged::Merged;
 use sluice::classifier::tree::DecisionTree;
+use sluice::classifier::{Auto, Engine};
 use sluice::fragments::{Config, Counters, Dispatcher, Limits, Mode, Output, Source};
-use sluice::native::tree::{NativeScratch, NativeTree};
+use sluice::native::NativeAuto;
 use sluice::{LinkType, Program};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The arguments of `sluice split`.
 #[derive(clap::Args)]
@@ -41,8 +44,8 @@ pub struct SplitArgs {
     /// Print --count and --verdicts as one JSON object.
     #[arg(long, requires = "report")]
     json: bool,
-    /// Engine: the merged decision tree as machine code (the default) or
-    /// walked in Rust.
+    /// Engine: the merged filters as machine code (the default) or walked
+    /// in Rust.
     #[arg(long, value_enum)]
     engine: Option<super::filter::EngineArg>,
     /// Fragment dispatch: later fragments of an IP datagram go to the
@@ -182,7 +185,44 @@ fn check_name(name: &str) -> Result<(), &'static str> {
     }
 }
 
-/// All filters merged into one decision tree for one link type; earlier lines get higher
+/// The merged filters of one link type: the default engine as machine
+/// code, or walked in Rust (`--engine interp`).
+enum Merging {
+    Native(NativeAuto),
+    Rust(Auto<Merged, DecisionTree>),
+}
+
+/// Per-reader memory of either engine.
+#[derive(Default)]
+struct MergingScratch {
+    native: <NativeAuto as Engine>::Scratch,
+    rust: <Auto<Merged, DecisionTree> as Engine>::Scratch,
+}
+
+impl Merging {
+    fn insert(&mut self, id: u32, c: Arc<Compiled>, priority: i32) {
+        match self {
+            Merging::Native(m) => m.insert(id, c, priority),
+            Merging::Rust(m) => m.insert(id, c, priority),
+        }
+    }
+
+    fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut MergingScratch, out: &mut Vec<u32>) {
+        match self {
+            Merging::Native(m) => m.classify(pkt, wirelen, &mut s.native, out),
+            Merging::Rust(m) => m.classify(pkt, wirelen, &mut s.rust, out),
+        }
+    }
+
+    fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut MergingScratch) -> Option<u32> {
+        match self {
+            Merging::Native(m) => m.classify_first(pkt, wirelen, &mut s.native),
+            Merging::Rust(m) => m.classify_first(pkt, wirelen, &mut s.rust),
+        }
+    }
+}
+
+/// All filters merged for one link type; earlier lines get higher
 /// priorities, so the first-match winner is the first line that matches.
 /// Errors name the line and the compile error's column.
 fn build(
@@ -190,8 +230,12 @@ fn build(
     lt: LinkType,
     big_endian: bool,
     file: &str,
-) -> Result<DecisionTree, Vec<(usize, String)>> {
-    let mut merged = DecisionTree::default();
+    native: bool,
+) -> Result<Merging, Vec<(usize, String)>> {
+    let mut merged = match native {
+        true => Merging::Native(NativeAuto::empty()),
+        false => Merging::Rust(Auto::empty()),
+    };
     let mut errors = Vec::new();
     let n = filters.len();
     for (i, f) in filters.iter().enumerate() {
@@ -212,7 +256,7 @@ fn build(
                     Some(ir) => Compiled::new(ir.clone()),
                     None => Compiled::from_bpf(p.bpf()),
                 };
-                merged.insert(i as u32, &c, priority);
+                merged.insert(i as u32, Arc::new(c), priority);
             }
             Err(e) => errors.push((
                 f.line,
@@ -224,6 +268,9 @@ fn build(
                 ),
             )),
         }
+    }
+    if let Merging::Native(m) = &mut merged {
+        m.update();
     }
     if errors.is_empty() {
         Ok(merged)
@@ -435,16 +482,9 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
     // Compile everything for the capture's link type before writing anything.
     let native = !matches!(args.engine, Some(super::filter::EngineArg::Interp));
     let build = |filters: &[FilterLine], lt, big_endian, file: &str| {
-        build(filters, lt, big_endian, file).map(|m| match native {
-            true => {
-                let mut t = NativeTree::from_tree(m);
-                t.update();
-                t
-            }
-            false => NativeTree::interpreted(m),
-        })
+        build(filters, lt, big_endian, file, native)
     };
-    let mut classifiers: HashMap<u16, NativeTree> = HashMap::new();
+    let mut classifiers: HashMap<u16, Merging> = HashMap::new();
     if let Some(n) = reader.linktype() {
         match build(&filters, linktype_of(n, &name)?, big_endian, file) {
             Ok(m) => {
@@ -476,7 +516,7 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
     let mut counts = vec![0u64; filters.len()];
     let mut bits: Vec<Bits> = (0..filters.len()).map(|_| Bits::default()).collect();
     let mut seen = 0u64;
-    let mut scratch = NativeScratch::default();
+    let mut scratch = MergingScratch::default();
     let mut ids: Vec<u32> = Vec::new();
     let mut dispatcher = args.dispatcher(big_endian);
     let mut delivered = Output::default();

@@ -19,7 +19,9 @@ use crate::policy::{Credentials, ElemShape, FlowShape, Policy};
 use crate::spec::{self, Graph};
 use crate::value::Value;
 use crate::Error;
-use sluice_classifier::merged::{Compiled, Merged, Scratch};
+use sluice_classifier::merged::Compiled;
+use sluice_classifier::Engine;
+use sluice_native::NativeAuto;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -208,8 +210,9 @@ struct FlowRec {
     callback: Option<Arc<Mutex<Callback>>>,
 }
 
-/// A merged classifier and the value each member returns on accept.
-type MergedCode = (Merged, Vec<u32>);
+/// A merged classifier (the default engine, as machine code) and the
+/// value each member returns on accept.
+type MergedCode = (NativeAuto, Vec<u32>);
 
 struct Bank {
     members: Vec<usize>,
@@ -236,7 +239,7 @@ struct GraphState {
     all_ibufs: Vec<Arc<IBuf>>,
     dirty: bool,
     results: Vec<u32>,
-    scratch: Scratch,
+    scratch: <NativeAuto as Engine>::Scratch,
     ids: Vec<u32>,
     packets: u64,
     stored: u64,

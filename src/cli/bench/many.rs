@@ -1,10 +1,11 @@
 //! `sluice bench --filters`: many filters at once, merged, against the
 //! same filters run one after another.
 //!
-//! The merged engines are the decision tree ([`sluice::classifier::tree`],
-//! the default everywhere sluice merges filters), as machine code and as
-//! its Rust walk, and the earlier tuple space of filter shapes
-//! ([`sluice::classifier::merged`]), as machine code and in Rust, kept to
+//! The merged engines are the default ([`sluice::classifier::Auto`]: the
+//! decision tree of [`sluice::classifier::tree`], or tuple space search
+//! while the filters have at most four shapes), as machine code and
+//! walked in Rust, and tuple space search ([`sluice::classifier::merged`],
+//! the earlier engine) on its own, as machine code and in Rust, to
 //! compare with. One after another: sluice's native code, sluice's BPF
 //! interpreter and libpcap's `bpf_filter`. A last row is the floor of any
 //! merged engine: copying each packet's matches (found beforehand) into
@@ -15,9 +16,11 @@ use super::{BATCH, DEFAULT_SNAPLEN};
 use crate::cli::{read_text, Fail};
 use sluice::classifier::merged::{Compiled, Merged, Scratch};
 use sluice::classifier::tree::DecisionTree;
+use sluice::classifier::Engine;
 use sluice::native::merged::NativeMerged;
-use sluice::native::tree::{NativeScratch, NativeTree};
+use sluice::native::NativeAuto;
 use sluice::{LinkType, Program, Runner};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Rows of the merged engines and one after another, libpcap's row, and
@@ -111,22 +114,36 @@ pub(super) fn many(
         || wants(args, BenchEngine::ClassifierNativeBatch);
     if native_wanted {
         let t = Instant::now();
-        let mut nt = NativeTree::from_tree(tree.clone());
+        let mut nt = NativeAuto::empty();
+        for (i, c) in f.compiled.iter().enumerate() {
+            nt.insert(i as u32, Arc::new(c.clone()), f.priorities[i]);
+        }
         nt.update();
-        let s = nt.native_stats();
-        eprintln!(
-            "sluice bench: decision tree as machine code: {} nodes in place, {} tables probed, {} bytes of code, compiled in {:.1} ms",
-            s.nodes,
-            s.tables,
-            s.code_bytes,
-            t.elapsed().as_secs_f64() * 1e3
-        );
-        let mut s = NativeScratch::default();
+        let took = t.elapsed();
+        let kind = match nt.tree() {
+            Some(t) => {
+                let s = t.native_stats();
+                eprintln!(
+                    "sluice bench: decision tree as machine code: {} units sharing {} functions, {} nodes in place, {} tables probed, {} bytes of code, {} compilations in {:.1} ms; built with the tree in {:.1} ms",
+                    s.units,
+                    s.shapes,
+                    s.nodes,
+                    s.tables,
+                    s.code_bytes,
+                    s.compilations,
+                    s.compile_time.as_secs_f64() * 1e3,
+                    took.as_secs_f64() * 1e3
+                );
+                "tree"
+            }
+            None => "tuple space",
+        };
+        let mut s = Default::default();
         let mut ids = Vec::new();
         if wants(args, BenchEngine::ClassifierNative) {
             add(
                 BenchEngine::ClassifierNative,
-                "classifier-native (tree)",
+                &format!("classifier-native ({kind})"),
                 time(budget, n, || {
                     let mut acc = 0u64;
                     for (d, w) in packets.iter() {
@@ -141,7 +158,7 @@ pub(super) fn many(
             let mut out = vec![Vec::new(); BATCH];
             add(
                 BenchEngine::ClassifierNativeBatch,
-                "classifier-native-batch (tree)",
+                &format!("classifier-native-batch ({kind})"),
                 time(budget, n, || {
                     let mut acc = 0u64;
                     for chunk in slices.chunks(BATCH) {

@@ -230,7 +230,7 @@ impl GraphState {
                     }
                     let key = (pkt.linktype, pkt.big_endian);
                     if !bank.code.contains_key(&key) {
-                        let mut merged = Merged::default();
+                        let mut merged = NativeAuto::empty();
                         let mut accepts = Vec::new();
                         let mut ok = true;
                         for (k, &m) in bank.members.iter().enumerate() {
@@ -242,11 +242,12 @@ impl GraphState {
                             match ir {
                                 Some(f) => {
                                     accepts.push(f.accept);
-                                    merged.insert(k as u32, &Compiled::new(f), 0);
+                                    merged.insert(k as u32, Arc::new(Compiled::new(f)), 0);
                                 }
                                 None => ok = false,
                             }
                         }
+                        merged.update();
                         bank.code.insert(key, ok.then_some((merged, accepts)));
                     }
                     match &bank.code[&key] {
