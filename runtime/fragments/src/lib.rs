@@ -590,8 +590,10 @@ impl Dispatcher {
         self.datagrams.len()
     }
 
-    /// Classify `pkt` with a classifier reader (every matching filter in
-    /// [`Mode::All`], the winner in [`Mode::First`]) and dispatch it.
+    /// Classify `pkt` with a classifier reader of any engine (the native
+    /// `sluice_native::AutoClassifier` as well as the default one; every
+    /// matching filter in [`Mode::All`], the winner in [`Mode::First`])
+    /// and dispatch it.
     ///
     /// ```
     /// use sluice_classifier::Classifier;
@@ -604,9 +606,9 @@ impl Dispatcher {
     /// d.dispatch_with(&c.reader(), &sluice_capture::Packet::new(0, 0, 1, &[0u8; 20]), &mut out);
     /// assert_eq!(out.iter().next().unwrap().filters, &[id.0]);
     /// ```
-    pub fn dispatch_with(
+    pub fn dispatch_with<E: sluice_classifier::Engine>(
         &mut self,
-        reader: &sluice_classifier::Reader,
+        reader: &sluice_classifier::Reader<E>,
         pkt: &Packet<'_>,
         out: &mut Output,
     ) {
