@@ -240,6 +240,28 @@ impl DecisionTree {
             .filter(|&i| i != u32::MAX)
     }
 
+    /// True if the filter in `slot` may be found on more than one path
+    /// for one packet (it has several paths), so a walk may report it
+    /// twice; false for a filter of one path.
+    ///
+    /// ```
+    /// use sluice_classifier::tree::DecisionTree;
+    /// use sluice_classifier::merged::Compiled;
+    /// let mut t = DecisionTree::default();
+    /// t.insert(9, &Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
+    /// assert!(!t.repeats(0));
+    /// ```
+    pub fn repeats(&self, slot: u32) -> bool {
+        let Some(id) = self.id_of(slot) else {
+            return true;
+        };
+        match self.filters.get(&id).map(|i| &i.form) {
+            Some(Form::Paths(items)) => items.len() > 1,
+            Some(Form::Keyed(..)) => false,
+            _ => true,
+        }
+    }
+
     /// Number of filter slots (used and free): leaves name slots below it.
     ///
     /// ```

@@ -62,7 +62,7 @@ pub(crate) fn compile(
             unit: sig(&mut b, &[ptr, ptr], None),
             read: sig(&mut b, &[ptr, types::I32], Some(types::I64)),
             visit: sig(&mut b, &[ptr, types::I32], None),
-            grow: sig(&mut b, &[ptr], None),
+            grow: sig(&mut b, &[ptr, ptr], None),
             set: sig(&mut b, &[ptr, types::I32, types::I32], Some(types::I32)),
         };
         let fl = MemFlags::trusted();
@@ -91,8 +91,10 @@ pub(crate) fn compile(
             cap,
             sigs,
             data: (consts == Consts::Data).then_some(data),
+            need: root.pushes(),
         };
         g.reload();
+        g.reserve(g.need);
         let exit = g.b.create_block();
         g.node(root, exit);
         g.b.switch_to_block(exit);
@@ -130,6 +132,9 @@ struct Gen<'a> {
     sigs: Sigs,
     /// The data block of a shape's function ([`Consts::Data`]).
     data: Option<Value>,
+    /// The most slots the function's own code reports ([`PNode::pushes`]):
+    /// reserved at its start and again after every call that may report.
+    need: usize,
 }
 
 /// A slot to report: known when the code is built, or read from a table.
@@ -255,20 +260,31 @@ impl Gen<'_> {
     }
 
     /// Append a slot to the output buffer (growing it first when full).
-    fn append(&mut self, slot: Value) {
+    /// Make room for `need` more slots (at the function's start: every
+    /// report of its code then fits).
+    fn reserve(&mut self, need: usize) {
         let len = self.b.use_var(self.len);
         let cap = self.b.use_var(self.cap);
-        let full = self.b.ins().icmp(IntCC::Equal, len, cap);
+        let room = self.b.ins().isub(cap, len);
+        let short = self
+            .b
+            .ins()
+            .icmp_imm(IntCC::UnsignedLessThan, room, need as i64);
         let grow = self.b.create_block();
-        let room = self.b.create_block();
-        self.b.ins().brif(full, grow, &[], room, &[]);
+        let go = self.b.create_block();
+        self.b.ins().brif(short, grow, &[], go, &[]);
         self.b.switch_to_block(grow);
         self.save_len();
-        let helper = grow_helper as extern "C" fn(_);
-        self.call(self.sigs.grow, helper as usize, &[]);
+        let helper = grow_helper as extern "C" fn(_, _);
+        let n = self.b.ins().iconst(types::I64, need as i64);
+        self.call(self.sigs.grow, helper as usize, &[n]);
         self.reload();
-        self.b.ins().jump(room, &[]);
-        self.b.switch_to_block(room);
+        self.b.ins().jump(go, &[]);
+        self.b.switch_to_block(go);
+    }
+
+    /// Append a slot to the output buffer (room was reserved).
+    fn append(&mut self, slot: Value) {
         let out = self.b.use_var(self.out);
         let len = self.b.use_var(self.len);
         let at = self.b.ins().ishl_imm(len, 2);
@@ -429,12 +445,22 @@ impl Gen<'_> {
     /// The code of node `p`, starting in the current block, ending with a
     /// jump to `cont`.
     fn node(&mut self, p: &PNode, cont: Block) {
-        for &slot in &p.leaf {
+        for &(slot, repeats) in &p.leaf {
             let s = match self.data {
                 None => Slot::Const(slot),
                 Some(_) => Slot::Value(self.k(slot)),
             };
-            self.push(s);
+            match repeats {
+                true => self.push(s),
+                // Found on one path only: its one report needs no mark.
+                false => {
+                    let v = match s {
+                        Slot::Const(k) => self.b.ins().iconst(types::I32, k as i64),
+                        Slot::Value(v) => v,
+                    };
+                    self.append(v);
+                }
+            }
         }
         let skip = self.b.create_block();
         if let Some(f) = &p.field {
@@ -527,6 +553,7 @@ impl Gen<'_> {
         let helper = visit_helper as extern "C" fn(_, _);
         self.call(self.sigs.visit, helper as usize, &[arg]);
         self.reload();
+        self.reserve(self.need);
     }
 
     /// The other words of a table's key, each read to `fail` when it aborts.

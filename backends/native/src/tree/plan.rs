@@ -158,8 +158,10 @@ impl PCond {
 /// One node as compiled.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct PNode {
-    /// Slots of the filters accepted here.
-    pub leaf: Vec<u32>,
+    /// Slots of the filters accepted here, each with whether its filter
+    /// may be found on another path too (then the code reports it only
+    /// the first time).
+    pub leaf: Vec<(u32, bool)>,
     /// The field tested.
     pub field: Option<FieldRead>,
     /// Tables compiled as compares.
@@ -303,7 +305,11 @@ impl Plan {
         self.members.push(n);
         let node = t.nodes().get(n);
         let mut p = PNode {
-            leaf: node.leaf.iter().map(|e| e.slot).collect(),
+            leaf: node
+                .leaf
+                .iter()
+                .map(|e| (e.slot, t.repeats(e.slot)))
+                .collect(),
             field: node.field.map(|f| FieldRead::of(t, f)),
             ..PNode::default()
         };
@@ -371,8 +377,8 @@ impl PNode {
     ///
     /// ```
     /// use sluice_native::tree::plan::PNode;
-    /// let a = PNode { leaf: vec![4], ..PNode::default() };
-    /// let b = PNode { leaf: vec![9], ..PNode::default() };
+    /// let a = PNode { leaf: vec![(4, false)], ..PNode::default() };
+    /// let b = PNode { leaf: vec![(9, false)], ..PNode::default() };
     /// assert_eq!(a.shape().0, b.shape().0);
     /// assert_eq!(b.shape().1, vec![9]);
     /// ```
@@ -387,7 +393,7 @@ impl PNode {
             data.push(k);
             (data.len() - 1) as u32
         };
-        let leaf = self.leaf.iter().map(|&k| put(k)).collect();
+        let leaf = self.leaf.iter().map(|&(k, r)| (put(k), r)).collect();
         let small: Vec<Small> = self
             .small
             .iter()
@@ -486,6 +492,31 @@ impl PNode {
             ranges,
             skip,
         }
+    }
+}
+
+impl PNode {
+    /// The most slots this node's code (and the nodes in place below it)
+    /// can report for one packet without calling another unit.
+    pub fn pushes(&self) -> usize {
+        let child = |c: &Child| match c {
+            Child::Node(p) => p.pushes(),
+            Child::Unit(_) => 0,
+        };
+        self.leaf.len()
+            + self.big.len()
+            + self
+                .small
+                .iter()
+                .flat_map(|s| s.keys.iter().map(|(_, c)| child(c)))
+                .sum::<usize>()
+            + self
+                .conds
+                .iter()
+                .chain(&self.ranges)
+                .map(|c| child(&c.child))
+                .sum::<usize>()
+            + self.skip.as_ref().map_or(0, child)
     }
 }
 

@@ -140,8 +140,9 @@ pub(crate) unsafe fn call(
     };
     // SAFETY: the caller guarantees the code fits the tree and tables; the
     // code reads the packet only within `caplen`, the tables only within
-    // their masks, and writes the buffer only below `cap` (growing it
-    // through `grow_helper` first).
+    // their masks, and writes the buffer only below `cap` (each function
+    // reserves, through `grow_helper`, room for every slot it can report
+    // before it reports any).
     unsafe { f(&mut ctx, std::ptr::null()) };
     // SAFETY: the code wrote `ctx.len` initialised slots into the buffer
     // (whose current allocation `ctx.out`/`ctx.cap` describe, kept in step
@@ -244,12 +245,12 @@ pub(crate) extern "C" fn visit_helper(ctx: *mut Ctx, node: u32) {
     sync_out(c, e);
 }
 
-/// Called from generated code when the buffer is full: make room.
-pub(crate) extern "C" fn grow_helper(ctx: *mut Ctx) {
+/// Called from generated code: make room for `need` more slots.
+pub(crate) extern "C" fn grow_helper(ctx: *mut Ctx, need: u64) {
     // SAFETY: generated code calls this only with its own context.
     let (c, e) = unsafe { env(ctx) };
     sync_in(c, e);
-    let more = e.out.len().max(16);
+    let more = (need as usize).max(e.out.len()).max(16);
     e.out.reserve(more);
     sync_out(c, e);
 }
