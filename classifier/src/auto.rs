@@ -183,6 +183,14 @@ impl<G: Engine + Shapes, T: Engine> Engine for Auto<G, T> {
         }
     }
 
+    fn settled(&self) -> bool {
+        match (&self.groups, &self.tree) {
+            (Some(g), _) => g.settled(),
+            (_, Some(t)) => t.settled(),
+            _ => true,
+        }
+    }
+
     fn sync_with(&mut self, first: &Self) {
         self.log = first.log.clone();
         match (&first.groups, &first.tree) {

@@ -113,6 +113,12 @@ pub trait Engine: Clone {
     /// finds `slot` empty, builds and leaves its result there; the second
     /// copy takes it from `slot`.
     fn refresh(&mut self, _slot: &mut Option<Self::Derived>) {}
+    /// True when derived state is complete; an engine that spreads its
+    /// work over publishes (native code compiled within a time budget)
+    /// says false until it is ([`Classifier::settle`]).
+    fn settled(&self) -> bool {
+        true
+    }
     /// Become equal to `first` (left-right's first synchronisation).
     fn sync_with(&mut self, first: &Self) {
         *self = first.clone();
@@ -452,6 +458,24 @@ impl<E: Engine> Classifier<E> {
     pub fn publish(&mut self) {
         self.w.append(Op::Refresh(None));
         self.w.publish();
+    }
+
+    /// Publish until the engine's derived state is complete (native code
+    /// compiled within a time budget per publish, see [`Engine::settled`]);
+    /// every state on the way answers correctly, only more slowly.
+    ///
+    /// ```
+    /// let mut c = sluice_classifier::Classifier::new();
+    /// c.settle();
+    /// ```
+    pub fn settle(&mut self) {
+        self.publish();
+        for _ in 0..100_000 {
+            if self.published(|e| e.settled()).unwrap_or(true) {
+                return;
+            }
+            self.publish();
+        }
     }
 
     /// A reader handle (one per thread; clone it to hand out more).

@@ -42,6 +42,11 @@ use sluice_classifier::tree::{DecisionTree, Scratch};
 use sluice_classifier::{Change, Classifier, Engine, Reader};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// How long one publish of a [`NativeTreeClassifier`] may spend
+/// compiling; the rest waits for the next publishes
+/// ([`sluice_classifier::Classifier::settle`] publishes until done).
+pub const PUBLISH_BUDGET: Duration = Duration::from_micros(500);
 pub use units::Code;
 use units::Compiler;
 
@@ -65,6 +70,8 @@ pub struct NativeTreeStats {
     pub nodes: usize,
     /// Numbers given to probed tables.
     pub tables: usize,
+    /// Units whose code waits for a later update.
+    pub pending: usize,
     /// Time spent compiling, in total.
     pub compile_time: Duration,
 }
@@ -252,19 +259,32 @@ impl NativeTree {
     /// assert_eq!(t.native_stats().compilations, 1);
     /// ```
     pub fn update(&mut self) {
-        let code = self.build();
+        let code = self.build(None);
         self.install(code);
+    }
+
+    /// True when every unit has its code (an update within a budget may
+    /// leave some to later ones; their parts of the tree are walked in
+    /// Rust until then).
+    ///
+    /// ```
+    /// let mut t = sluice_native::tree::NativeTree::new();
+    /// t.update();
+    /// assert!(t.settled());
+    /// ```
+    pub fn settled(&self) -> bool {
+        self.code.as_ref().map_or(true, |c| c.pending == 0)
     }
 
     /// The code for the tree as it is (none where code cannot be made:
     /// then the tree's walk answers).
-    fn build(&mut self) -> Option<Arc<Code>> {
+    fn build(&mut self, budget: Option<Duration>) -> Option<Arc<Code>> {
         let changed = self.tree.take_changed();
         if !self.native {
             return None;
         }
         let mut c = self.compiler();
-        match c.update(&self.tree, &changed) {
+        match c.update(&self.tree, &changed, budget) {
             Ok(code) => Some(code),
             Err(_) => {
                 // A partial state is no use: start afresh next time.
@@ -324,6 +344,7 @@ impl NativeTree {
         };
         if let Some(code) = &self.code {
             s.units = code.units;
+            s.pending = code.pending;
             s.shapes = code.shapes;
             s.code_bytes = code.bytes;
             s.nodes = code.in_place;
@@ -339,12 +360,13 @@ impl NativeTree {
     fn slots(&self, pkt: &[u8], wirelen: u32, s: &mut NativeScratch) -> bool {
         s.slots.clear();
         match (&self.code, self.fresh) {
-            (Some(c), true) => {
+            (Some(c), true) if c.root.function.is_some() => {
+                let root = c.root.function.as_ref().expect("checked");
                 // SAFETY: `c` was built for a tree of this shape (it is
                 // fresh) and `descs` describes this tree's tables by the
                 // code's numbers (`install`).
                 let target = run::Target {
-                    func: c.root.function.func,
+                    func: root.func,
                     fns: c.chunk_ptrs.as_ptr(),
                     tree: &self.tree,
                     sets: &c.sets,
@@ -470,12 +492,19 @@ impl Engine for NativeTree {
                 c.clone()
             }
             None => {
-                let c = self.build();
+                // A publish compiles for at most this long: a change of a
+                // large part of the tree takes effect at once (walked in
+                // Rust) and gets its code over the next publishes.
+                let c = self.build(Some(PUBLISH_BUDGET));
                 *slot = Some(c.clone());
                 c
             }
         };
         self.install(code);
+    }
+
+    fn settled(&self) -> bool {
+        NativeTree::settled(self)
     }
 
     fn sync_with(&mut self, first: &Self) {

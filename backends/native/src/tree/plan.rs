@@ -42,7 +42,12 @@ pub const RANGE_SEARCH: usize = 6;
 
 /// The most nodes compiled into one unit; the nodes past it start units
 /// of their own.
-pub const MAX_NODES: usize = 512;
+pub const MAX_NODES: usize = 256;
+
+/// The most nodes compiled into the root's unit, which runs for every
+/// packet and is compiled again whenever a filter of a new shape changes
+/// the top of the tree: small, so that such a change compiles little.
+pub const MAX_ROOT_NODES: usize = 16;
 
 /// How the code reads a field.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -259,6 +264,8 @@ pub struct Plan {
     pub sets: Vec<(NodeId, usize)>,
     /// The units called for the nodes past the size limit.
     pub calls: Vec<NodeId>,
+    /// The size limit: [`MAX_ROOT_NODES`] or [`MAX_NODES`].
+    pub budget: usize,
 }
 
 impl Plan {
@@ -272,7 +279,13 @@ impl Plan {
     /// assert_eq!(p.members, vec![0]);
     /// ```
     pub fn unit(t: &DecisionTree, n: NodeId, ids: &mut Ids) -> Plan {
-        let mut p = Plan::default();
+        let mut p = Plan {
+            budget: match n == t.nodes().root() {
+                true => MAX_ROOT_NODES,
+                false => MAX_NODES,
+            },
+            ..Plan::default()
+        };
         p.root = p.node(t, n, ids);
         p
     }
@@ -294,7 +307,7 @@ impl Plan {
     }
 
     fn child(&mut self, t: &DecisionTree, n: NodeId, ids: &mut Ids) -> Child {
-        if self.members.len() >= MAX_NODES {
+        if self.members.len() >= self.budget {
             self.calls.push(n);
             return Child::Unit(n);
         }

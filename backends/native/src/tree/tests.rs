@@ -272,7 +272,39 @@ fn incremental_updates_agree_with_each_filter_alone() {
         // makes of the same tree.
         let mut fresh = units::Compiler::default();
         let all: Vec<u32> = (0..t.tree().nodes().all().len() as u32).collect();
-        fresh.update(t.tree(), &all).unwrap();
+        fresh.update(t.tree(), &all, None).unwrap();
         assert_eq!(t.compiler().unit_roots(), fresh.unit_roots(), "seed {seed}");
     }
+}
+
+/// A publish within a compile budget too small for anything leaves the
+/// units to later publishes; every state answers as each filter alone.
+#[test]
+fn publishes_within_a_budget_settle_later() {
+    let mut g = Gen(4242);
+    let mut c = NativeTreeClassifier::default();
+    let mut filters = Vec::new();
+    for i in 0..60u32 {
+        let f = Filter::new(pred(&mut g, 2), 1);
+        let p = g.below(3) as i32;
+        let id = c.insert(&f, p);
+        assert_eq!(id.0, i);
+        filters.push((i, f, p));
+    }
+    let pkts = packets(&mut g);
+    let check = |c: &NativeTreeClassifier| {
+        let r = c.reader();
+        for pkt in &pkts {
+            let w = pkt.len() as u32 + 3;
+            let (ids, first) = alone(&filters, pkt, w);
+            let got: Vec<u32> = r.classify(pkt, w).into_iter().map(|f| f.0).collect();
+            assert_eq!(got, ids);
+            assert_eq!(r.classify_first(pkt, w).map(|f| f.0), first);
+        }
+    };
+    c.publish();
+    check(&c);
+    c.settle();
+    assert_eq!(c.published(|t| t.settled()), Some(true));
+    check(&c);
 }

@@ -40,10 +40,11 @@ unsafe impl Send for Function {}
 // SAFETY: see `Send`; nothing changes after it is built.
 unsafe impl Sync for Function {}
 
-/// One unit: its plan, its function, and the data the function reads.
+/// One unit: its plan, its function (none while its compilation waits:
+/// the tree's walk runs it then), and the data the function reads.
 pub(crate) struct UnitCode {
     pub plan: Plan,
-    pub function: Arc<Function>,
+    pub function: Option<Arc<Function>>,
     pub data: Box<[u32]>,
 }
 
@@ -66,6 +67,7 @@ impl Chunk {
 
 /// One state of a tree's machine code (see the module doc).
 pub struct Code {
+    /// The root's unit (its function may wait: then the tree's walk runs).
     pub(crate) root: Arc<UnitCode>,
     /// Holds the arrays `chunk_ptrs` points into, and their units.
     _chunks: Vec<Arc<Chunk>>,
@@ -76,6 +78,8 @@ pub struct Code {
     /// Where each set condition number is.
     pub(crate) sets: Arc<[Option<(NodeId, usize)>]>,
     pub(crate) units: usize,
+    /// Units whose compilation waits for a later update.
+    pub(crate) pending: usize,
     pub(crate) shapes: usize,
     pub(crate) bytes: usize,
     pub(crate) in_place: usize,
@@ -101,6 +105,10 @@ pub(crate) struct Compiler {
     pub compile_time: Duration,
     bytes: usize,
     in_place: usize,
+    /// Units planned whose compilation waits (a budget ran out).
+    pending: BTreeSet<NodeId>,
+    /// When the update in progress may stop compiling.
+    deadline: Option<Instant>,
 }
 
 /// True for a node that is not (or no longer) part of the tree.
@@ -124,11 +132,17 @@ fn needs_unit(t: &DecisionTree, n: NodeId) -> bool {
 
 impl Compiler {
     /// Bring the code up to date after the tree's nodes `changed`.
+    ///
+    /// With a `budget`, compilation stops once it is spent: the units left
+    /// run through the tree's walk (correct, slower) and are compiled by
+    /// later updates.
     pub fn update(
         &mut self,
         t: &DecisionTree,
         changed: &[NodeId],
+        budget: Option<Duration>,
     ) -> Result<Arc<Code>, NativeError> {
+        self.deadline = budget.map(|b| Instant::now() + b);
         let root = t.nodes().root();
         // The first build looks at every node, whatever was recorded.
         let all: Vec<NodeId>;
@@ -150,6 +164,10 @@ impl Compiler {
                 todo.insert(*d);
             }
         }
+        // The first build compiles everything, whatever the budget.
+        if self.units.is_empty() {
+            self.deadline = None;
+        }
         let mut done: HashSet<NodeId> = HashSet::new();
         self.work(t, &mut todo, &mut done)?;
         // Nodes in no unit that need code are reached through a large
@@ -160,6 +178,22 @@ impl Compiler {
             }
         }
         self.work(t, &mut todo, &mut done)?;
+        // Units planned earlier whose compilation waited, while time is left.
+        for u in std::mem::take(&mut self.pending) {
+            let Some(code) = self.units.get(&u).cloned() else {
+                continue;
+            };
+            if code.function.is_some() {
+                continue;
+            }
+            if self.deadline.is_some_and(|d| Instant::now() >= d) {
+                self.pending.insert(u);
+                continue;
+            }
+            let code = Arc::new(self.code_for(code.plan.clone(), u == root)?);
+            self.set_fn(u, Some(code.clone()));
+            self.units.insert(u, code);
+        }
         let chunks = t.nodes().all().len().div_ceil(CHUNK);
         if self.chunks.len() < chunks {
             let empty = Arc::new(Chunk::empty());
@@ -169,7 +203,9 @@ impl Compiler {
         self.shapes.retain(|_, f| Arc::strong_count(f) > 1);
         self.bytes = self.shapes.values().map(|f| f.bytes).sum::<usize>();
         let root = self.units.get(&root).expect("the root has a unit").clone();
-        self.bytes += root.function.bytes;
+        self.bytes += root.function.as_ref().map_or(0, |f| f.bytes);
+        self.pending
+            .retain(|u| self.units.get(u).is_some_and(|c| c.function.is_none()));
         Ok(Arc::new(Code {
             root,
             chunk_ptrs: self.chunks.iter().map(|c| c.fns.as_ptr()).collect(),
@@ -177,6 +213,7 @@ impl Compiler {
             tables: self.ids.tables.all().into(),
             sets: self.ids.sets.all().into(),
             units: self.units.len(),
+            pending: self.pending.len(),
             shapes: self.shapes.len(),
             bytes: self.bytes,
             in_place: self.in_place,
@@ -253,8 +290,23 @@ impl Compiler {
             }
         }
         let code = match &old {
-            Some(o) if o.plan == plan => o.clone(),
-            _ => Arc::new(self.code_for(plan, u == t.nodes().root())?),
+            Some(o) if o.plan == plan && o.function.is_some() => o.clone(),
+            _ => {
+                let out_of_time = self.deadline.is_some_and(|d| Instant::now() >= d);
+                let code = if out_of_time {
+                    UnitCode {
+                        plan,
+                        function: None,
+                        data: Box::new([]),
+                    }
+                } else {
+                    self.code_for(plan, u == t.nodes().root())?
+                };
+                if code.function.is_none() {
+                    self.pending.insert(u);
+                }
+                Arc::new(code)
+            }
         };
         if let Some(o) = &old {
             self.in_place -= o.plan.members.len();
@@ -298,7 +350,7 @@ impl Compiler {
             let function = Arc::new(self.compile(&plan.root, Consts::Immediate)?);
             return Ok(UnitCode {
                 plan,
-                function,
+                function: Some(function),
                 data: Box::new([]),
             });
         }
@@ -313,7 +365,7 @@ impl Compiler {
         };
         Ok(UnitCode {
             plan,
-            function,
+            function: Some(function),
             data: data.into(),
         })
     }
@@ -339,7 +391,8 @@ impl Compiler {
             self.chunks.resize(c + 1, empty);
         }
         let chunk = Arc::make_mut(&mut self.chunks[c]);
-        chunk.fns[2 * i] = code.as_ref().map_or(0, |u| u.function.func as usize);
+        let func = code.as_ref().and_then(|u| u.function.as_ref());
+        chunk.fns[2 * i] = func.map_or(0, |f| f.func as usize);
         chunk.fns[2 * i + 1] = code.as_ref().map_or(0, |u| u.data.as_ptr() as usize);
         chunk.keep[i] = code;
     }
