@@ -10,7 +10,7 @@
 //! ([`super::run`]) read computed fields, run the parts of the tree
 //! not compiled, check conditions with set parts and grow the output.
 
-use super::plan::{Big, Child, FieldRead, PCond, PNode, Small};
+use super::plan::{Big, Child, FieldRead, PCond, PNode, Segment, Small};
 use super::run::{grow_helper, read_helper, set_helper, visit_helper, Ctx, TableDesc, TreeFn};
 use super::units::CHUNK;
 use crate::{CodePages, NativeError};
@@ -474,9 +474,9 @@ impl Gen<'_> {
             for c in &p.conds {
                 self.cond(v, c);
             }
-            if !p.ranges.is_empty() {
+            if !p.segments.is_empty() {
                 let done = self.b.create_block();
-                self.ranges(v, &p.ranges, done);
+                self.segments(v, &p.segments, done);
                 self.b.switch_to_block(done);
             }
         }
@@ -721,32 +721,34 @@ impl Gen<'_> {
         self.b.switch_to_block(after);
     }
 
-    /// A binary search of `v` among disjoint ascending ranges: at most
-    /// one holds; its child runs, then `done`.
-    fn ranges(&mut self, v: Value, rs: &[PCond], done: Block) {
-        if rs.len() > 3 {
-            let mid = rs.len() / 2;
+    /// A binary search of `v` among ascending segments (the first starts
+    /// at 0, so one always holds): the children covering it run, then
+    /// `done`.
+    fn segments(&mut self, v: Value, segs: &[Segment], done: Block) {
+        if segs.len() > 3 {
+            let mid = segs.len() / 2;
             let (low, high) = (self.b.create_block(), self.b.create_block());
-            let lo = rs[mid].lo.expect("ranges past the first have a low end");
-            let lt = self.cmp_k(IntCC::UnsignedLessThan, v, lo);
+            let lt = self.cmp_k(IntCC::UnsignedLessThan, v, segs[mid].start);
             self.b.ins().brif(lt, low, &[], high, &[]);
             self.b.switch_to_block(low);
-            self.ranges(v, &rs[..mid], done);
+            self.segments(v, &segs[..mid], done);
             self.b.switch_to_block(high);
-            self.ranges(v, &rs[mid..], done);
+            self.segments(v, &segs[mid..], done);
             return;
         }
-        for r in rs {
+        // The last segment that starts at or below `v` holds it.
+        for (i, g) in segs.iter().enumerate().rev() {
             let next = self.b.create_block();
-            if let Some(lo) = r.lo {
-                let under = self.cmp_k(IntCC::UnsignedLessThan, v, lo);
+            if i > 0 {
+                let under = self.cmp_k(IntCC::UnsignedLessThan, v, g.start);
                 self.branch_out(under, next);
             }
-            if let Some(hi) = r.hi {
-                let over = self.cmp_k(IntCC::UnsignedGreaterThan, v, hi);
-                self.branch_out(over, next);
+            for c in &g.covers {
+                let after = self.b.create_block();
+                self.child(c, after);
+                self.b.switch_to_block(after);
             }
-            self.child(&r.child, done);
+            self.b.ins().jump(done, &[]);
             self.b.switch_to_block(next);
         }
         self.b.ins().jump(done, &[]);

@@ -160,6 +160,15 @@ impl PCond {
     }
 }
 
+/// Values from `start` up to the next segment's start.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Segment {
+    /// The segment's first value.
+    pub start: u32,
+    /// The children of the ranges that cover it.
+    pub covers: Vec<Child>,
+}
+
 /// One node as compiled.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct PNode {
@@ -175,9 +184,13 @@ pub struct PNode {
     pub big: Vec<Big>,
     /// Condition edges.
     pub conds: Vec<PCond>,
-    /// Condition edges that are only ranges, none overlapping another,
-    /// ascending: found by a binary search instead of one by one.
-    pub ranges: Vec<PCond>,
+    /// Condition edges that are only ranges, when there are many: the
+    /// values cut into segments at every range's ends, ascending, each
+    /// with the children of the ranges that cover it, found by a binary
+    /// search instead of testing every range (port blocks by the
+    /// hundred). A range over several segments has its child called as a
+    /// unit from each.
+    pub segments: Vec<Segment>,
     /// The skip edge.
     pub skip: Option<Child>,
 }
@@ -351,7 +364,27 @@ impl Plan {
                 });
             }
         }
+        // Many conditions that are only ranges (port blocks): segments.
+        let range = |c: &Cond| {
+            c.ne.is_empty()
+                && c.any.is_empty()
+                && c.none == 0
+                && c.not_in.is_empty()
+                && c.is_in.is_none()
+        };
+        let ranges: Vec<(u32, u32, NodeId)> = node
+            .conds
+            .iter()
+            .filter(|(c, _)| range(c))
+            .map(|(c, child)| (c.lo, c.hi, *child))
+            .collect();
+        let cut = (ranges.len() >= RANGE_SEARCH)
+            .then(|| segments(&ranges))
+            .flatten();
         for (i, (cond, c)) in node.conds.iter().enumerate() {
+            if cut.is_some() && range(cond) {
+                continue;
+            }
             let sets = (!cond.not_in.is_empty() || cond.is_in.is_some()).then(|| {
                 self.sets.push((n, i));
                 ids.sets.take((n, i)) as u32
@@ -359,20 +392,24 @@ impl Plan {
             let child = self.child(t, *c, ids);
             p.conds.push(PCond::of(cond, sets, child));
         }
-        // Many disjoint ranges (port blocks): a binary search.
-        let is_range =
-            |c: &PCond| c.none.is_none() && c.any.is_empty() && c.ne.is_empty() && c.sets.is_none();
-        let (mut ranges, rest): (Vec<PCond>, Vec<PCond>) =
-            std::mem::take(&mut p.conds).into_iter().partition(is_range);
-        ranges.sort_by_key(|c| c.lo.unwrap_or(0));
-        let bounds = |c: &PCond| (c.lo.unwrap_or(0), c.hi.unwrap_or(u32::MAX));
-        let disjoint = ranges.windows(2).all(|w| bounds(&w[0]).1 < bounds(&w[1]).0);
-        if ranges.len() >= RANGE_SEARCH && disjoint {
-            p.ranges = ranges;
-            p.conds = rest;
-        } else {
-            p.conds = rest;
-            p.conds.extend(ranges);
+        if let Some((starts, covers)) = cut {
+            let mut seen = std::collections::HashMap::new();
+            for c in covers.iter().flatten() {
+                *seen.entry(*c).or_insert(0usize) += 1;
+            }
+            for (start, cover) in starts.into_iter().zip(covers) {
+                let covers = cover
+                    .into_iter()
+                    .map(|c| match seen[&c] {
+                        1 => self.child(t, c, ids),
+                        _ => {
+                            self.calls.push(c);
+                            Child::Unit(c)
+                        }
+                    })
+                    .collect();
+                p.segments.push(Segment { start, covers });
+            }
         }
         if node.skip != NONE {
             p.skip = Some(self.child(t, node.skip, ids));
@@ -474,24 +511,15 @@ impl PNode {
                 out
             })
             .collect();
-        let ranges = self
-            .ranges
+        let segments = self
+            .segments
             .iter()
-            .map(|c| {
-                let mut put = |k: u32| {
-                    data.push(k);
-                    (data.len() - 1) as u32
-                };
-                let lo = c.lo.map(&mut put);
-                let hi = c.hi.map(&mut put);
-                PCond {
-                    lo,
-                    hi,
-                    none: None,
-                    any: Vec::new(),
-                    ne: Vec::new(),
-                    sets: None,
-                    child: c.child.shaped(data),
+            .map(|g| {
+                data.push(g.start);
+                let start = (data.len() - 1) as u32;
+                Segment {
+                    start,
+                    covers: g.covers.iter().map(|c| c.shaped(data)).collect(),
                 }
             })
             .collect();
@@ -502,7 +530,7 @@ impl PNode {
             small,
             big,
             conds,
-            ranges,
+            segments,
             skip,
         }
     }
@@ -523,11 +551,11 @@ impl PNode {
                 .iter()
                 .flat_map(|s| s.keys.iter().map(|(_, c)| child(c)))
                 .sum::<usize>()
+            + self.conds.iter().map(|c| child(&c.child)).sum::<usize>()
             + self
-                .conds
+                .segments
                 .iter()
-                .chain(&self.ranges)
-                .map(|c| child(&c.child))
+                .flat_map(|g| g.covers.iter().map(child))
                 .sum::<usize>()
             + self.skip.as_ref().map_or(0, child)
     }
@@ -543,6 +571,34 @@ impl Child {
             }
         }
     }
+}
+
+/// Cut the values at every range's ends: each segment's first value and
+/// the children of the ranges covering it; `None` when the ranges overlap
+/// so much that listing them per segment would cost more than testing
+/// them in turn.
+fn segments(ranges: &[(u32, u32, NodeId)]) -> Option<(Vec<u32>, Vec<Vec<NodeId>>)> {
+    let mut points: Vec<u32> = vec![0];
+    for &(lo, hi, _) in ranges {
+        points.push(lo);
+        if let Some(after) = hi.checked_add(1) {
+            points.push(after);
+        }
+    }
+    points.sort_unstable();
+    points.dedup();
+    let covers: Vec<Vec<NodeId>> = points
+        .iter()
+        .map(|&p| {
+            ranges
+                .iter()
+                .filter(|&&(lo, hi, _)| lo <= p && p <= hi)
+                .map(|&(.., c)| c)
+                .collect()
+        })
+        .collect();
+    let total: usize = covers.iter().map(Vec::len).sum();
+    (total <= 4 * ranges.len()).then_some((points, covers))
 }
 
 /// The table at a place, in a tree of the shape it was numbered in.

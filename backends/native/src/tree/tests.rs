@@ -308,3 +308,34 @@ fn publishes_within_a_budget_settle_later() {
     assert_eq!(c.published(|t| t.settled()), Some(true));
     check(&c);
 }
+
+/// Many overlapping ranges on one field, alone and with more tests below
+/// them: the segments' search finds every range a value is in.
+#[test]
+fn overlapping_ranges_are_searched() {
+    let b = |o| Val::load_abs(o, Size::Byte);
+    let mut g = Gen(31);
+    let mut t = NativeTree::new();
+    let mut filters = Vec::new();
+    for i in 0..40u32 {
+        let lo = g.below(200) as u32;
+        let hi = lo + g.below(60) as u32;
+        let range = Pred::and(vec![
+            Pred::cmp(CmpOp::Ge, b(1), Val::Const(lo)),
+            Pred::not(Pred::cmp(CmpOp::Gt, b(1), Val::Const(hi))),
+        ]);
+        let p = match i % 3 {
+            0 => range,
+            1 => Pred::and(vec![range, Pred::eq(b(2), g.below(4) as u32)]),
+            _ => Pred::and(vec![range, Pred::cmp(CmpOp::Gt, b(3), Val::Const(1))]),
+        };
+        let f = Filter::new(p, 1);
+        t.insert(i, &Compiled::new(f.clone()), (i % 3) as i32);
+        filters.push((i, f, (i % 3) as i32));
+    }
+    t.update();
+    let pkts: Vec<Vec<u8>> = (0..=255u8)
+        .flat_map(|v| [vec![0, v, v % 4, v % 3], vec![0, v]])
+        .collect();
+    check(&t, &filters, &pkts);
+}
