@@ -42,12 +42,14 @@ mod build;
 mod config;
 mod corpus;
 mod generated;
+mod keys;
 mod oracle;
 mod packets;
 mod report;
 mod rows;
 mod set;
 mod timing;
+mod updates;
 
 use config::{Config, Section};
 
@@ -69,7 +71,7 @@ fn main() {
         match section {
             Section::Corpus(sizes) => corpus::run(&cfg, sizes, &lib),
             Section::Generated(sizes) => generated::run(&cfg, sizes, &lib),
-            Section::Updates => eprintln!("merging bench: updates: not yet"),
+            Section::Updates => updates::run(&cfg),
         }
     }
 }

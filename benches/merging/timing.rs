@@ -30,6 +30,12 @@ pub fn ns_per_packet(
     (samples[2], matches)
 }
 
+/// The median of some durations (the upper one of an even count).
+pub fn median(mut d: Vec<Duration>) -> Duration {
+    d.sort();
+    d.get(d.len() / 2).copied().unwrap_or_default()
+}
+
 /// Resident set size of this process, in bytes (`/proc/self/statm`; 0
 /// where there is none).
 pub fn rss() -> usize {
