@@ -302,7 +302,7 @@ The slowest structural inserts (each is removed again after):
 
 - `scripts/bench-merging.sh` runs `cargo bench --bench merging` (benches/merging/) once per section and N, each in a process of its own, then `scripts/merging-report.py` (these tables) and `scripts/plot-merging.py` (the plot).
 - **default native** is the default engine, `sluice_native::NativeAuto` (tuple space search while the filters have at most four shapes, then the decision tree, both as machine code; the *structure* column says which), one packet per `classify` call; **batch 32** the same engine's `classify_batch` on 32 packets per call. **tuple space native** is the earlier engine, `sluice_native::merged::NativeMerged`, on batches of 32 (as `sluice bench --filters` times it). **sluice native × N** runs every filter's own machine code on every packet (`Program::run_with(Runner::Native, ..)`), **libpcap × N** every filter as libpcap compiles it (optimised, as tcpdump) through `bpf_filter`. **floor** copies each packet's matches, found beforehand, into the output vector: what any engine that reports every match pays at least.
-- Each figure is the median of five samples, each of enough passes over the packets to take {sample} (at least one pass). Every row must find exactly the default engine's matches on the packets it ran, or the run stops.
+- Each figure is the median of five samples, each of enough passes over the packets to take a fifth of {budget} s (at least one pass), timed in a process of its own per section and N. Every row must find exactly the default engine's matches on the packets it ran, or the run stops.
 - The ratios compare the default engine's per-packet call: **vs libpcap** is libpcap × N ÷ default, **vs faster one by one** is the faster of sluice native × N and libpcap × N ÷ default (≥ 1× means merging never costs more than running the filters one by one).
 - Build time: **compile** is the expressions to programs and paths (`Program::builder(..).build`, `Compiled::new`), **structure** the inserts into the engine (while at most four shapes tuple space, then a replay into the tree), **code** `NativeAuto::update` (machine code). Memory: the tree's `DecisionTree::stats().bytes` (or tuple space's table bytes and their packed copies), the code's bytes, and `/proc/self/statm` before and after the build.
 - Updates: a `sluice_native::AutoClassifier` holding `filter_set(10000, {seed})` (both copies published). A *structural insert* is a filter of a shape the set does not have (not the same as an installed filter up to the constants of its tests: `host A` and `host B` are one shape): first the generated filters past the set (`filter(i)`, i ≥ 10,000, the same customers' next rules; the generator draws from a few hundred shapes, which 10,000 filters mostly hold already), then the corpus expressions of new shapes, in file order. Each is `Classifier::insert` of its IR and `publish()` (what readers wait for), timed, with the code generator's share read from `NativeTree::native_stats`; then removed (`remove` + `publish`, timed apart). The publish also brings the second copy up to date with the previous removal, as every publish in a stream of updates does. *Key-only inserts*: `insert_keys` of 10,000 keys like a filter of the set of one path and the two publishes that bring both copies up to date, the median of several rounds (each removed again, untimed); the keys are those of the set's filters of that shape with their most varied word (the host address) moved on.
@@ -352,7 +352,7 @@ def main():
     notes = [
         "- libpcap × N and sluice native × N are not measured at N = 100,000 (O(N) per packet: about a millisecond per packet); tuple space search neither (one probe per shape, and its code for thousands of shapes takes long to build).",
         "- RSS growth includes each filter's IR and paths (kept by the engine) and the code's pages, not only the structure; at small N it is dominated by what one build costs whatever its size (the code generator's pages), so its per-filter figure means something only at large N.",
-        "- The floor is the cost of reporting the matches alone; the issue puts it at ~50 ns at 600 corpus expressions (46 matches per packet).",
+        "- The floor copies ids already found (one vector copy per packet); the issue's estimate of ~50 ns for reporting the 46 matches per packet at 600 corpus expressions is of another kind (about a nanosecond per match found); the tables give the measured copy.",
     ]
     if a.quick:
         notes.insert(0, "- **QUICK=1 run**: short timings and fewer packets, for development; the figures are preliminary.")
@@ -369,7 +369,7 @@ def main():
         gen_packets=size(gen_packets) if generated else "P",
         one_by_one=one_by_one,
         growth=growth_line(generated),
-        sample="a fifth of the budget (%s s per engine)" % ("0.25" if a.quick else "1.5"),
+        budget=(corpus or generated or [{}])[0].get("budget_s", "?"),
         notes="\n".join(notes),
         **tables,
     )

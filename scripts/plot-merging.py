@@ -4,8 +4,8 @@ scripts/bench-merging.sh writes (docs/merging-bench.tsv), as a small
 hand-written SVG (no third-party packages, as scripts/plot-classifier.py):
 two log-log panels, the shared corpus and the generated sets, each with the
 default engine, tuple space search, sluice's native code one by one, libpcap
-one by one and the floor; the generated panel also has the issue's target,
-30 ns + 2 ns per match.
+one by one and the floor; the issue's targets: libpcap ÷ 40 at 600 corpus
+expressions, and 30 ns + 2 ns per match on the generated sets.
 
 usage: scripts/plot-merging.py TSV [OUT.svg]   (default docs/merging-scaling.svg)
 """
@@ -47,8 +47,9 @@ def label_ns(v):
     return f"{v / 1e6:g} ms"
 
 
-def panel(s, rows, x0, title, xlabel, ymin, ymax):
-    """One panel at x offset x0; returns nothing, appends to s."""
+def panel(s, rows, x0, title, xlabel, ymin, ymax, goal=None):
+    """One panel at x offset x0 (appended to s); goal: (N, ns, label), a
+    target point drawn as an open diamond."""
     top, ph, pw = 40, 330, 300
     ns = [int(r["n"]) for r in rows]
     xmin = math.floor(math.log10(min(ns)))
@@ -83,6 +84,11 @@ def panel(s, rows, x0, title, xlabel, ymin, ymax):
         s.append(f'<polyline points="{d}" fill="none" stroke="{color}" stroke-width="2"{extra}/>')
         for n, v in pts:
             s.append(f'<circle cx="{px(n):.1f}" cy="{py(v):.1f}" r="3" fill="{color}"/>')
+    if goal:
+        n, v, label = goal
+        x, y = px(n), py(v)
+        s.append(f'<path d="M {x:.1f} {y - 6:.1f} L {x + 6:.1f} {y:.1f} L {x:.1f} {y + 6:.1f} L {x - 6:.1f} {y:.1f} Z" fill="none" stroke="#ff7f0e" stroke-width="2"/>')
+        s.append(f'<text x="{x - 10:.1f}" y="{y + 18:.1f}" text-anchor="end" fill="#ff7f0e">{label}</text>')
 
 
 def main():
@@ -101,8 +107,12 @@ def main():
     s = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
          f'<rect width="{w}" height="{h}" fill="white"/>',
          f'<text transform="translate(16,{40 + 165}) rotate(-90)" text-anchor="middle">time per packet</text>']
+    goal = None
+    lib600 = [num(r.get("libpcap_ns")) for r in corpus if r["n"] == "600"]
+    if lib600 and lib600[0]:
+        goal = (600, lib600[0] / 40, "target: libpcap ÷ 40")
     if corpus:
-        panel(s, corpus, 80, "shared corpus capture", "first N corpus expressions", ymin, ymax)
+        panel(s, corpus, 80, "shared corpus capture", "first N corpus expressions", ymin, ymax, goal)
     if generated:
         panel(s, generated, 450, "generated sets and traffic", "generated filters (N)", ymin, ymax)
     for i, (_, name, color, dash) in enumerate(SERIES):

@@ -40,7 +40,7 @@ pub struct Config {
 impl Config {
     /// Time spent timing one engine on one set (five samples).
     pub fn budget(&self) -> Duration {
-        Duration::from_millis(if self.quick { 250 } else { 1500 })
+        Duration::from_millis(if self.quick { 250 } else { 3000 })
     }
 
     /// Packets of generated traffic the merged engines classify.

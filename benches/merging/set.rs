@@ -86,7 +86,8 @@ pub fn measure(
         .num("matches_per_packet", re.per_packet(), 3)
         .num("default_ns", default.ns, 2)
         .num("default_batch_ns", batch.ns, 2)
-        .num("floor_ns", floor.ns, 2);
+        .num("floor_ns", floor.ns, 2)
+        .num("budget_s", budget.as_secs_f64(), 2);
     baselines(r, tuple.as_ref(), one_by_one.as_ref());
     building(r, &built, tuple.as_ref());
     r.put("libpcap", lib.version());
