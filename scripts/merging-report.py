@@ -49,9 +49,18 @@ def ms(x):
     x = num(x)
     if x is None:
         return "-"
-    if x >= 1e4:
-        return "%.1f s" % (x / 1e3)
+    if x >= 1e3:
+        return "%.2f s" % (x / 1e3)
     return "%.1f ms" % x if x >= 1 else "%.2f ms" % x
+
+
+def mb(x):
+    x = num(x)
+    if x >= 1e9:
+        return "%.2f GB" % (x / 1e9)
+    if x >= 1e6:
+        return "%.1f MB" % (x / 1e6)
+    return "%.0f kB" % (x / 1e3)
 
 
 def ratio(a, b):
@@ -105,16 +114,15 @@ def engine_table(rows, generated):
 
 
 def build_table(rows):
-    head = ["N", "compile", "structure", "code", "total", "structure B / filter",
-            "code B / filter", "RSS growth (B / filter)", "tuple space build"]
+    head = ["N", "compile", "structure", "code", "total", "structure (B / filter)",
+            "code (B / filter)", "RSS growth (B / filter)", "tuple space build"]
     out = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for r in rows:
         n = int(r["n"])
-        per = lambda k: "%.0f" % (num(r[k]) / n)
+        per = lambda k: "%s (%.0f)" % (mb(r[k]), num(r[k]) / n)
         out.append("| " + " | ".join([
             size(n), ms(r["compile_ms"]), ms(r["structure_ms"]), ms(r["code_ms"]), ms(r["build_ms"]),
-            per("structure_bytes"), per("code_bytes"),
-            "%.1f MB (%s)" % (num(r["rss_bytes"]) / 1e6, per("rss_bytes")), ms(r.get("tuple_build_ms")),
+            per("structure_bytes"), per("code_bytes"), per("rss_bytes"), ms(r.get("tuple_build_ms")),
         ]) + " |")
     return "\n".join(out)
 
@@ -336,7 +344,8 @@ def main():
         "updates": updates_table(updates) if updates else "(not run)",
         "slowest": slowest_inserts(inserts) if inserts else "(not run)",
     }
-    for title, key in (("Shared corpus", "corpus"), ("Generated sets", "generated"),
+    for title, key in (("Shared corpus", "corpus"), ("Shared corpus: building and memory", "corpus_build"),
+                       ("Generated sets", "generated"),
                        ("Generated sets: building and memory", "generated_build"), ("Updates", "updates")):
         print(f"{title}:\n\n{tables[key]}\n")
     if generated:
