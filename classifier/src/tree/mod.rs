@@ -228,6 +228,16 @@ impl DecisionTree {
         self.nodes.take_changed()
     }
 
+    /// Forget the changes recorded so far (see [`Nodes::forget_changed`]).
+    ///
+    /// ```
+    /// let mut t = sluice_classifier::tree::DecisionTree::default();
+    /// t.forget_changed();
+    /// ```
+    pub fn forget_changed(&mut self) {
+        self.nodes.forget_changed();
+    }
+
     /// The filter id in a slot (as leaves name filters), if the slot is used.
     ///
     /// ```

@@ -421,6 +421,21 @@ impl Nodes {
         v
     }
 
+    /// Forget the changes recorded so far (another copy of the tree
+    /// acted on the same changes).
+    ///
+    /// ```
+    /// let mut n = sluice_classifier::tree::node::Nodes::default();
+    /// n.track_changes(true);
+    /// n.forget_changed();
+    /// assert!(n.take_changed().is_empty());
+    /// ```
+    pub fn forget_changed(&mut self) {
+        if let Some(c) = &mut self.changed {
+            c.clear();
+        }
+    }
+
     #[inline]
     fn touch(&mut self, id: NodeId) {
         if let Some(c) = &mut self.changed {

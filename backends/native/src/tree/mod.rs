@@ -488,7 +488,7 @@ impl Engine for NativeTree {
         let code = match slot {
             Some(c) => {
                 // The first copy built it from the same changes.
-                self.tree.take_changed();
+                self.tree.forget_changed();
                 c.clone()
             }
             None => {
