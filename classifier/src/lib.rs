@@ -353,7 +353,7 @@ impl<E: Engine> Classifier<E> {
 
     /// Insert a filter equal to `like` except for its key constants: one
     /// hash-table insert, no compilation. `None` if `like` is not a filter of
-    /// exactly one key of that length.
+    /// exactly one key of that length, or `key` is empty.
     ///
     /// ```
     /// use sluice_classifier::Classifier;
@@ -366,6 +366,11 @@ impl<E: Engine> Classifier<E> {
     /// assert_eq!(c.reader().classify(&[2], 1), vec![b]);
     /// ```
     pub fn insert_keyed(&mut self, like: FilterId, key: &[u32], priority: i32) -> Option<FilterId> {
+        // A filter without keys has no constants to vary: a copy of it
+        // is `insert` again.
+        if key.is_empty() {
+            return None;
+        }
         // Check against the published copy, with pending inserts published.
         self.publish();
         let ok = self.w.enter()?.0.key_width_of(like.0) == Some(key.len());

@@ -461,8 +461,33 @@ impl NativeTree {
     }
 }
 
+/// What one copy's publish leaves for the other (the [`Engine::Derived`]
+/// state): the code and the code generator that made it, which the other
+/// copy adopts so that both build on one generator's units from then on,
+/// however each copy came to be (a classifier's second copy, or each copy
+/// of an [`Auto`](sluice_classifier::auto::Auto) moving to the tree on
+/// its own). Opaque.
+///
+/// ```
+/// use sluice_classifier::Engine;
+/// let _: Option<<sluice_native::tree::NativeTree as Engine>::Derived> = None;
+/// ```
+#[derive(Clone)]
+pub struct Built {
+    code: Option<Arc<Code>>,
+    compiler: Arc<Mutex<Compiler>>,
+}
+
+impl std::fmt::Debug for Built {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Built")
+            .field("code", &self.code.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Engine for NativeTree {
-    type Derived = Option<Arc<Code>>;
+    type Derived = Built;
     type Scratch = NativeScratch;
 
     fn empty() -> NativeTree {
@@ -484,19 +509,24 @@ impl Engine for NativeTree {
 
     /// The first copy to refresh builds the code and leaves it for the
     /// second, whose tree has the same shape after the same changes.
-    fn refresh(&mut self, slot: &mut Option<Option<Arc<Code>>>) {
+    fn refresh(&mut self, slot: &mut Option<Built>) {
         let code = match slot {
-            Some(c) => {
-                // The first copy built it from the same changes.
+            Some(b) => {
+                // The first copy built it from the same changes, with the
+                // generator this copy uses from now on.
                 self.tree.forget_changed();
-                c.clone()
+                self.compiler = b.compiler.clone();
+                b.code.clone()
             }
             None => {
                 // A publish compiles for at most this long: a change of a
                 // large part of the tree takes effect at once (walked in
                 // Rust) and gets its code over the next publishes.
                 let c = self.build(Some(PUBLISH_BUDGET));
-                *slot = Some(c.clone());
+                *slot = Some(Built {
+                    code: c.clone(),
+                    compiler: self.compiler.clone(),
+                });
                 c
             }
         };
