@@ -14,11 +14,17 @@
 //! - `corpus`: the 600 corpus expressions over every corpus packet and
 //!   truncations of a sample, against each filter alone, and each filter
 //!   alone against libpcap master's verdicts (the corpus oracle).
+//! - `changes`: random sequences of inserts, key-only inserts
+//!   (`insert_keyed`, `insert_keys`), removals and publishes; after each
+//!   publish the classifier equals a fresh build of its live filters and
+//!   each live filter alone (the default `Classifier`, through tuple space
+//!   search and the move to the tree, and `NativeTreeClassifier`).
 //!
 //! Every check compares `classify` (all matches, as sorted ids) and
 //! `classify_first` (priorities from -2 to 2, ties to the lowest id), one
 //! packet at a time and in batches.
 
+mod changes;
 mod corpus;
 mod generated;
 mod support;
