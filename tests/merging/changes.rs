@@ -121,16 +121,30 @@ impl Pool {
 
 /// A live filter of a classifier.
 #[derive(Clone)]
-struct Live {
-    id: FilterId,
+pub struct Live {
+    pub id: FilterId,
     what: String,
     /// What it means alone.
-    filter: Filter,
+    pub filter: Filter,
     /// How it was inserted (`None`: a key-only copy, inserted whole in a
     /// fresh build as `filter`).
     compiled: Option<Arc<Compiled>>,
-    path: Option<Path>,
-    priority: i32,
+    pub path: Option<Path>,
+    pub priority: i32,
+}
+
+impl Live {
+    /// `src` inserted with this id and priority.
+    pub fn inserted(id: FilterId, src: &Source, priority: i32) -> Live {
+        Live {
+            id,
+            what: src.text.clone(),
+            filter: src.compiled.filter().clone(),
+            compiled: Some(src.compiled.clone()),
+            path: src.path.clone(),
+            priority,
+        }
+    }
 }
 
 /// The classifier's answers equal a fresh build's and each live filter's
@@ -205,7 +219,7 @@ pub struct Counts {
 
 /// A key for a copy of `path`: another filter's of the same shape, the
 /// path's own, or the path's with one word changed.
-fn key_like(rng: &mut Rng, pool: &Pool, path: &Path) -> Vec<u32> {
+pub fn key_like(rng: &mut Rng, pool: &Pool, path: &Path) -> Vec<u32> {
     let own = key_of(path);
     let others = &pool.keys[&shape_of(path)];
     match rng.below(10) {
@@ -248,14 +262,7 @@ pub fn sequence<E: Engine>(
             };
             let priority = rng.range(0, 4) as i32 - 2;
             let id = c.insert_compiled(src.compiled.clone(), priority);
-            live.push(Live {
-                id,
-                what: src.text.clone(),
-                filter: src.compiled.filter().clone(),
-                compiled: Some(src.compiled.clone()),
-                path: src.path.clone(),
-                priority,
-            });
+            live.push(Live::inserted(id, src, priority));
             n.inserts += 1;
         } else if what < 55 && !copyable.is_empty() {
             let like = live[copyable[rng.below(copyable.len())]].clone();
@@ -301,7 +308,7 @@ pub fn sequence<E: Engine>(
     n
 }
 
-fn copy(like: &Live, id: FilterId, key: &[u32], priority: i32) -> Live {
+pub fn copy(like: &Live, id: FilterId, key: &[u32], priority: i32) -> Live {
     let path = with_key(like.path.as_ref().unwrap(), key);
     Live {
         id,

@@ -19,12 +19,16 @@
 //!   publish the classifier equals a fresh build of its live filters and
 //!   each live filter alone (the default `Classifier`, through tuple space
 //!   search and the move to the tree, and `NativeTreeClassifier`).
+//! - `concurrent`: two reader threads classify while the writer changes
+//!   the filters and publishes; every answer is a published state's, and
+//!   no reader goes back to an older state.
 //!
 //! Every check compares `classify` (all matches, as sorted ids) and
 //! `classify_first` (priorities from -2 to 2, ties to the lowest id), one
 //! packet at a time and in batches.
 
 mod changes;
+mod concurrent;
 mod corpus;
 mod generated;
 mod support;
