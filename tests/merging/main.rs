@@ -22,11 +22,13 @@
 //! - `concurrent`: two reader threads classify while the writer changes
 //!   the filters and publishes; every answer is a published state's, and
 //!   no reader goes back to an older state.
+//! - `bugs`: minimal reproductions of the bugs these tests found.
 //!
 //! Every check compares `classify` (all matches, as sorted ids) and
 //! `classify_first` (priorities from -2 to 2, ties to the lowest id), one
 //! packet at a time and in batches.
 
+mod bugs;
 mod changes;
 mod concurrent;
 mod corpus;
