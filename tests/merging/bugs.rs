@@ -1,5 +1,5 @@
-//! Minimal reproductions of bugs the merging tests found (ignored until
-//! fixed: remove the `#[ignore]` with the fix).
+//! Minimal reproductions of bugs the merging tests found, kept as
+//! regression tests.
 
 use sluice::LinkType;
 use sluice_classifier::tree::DecisionTree;
@@ -21,7 +21,6 @@ fn filter(e: &str) -> Filter {
 /// the others, and its readers miss filters (here filters 5 and 6 at the
 /// 7th publish, 6 and 7 at the 8th).
 #[test]
-#[ignore = "bug: AutoClassifier's NativeTree copies do not share a code generator after the move to the tree"]
 fn auto_classifier_keeps_every_filter_after_the_move_to_the_tree() {
     let mut c = AutoClassifier::default();
     let pkt = [1u8; 8];
@@ -40,18 +39,17 @@ fn auto_classifier_keeps_every_filter_after_the_move_to_the_tree() {
 }
 
 /// `insert_keyed` with an empty key, like a one-path filter without an
-/// equality test (`len > 100`): the classifier hands out an id and counts
-/// the filter, but the tree (`DecisionTree::insert_key_block` refuses
-/// width 0) adds nothing, so the copy never matches; under `Auto`, tuple
-/// space search does add it, and the move to the tree drops it.
-/// (`insert_keys` refuses width 0.)
+/// equality test (`len > 100`): the classifier used to hand out an id the
+/// tree never added (`DecisionTree::insert_key_block` refuses width 0);
+/// under `Auto`, tuple space search added it and the move to the tree
+/// dropped it. Now it is refused, as `insert_keys` refuses width 0.
 #[test]
-#[ignore = "bug: insert_keyed with an empty key returns an id that never matches in the tree"]
 fn insert_keyed_with_an_empty_key() {
     let pkt = [0u8; 200];
     let mut t: Classifier<DecisionTree> = Classifier::default();
     let like = t.insert(&filter("len > 100"), 0);
     t.publish();
+    assert_eq!(t.insert_keyed(like, &[], 0), None);
     if let Some(copy) = t.insert_keyed(like, &[], 0) {
         t.publish();
         assert_eq!(t.reader().classify(&pkt, 200), vec![like, copy], "tree");

@@ -423,7 +423,6 @@ pub fn shape_of(p: &Path) -> Path {
 }
 
 #[test]
-#[ignore = "bug: AutoClassifier's NativeTree copies do not share a code generator after the move to the tree (bugs.rs)"]
 fn auto_classifier_changes_equal_a_fresh_build() {
     let pool = Pool::new(11, 300, 600);
     for seed in [1, 2] {

@@ -209,7 +209,6 @@ fn concurrent_readers_classifier() {
 }
 
 #[test]
-#[ignore = "bug: AutoClassifier's NativeTree copies do not share a code generator after the move to the tree (bugs.rs)"]
 fn concurrent_readers_auto_classifier() {
     check::<sluice_native::NativeAuto>("AutoClassifier", 23);
 }
