@@ -31,8 +31,10 @@
 //! sparse ([`RawTable::full`]) so that a key is nearly always in its home
 //! slot and the compare's branch is predictable.
 
+use super::emit::adjacent_run;
+use super::plan::R;
 use super::slots::Slots;
-use super::{adjacent_run, answer, slot_word, NO_MATCH, R};
+use super::units::{answer, slot_word, NO_MATCH};
 use sluice_classifier::merged::Slot;
 
 /// Multipliers of the packed key words in [`raw_hash`] (cycling): odd

@@ -5,11 +5,11 @@
 //! from its units' [`plan`]s: the tree's tests in the tree's order, as
 //! compares and branches with the constants as immediates, the large
 //! tables probed in place, the units reached through them called
-//! ([`emit`]). A change to the filters makes the code stale until
+//! (`emit.rs`). A change to the filters makes the code stale until
 //! [`NativeTree::update`]; until then classification walks the tree in
 //! Rust, so stale code never runs. An update plans again only the units
 //! whose nodes changed and compiles only those whose plan changed, so a
-//! key-only insert into a large table compiles nothing ([`units`]).
+//! key-only insert into a large table compiles nothing (`units.rs`).
 //!
 //! Every answer is the tree's own ([`DecisionTree::classify`] and
 //! [`DecisionTree::classify_first`]): the code only replaces the walk.
