@@ -24,7 +24,7 @@ use sluice_ir::{BinOp, CmpOp, Val};
 use std::mem::offset_of;
 
 /// How the code gets a plan's constants.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Consts {
     /// The constants are in the plan: immediates.
     Immediate,

@@ -9,7 +9,9 @@
 //! [`NativeTree::update`]; until then classification walks the tree in
 //! Rust, so stale code never runs. An update plans again only the units
 //! whose nodes changed and compiles only those whose plan changed, so a
-//! key-only insert into a large table compiles nothing (`units.rs`).
+//! key-only insert into a large table compiles nothing (`units.rs`). A
+//! publish of the concurrent form compiles within [`PUBLISH_BUDGET`] and
+//! hands what does not fit to a worker thread (`worker.rs`).
 //!
 //! Every answer is the tree's own ([`DecisionTree::classify`] and
 //! [`DecisionTree::classify_first`]): the code only replaces the walk.
@@ -35,6 +37,7 @@ mod emit;
 pub mod plan;
 mod run;
 mod units;
+mod worker;
 
 use run::TableDesc;
 use sluice_classifier::merged::Compiled;
@@ -44,8 +47,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long one publish of a [`NativeTreeClassifier`] may spend
-/// compiling; the rest waits for the next publishes
-/// ([`sluice_classifier::Classifier::settle`] publishes until done).
+/// compiling. A function expected to take longer (from its plan's size
+/// and the compilations so far) is compiled by a worker thread instead,
+/// and collected by a later publish; until then its part of the tree is
+/// walked in Rust. A publish with nothing new to do waits for the worker
+/// up to this long ([`sluice_classifier::Classifier::settle`] publishes
+/// until nothing waits).
 pub const PUBLISH_BUDGET: Duration = Duration::from_micros(500);
 pub use units::Code;
 use units::Compiler;
@@ -72,8 +79,11 @@ pub struct NativeTreeStats {
     pub tables: usize,
     /// Units whose code waits for a later update.
     pub pending: usize,
-    /// Time spent compiling, in total.
+    /// Time the updates spent compiling, in total.
     pub compile_time: Duration,
+    /// Time the worker thread spent compiling what did not fit in a
+    /// publish's budget, in total.
+    pub background_time: Duration,
 }
 
 /// Per-reader memory of a [`NativeTree`].
@@ -340,6 +350,7 @@ impl NativeTree {
         let mut s = NativeTreeStats {
             compilations: c.compilations,
             compile_time: c.compile_time,
+            background_time: c.background_time,
             ..NativeTreeStats::default()
         };
         if let Some(code) = &self.code {
@@ -521,7 +532,7 @@ impl Engine for NativeTree {
             None => {
                 // A publish compiles for at most this long: a change of a
                 // large part of the tree takes effect at once (walked in
-                // Rust) and gets its code over the next publishes.
+                // Rust) and gets its code from the worker at a later one.
                 let c = self.build(Some(PUBLISH_BUDGET));
                 *slot = Some(Built {
                     code: c.clone(),

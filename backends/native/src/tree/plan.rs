@@ -49,6 +49,12 @@ pub const MAX_NODES: usize = 256;
 /// the top of the tree: small, so that such a change compiles little.
 pub const MAX_ROOT_NODES: usize = 16;
 
+/// A node with more edges than this (conditions and small tables' keys)
+/// starts a unit of its own wherever it is reached: its code is large
+/// (a compare and a call or a subtree per edge), so a unit above it that
+/// changes, the root's above all, is not slowed by compiling it again.
+pub const MAX_FANOUT: usize = 24;
+
 /// How the code reads a field.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum FieldRead {
@@ -279,6 +285,9 @@ pub struct Plan {
     pub calls: Vec<NodeId>,
     /// The size limit: [`MAX_ROOT_NODES`] or [`MAX_NODES`].
     pub budget: usize,
+    /// The size: nodes, edges and tables (what compiling it costs grows
+    /// with it).
+    pub weight: usize,
 }
 
 impl Plan {
@@ -320,7 +329,7 @@ impl Plan {
     }
 
     fn child(&mut self, t: &DecisionTree, n: NodeId, ids: &mut Ids) -> Child {
-        if self.members.len() >= self.budget {
+        if self.members.len() >= self.budget || fanout(t, n) > MAX_FANOUT {
             self.calls.push(n);
             return Child::Unit(n);
         }
@@ -330,6 +339,7 @@ impl Plan {
     fn node(&mut self, t: &DecisionTree, n: NodeId, ids: &mut Ids) -> PNode {
         self.members.push(n);
         let node = t.nodes().get(n);
+        self.weight += 1 + fanout(t, n) + node.tuples.len();
         let mut p = PNode {
             leaf: node
                 .leaf
@@ -416,6 +426,19 @@ impl Plan {
         }
         p
     }
+}
+
+/// Node `n`'s edges that its code tests one by one: conditions and the
+/// keys of small tables.
+fn fanout(t: &DecisionTree, n: NodeId) -> usize {
+    let node = t.nodes().get(n);
+    let small: usize = node
+        .tuples
+        .iter()
+        .map(|tu| tu.table.len())
+        .filter(|&k| k <= SMALL_KEYS)
+        .sum();
+    node.conds.len() + small
 }
 
 impl PNode {

@@ -339,3 +339,40 @@ fn overlapping_ranges_are_searched() {
         .collect();
     check(&t, &filters, &pkts);
 }
+
+/// A change whose code does not fit in an update's budget is compiled by
+/// the worker thread: the tree's walk answers for the units that wait, and
+/// a later update takes the worker's functions.
+#[test]
+fn the_worker_compiles_what_a_budget_has_no_room_for() {
+    let mut g = Gen(77);
+    let mut t = NativeTree::new();
+    let mut filters = Vec::new();
+    for i in 0..80u32 {
+        let f = Filter::new(pred(&mut g, 2), 1);
+        let p = g.below(3) as i32;
+        t.insert(i, &Compiled::new(f.clone()), p);
+        filters.push((i, f, p));
+        if i == 39 {
+            t.update();
+        } else if i > 39 {
+            // No time at all: whatever needs compiling goes to the worker.
+            let code = t.build(Some(Duration::ZERO));
+            t.install(code);
+        }
+    }
+    let pkts = packets(&mut g);
+    check(&t, &filters, &pkts);
+    assert!(!t.settled(), "{:?}", t.native_stats());
+    // Updates with nothing new wait for the worker, within their budget.
+    for _ in 0..10_000 {
+        if t.settled() {
+            break;
+        }
+        let code = t.build(Some(Duration::from_millis(20)));
+        t.install(code);
+    }
+    let s = t.native_stats();
+    assert!(t.settled() && s.background_time > Duration::ZERO, "{s:?}");
+    check(&t, &filters, &pkts);
+}

@@ -8,10 +8,16 @@
 //! chunks, so that a change copies only the chunks it touches and the
 //! code a reader still runs stays as it was), and where the probed tables
 //! and set conditions are (each copy points the code at its own tables).
+//!
+//! Within an update's budget a function is compiled here only when it is
+//! expected to fit in the time left (its plan's weight times the cost per
+//! weight learnt so far); otherwise the worker compiles it and its units
+//! wait, walked in Rust, until an update collects it.
 
 use super::emit::{self, Consts};
 use super::plan::{Ids, PNode, Plan};
 use super::run::TreeFn;
+use super::worker::{Job, Worker};
 use crate::{CodePages, NativeError};
 use sluice_classifier::tree::node::{summary, NodeId, NONE};
 use sluice_classifier::tree::DecisionTree;
@@ -31,6 +37,18 @@ pub(crate) struct Function {
     _pages: CodePages,
 }
 
+impl Function {
+    /// Compile `root` (a whole plan, or a shape with [`Consts::Data`]).
+    pub fn compile(root: &PNode, consts: Consts) -> Result<Function, NativeError> {
+        let (func, pages, bytes) = emit::compile(root, consts)?;
+        Ok(Function {
+            func,
+            bytes,
+            _pages: pages,
+        })
+    }
+}
+
 // SAFETY: the pages are finalized (read and execute only) before the
 // `Function` exists and freed only when it drops; the function reads the
 // packet, tables and data it is given and writes only the caller's
@@ -43,7 +61,7 @@ unsafe impl Sync for Function {}
 /// One unit: its plan, its function (none while its compilation waits:
 /// the tree's walk runs it then), and the data the function reads.
 pub(crate) struct UnitCode {
-    pub plan: Plan,
+    pub plan: Arc<Plan>,
     pub function: Option<Arc<Function>>,
     pub data: Box<[u32]>,
 }
@@ -97,12 +115,23 @@ pub(crate) struct Compiler {
     units: HashMap<NodeId, Arc<UnitCode>>,
     /// The function of each shape in use.
     shapes: HashMap<PNode, Arc<Function>>,
+    /// Root plans' functions the worker made, for the root's next update.
+    roots: HashMap<PNode, Arc<Function>>,
+    /// Compiles what a budget has no room for.
+    worker: Worker,
+    /// What compiling costs per unit of a plan's weight, learnt (ns).
+    per_weight: f64,
+    /// A job the worker could not compile: the next update fails with it.
+    failed: Option<NativeError>,
     /// The unit each node compiled in place belongs to.
     unit_of: HashMap<NodeId, NodeId>,
     ids: Ids,
     chunks: Vec<Arc<Chunk>>,
     pub compilations: usize,
+    /// Of the writer's updates.
     pub compile_time: Duration,
+    /// Of the worker's jobs.
+    pub background_time: Duration,
     bytes: usize,
     in_place: usize,
     /// Units planned whose compilation waits (a budget ran out).
@@ -143,6 +172,16 @@ impl Compiler {
         budget: Option<Duration>,
     ) -> Result<Arc<Code>, NativeError> {
         self.deadline = budget.map(|b| Instant::now() + b);
+        // What the worker finished; an update with nothing else to do
+        // waits for it, within its budget.
+        let wait = match budget {
+            Some(b) if changed.is_empty() && !self.pending.is_empty() => b,
+            _ => Duration::ZERO,
+        };
+        self.collect(wait);
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
         let root = t.nodes().root();
         // The first build looks at every node, whatever was recorded.
         let all: Vec<NodeId>;
@@ -178,7 +217,8 @@ impl Compiler {
             }
         }
         self.work(t, &mut todo, &mut done)?;
-        // Units planned earlier whose compilation waited, while time is left.
+        // Units planned earlier whose compilation waited: the worker's
+        // functions, or compiled here while time is left.
         for u in std::mem::take(&mut self.pending) {
             let Some(code) = self.units.get(&u).cloned() else {
                 continue;
@@ -186,11 +226,10 @@ impl Compiler {
             if code.function.is_some() {
                 continue;
             }
-            if self.deadline.is_some_and(|d| Instant::now() >= d) {
-                self.pending.insert(u);
-                continue;
-            }
             let code = Arc::new(self.code_for(code.plan.clone(), u == root)?);
+            if code.function.is_none() {
+                self.pending.insert(u);
+            }
             self.set_fn(u, Some(code.clone()));
             self.units.insert(u, code);
         }
@@ -201,6 +240,7 @@ impl Compiler {
         }
         // Shapes no unit uses any more go.
         self.shapes.retain(|_, f| Arc::strong_count(f) > 1);
+        self.roots.retain(|_, f| Arc::strong_count(f) > 1);
         self.bytes = self.shapes.values().map(|f| f.bytes).sum::<usize>();
         let root = self.units.get(&root).expect("the root has a unit").clone();
         self.bytes += root.function.as_ref().map_or(0, |f| f.bytes);
@@ -266,7 +306,7 @@ impl Compiler {
             }
         }
         // New numbers first, so unchanged tables keep theirs.
-        let plan = Plan::unit(t, u, &mut self.ids);
+        let plan = Arc::new(Plan::unit(t, u, &mut self.ids));
         if let Some(o) = &old {
             o.plan.release(&mut self.ids);
         }
@@ -290,18 +330,9 @@ impl Compiler {
             }
         }
         let code = match &old {
-            Some(o) if o.plan == plan && o.function.is_some() => o.clone(),
+            Some(o) if *o.plan == *plan && o.function.is_some() => o.clone(),
             _ => {
-                let out_of_time = self.deadline.is_some_and(|d| Instant::now() >= d);
-                let code = if out_of_time {
-                    UnitCode {
-                        plan,
-                        function: None,
-                        data: Box::new([]),
-                    }
-                } else {
-                    self.code_for(plan, u == t.nodes().root())?
-                };
+                let code = self.code_for(plan, u == t.nodes().root())?;
                 if code.function.is_none() {
                     self.pending.insert(u);
                 }
@@ -344,42 +375,107 @@ impl Compiler {
     /// A unit's code: the root's compiled with its constants as
     /// immediates (it runs for every packet), any other unit the function
     /// of its shape (compiled the first time the shape is seen) with its
-    /// constants as data.
-    fn code_for(&mut self, plan: Plan, root: bool) -> Result<UnitCode, NativeError> {
-        if root {
-            let function = Arc::new(self.compile(&plan.root, Consts::Immediate)?);
-            return Ok(UnitCode {
-                plan,
-                function: Some(function),
-                data: Box::new([]),
-            });
-        }
-        let (shape, data) = plan.root.shape();
-        let function = match self.shapes.get(&shape) {
-            Some(f) => f.clone(),
+    /// constants as data. Within a budget, a function that would not fit
+    /// in what is left goes to the worker: the unit waits (no function).
+    fn code_for(&mut self, plan: Arc<Plan>, root: bool) -> Result<UnitCode, NativeError> {
+        let (job, data): (Job, Vec<u32>) = if root {
+            ((plan.root.clone(), Consts::Immediate), Vec::new())
+        } else {
+            let (shape, data) = plan.root.shape();
+            ((shape, Consts::Data), data)
+        };
+        let known = match root {
+            true => self.roots.get(&job.0),
+            false => self.shapes.get(&job.0),
+        };
+        let function = match known {
+            Some(f) => Some(f.clone()),
+            None if self.fits(&plan) => {
+                let f = Arc::new(self.compile(&job.0, job.1, plan.weight)?);
+                match root {
+                    true => self.roots.insert(job.0, f.clone()),
+                    false => self.shapes.insert(job.0, f.clone()),
+                };
+                Some(f)
+            }
+            None if self.worker.submit(job.clone()) => None,
             None => {
-                let f = Arc::new(self.compile(&shape, Consts::Data)?);
-                self.shapes.insert(shape, f.clone());
-                f
+                // No thread to hand it to: compile here.
+                let f = Arc::new(self.compile(&job.0, job.1, plan.weight)?);
+                match root {
+                    true => self.roots.insert(job.0, f.clone()),
+                    false => self.shapes.insert(job.0, f.clone()),
+                };
+                Some(f)
             }
         };
         Ok(UnitCode {
             plan,
-            function: Some(function),
+            function,
             data: data.into(),
         })
     }
 
-    fn compile(&mut self, root: &PNode, consts: Consts) -> Result<Function, NativeError> {
+    /// True when compiling `plan` here is expected to end within the
+    /// update's budget (always without one).
+    fn fits(&self, plan: &Plan) -> bool {
+        let Some(deadline) = self.deadline else {
+            return true;
+        };
+        let cost = Duration::from_nanos((self.per_weight() * plan.weight as f64) as u64);
+        Instant::now() + cost <= deadline
+    }
+
+    fn per_weight(&self) -> f64 {
+        if self.per_weight > 0.0 {
+            self.per_weight
+        } else {
+            // Before the first measurement: about what Cranelift takes here.
+            40_000.0
+        }
+    }
+
+    fn compile(
+        &mut self,
+        root: &PNode,
+        consts: Consts,
+        weight: usize,
+    ) -> Result<Function, NativeError> {
         let start = Instant::now();
-        let (func, pages, bytes) = emit::compile(root, consts)?;
+        let f = Function::compile(root, consts)?;
+        let took = start.elapsed();
         self.compilations += 1;
-        self.compile_time += start.elapsed();
-        Ok(Function {
-            func,
-            bytes,
-            _pages: pages,
-        })
+        self.compile_time += took;
+        self.learn(took, weight);
+        Ok(f)
+    }
+
+    /// Update the cost per weight with one compilation's.
+    fn learn(&mut self, took: Duration, weight: usize) {
+        let x = took.as_nanos() as f64 / weight.max(1) as f64;
+        self.per_weight = match self.per_weight > 0.0 {
+            true => 0.8 * self.per_weight + 0.2 * x,
+            false => x,
+        };
+    }
+
+    /// Take the worker's finished functions into the caches, waiting up
+    /// to `wait` for one when none has finished.
+    fn collect(&mut self, wait: Duration) {
+        for ((node, consts), f, took) in self.worker.collect(wait) {
+            match f {
+                Ok(f) => {
+                    self.compilations += 1;
+                    self.background_time += took;
+                    let f = Arc::new(f);
+                    match consts {
+                        Consts::Immediate => self.roots.insert(node, f),
+                        Consts::Data => self.shapes.insert(node, f),
+                    };
+                }
+                Err(e) => self.failed = Some(e),
+            }
+        }
     }
 
     /// Point node `n`'s entry of the function table at a unit (copying its
