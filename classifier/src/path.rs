@@ -137,7 +137,8 @@ impl KeySet {
 
 impl PartialEq for KeySet {
     fn eq(&self, other: &KeySet) -> bool {
-        self.sorted == other.sorted
+        // Copies of one filter share their sets: no need to compare keys.
+        Arc::ptr_eq(&self.sorted, &other.sorted) || self.sorted == other.sorted
     }
 }
 

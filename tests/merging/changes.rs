@@ -276,9 +276,14 @@ pub fn sequence<E: Engine>(
                 live.push(copy(&like, id, &key, priority));
                 n.keyed += 1;
             } else {
-                let keys: Vec<Vec<u32>> = (0..rng.range(1, 12))
-                    .map(|_| key_like(&mut rng, pool, path))
-                    .collect();
+                // Now and then a block large enough for a table of its own.
+                let block = sluice::classifier::tree::BLOCK_TABLE;
+                let count = match rng.chance(15) {
+                    true => rng.range(block, block + 40),
+                    false => rng.range(1, 12),
+                };
+                let keys: Vec<Vec<u32>> =
+                    (0..count).map(|_| key_like(&mut rng, pool, path)).collect();
                 let ids = c
                     .insert_keys(like.id, keys.clone(), priority)
                     .unwrap_or_else(|| panic!("insert_keys like `{}`", like.what));

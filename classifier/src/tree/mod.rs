@@ -60,6 +60,13 @@ use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
+/// Key-only inserts of at least this many keys at once go into tables of
+/// their whole run of equalities (see [`Subst::whole`]): a block that
+/// large is a uniform set, like sessions, whose copies are best one key
+/// each, at the price of one more lookup at the node where their table
+/// sits beside a shorter one.
+pub const BLOCK_TABLE: usize = 64;
+
 /// A filter's paths as the tree takes them: items in field order, dead
 /// paths (whose tests contradict each other) left out.
 type Items = Vec<Vec<Item>>;
@@ -535,7 +542,11 @@ impl DecisionTree {
                 Some((items, at)) => {
                     let slot = self.new_slot(id, priority);
                     let root = self.nodes.root();
-                    let s = Subst { at, keys: key };
+                    let s = Subst {
+                        at,
+                        keys: key,
+                        whole: keys.len() / width >= BLOCK_TABLE,
+                    };
                     self.nodes
                         .insert_subst(&self.fields, root, items, s, Entry { slot, priority });
                     self.filters.insert(
@@ -605,7 +616,11 @@ impl DecisionTree {
             Form::Keyed(t, keys, at) => {
                 let (items, pos) = t.fast.as_ref().expect("keyed filters have a fast template");
                 let key = &keys[*at as usize..*at as usize + t.width];
-                let s = Subst { at: pos, keys: key };
+                let s = Subst {
+                    at: pos,
+                    keys: key,
+                    whole: false,
+                };
                 self.nodes
                     .remove_subst(&self.fields, root, items, s, info.slot);
             }

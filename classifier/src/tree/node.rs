@@ -190,6 +190,21 @@ pub fn summary(n: &Node) -> u32 {
     }
 }
 
+/// `a == b`, the cheap parts first: a node's conditions are scanned for
+/// every path put or taken below it, and most differ in a bound or a
+/// length.
+fn same(a: &Cond, b: &Cond) -> bool {
+    // Element by element: the lists are short, mostly empty, and a
+    // library compare call for each would cost more than the loop.
+    a.lo == b.lo
+        && a.hi == b.hi
+        && a.none == b.none
+        && a.ne.iter().eq(b.ne.iter())
+        && a.any.iter().eq(b.any.iter())
+        && a.not_in == b.not_in
+        && a.is_in == b.is_in
+}
+
 /// The nodes of a tree, node 0 its root.
 ///
 /// ```
@@ -220,7 +235,7 @@ impl Default for Nodes {
 /// reusing another filter's path with its own constants.
 ///
 /// ```
-/// let s = sluice_classifier::tree::node::Subst { at: &[1], keys: &[80] };
+/// let s = sluice_classifier::tree::node::Subst { at: &[1], keys: &[80], whole: false };
 /// assert_eq!(s.key(1), Some(80));
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
@@ -229,6 +244,12 @@ pub struct Subst<'a> {
     pub at: &'a [usize],
     /// Their keys.
     pub keys: &'a [u32],
+    /// Put each run of equalities into a table of the whole run, made
+    /// beside a shorter table that begins it if need be: for a large block
+    /// of copies of one filter, so that each copy is one key and one leaf
+    /// (reported from the table's datum, no code of its own) instead of a
+    /// subtree below a shared shorter table.
+    pub whole: bool,
 }
 
 impl Subst<'_> {
@@ -482,7 +503,7 @@ impl Nodes {
     /// let a = f.intern_val(&sluice_ir::Val::Len);
     /// let mut n = Nodes::default();
     /// let path = [Item { field: a, label: Label::Eq(vec![60]) }];
-    /// n.insert_subst(&f, 0, &path, Subst { at: &[0], keys: &[64] }, Entry { slot: 1, priority: 0 });
+    /// n.insert_subst(&f, 0, &path, Subst { at: &[0], keys: &[64], whole: false }, Entry { slot: 1, priority: 0 });
     /// assert_eq!(n.get(0).tuples[0].child(&[64]), Some(1));
     /// ```
     pub fn insert_subst(&mut self, f: &Fields, n: NodeId, items: &[Item], s: Subst<'_>, e: Entry) {
@@ -534,7 +555,7 @@ impl Nodes {
     fn put_eq(&mut self, f: &Fields, n: NodeId, w: Walk<'_>, e: Entry) {
         let run = w.eq_run();
         let fields: Vec<FieldId> = w.rest()[..run].iter().map(|i| i.field).collect();
-        let t = self.choose_tuple(n, &fields);
+        let t = self.choose_tuple(n, &fields, w.subst.whole);
         let width = self.nodes[n as usize].tuples[t].fields.len();
         let mut children = Vec::new();
         w.each_key(width, |key| {
@@ -565,7 +586,7 @@ impl Nodes {
     }
 
     /// The table a run of equalities on `fields` goes into (see the module doc).
-    fn choose_tuple(&mut self, n: NodeId, fields: &[FieldId]) -> usize {
+    fn choose_tuple(&mut self, n: NodeId, fields: &[FieldId], whole: bool) -> usize {
         let node = &self.nodes[n as usize];
         let prefix = node
             .tuples
@@ -575,8 +596,15 @@ impl Nodes {
                 t.fields.len() <= fields.len() && t.fields[..] == fields[..t.fields.len()]
             })
             .max_by_key(|(_, t)| t.fields.len());
-        if let Some((i, _)) = prefix {
-            return i;
+        match prefix {
+            Some((i, t)) if !whole || t.fields.len() == fields.len() => return i,
+            _ if whole => {
+                self.touch(n);
+                let node = &mut self.nodes[n as usize];
+                node.tuples.push(Tuple::new(fields.to_vec()));
+                return node.tuples.len() - 1;
+            }
+            _ => {}
         }
         let common = |t: &Tuple| {
             t.fields
@@ -662,7 +690,11 @@ impl Nodes {
     }
 
     fn cond_child(&mut self, n: NodeId, c: &Cond) -> NodeId {
-        if let Some((_, child)) = self.nodes[n as usize].conds.iter().find(|(x, _)| x == c) {
+        if let Some((_, child)) = self.nodes[n as usize]
+            .conds
+            .iter()
+            .find(|(x, _)| same(x, c))
+        {
             return *child;
         }
         let child = self.alloc();
@@ -736,7 +768,7 @@ impl Nodes {
                     Some(x) if x == g => match &first.label {
                         Label::Cond(c) => {
                             let node = &self.nodes[n as usize];
-                            if let Some(i) = node.conds.iter().position(|(x, _)| x == c) {
+                            if let Some(i) = node.conds.iter().position(|(x, _)| same(x, c)) {
                                 let child = node.conds[i].1;
                                 if self.take(f, child, w.skip(1), slot) {
                                     self.release(child);

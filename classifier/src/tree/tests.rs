@@ -226,3 +226,61 @@ fn a_session_set_is_one_table() {
     out.sort_unstable();
     assert_eq!(out, vec![10, 999]);
 }
+
+#[test]
+fn a_large_key_block_gets_a_table_of_its_whole_run() {
+    let b = |o| Val::load_abs(o, Size::Byte);
+    let triple = |x: u32, y: u32, z: u32| {
+        Pred::and(vec![
+            Pred::eq(b(0), x),
+            Pred::eq(b(1), y),
+            Pred::eq(b(3), z),
+        ])
+    };
+    let mut t = DecisionTree::default();
+    let mut filters = Vec::new();
+    // Filters on the first byte alone make a table of that field, which
+    // begins the run of the template below.
+    for k in 0..6u32 {
+        let f = Filter::new(Pred::eq(b(0), k), 1);
+        t.insert(k, &Compiled::new(f.clone()), 0);
+        filters.push((k, f, 0));
+    }
+    let template = Filter::new(triple(1, 2, 3), 1);
+    t.insert(10, &Compiled::new(template.clone()), 0);
+    filters.push((10, template, 0));
+    let before = t.stats();
+    let mut keys = Vec::new();
+    let mut ids = Vec::new();
+    for (i, (x, y, z)) in (0..6u32)
+        .flat_map(|x| (0..6u32).flat_map(move |y| (0..6u32).map(move |z| (x, y, z))))
+        .filter(|&k| k != (1, 2, 3))
+        .take(BLOCK_TABLE + 36)
+        .enumerate()
+    {
+        keys.extend([x, y, z]);
+        let id = 100 + i as u32;
+        ids.push(id);
+        filters.push((id, Filter::new(triple(x, y, z), 1), 0));
+    }
+    assert!(t.insert_key_block(100, 10, 3, keys.into(), 0));
+    let st = t.stats();
+    // One table more (the block's, beside the first byte's), and one leaf
+    // per key below it.
+    assert_eq!(st.tables, before.tables + 1, "{before:?} -> {st:?}");
+    assert_eq!(st.nodes, before.nodes + ids.len(), "{before:?} -> {st:?}");
+    check_summaries(&t);
+    let mut g = Gen(5);
+    check(&t, &filters, &packets(&mut g));
+    // The template still answers, and the block comes out whole.
+    for (n, id) in ids.iter().enumerate() {
+        t.remove(*id);
+        filters.retain(|f| f.0 != *id);
+        if n % 25 == 0 {
+            check(&t, &filters, &packets(&mut g));
+        }
+    }
+    check(&t, &filters, &packets(&mut g));
+    let after = t.stats();
+    assert_eq!((after.tables, after.nodes), (before.tables, before.nodes));
+}
