@@ -71,7 +71,8 @@ pub struct NativeTreeStats {
     /// Distinct functions the units other than the root's share (units
     /// that differ only in constants run one function with their own data).
     pub shapes: usize,
-    /// Size of the current code.
+    /// Size of the code held: the current code, and functions no unit
+    /// uses that are kept for reuse (a few dozen at most).
     pub code_bytes: usize,
     /// Nodes compiled in place.
     pub nodes: usize,

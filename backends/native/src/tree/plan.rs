@@ -225,7 +225,7 @@ pub struct Ids {
 /// Reference-counted numbers for places in the tree.
 #[derive(Clone, Debug, Default)]
 pub struct Numbers {
-    by_place: std::collections::HashMap<(NodeId, usize), (usize, u32)>,
+    by_place: rustc_hash::FxHashMap<(NodeId, usize), (usize, u32)>,
     places: Vec<Option<(NodeId, usize)>>,
     free: Vec<usize>,
 }
@@ -403,7 +403,7 @@ impl Plan {
             p.conds.push(PCond::of(cond, sets, child));
         }
         if let Some((starts, covers)) = cut {
-            let mut seen = std::collections::HashMap::new();
+            let mut seen = rustc_hash::FxHashMap::default();
             for c in covers.iter().flatten() {
                 *seen.entry(*c).or_insert(0usize) += 1;
             }

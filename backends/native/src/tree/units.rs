@@ -19,9 +19,10 @@ use super::plan::{Ids, PNode, Plan};
 use super::run::TreeFn;
 use super::worker::{Job, Worker};
 use crate::{CodePages, NativeError};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use sluice_classifier::tree::node::{summary, NodeId, NONE};
 use sluice_classifier::tree::DecisionTree;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -57,6 +58,67 @@ impl Function {
 unsafe impl Send for Function {}
 // SAFETY: see `Send`; nothing changes after it is built.
 unsafe impl Sync for Function {}
+
+/// Functions kept unused, per cache: a filter removed and inserted again,
+/// or a table that comes and goes with a block of keys, finds its code
+/// still there instead of compiling it again.
+const SPARE: usize = 64;
+
+/// Functions by plan: those a unit uses, and up to [`SPARE`] of the most
+/// recently used others.
+#[derive(Default)]
+struct FnCache {
+    map: HashMap<PNode, (Arc<Function>, u64)>,
+    /// Counts [`FnCache::tidy`] calls: when a function was last used.
+    epoch: u64,
+}
+
+impl FnCache {
+    fn get(&mut self, plan: &PNode) -> Option<Arc<Function>> {
+        let epoch = self.epoch;
+        self.map.get_mut(plan).map(|(f, seen)| {
+            *seen = epoch;
+            f.clone()
+        })
+    }
+
+    fn insert(&mut self, plan: PNode, f: Arc<Function>) {
+        self.map.insert(plan, (f, self.epoch));
+    }
+
+    /// After an update: drop the unused functions past the [`SPARE`] most
+    /// recently used.
+    fn tidy(&mut self) {
+        self.epoch += 1;
+        let mut unused: Vec<(u64, PNode)> = Vec::new();
+        for (plan, (f, seen)) in self.map.iter_mut() {
+            if Arc::strong_count(f) > 1 {
+                *seen = self.epoch;
+            } else {
+                unused.push((*seen, plan.clone()));
+            }
+        }
+        if unused.len() > SPARE {
+            unused.sort_unstable_by_key(|u| std::cmp::Reverse(u.0));
+            for (_, plan) in unused.drain(SPARE..) {
+                self.map.remove(&plan);
+            }
+        }
+    }
+
+    /// Functions a unit uses.
+    fn in_use(&self) -> usize {
+        self.map
+            .values()
+            .filter(|(f, _)| Arc::strong_count(f) > 1)
+            .count()
+    }
+
+    /// Code bytes held.
+    fn bytes(&self) -> usize {
+        self.map.values().map(|(f, _)| f.bytes).sum()
+    }
+}
 
 /// One unit: its plan, its function (none while its compilation waits:
 /// the tree's walk runs it then), and the data the function reads.
@@ -113,10 +175,11 @@ unsafe impl Sync for Code {}
 #[derive(Default)]
 pub(crate) struct Compiler {
     units: HashMap<NodeId, Arc<UnitCode>>,
-    /// The function of each shape in use.
-    shapes: HashMap<PNode, Arc<Function>>,
-    /// Root plans' functions the worker made, for the root's next update.
-    roots: HashMap<PNode, Arc<Function>>,
+    /// The function of each shape in use (and a few not).
+    shapes: FnCache,
+    /// The root's functions: in use, made by the worker for the root's
+    /// next update, or kept.
+    roots: FnCache,
     /// Compiles what a budget has no room for.
     worker: Worker,
     /// What compiling costs per unit of a plan's weight, learnt (ns).
@@ -207,7 +270,7 @@ impl Compiler {
         if self.units.is_empty() {
             self.deadline = None;
         }
-        let mut done: HashSet<NodeId> = HashSet::new();
+        let mut done: HashSet<NodeId> = HashSet::default();
         self.work(t, &mut todo, &mut done)?;
         // Nodes in no unit that need code are reached through a large
         // table: each is a unit of its own.
@@ -238,12 +301,10 @@ impl Compiler {
             let empty = Arc::new(Chunk::empty());
             self.chunks.resize(chunks, empty);
         }
-        // Shapes no unit uses any more go.
-        self.shapes.retain(|_, f| Arc::strong_count(f) > 1);
-        self.roots.retain(|_, f| Arc::strong_count(f) > 1);
-        self.bytes = self.shapes.values().map(|f| f.bytes).sum::<usize>();
+        self.shapes.tidy();
+        self.roots.tidy();
+        self.bytes = self.shapes.bytes() + self.roots.bytes();
         let root = self.units.get(&root).expect("the root has a unit").clone();
-        self.bytes += root.function.as_ref().map_or(0, |f| f.bytes);
         self.pending
             .retain(|u| self.units.get(u).is_some_and(|c| c.function.is_none()));
         Ok(Arc::new(Code {
@@ -254,7 +315,7 @@ impl Compiler {
             sets: self.ids.sets.all().into(),
             units: self.units.len(),
             pending: self.pending.len(),
-            shapes: self.shapes.len(),
+            shapes: self.shapes.in_use(),
             bytes: self.bytes,
             in_place: self.in_place,
         }))
@@ -389,7 +450,7 @@ impl Compiler {
             false => self.shapes.get(&job.0),
         };
         let function = match known {
-            Some(f) => Some(f.clone()),
+            Some(f) => Some(f),
             None if self.fits(&plan) => {
                 let f = Arc::new(self.compile(&job.0, job.1, plan.weight)?);
                 match root {
