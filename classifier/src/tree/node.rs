@@ -316,6 +316,14 @@ impl<'a> Walk<'a> {
 
     /// Every key of the first `w` items (the product of their sets).
     fn each_key(&self, w: usize, mut f: impl FnMut(&[u32])) {
+        // One key (every set of one value, the usual case): no lists.
+        if w <= MAX_TUPLE && (0..w).all(|i| self.keys(i).len() == 1) {
+            let mut key = [0u32; MAX_TUPLE];
+            for (i, k) in key.iter_mut().enumerate().take(w) {
+                *k = self.keys(i)[0];
+            }
+            return f(&key[..w]);
+        }
         let sets: Vec<&[u32]> = (0..w).map(|i| self.keys(i)).collect();
         let mut key: Vec<u32> = sets.iter().map(|s| s[0]).collect();
         let mut at = vec![0usize; w];
@@ -554,10 +562,14 @@ impl Nodes {
 
     fn put_eq(&mut self, f: &Fields, n: NodeId, w: Walk<'_>, e: Entry) {
         let run = w.eq_run();
-        let fields: Vec<FieldId> = w.rest()[..run].iter().map(|i| i.field).collect();
-        let t = self.choose_tuple(n, &fields, w.subst.whole);
+        let mut fields = [0 as FieldId; MAX_TUPLE];
+        for (f, i) in fields.iter_mut().zip(&w.rest()[..run]) {
+            *f = i.field;
+        }
+        let t = self.choose_tuple(n, &fields[..run], w.subst.whole);
         let width = self.nodes[n as usize].tuples[t].fields.len();
-        let mut children = Vec::new();
+        let mut children: Vec<(Vec<u32>, NodeId)> = Vec::new();
+        let mut one: Option<([u32; MAX_TUPLE], NodeId)> = None;
         w.each_key(width, |key| {
             let tuple = &self.nodes[n as usize].tuples[t];
             let child = match tuple.child(key) {
@@ -569,8 +581,19 @@ impl Nodes {
                     c
                 }
             };
-            children.push((key.to_vec(), child));
+            match (&one, children.is_empty()) {
+                (None, true) => {
+                    let mut k = [0u32; MAX_TUPLE];
+                    k[..key.len()].copy_from_slice(key);
+                    one = Some((k, child));
+                }
+                _ => children.push((key.to_vec(), child)),
+            }
         });
+        if let Some((key, c)) = one {
+            self.put(f, c, w.skip(width), e);
+            self.resummarise(n, t, &key[..width], c);
+        }
         for (key, c) in children {
             self.put(f, c, w.skip(width), e);
             self.resummarise(n, t, &key, c);
