@@ -21,7 +21,19 @@ use std::sync::Arc;
 pub struct Compiled {
     filter: Filter,
     pub(super) paths: Option<Vec<Path>>,
+    /// For a filter of several paths: the same with the tests the other
+    /// paths make needless dropped ([`crate::absorb`]), as the decision
+    /// tree takes them.
+    absorbed: Option<Vec<Path>>,
     pub(super) program: Arc<[Insn]>,
+}
+
+/// The paths with needless tests dropped, when there are several.
+fn absorbed(paths: &Option<Vec<Path>>) -> Option<Vec<Path>> {
+    match paths {
+        Some(p) if p.len() > 1 => Some(crate::absorb::absorb(p.clone())),
+        _ => None,
+    }
 }
 
 impl Compiled {
@@ -56,6 +68,7 @@ impl Compiled {
         };
         Compiled {
             filter,
+            absorbed: absorbed(&paths),
             paths,
             program,
         }
@@ -76,8 +89,10 @@ impl Compiled {
         match sluice_bpf::lift(prog) {
             Ok(filter) => {
                 let pred = sluice_ir::simplify::fast_disjunctions(filter.pred.clone());
+                let paths = paths(&pred, filter.accept).ok();
                 Compiled {
-                    paths: paths(&pred, filter.accept).ok(),
+                    absorbed: absorbed(&paths),
+                    paths,
                     filter,
                     program: prog.into(),
                 }
@@ -85,6 +100,7 @@ impl Compiled {
             Err(_) => Compiled {
                 filter: Filter::new(Pred::False, 0),
                 paths: None,
+                absorbed: None,
                 program: prog.into(),
             },
         }
@@ -98,6 +114,22 @@ impl Compiled {
     /// ```
     pub fn paths(&self) -> Option<&[Path]> {
         self.paths.as_deref()
+    }
+
+    /// The accepting paths with the tests that the filter's other paths
+    /// make needless dropped (the same paths when there is one): what the
+    /// decision tree inserts. Computed here, once, outside any lock.
+    ///
+    /// ```
+    /// use sluice_ir::{Filter, Pred, Size, Val};
+    /// let b = Val::load_abs(0, Size::Byte);
+    /// // `b == 1 or b != 1`: the second path needs no test once the first fails.
+    /// let f = Filter::new(Pred::or(vec![Pred::eq(b.clone(), 1), Pred::not(Pred::eq(b, 1))]), 1);
+    /// let c = sluice_classifier::merged::Compiled::new(f);
+    /// assert!(c.absorbed_paths().is_some());
+    /// ```
+    pub fn absorbed_paths(&self) -> Option<&[Path]> {
+        self.absorbed.as_deref().or(self.paths.as_deref())
     }
 
     /// The classic BPF program a filter that cannot be merged runs as

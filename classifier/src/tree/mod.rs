@@ -415,9 +415,9 @@ impl DecisionTree {
         if self.filters.contains_key(&id) {
             self.remove(id);
         }
-        match c.paths() {
-            Some(paths) => self.insert_paths(id, paths, priority),
-            None => {
+        match (c.paths(), c.absorbed_paths()) {
+            (Some(paths), Some(simple)) => self.insert_paths(id, paths, simple, priority),
+            _ => {
                 let rank = |w: &Whole| (std::cmp::Reverse(w.priority), w.filter);
                 let new = Whole {
                     filter: id,
@@ -437,20 +437,12 @@ impl DecisionTree {
         }
     }
 
-    /// Add a filter (with a new id) given by its accepting paths.
-    fn insert_paths(&mut self, id: u32, paths: &[Path], priority: i32) {
+    /// Add a filter (with a new id) given by its accepting paths, and the
+    /// same with the tests its other paths make needless dropped (negations
+    /// that would otherwise be conditions of this filter alone).
+    fn insert_paths(&mut self, id: u32, paths: &[Path], simple: &[Path], priority: i32) {
         let slot = self.new_slot(id, priority);
         let e = Entry { slot, priority };
-        // Negations that other paths make needless go first: they would
-        // be conditions of this filter alone.
-        let absorbed;
-        let simple = match paths.len() {
-            0 | 1 => paths,
-            _ => {
-                absorbed = crate::absorb::absorb(paths.to_vec());
-                &absorbed[..]
-            }
-        };
         let items: Items = simple
             .iter()
             .filter_map(|p| Self::items_of(&mut self.fields, p))
@@ -560,7 +552,8 @@ impl DecisionTree {
                 }
                 None => {
                     let path = Self::substitute(&template, key);
-                    self.insert_paths(id, &[path], priority);
+                    let one = [path];
+                    self.insert_paths(id, &one, &one, priority);
                 }
             }
         }
