@@ -51,4 +51,5 @@ pub use sluice_wire as wire;
 
 pub use sluice_filter::{Error, Language, LinkType, Program, ProgramBuilder, Runner, Spec};
 
+pub mod merge;
 pub mod summary;

@@ -2,7 +2,8 @@
 //! parts, with the memory it took.
 //!
 //! As `sluice split` does: each expression becomes a [`Program`] (parsed,
-//! the IR, classic BPF) and its accepting paths ([`Compiled::new`]); they
+//! the IR, classic BPF) and its accepting paths ([`Compiled::new`]), on
+//! every core ([`sluice::merge::compile_all`]); they
 //! are inserted into a [`NativeAuto`] (which starts as tuple space search
 //! and moves to the decision tree past four shapes, replaying the inserts);
 //! [`NativeAuto::update`] generates the machine code.
@@ -71,9 +72,12 @@ impl Built {
     pub fn new(texts: &[String]) -> Built {
         let rss0 = rss();
         let t = Instant::now();
-        let compiled: Vec<Arc<Compiled>> = texts
-            .iter()
-            .map(|t| Arc::new(compiled(&program(t))))
+        // As `sluice split` compiles them: on every core.
+        let builder = Program::builder(LinkType::EN10MB).snaplen(SNAPLEN);
+        let compiled: Vec<Arc<Compiled>> = sluice::merge::compile_all(&builder, texts)
+            .into_iter()
+            .zip(texts)
+            .map(|(c, t)| Arc::new(c.unwrap_or_else(|e| panic!("{t}: {e}"))))
             .collect();
         let compile = t.elapsed();
         let t = Instant::now();

@@ -238,24 +238,21 @@ fn build(
     };
     let mut errors = Vec::new();
     let n = filters.len();
-    for (i, f) in filters.iter().enumerate() {
-        // The same compilation as `sluice filter`, so the same expressions
-        // are refused (including those that reject every packet).
-        // Any language (a `pcap:`, `bpf:`, `cspf:` or `dpf:` prefix;
-        // `LANG:@path` relative to the filters file).
-        let dir = Path::new(file).parent();
-        match Program::builder(lt)
-            .snaplen(super::DEFAULT_SNAPLEN)
-            .capture_big_endian(big_endian)
-            .dir(dir)
-            .build(&f.expression)
-        {
-            Ok(p) => {
+    // The same compilation as `sluice filter`, so the same expressions
+    // are refused (including those that reject every packet). Any
+    // language (a `pcap:`, `bpf:`, `cspf:` or `dpf:` prefix; `LANG:@path`
+    // relative to the filters file). On every core: only the inserts
+    // below touch the merged structure.
+    let builder = Program::builder(lt)
+        .snaplen(super::DEFAULT_SNAPLEN)
+        .capture_big_endian(big_endian)
+        .dir(Path::new(file).parent());
+    let texts: Vec<&str> = filters.iter().map(|f| f.expression.as_str()).collect();
+    let compiled = sluice::merge::compile_all(&builder, &texts);
+    for (i, (f, c)) in filters.iter().zip(compiled).enumerate() {
+        match c {
+            Ok(c) => {
                 let priority = i32::try_from(n - i).unwrap_or(i32::MAX);
-                let c = match p.ir() {
-                    Some(ir) => Compiled::new(ir.clone()),
-                    None => Compiled::from_bpf(p.bpf()),
-                };
                 merged.insert(i as u32, Arc::new(c), priority);
             }
             Err(e) => errors.push((
