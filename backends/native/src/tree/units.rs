@@ -206,6 +206,9 @@ pub(crate) struct Compiler {
     pending: BTreeSet<NodeId>,
     /// When the update in progress may stop compiling.
     deadline: Option<Instant>,
+    /// During a first build: the functions to compile once every unit is
+    /// planned, on every core (with their plans' weights).
+    batch: Option<HashMap<Job, usize>>,
 }
 
 /// True for a node that is not (or no longer) part of the tree.
@@ -271,9 +274,11 @@ impl Compiler {
                 todo.insert(*d);
             }
         }
-        // The first build compiles everything, whatever the budget.
+        // The first build compiles everything, whatever the budget, once
+        // every unit is planned and on every core.
         if self.units.is_empty() {
             self.deadline = None;
+            self.batch = Some(HashMap::default());
         }
         let mut done: HashSet<NodeId> = HashSet::default();
         self.work(t, &mut todo, &mut done)?;
@@ -285,6 +290,9 @@ impl Compiler {
             }
         }
         self.work(t, &mut todo, &mut done)?;
+        if let Some(jobs) = self.batch.take() {
+            self.compile_batch(jobs)?;
+        }
         // Units planned earlier whose compilation waited: the worker's
         // functions, or compiled here while time is left.
         for u in std::mem::take(&mut self.pending) {
@@ -456,6 +464,12 @@ impl Compiler {
         };
         let function = match known {
             Some(f) => Some(f),
+            None if self.batch.is_some() => {
+                if let Some(b) = self.batch.as_mut() {
+                    b.insert(job, plan.weight);
+                }
+                None
+            }
             None if self.fits(&plan) => {
                 let f = Arc::new(self.compile(&job.0, job.1, plan.weight)?);
                 match root {
@@ -515,6 +529,52 @@ impl Compiler {
         self.compile_time += took;
         self.learn(took, weight);
         Ok(f)
+    }
+
+    /// Compile a first build's functions on every core, into the caches
+    /// (the units waiting for them take them next).
+    fn compile_batch(&mut self, jobs: HashMap<Job, usize>) -> Result<(), NativeError> {
+        let jobs: Vec<(Job, usize)> = jobs.into_iter().collect();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = cores.min(jobs.len() / 4).max(1);
+        let start = Instant::now();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let run = || {
+            let mut out = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((job, weight)) = jobs.get(i) else {
+                    return out;
+                };
+                let t = Instant::now();
+                out.push((i, Function::compile(&job.0, job.1), t.elapsed(), *weight));
+            }
+        };
+        let done: Vec<_> = match threads {
+            1 => run(),
+            _ => std::thread::scope(|s| {
+                let handles: Vec<_> = (0..threads).map(|_| s.spawn(run)).collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| match h.join() {
+                        Ok(v) => v,
+                        Err(panic) => std::panic::resume_unwind(panic),
+                    })
+                    .collect()
+            }),
+        };
+        self.compile_time += start.elapsed();
+        for (i, f, took, weight) in done {
+            let f = Arc::new(f?);
+            self.compilations += 1;
+            self.learn(took, weight);
+            let (node, consts) = jobs[i].0.clone();
+            match consts {
+                Consts::Immediate => self.roots.insert(node, f),
+                Consts::Data => self.shapes.insert(node, f),
+            }
+        }
+        Ok(())
     }
 
     /// Update the cost per weight with one compilation's.
