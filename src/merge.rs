@@ -1,7 +1,7 @@
 //! Filters prepared for merging, compiled on every core.
 //!
 //! Compiling a filter for a merged classifier (the expression into a
-//! [`Program`], the program into the classifier's
+//! [`Program`](crate::Program), the program into the classifier's
 //! [`Compiled`] form: its accepting paths, with the tests its other paths
 //! make needless dropped) needs nothing but the filter, so a large set is
 //! compiled on all cores at once; only the inserts that follow touch the
