@@ -26,6 +26,8 @@
 //! one level), and a large one is left alone beside a new table for the
 //! path (one more lookup per packet instead of moving every key: tuple
 //! space search, for the rare path that breaks up a large uniform set).
+//! A large block of key-only copies of one filter goes into a table of its
+//! whole run instead ([`Subst::whole`]), so each copy is one key.
 //!
 //! ```
 //! use sluice_classifier::tree::node::{Entry, Item, Nodes};
