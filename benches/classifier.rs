@@ -30,7 +30,6 @@
 //! for `scripts/bench-classifier.sh`, which runs ../shared/tools/handdemux.c
 //! and multibpf.c on the same files.
 
-use sluice_classifier::path::{Atom, Test};
 use sluice_classifier::table::hash;
 use sluice_classifier::{merged::Compiled, Classifier, Reader};
 use sluice_native::floor::MemoryFloor;
@@ -124,18 +123,7 @@ impl Layout {
         if std::env::var_os("SLUICE_BENCH_SHOW").is_some() {
             eprintln!("{:#?}", paths[0]);
         }
-        let template: Vec<u32> = paths[0]
-            .atoms
-            .iter()
-            .filter_map(|a| match a {
-                Atom::Field {
-                    test: Test::Eq(k),
-                    truth: true,
-                    ..
-                } => Some(*k),
-                _ => None,
-            })
-            .collect();
+        let template: Vec<u32> = paths[0].key();
         let pos = |k: u32| {
             template
                 .iter()

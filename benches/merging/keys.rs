@@ -21,39 +21,10 @@ pub fn single_path(c: &Compiled) -> Option<&Path> {
     }
 }
 
-/// The constants of a path's equality tests, in order: its key.
-pub fn key_of(p: &Path) -> Vec<u32> {
-    p.atoms
-        .iter()
-        .filter_map(|a| match a {
-            Atom::Field {
-                test: Test::Eq(k),
-                truth: true,
-                ..
-            } => Some(*k),
-            _ => None,
-        })
-        .collect()
-}
-
 /// A path with the constants of its equality tests cleared: paths of one
 /// shape have equal shapes.
 pub fn shape_of(p: &Path) -> Vec<Atom> {
-    p.atoms
-        .iter()
-        .map(|a| match a {
-            Atom::Field {
-                val,
-                test: Test::Eq(_),
-                truth: true,
-            } => Atom::Field {
-                val: val.clone(),
-                test: Test::Eq(0),
-                truth: true,
-            },
-            a => a.clone(),
-        })
-        .collect()
+    p.with_key(&vec![0; p.key().len()]).atoms
 }
 
 /// A filter's shape: its paths with the constants of every test cleared

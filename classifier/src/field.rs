@@ -51,8 +51,9 @@ pub struct Fields {
     ids: HashMap<Val, FieldId>,
 }
 
+/// The big-endian value of `size` (1, 2 or 4) bytes at `at`, if captured.
 #[inline]
-fn load(pkt: &[u8], at: u64, size: u32) -> Option<u32> {
+pub(crate) fn load(pkt: &[u8], at: u64, size: u32) -> Option<u32> {
     let end = at + size as u64;
     if end > pkt.len() as u64 {
         return None;
@@ -66,7 +67,7 @@ fn load(pkt: &[u8], at: u64, size: u32) -> Option<u32> {
 }
 
 /// `4 * (pkt[h] & 0xf)` as IR, if `v` is that.
-fn ipv4_header_length(v: &Val) -> Option<u32> {
+pub(crate) fn ipv4_header_length(v: &Val) -> Option<u32> {
     let Val::Bin(BinOp::Shl, a, two) = v else {
         return None;
     };

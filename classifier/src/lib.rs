@@ -35,6 +35,7 @@
 pub mod absorb;
 pub mod auto;
 pub mod field;
+pub mod id_map;
 pub mod merged;
 pub mod path;
 pub mod table;

@@ -241,6 +241,59 @@ pub struct Path {
     pub accept: u32,
 }
 
+impl Path {
+    /// The constants of the path's equality tests, in atom order: the key
+    /// of a key-only copy of its filter.
+    ///
+    /// ```
+    /// use sluice_classifier::path::{Atom, Path, Test};
+    /// let eq = |k| Atom::Field { val: sluice_ir::Val::Len, test: Test::Eq(k), truth: true };
+    /// let p = Path { atoms: vec![eq(60)], accept: 1 };
+    /// assert_eq!(p.key(), vec![60]);
+    /// assert_eq!(p.with_key(&[64]).key(), vec![64]);
+    /// ```
+    pub fn key(&self) -> Vec<u32> {
+        self.atoms
+            .iter()
+            .filter_map(|a| match a {
+                Atom::Field {
+                    test: Test::Eq(k),
+                    truth: true,
+                    ..
+                } => Some(*k),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The path with the constants of its equality tests replaced by
+    /// `key`, in atom order (`key` has one word per equality; with all
+    /// words 0, the path's shape).
+    pub fn with_key(&self, key: &[u32]) -> Path {
+        let mut next = key.iter();
+        let atoms = self
+            .atoms
+            .iter()
+            .map(|a| match a {
+                Atom::Field {
+                    val,
+                    test: Test::Eq(_),
+                    truth: true,
+                } => Atom::Field {
+                    val: val.clone(),
+                    test: Test::Eq(*next.next().expect("one key word per equality")),
+                    truth: true,
+                },
+                a => a.clone(),
+            })
+            .collect();
+        Path {
+            atoms,
+            accept: self.accept,
+        }
+    }
+}
+
 /// Limits that keep path enumeration small; a filter over them is run whole.
 pub const MAX_PATHS: usize = 256;
 /// Longest path kept.

@@ -98,7 +98,7 @@ impl Pool {
         let mut keys: HashMap<Path, Vec<Vec<u32>>> = HashMap::new();
         for s in homogeneous.iter().chain(&heterogeneous) {
             if let Some(p) = &s.path {
-                keys.entry(shape_of(p)).or_default().push(key_of(p));
+                keys.entry(shape_of(p)).or_default().push(p.key());
             }
         }
         assert!(
@@ -220,7 +220,7 @@ pub struct Counts {
 /// A key for a copy of `path`: another filter's of the same shape, the
 /// path's own, or the path's with one word changed.
 pub fn key_like(rng: &mut Rng, pool: &Pool, path: &Path) -> Vec<u32> {
-    let own = key_of(path);
+    let own = path.key();
     let others = &pool.keys[&shape_of(path)];
     match rng.below(10) {
         0..=5 => others[rng.below(others.len())].clone(),
@@ -252,7 +252,7 @@ pub fn sequence<E: Engine>(
         let what = rng.below(100);
         // Copies need a live one-path filter with a key.
         let copyable: Vec<usize> = (0..live.len())
-            .filter(|&i| live[i].path.as_ref().is_some_and(|p| !key_of(p).is_empty()))
+            .filter(|&i| live[i].path.as_ref().is_some_and(|p| !p.key().is_empty()))
             .collect();
         if what < 35 || live.is_empty() {
             let src = if phase_b && rng.chance(70) {
@@ -314,7 +314,7 @@ pub fn sequence<E: Engine>(
 }
 
 pub fn copy(like: &Live, id: FilterId, key: &[u32], priority: i32) -> Live {
-    let path = with_key(like.path.as_ref().unwrap(), key);
+    let path = like.path.as_ref().unwrap().with_key(key);
     Live {
         id,
         what: format!("{} with key {key:?}", like.what),
@@ -380,51 +380,10 @@ pub fn path_filter(p: &Path) -> Filter {
     Filter::new(Pred::and(atoms), p.accept)
 }
 
-/// The key of a one-path filter as the classifiers take it for key-only
-/// inserts: the constants of its equality tests, in the path's atom order.
-pub fn key_of(p: &Path) -> Vec<u32> {
-    p.atoms
-        .iter()
-        .filter_map(|a| match a {
-            Atom::Field {
-                test: Test::Eq(k),
-                truth: true,
-                ..
-            } => Some(*k),
-            _ => None,
-        })
-        .collect()
-}
-
-/// `p` with its equality constants replaced by `key` (in atom order).
-pub fn with_key(p: &Path, key: &[u32]) -> Path {
-    let mut next = key.iter();
-    let atoms = p
-        .atoms
-        .iter()
-        .map(|a| match a {
-            Atom::Field {
-                val,
-                test: Test::Eq(_),
-                truth: true,
-            } => Atom::Field {
-                val: val.clone(),
-                test: Test::Eq(*next.next().expect("key width")),
-                truth: true,
-            },
-            a => a.clone(),
-        })
-        .collect();
-    Path {
-        atoms,
-        accept: p.accept,
-    }
-}
-
 /// The shape of a one-path filter: its path with the equality constants
 /// zeroed (filters of one shape can be copied from each other by key).
 pub fn shape_of(p: &Path) -> Path {
-    with_key(p, &vec![0; key_of(p).len()])
+    p.with_key(&vec![0; p.key().len()])
 }
 
 #[test]

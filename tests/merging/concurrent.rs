@@ -3,7 +3,7 @@
 //! gets is the answer of a published state, and of a state no older than
 //! the one its previous answer came from (readers never go back).
 
-use crate::changes::{copy, key_like, key_of, Live, Pool};
+use crate::changes::{copy, key_like, Live, Pool};
 use crate::support::*;
 use sluice_classifier::merged::Merged;
 use sluice_classifier::tree::DecisionTree;
@@ -113,7 +113,7 @@ where
         // before it looks at its model, and nothing is pending here.
         let copyable: Vec<&Live> = live
             .iter()
-            .filter(|l| l.path.as_ref().is_some_and(|p| !key_of(p).is_empty()))
+            .filter(|l| l.path.as_ref().is_some_and(|p| !p.key().is_empty()))
             .collect();
         if !copyable.is_empty() && rng.chance(70) {
             let like = copyable[rng.below(copyable.len())].clone();

@@ -7,7 +7,7 @@
 use super::structural::codegen_so_far;
 use super::Installed;
 use crate::config::Config;
-use crate::keys::{key_of, keys_like, shape_of, single_path};
+use crate::keys::{keys_like, shape_of, single_path};
 use crate::timing::median;
 use sluice::classifier::Engine;
 use sluice::native::AutoClassifier;
@@ -66,7 +66,7 @@ fn template(set: &Installed, c: &AutoClassifier) -> usize {
                 return false;
             };
             let width = c.published(|e| e.key_width_of(set.ids[i].0)).flatten();
-            width.is_some_and(|w| w > 0 && w == key_of(p).len())
+            width.is_some_and(|w| w > 0 && w == p.key().len())
         })
         .expect("a filter of the set can be copied by key")
 }
@@ -78,7 +78,11 @@ pub fn run(cfg: &Config, set: &Installed, c: &mut AutoClassifier) -> KeyOnly {
     let samples: Vec<Vec<u32>> = set
         .compiled
         .iter()
-        .filter_map(|f| single_path(f).filter(|p| shape_of(p) == shape).map(key_of))
+        .filter_map(|f| {
+            single_path(f)
+                .filter(|p| shape_of(p) == shape)
+                .map(|p| p.key())
+        })
         .collect();
     let keys = keys_like(&samples, KEYS);
     let mut out = KeyOnly {

@@ -38,12 +38,12 @@ pub use compiled::Compiled;
 pub use view::{better, FieldRead, GroupView, GuardView, Slot};
 
 use crate::field::{FieldId, Fields, Memo};
+use crate::id_map::IdMap;
 use crate::path::{Atom, Path, Test};
 use crate::table::{hash, KeyTable};
 use group::{Entry, Group, Guard, Plan, MAX_DIRECT_KEY, MULTI};
 use sluice_bpf::Insn;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 /// The most keys one path may expand into (sets times sets); beyond it a set
@@ -72,30 +72,6 @@ enum Placement {
     Whole,
 }
 
-/// A hasher for filter ids (dense counters): one multiply.
-#[derive(Clone, Copy, Debug, Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-
-    /// The id itself in the low bits (the table's bucket: consecutive ids
-    /// land in consecutive buckets, so a batch of new filters fills the map
-    /// in order) and mixed bits on top (the map's tag byte).
-    fn write_u32(&mut self, n: u32) {
-        let mixed = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        self.0 = (mixed & 0xffff_ffff_0000_0000) | n as u64;
-    }
-}
-
 /// The merged classifier's data.
 ///
 /// ```
@@ -108,7 +84,7 @@ pub struct Merged {
     groups: Vec<Group>,
     shapes: HashMap<Shape, u32>,
     whole: Vec<Whole>,
-    filters: HashMap<u32, (i32, Placement), BuildHasherDefault<IdHasher>>,
+    filters: IdMap<(i32, Placement)>,
 }
 
 /// Reusable per-reader memory for classification.

@@ -28,7 +28,8 @@
 //! assert_eq!(f.read(proto, &[0; 14], 14, &mut Default::default()), None);
 //! ```
 
-use sluice_ir::{BinOp, Pred, Size, Val};
+use crate::field::{ipv4_header_length, load};
+use sluice_ir::{BinOp, Pred, Val};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
@@ -103,26 +104,6 @@ pub struct Fields {
     ids: HashMap<Source, FieldId>,
 }
 
-/// `4 * (pkt[h] & 0xf)` as IR, if `v` is that.
-pub(crate) fn ipv4_header_length(v: &Val) -> Option<u32> {
-    let Val::Bin(BinOp::Shl, a, two) = v else {
-        return None;
-    };
-    let Val::Bin(BinOp::And, l, mask) = a.as_ref() else {
-        return None;
-    };
-    let Val::Load {
-        base,
-        offset,
-        size: Size::Byte,
-    } = l.as_ref()
-    else {
-        return None;
-    };
-    (**two == Val::Const(2) && **mask == Val::Const(0xf) && **base == Val::Const(0))
-        .then_some(*offset)
-}
-
 /// A load the fast reader handles: `(hdr, off, size)`.
 fn plain_load(v: &Val) -> Option<(Option<u32>, u32, u8)> {
     let Val::Load { base, offset, size } = v else {
@@ -189,20 +170,6 @@ fn rank_of(r: &Read) -> Rank {
         masked: (mask != u32::MAX) as u8,
         mask,
     }
-}
-
-#[inline]
-fn load(pkt: &[u8], at: u64, size: u8) -> Option<u32> {
-    let end = at + size as u64;
-    if end > pkt.len() as u64 {
-        return None;
-    }
-    let b = &pkt[at as usize..end as usize];
-    Some(match size {
-        1 => b[0] as u32,
-        2 => u16::from_be_bytes([b[0], b[1]]) as u32,
-        _ => u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
-    })
 }
 
 impl Fields {
@@ -344,7 +311,7 @@ impl Fields {
                     None => *off as u64,
                     Some(h) => ((*pkt.get(*h as usize)? as u64 & 0xf) << 2) + *off as u64,
                 };
-                load(pkt, at, *size).map(|v| v & mask)
+                load(pkt, at, *size as u32).map(|v| v & mask)
             }
             Read::Len => Some(wirelen),
             Read::Const(k) => Some(*k),
@@ -407,7 +374,7 @@ impl Memo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice_ir::CmpOp;
+    use sluice_ir::{CmpOp, Size};
 
     #[test]
     fn every_read_agrees_with_the_interpreter() {

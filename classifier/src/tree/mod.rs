@@ -50,14 +50,13 @@ mod run;
 
 pub use run::Scratch;
 
+use crate::id_map::IdMap;
 use crate::merged::Compiled;
 use crate::path::{Atom, Path, Test};
 use field::{FieldId, Fields, Source};
 use label::Label;
 use node::{Entry, Item, Nodes, Subst};
 use sluice_bpf::Insn;
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
 /// Key-only inserts of at least this many keys at once go into tables of
@@ -72,13 +71,12 @@ pub const BLOCK_TABLE: usize = 64;
 type Items = Vec<Vec<Item>>;
 
 /// How a key-only filter is made from the filter it copies: the copied
-/// path's atoms (the slow way: substitute and fold again), and, when each
+/// path (the slow way: [`Path::with_key`] and fold again), and, when each
 /// key field is tested by its equality alone, the folded items and which
 /// of them the key words replace (the fast way: one walk down the tree).
 #[derive(Debug)]
 struct Template {
-    atoms: Vec<Atom>,
-    accept: u32,
+    path: Path,
     width: usize,
     fast: Option<(Vec<Item>, Vec<usize>)>,
 }
@@ -109,25 +107,6 @@ struct Whole {
     program: Arc<[Insn]>,
 }
 
-/// A hasher for filter ids (dense counters).
-#[derive(Clone, Copy, Debug, Default)]
-struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-    fn write_u32(&mut self, n: u32) {
-        let mixed = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        self.0 = (mixed & 0xffff_ffff_0000_0000) | n as u64;
-    }
-}
-
 /// The merged decision tree (see the module doc).
 ///
 /// ```
@@ -138,7 +117,7 @@ impl std::hash::Hasher for IdHasher {
 pub struct DecisionTree {
     fields: Fields,
     nodes: Nodes,
-    filters: HashMap<u32, Info, BuildHasherDefault<IdHasher>>,
+    filters: IdMap<Info>,
     /// Filter id of each slot (`u32::MAX` for a free one).
     ids: Vec<u32>,
     /// Priority of each slot.
@@ -380,8 +359,7 @@ impl DecisionTree {
             Some((items, at?))
         });
         Some(Arc::new(Template {
-            atoms: p.atoms.clone(),
-            accept: p.accept,
+            path: p.clone(),
             width: eq_fields.len(),
             fast,
         }))
@@ -551,38 +529,13 @@ impl DecisionTree {
                     );
                 }
                 None => {
-                    let path = Self::substitute(&template, key);
+                    let path = template.path.with_key(key);
                     let one = [path];
                     self.insert_paths(id, &one, &one, priority);
                 }
             }
         }
         true
-    }
-
-    /// The template's path with its equality constants replaced by `key`.
-    fn substitute(t: &Template, key: &[u32]) -> Path {
-        let mut next = key.iter();
-        let atoms = t
-            .atoms
-            .iter()
-            .map(|a| match a {
-                Atom::Field {
-                    val,
-                    test: Test::Eq(_),
-                    truth: true,
-                } => Atom::Field {
-                    val: val.clone(),
-                    test: Test::Eq(*next.next().expect("key width")),
-                    truth: true,
-                },
-                a => a.clone(),
-            })
-            .collect();
-        Path {
-            atoms,
-            accept: t.accept,
-        }
     }
 
     /// Remove a filter; unknown ids are ignored.
