@@ -331,6 +331,36 @@ impl Drop for CodePages {
     }
 }
 
+/// The 64-bit words of a table key (two 32-bit key words each, the first
+/// in the low half) and the key's hash, as
+/// [`sluice_classifier::table::hash`] computes it, for code that probes
+/// the classifiers' tables.
+pub(crate) fn key_hash(b: &mut FunctionBuilder, key: &[Value]) -> (Vec<Value>, Value) {
+    use sluice_classifier::table::{HASH_LEN, HASH_MIX, HASH_WORDS};
+    let len = (key.len() as u64).wrapping_mul(HASH_LEN);
+    let mut acc = b.ins().iconst(types::I64, len as i64);
+    let mut words = Vec::with_capacity(key.len().div_ceil(2));
+    for (i, ch) in key.chunks(2).enumerate() {
+        let lo = b.ins().uextend(types::I64, ch[0]);
+        let w = match ch.get(1) {
+            Some(&h) => {
+                let hi = b.ins().uextend(types::I64, h);
+                let hi = b.ins().ishl_imm(hi, 32);
+                b.ins().bor(lo, hi)
+            }
+            None => lo,
+        };
+        words.push(w);
+        let x = b.ins().imul_imm(w, HASH_WORDS[i % HASH_WORDS.len()] as i64);
+        acc = b.ins().iadd(acc, x);
+    }
+    let s = b.ins().ushr_imm(acc, 32);
+    let x = b.ins().bxor(acc, s);
+    let x = b.ins().imul_imm(x, HASH_MIX as i64);
+    let s = b.ins().ushr_imm(x, 29);
+    (words, b.ins().bxor(x, s))
+}
+
 /// `x << y` (or `x >> y`, logical) on 32 bits as sluice's languages mean
 /// it: a shift by 32 or more gives 0, where Cranelift shifts by `y mod 32`.
 pub(crate) fn shift32(b: &mut FunctionBuilder, left: bool, x: Value, y: Value) -> Value {

@@ -315,33 +315,7 @@ impl Gen<'_, '_> {
     /// constants) and probe group `group`'s table; a hit is written;
     /// continue at `after`.
     fn probe(&mut self, group: u32, key: &[Value], after: Block) {
-        use sluice_classifier::table::{HASH_LEN, HASH_MIX, HASH_WORDS};
-        let mut acc = self
-            .b
-            .ins()
-            .iconst(types::I64, (key.len() as u64).wrapping_mul(HASH_LEN) as i64);
-        let mut words: Vec<Value> = Vec::new();
-        for (i, ch) in key.chunks(2).enumerate() {
-            let lo = self.b.ins().uextend(types::I64, ch[0]);
-            let w = if ch.len() == 2 {
-                let hi = self.b.ins().uextend(types::I64, ch[1]);
-                let hi = self.b.ins().ishl_imm(hi, 32);
-                self.b.ins().bor(lo, hi)
-            } else {
-                lo
-            };
-            words.push(w);
-            let x = self
-                .b
-                .ins()
-                .imul_imm(w, HASH_WORDS[i % HASH_WORDS.len()] as i64);
-            acc = self.b.ins().iadd(acc, x);
-        }
-        let s = self.b.ins().ushr_imm(acc, 32);
-        let x = self.b.ins().bxor(acc, s);
-        let x = self.b.ins().imul_imm(x, HASH_MIX as i64);
-        let s = self.b.ins().ushr_imm(x, 29);
-        let h = self.b.ins().bxor(x, s);
+        let (words, h) = crate::key_hash(&mut self.b, key);
         let desc = self.b.ins().iadd_imm(
             self.tables,
             (group as usize * std::mem::size_of::<TableDesc>()) as i64,

@@ -630,35 +630,10 @@ impl Gen<'_> {
     /// Hash the key as [`sluice_classifier::table::hash`] does and probe
     /// the table; a hit reports its child.
     fn big(&mut self, v: Value, t: &Big) {
-        use sluice_classifier::table::{HASH_LEN, HASH_MIX, HASH_WORDS};
         let after = self.b.create_block();
         let key = self.key(v, &t.more, after);
         let w = key.len();
-        let mut acc = self
-            .b
-            .ins()
-            .iconst(types::I64, (w as u64).wrapping_mul(HASH_LEN) as i64);
-        for (i, ch) in key.chunks(2).enumerate() {
-            let lo = self.b.ins().uextend(types::I64, ch[0]);
-            let word = match ch.get(1) {
-                Some(h) => {
-                    let hi = self.b.ins().uextend(types::I64, *h);
-                    let hi = self.b.ins().ishl_imm(hi, 32);
-                    self.b.ins().bor(lo, hi)
-                }
-                None => lo,
-            };
-            let x = self
-                .b
-                .ins()
-                .imul_imm(word, HASH_WORDS[i % HASH_WORDS.len()] as i64);
-            acc = self.b.ins().iadd(acc, x);
-        }
-        let s = self.b.ins().ushr_imm(acc, 32);
-        let x = self.b.ins().bxor(acc, s);
-        let x = self.b.ins().imul_imm(x, HASH_MIX as i64);
-        let s = self.b.ins().ushr_imm(x, 29);
-        let h = self.b.ins().bxor(x, s);
+        let (_, h) = crate::key_hash(&mut self.b, &key);
         let fl = MemFlags::trusted().with_readonly();
         let size = std::mem::size_of::<TableDesc>() as i64;
         let desc = match self.data {
