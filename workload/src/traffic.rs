@@ -121,13 +121,19 @@ pub(crate) fn packet(u: &Universe, i: usize) -> (Vec<u8>, u32) {
     let budget = target.saturating_sub(overhead);
     let (ethertype, l3, macs) = match family {
         4 => {
-            let talk = talk_v4(&mut r, u, &cust);
+            let talk = talk(&mut r, u, &cust, Customer::pick_host, Universe::external_v4);
             let (s, d) = talk.ends();
             let l3 = ipv4_packet(&mut r, u, &cust, &talk, budget);
             (0x0800, l3, (mac(u, &d.octets()), mac(u, &s.octets())))
         }
         6 => {
-            let talk = talk_v6(&mut r, u, &cust);
+            let talk = talk(
+                &mut r,
+                u,
+                &cust,
+                Customer::pick_host6,
+                Universe::external_v6,
+            );
             let (s, d) = talk.ends();
             let l3 = ipv6_packet(&mut r, u, &cust, &talk, budget);
             (0x86dd, l3, (mac(u, &d.octets()), mac(u, &s.octets())))
@@ -209,28 +215,20 @@ fn peer(r: &mut Rng, u: &Universe) -> Option<Customer> {
     }
 }
 
-fn talk_v4(r: &mut Rng, u: &Universe, c: &Customer) -> Talk<Ipv4Addr> {
-    let local = c.pick_host(r);
+/// A conversation of customer `c` in one address family: a local host
+/// (`host`), and a peer customer's host or an external one (`external`).
+fn talk<A>(
+    r: &mut Rng,
+    u: &Universe,
+    c: &Customer,
+    host: fn(&Customer, &mut Rng) -> A,
+    external: fn(&Universe, &mut Rng) -> A,
+) -> Talk<A> {
+    let local = host(c, r);
     let peer = peer(r, u);
     let remote = match &peer {
-        Some(p) => p.pick_host(r),
-        None => u.external_v4(r),
-    };
-    Talk {
-        local,
-        remote,
-        peer,
-        local_is_server: r.chance(0.6),
-        request: r.chance(0.55),
-    }
-}
-
-fn talk_v6(r: &mut Rng, u: &Universe, c: &Customer) -> Talk<Ipv6Addr> {
-    let local = c.pick_host6(r);
-    let peer = peer(r, u);
-    let remote = match &peer {
-        Some(p) => p.pick_host6(r),
-        None => u.external_v6(r),
+        Some(p) => host(p, r),
+        None => external(u, r),
     };
     Talk {
         local,
