@@ -291,7 +291,8 @@ pub struct Memo {
 }
 
 impl Memo {
-    /// Forget the previous packet.
+    /// Forget the previous packet, with room for `fields` fields (more is
+    /// made as fields past it are read).
     ///
     /// ```
     /// sluice_classifier::field::Memo::default().next_packet(4);
@@ -319,10 +320,27 @@ impl Memo {
     /// ```
     #[inline]
     pub fn get(&mut self, fields: &Fields, id: FieldId, pkt: &[u8], wirelen: u32) -> Option<u32> {
+        self.cached(id, || fields.read(id, pkt, wirelen))
+    }
+
+    /// Field `id`'s value on the current packet: `compute`'s the first
+    /// time it is asked for (always before the first
+    /// [`Memo::next_packet`]), the remembered one after.
+    ///
+    /// ```
+    /// let mut m = sluice_classifier::field::Memo::default();
+    /// m.next_packet(0);
+    /// assert_eq!(m.cached(3, || Some(7)), Some(7));
+    /// assert_eq!(m.cached(3, || None), Some(7));
+    /// ```
+    #[inline]
+    pub fn cached(&mut self, id: FieldId, compute: impl FnOnce() -> Option<u32>) -> Option<u32> {
+        if self.slots.len() <= id as usize {
+            self.slots.resize(id as usize + 1, (0, 0));
+        }
         let slot = &mut self.slots[id as usize];
-        if slot.0 != self.epoch {
-            let v = fields.read(id, pkt, wirelen);
-            *slot = (self.epoch, v.map_or(0, |x| x as u64 + 1));
+        if slot.0 != self.epoch || self.epoch == 0 {
+            *slot = (self.epoch, compute().map_or(0, |x| x as u64 + 1));
         }
         slot.1.checked_sub(1).map(|x| x as u32)
     }

@@ -315,7 +315,7 @@ impl Fields {
             }
             Read::Len => Some(wirelen),
             Read::Const(k) => Some(*k),
-            Read::Generic(_) | Read::Pred(_) => memo.get(self, id, pkt, wirelen),
+            Read::Generic(_) | Read::Pred(_) => memo.cached(id, || self.compute(id, pkt, wirelen)),
         }
     }
 
@@ -330,46 +330,9 @@ impl Fields {
 }
 
 /// Per-packet memory of computed fields, so each is computed once per
-/// packet however many nodes test it.
-///
-/// ```
-/// let m = sluice_classifier::tree::field::Memo::default();
-/// drop(m);
-/// ```
-#[derive(Clone, Debug, Default)]
-pub struct Memo {
-    epoch: u32,
-    /// (epoch, value + 1, or 0 for an abort) per field.
-    slots: Vec<(u32, u64)>,
-}
-
-impl Memo {
-    /// Forget the previous packet.
-    ///
-    /// ```
-    /// sluice_classifier::tree::field::Memo::default().next_packet();
-    /// ```
-    #[inline]
-    pub fn next_packet(&mut self) {
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.slots.iter_mut().for_each(|s| s.0 = 0);
-            self.epoch = 1;
-        }
-    }
-
-    fn get(&mut self, fields: &Fields, id: FieldId, pkt: &[u8], wirelen: u32) -> Option<u32> {
-        if self.slots.len() <= id as usize {
-            self.slots.resize(fields.len().max(id as usize + 1), (0, 0));
-        }
-        let slot = &mut self.slots[id as usize];
-        if slot.0 != self.epoch || self.epoch == 0 {
-            let v = fields.compute(id, pkt, wirelen);
-            *slot = (self.epoch, v.map_or(0, |x| x as u64 + 1));
-        }
-        slot.1.checked_sub(1).map(|x| x as u32)
-    }
-}
+/// packet however many nodes test it (the tuple space's, with the tree's
+/// fields computed by [`Fields::read`]).
+pub use crate::field::Memo;
 
 #[cfg(test)]
 mod tests {
@@ -408,7 +371,7 @@ mod tests {
         for len in 0..=pkt.len() {
             let p = &pkt[..len];
             let mut memo = Memo::default();
-            memo.next_packet();
+            memo.next_packet(f.len());
             for (i, v) in vals.iter().enumerate() {
                 let want = sluice_ir::eval_val(v, p, 99).ok();
                 assert_eq!(f.read(ids[i], p, 99, &mut memo), want, "{v:?} at {len}");

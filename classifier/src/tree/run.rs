@@ -55,7 +55,7 @@ impl Scratch {
 
     /// Start a packet.
     pub(crate) fn next_packet(&mut self) {
-        self.memo.next_packet();
+        self.memo.next_packet(0);
         self.hits.clear();
     }
 

@@ -397,7 +397,7 @@ impl NativeTree {
                 true
             }
             _ => {
-                s.tree.memo().next_packet();
+                s.tree.memo().next_packet(0);
                 let root = self.tree.nodes().root();
                 self.tree
                     .visit_from(root, pkt, wirelen, &mut s.tree, &mut s.slots);

@@ -113,7 +113,7 @@ pub(crate) unsafe fn call(
         sets,
         tables,
     } = *t;
-    scratch.memo().next_packet();
+    scratch.memo().next_packet(0);
     let (seen, epoch) = seen.next(tree.slots());
     if out.capacity() < 16 {
         out.reserve(16);
