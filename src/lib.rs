@@ -11,7 +11,7 @@
 //! | intermediate form | [`ir`] | the meaning every language compiles to |
 //! | back ends | [`cbpf`], [`native`], [`libpcap`] | classic BPF, machine code (Cranelift), the system libpcap as a yardstick |
 //! | many filters at once | [`classifier`], [`mpf`] | the merged classifier, MPF's shared-prefix sets |
-//! | runtime | [`capture`], [`fragments`], [`flow`] | pcap/pcapng files, IP fragments and TCP streams, FFPF flows |
+//! | runtime | [`capture`], [`live`], [`fragments`], [`flow`] | pcap/pcapng files, live interfaces and sending, IP fragments and TCP streams, FFPF flows |
 //! | the wire below IP | [`wire`] ([`LinkType`]) | link types and their headers, VLAN tags, finding the IP header |
 //!
 //! ```
@@ -44,6 +44,7 @@ pub use sluice_fpl as fpl;
 pub use sluice_fragments as fragments;
 pub use sluice_ir as ir;
 pub use sluice_libpcap as libpcap;
+pub use sluice_live as live;
 pub use sluice_mpf as mpf;
 pub use sluice_native as native;
 pub use sluice_pcap as pcap;

@@ -38,6 +38,15 @@ enum Cmd {
     Split(cli::split::SplitArgs),
     /// Run FFPF flows (`(file,in.pcap) -> (sampler,2,4) -> (BPF,"tcp") -> (packetcount,,8)`) and report what each produced.
     Flow(cli::flow::FlowArgs),
+    /// List the interfaces `-i` can capture on (tcpdump's -D).
+    #[command(name = "list-interfaces")]
+    ListInterfaces {
+        /// One JSON array of objects.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Send a capture's frames out of an interface (tcpreplay's core).
+    Replay(cli::replay::ReplayArgs),
     /// Time each engine on a capture held in memory, next to libpcap.
     Bench(cli::bench::BenchArgs),
     /// Print a shell completion script: `sluice completions bash > /etc/bash_completion.d/sluice`.
@@ -88,6 +97,8 @@ fn main() -> ExitCode {
         Cmd::Split(args) => cli::split::run(args),
         Cmd::Flow(args) => cli::flow::run(args),
         Cmd::Bench(args) => cli::bench::run(args),
+        Cmd::ListInterfaces { json } => cli::live::list_interfaces(json),
+        Cmd::Replay(args) => cli::replay::run(args),
         Cmd::Completions { shell } => completions(shell),
         Cmd::Man { page } => man(page.as_deref()),
     };

@@ -1,5 +1,6 @@
 //! `sluice filter`: one filter over a capture, with tcpdump's options.
 
+use super::live::{Classify, Live, LiveArgs};
 use super::output::CaptureOut;
 use super::print::{Dump, Options, Printer};
 use super::{cached, for_each_packet_while, linktype_of, open_capture, print_out, read_text};
@@ -26,12 +27,19 @@ pub struct FilterArgs {
     /// Print one line per input packet: 1 if accepted, 0 if not.
     #[arg(long)]
     verdicts: bool,
-    /// Print --count's result as JSON: {"packets": N, "accepted": M}.
-    #[arg(long, requires = "count")]
+    /// Print --count's result as JSON: {"packets": N, "accepted": M}; with
+    /// -i, the capture's counts too (on standard error, one object).
+    #[arg(long)]
     json: bool,
     /// Stop after N accepted packets.
     #[arg(short = 'c', value_name = "N")]
     max: Option<u64>,
+    /// Live capture options (-i IFACE and what goes with it).
+    #[command(flatten)]
+    live: LiveArgs,
+    /// List the interfaces -i can capture on, as tcpdump -D does, and exit.
+    #[arg(short = 'D', long = "list-interfaces", exclusive = true)]
+    list_interfaces: bool,
     /// Print the compiled program (-d: readable, -dd: C array, -ddd: decimal) and exit.
     #[arg(short = 'd', action = ArgAction::Count, conflicts_with_all = ["write", "count", "verdicts", "print", "max"])]
     dump: u8,
@@ -84,7 +92,12 @@ pub struct FilterArgs {
     #[arg(short = 'q')]
     quick: bool,
     /// Timestamps printed (and written with -w to a pcap file) in micro- or nanoseconds.
-    #[arg(long = "time-stamp-precision", value_enum, value_name = "PRECISION")]
+    #[arg(
+        long = "time-stamp-precision",
+        alias = "time-precision",
+        value_enum,
+        value_name = "PRECISION"
+    )]
     precision: Option<Precision>,
     /// Write each packet out as soon as it is handled (-w file and standard output).
     #[arg(short = 'U')]
@@ -178,8 +191,18 @@ impl FilterArgs {
                 ));
             }
         }
-        if self.snaplen.is_some() && self.dump == 0 && self.write.is_none() {
+        let live = self.live.interface.is_some();
+        if self.snaplen.is_some() && self.dump == 0 && self.write.is_none() && !live {
             usage("-s sets the length of packets written with -w (or what -d's program returns)");
+        }
+        if self.json && !self.count && !live {
+            usage("--json prints --count's result (or, with -i, the capture's counts)");
+        }
+        if live && self.verdicts {
+            usage("--verdicts prints a line per packet of a file; with -i, use --count or -w");
+        }
+        if live && self.linktype.is_some() {
+            usage("-y picks the link type of a program printed without a capture; with -i the interface decides it");
         }
         if self.precision.is_some() && !self.prints_packets() && self.write.is_none() {
             usage("--time-stamp-precision applies to printed packets and to -w files");
@@ -235,6 +258,12 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
         None => Runner::host_default(),
     };
 
+    if args.list_interfaces {
+        return super::live::list_interfaces(args.json);
+    }
+    if args.live.interface.is_some() {
+        return run_live(&args, &source, optimize, runner);
+    }
     if args.dump > 0 && args.read.is_none() {
         let lt = match &args.linktype {
             Some(name) => LinkType::from_name(name)
@@ -354,6 +383,83 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
         }
     }
     out.flush()
+}
+
+/// `sluice filter -i`: the filter compiled for the interface's link type,
+/// run in the kernel where it can be and on every packet in user space.
+fn run_live(
+    args: &FilterArgs,
+    source: &Source,
+    optimize: bool,
+    runner: Runner,
+) -> Result<(), Fail> {
+    let snaplen = args.snaplen();
+    let mut live = Live::open(&args.live, snaplen)?;
+    let lt = linktype_of(live.linktype(), live.name())?;
+    let big_endian = cfg!(target_endian = "big");
+    let program = source.program(lt, snaplen, optimize, big_endian)?;
+    if args.dump > 0 {
+        return print_out(&dump(&program, args.dump));
+    }
+    live.prefilter(Some(program.bpf()))?;
+    let nanos = args.precision == Some(Precision::Nano);
+    let format = CaptureFormat::Pcap {
+        nanos,
+        big_endian,
+        linktype: live.linktype(),
+        snaplen,
+        fcs_len: None,
+    };
+    // Compiled, the interface open: only now is an output file opened.
+    let mut writer = match &args.write {
+        Some(path) => {
+            let mut w = CaptureOut::create_in_place(path, &format)?;
+            w.flush_each = args.unbuffered;
+            Some(w)
+        }
+        None => None,
+    };
+    eprintln!("sluice: {}", live.banner());
+    let mut out = Stdout::new(args.unbuffered);
+    let mut printer = args.prints_packets().then(|| {
+        Printer::new(Options {
+            ts: args.ts_format,
+            nanos,
+            link: args.link_header,
+            dump: Dump::from_flags(args.hex, args.hex_ascii, args.ascii),
+            big_endian,
+        })
+    });
+    let program = std::sync::Arc::new(program);
+    let make = || -> Classify {
+        let p = program.clone();
+        Box::new(move |data: &[u8], wirelen: u32, ids: &mut Vec<u32>| {
+            if p.run_with(runner, data, wirelen) != 0 {
+                ids.push(0);
+            }
+        })
+    };
+    let mut accepted = 0u64;
+    let (report, status) = live.run(writer.is_some() || printer.is_some(), make, |pkt, _| {
+        accepted += 1;
+        if let Some(w) = writer.as_mut() {
+            w.write(pkt)?;
+        }
+        if let Some(p) = printer.as_mut() {
+            out.put(&p.packet(pkt))?;
+        }
+        out.packet_done()?;
+        Ok(args.max.map_or(true, |n| accepted < n))
+    });
+    // Whatever happened, keep everything captured so far.
+    let finished = writer.map_or(Ok(()), CaptureOut::finish);
+    let flushed = out.flush();
+    eprint!("{}", report.text(args.json));
+    status.and(finished).and(flushed)?;
+    if args.count && !args.json {
+        print_out(&format!("{accepted}\n"))?;
+    }
+    Ok(())
 }
 
 /// The expression of a `-F` file: its lines without `#` comments, joined;

@@ -5,8 +5,10 @@ pub mod bench;
 pub mod filter;
 pub mod flow;
 pub mod input;
+pub mod live;
 pub mod output;
 pub mod print;
+pub mod replay;
 pub mod split;
 
 pub use input::open_capture;

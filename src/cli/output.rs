@@ -48,14 +48,32 @@ fn temp_name(path: &Path) -> PathBuf {
     }
 }
 
-/// Open `path` for writing (see the module documentation).
-fn open(path: &str) -> Result<(Box<dyn Write + Send>, Target), Fail> {
+/// Open `path` for writing (see the module documentation); `in_place`
+/// writes a regular file under its own name from the start.
+fn open(path: &str, in_place: bool) -> Result<(Box<dyn Write + Send>, Target), Fail> {
     if path == "-" {
         return Ok((Box::new(std::io::stdout()), Target::Stdout));
     }
     let fail = |e: std::io::Error| Fail(format!("cannot write output {path}: {}", io_msg(&e)));
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => Err(Fail(format!("cannot write output {path}: Is a directory"))),
+        Ok(m) if !m.is_file() || in_place => {
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(m.is_file())
+                .open(path)
+                .map_err(fail)?;
+            Ok((Box::new(f), Target::Direct))
+        }
+        Err(_) if in_place => {
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .map_err(fail)?;
+            Ok((Box::new(f), Target::Direct))
+        }
         Ok(m) if !m.is_file() => {
             let f = std::fs::OpenOptions::new()
                 .write(true)
@@ -87,7 +105,18 @@ impl CaptureOut {
     /// Start writing a capture file in `format` (the header is written at
     /// once, to the temporary file).
     pub fn create(path: &str, format: &CaptureFormat) -> Result<CaptureOut, Fail> {
-        let (w, target) = open(path)?;
+        CaptureOut::create_with(path, format, false)
+    }
+
+    /// Start writing a capture file under its own name from the first
+    /// byte, as tcpdump does: for live captures, which run until stopped
+    /// and whose file is read while it grows.
+    pub fn create_in_place(path: &str, format: &CaptureFormat) -> Result<CaptureOut, Fail> {
+        CaptureOut::create_with(path, format, true)
+    }
+
+    fn create_with(path: &str, format: &CaptureFormat, in_place: bool) -> Result<CaptureOut, Fail> {
+        let (w, target) = open(path, in_place)?;
         let name = if path == "-" { "<stdout>" } else { path }.to_string();
         let mut out = CaptureOut {
             writer: None,
@@ -187,7 +216,7 @@ pub fn write_text(path: &str, text: &str) -> Result<(), Fail> {
     if path == "-" {
         return super::print_out(text);
     }
-    let (mut w, target) = open(path)?;
+    let (mut w, target) = open(path, false)?;
     let fail = |e: std::io::Error| Fail(format!("cannot write output {path}: {}", io_msg(&e)));
     w.write_all(text.as_bytes())
         .and_then(|_| w.flush())

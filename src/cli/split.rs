@@ -1,6 +1,7 @@
 //! `sluice split`: many named filters over a capture in one pass, with one
 //! merged classifier per link type (not one program per filter).
 
+use super::live::{Classify, Live, LiveArgs};
 use super::output::{out_dir, CaptureOut};
 use super::{cached, for_each_packet, linktype_of, open_capture, read_text, Fail};
 use clap::ArgGroup;
@@ -25,6 +26,9 @@ pub struct SplitArgs {
     /// Capture file to read (pcap or pcapng; `-` for standard input).
     #[arg(short = 'r', value_name = "FILE")]
     read: Option<String>,
+    /// Live capture options (-i IFACE and what goes with it).
+    #[command(flatten)]
+    live: LiveArgs,
     /// The filters: one `name<TAB>expression` per line; `#` starts a comment.
     #[arg(long, value_name = "FILTERS")]
     filters: String,
@@ -296,14 +300,25 @@ struct Outputs {
 }
 
 impl Outputs {
-    fn create(dir: &Path, filters: &[FilterLine], format: &CaptureFormat) -> Result<Outputs, Fail> {
+    /// One file per filter in `dir`; `in_place` writes each under its own
+    /// name from the start (live captures).
+    fn create(
+        dir: &Path,
+        filters: &[FilterLine],
+        format: &CaptureFormat,
+        in_place: bool,
+    ) -> Result<Outputs, Fail> {
         out_dir("--out-dir", dir)?;
         let ext = if format.is_pcapng() { "pcapng" } else { "pcap" };
         let writers = filters
             .iter()
             .map(|f| {
                 let path = dir.join(format!("{}.{ext}", f.name));
-                CaptureOut::create(&path.to_string_lossy(), format)
+                let path = path.to_string_lossy();
+                match in_place {
+                    true => CaptureOut::create_in_place(&path, format),
+                    false => CaptureOut::create(&path, format),
+                }
             })
             .collect::<Result<_, _>>()?;
         Ok(Outputs { writers })
@@ -411,7 +426,7 @@ fn run_mpf(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), F
     let (mut reader, size) = open_capture(args.read.as_deref())?;
     let format = reader.format();
     let mut outputs = match &args.out_dir {
-        Some(dir) => Some(Outputs::create(dir, filters, &format)?),
+        Some(dir) => Some(Outputs::create(dir, filters, &format, false)?),
         None => None,
     };
     let mut counts = vec![0u64; filters.len()];
@@ -471,6 +486,12 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
         }
         return run_mpf(&args, &filters, file);
     }
+    if args.live.interface.is_some() {
+        if !errors.is_empty() {
+            return Err(many(errors, true));
+        }
+        return run_live(&args, &filters, file);
+    }
     let (mut reader, size) = open_capture(args.read.as_deref())?;
     let name = reader.name().to_string();
     let format = reader.format();
@@ -502,7 +523,7 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
     let mut outputs: Option<Outputs> = None;
     let open_outputs = |outputs: &mut Option<Outputs>| -> Result<(), Fail> {
         if let (None, Some(dir)) = (&outputs, &args.out_dir) {
-            *outputs = Some(Outputs::create(dir, &filters, &format)?);
+            *outputs = Some(Outputs::create(dir, &filters, &format, false)?);
         }
         Ok(())
     };
@@ -596,6 +617,92 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
     // A failed run prints no counts.
     status.and(finished)?;
     report(&args, &filters, &counts, &bits, seen, frag.as_ref())
+}
+
+/// Most filters for which a kernel program accepting any of them is tried.
+const UNION_MAX_FILTERS: usize = 256;
+
+/// A program accepting what any filter accepts, for the kernel: when
+/// every filter is a pcap expression, there are few enough of them, and
+/// the result fits the kernel's limit.
+fn union_program(filters: &[FilterLine], lt: LinkType) -> Option<Program> {
+    let pcap = |f: &FilterLine| {
+        !f.expression.trim().is_empty()
+            && sluice::Language::split(&f.expression).0 == sluice::Language::Pcap
+    };
+    if filters.len() > UNION_MAX_FILTERS || !filters.iter().all(pcap) {
+        return None;
+    }
+    let text: Vec<String> = filters
+        .iter()
+        .map(|f| format!("({})", f.expression))
+        .collect();
+    let p = Program::builder(lt)
+        .snaplen(super::DEFAULT_SNAPLEN)
+        .build(&text.join(" or "))
+        .ok()?;
+    (p.bpf().len() + 3 <= sluice::live::MAX_INSNS).then_some(p)
+}
+
+/// `sluice split -i`: the filters merged for the interface's link type,
+/// their union in the kernel where it fits, one ring per worker.
+fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), Fail> {
+    if args.verdicts || args.fragments {
+        super::usage("--verdicts and --fragments read files; with -i, use --count or --out-dir");
+    }
+    if filters.is_empty() {
+        return Err(Fail(format!("{file}: no filters")));
+    }
+    let mut live = Live::open(&args.live, super::DEFAULT_SNAPLEN)?;
+    let lt = linktype_of(live.linktype(), live.name())?;
+    let big_endian = cfg!(target_endian = "big");
+    let native = !matches!(args.engine, Some(super::filter::EngineArg::Interp));
+    let merged = build(filters, lt, big_endian, file, native).map_err(|e| many(e, true))?;
+    let union = union_program(filters, lt);
+    live.prefilter(union.as_ref().map(|p| p.bpf()))?;
+    let format = CaptureFormat::Pcap {
+        nanos: false,
+        big_endian,
+        linktype: live.linktype(),
+        snaplen: super::DEFAULT_SNAPLEN,
+        fcs_len: None,
+    };
+    let mut outputs = match &args.out_dir {
+        Some(dir) => Some(Outputs::create(dir, filters, &format, true)?),
+        None => None,
+    };
+    eprintln!("sluice: {}", live.banner());
+    let merged = Arc::new(merged);
+    let first_match = args.first_match;
+    let make = || -> Classify {
+        let m = merged.clone();
+        let mut scratch = MergingScratch::default();
+        Box::new(move |data: &[u8], wirelen: u32, ids: &mut Vec<u32>| {
+            if first_match {
+                ids.extend(m.classify_first(data, wirelen, &mut scratch));
+            } else {
+                m.classify(data, wirelen, &mut scratch, ids);
+                ids.sort_unstable();
+            }
+        })
+    };
+    let mut counts = vec![0u64; filters.len()];
+    let (report_, status) = live.run(outputs.is_some(), make, |pkt, ids| {
+        let mut to = Deliver {
+            counts: &mut counts,
+            bits: None,
+            outputs: outputs.as_mut(),
+        };
+        to.deliver(0, pkt, ids)?;
+        Ok(true)
+    });
+    let finished = outputs.take().map_or(Ok(()), Outputs::finish);
+    eprint!("{}", report_.text(args.json));
+    status.and(finished)?;
+    if args.count {
+        report(args, filters, &counts, &[], report_.seen, None)?;
+    }
+    Ok(())
 }
 
 /// Where a packet goes: counts, verdict bits and output files.
@@ -719,7 +826,7 @@ fn fragment_json(c: &Counters) -> String {
 }
 
 /// A JSON string literal.
-fn json_string(s: &str) -> String {
+pub fn json_string(s: &str) -> String {
     let mut o = String::with_capacity(s.len() + 2);
     o.push('"');
     for c in s.chars() {

@@ -1,0 +1,736 @@
+//! Capturing from a live interface for `filter -i` and `split -i`: the
+//! options tcpdump users know, one worker thread per ring (joined by
+//! fanout), their accepted packets merged back into timestamp order, and
+//! the kernel's counts printed when the capture stops.
+//!
+//! The rule: workers only capture and classify; everything that writes
+//! (printing, files, counts) happens on the calling thread, in timestamp
+//! order, through the `sink` given to [`Live::run`].
+
+use super::Fail;
+use sluice::capture::Packet;
+use sluice::live::{Capture, Config, Direction, KernelFilter, KernelStats, LiveError};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The options of a live capture.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct LiveArgs {
+    /// Capture live from this interface (`any`: every interface, Linux
+    /// cooked v2 frames) instead of reading a file.
+    #[arg(
+        short = 'i',
+        long = "interface",
+        value_name = "IFACE",
+        conflicts_with = "read"
+    )]
+    pub interface: Option<String>,
+    /// With -i: the ring buffer's size in KiB [default: 65536].
+    #[arg(
+        short = 'B',
+        long = "buffer-size",
+        value_name = "KiB",
+        requires = "interface"
+    )]
+    pub buffer: Option<usize>,
+    /// With -i: leave the interface out of promiscuous mode.
+    #[arg(short = 'p', long = "no-promiscuous-mode", requires = "interface")]
+    pub no_promiscuous: bool,
+    /// With -i: capture packets received (in), sent (out) or both (inout).
+    #[arg(short = 'Q', long = "direction", value_enum, requires = "interface")]
+    pub direction: Option<DirectionArg>,
+    /// With -i: hand packets over as they arrive, not in blocks.
+    #[arg(long = "immediate-mode", alias = "immediate", requires = "interface")]
+    pub immediate: bool,
+    /// With -i: capture threads, one ring each, joined in a fanout group
+    /// that keeps both directions of a flow on one thread [default: the
+    /// number of cores].
+    #[arg(long, value_name = "N", requires = "interface")]
+    pub workers: Option<usize>,
+    /// With -i: stop after this many seconds.
+    #[arg(long, value_name = "SECS", requires = "interface", value_parser = seconds)]
+    pub duration: Option<Duration>,
+    /// With -i: bytes of each ring block, in KiB [default: 1024].
+    #[arg(long = "block-size", value_name = "KiB", requires = "interface")]
+    pub block_kib: Option<usize>,
+    /// With -i: the longest a ring block waits before it is handed over,
+    /// in milliseconds [default: 100].
+    #[arg(long = "block-timeout", value_name = "MS", requires = "interface")]
+    pub block_timeout_ms: Option<u64>,
+    /// With -i: no kernel pre-filter (every packet is copied to the ring
+    /// and filtered in user space only).
+    #[arg(long = "no-kernel-filter", requires = "interface")]
+    pub no_kernel_filter: bool,
+}
+
+/// `-Q`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DirectionArg {
+    /// Received packets.
+    In,
+    /// Sent packets.
+    Out,
+    /// Both.
+    Inout,
+}
+
+/// A non-negative number of seconds.
+fn seconds(s: &str) -> Result<Duration, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    Duration::try_from_secs_f64(v).map_err(|_| format!("'{s}' is not a duration"))
+}
+
+/// A live failure as the command reports it.
+fn fail(e: LiveError) -> Fail {
+    Fail(e.to_string())
+}
+
+/// Packets a worker hands over at once: one ring block's accepted ones.
+struct Batch {
+    worker: usize,
+    /// No packet of this worker still to come is older than this
+    /// (nanoseconds since 1970).
+    horizon: i128,
+    /// Packets the worker saw (accepted or not) since its last batch.
+    seen: u64,
+    bytes: Vec<u8>,
+    items: Vec<Item>,
+    ids: Vec<u32>,
+}
+
+/// One accepted packet of a [`Batch`].
+#[derive(Clone, Copy)]
+struct Item {
+    ts_sec: i64,
+    ts_nsec: u32,
+    wirelen: u32,
+    data: (u32, u32),
+    ids: (u32, u32),
+}
+
+impl Item {
+    fn ts(&self) -> i128 {
+        i128::from(self.ts_sec) * 1_000_000_000 + i128::from(self.ts_nsec)
+    }
+}
+
+/// What a worker sends.
+enum Msg {
+    Batch(Batch),
+    Done {
+        worker: usize,
+        stats: Result<KernelStats, LiveError>,
+        error: Option<LiveError>,
+    },
+}
+
+/// How a worker classifies: accepted packets' filter ids go into the vector.
+pub type Classify = Box<dyn FnMut(&[u8], u32, &mut Vec<u32>) + Send>;
+
+/// What the capture counted, for the report at the end.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Packets handed to the sink (tcpdump's "captured").
+    pub captured: u64,
+    /// Packets the workers saw, accepted or not.
+    pub seen: u64,
+    /// Per worker: the kernel's counts.
+    pub workers: Vec<KernelStats>,
+    /// Accepted packets dropped because the writer's queue was full.
+    pub queue_dropped: u64,
+}
+
+impl Report {
+    fn sum(&self) -> KernelStats {
+        let mut all = KernelStats::default();
+        for w in &self.workers {
+            all.received += w.received;
+            all.dropped += w.dropped;
+        }
+        all
+    }
+
+    /// tcpdump's three lines (and sluice's own drops when there were any),
+    /// or with `json` one object with them and each worker's.
+    pub fn text(&self, json: bool) -> String {
+        let all = self.sum();
+        if json {
+            let workers: Vec<String> = self
+                .workers
+                .iter()
+                .map(|w| {
+                    format!(
+                        "{{\"received\": {}, \"dropped\": {}}}",
+                        w.received, w.dropped
+                    )
+                })
+                .collect();
+            return format!(
+                "{{\"captured\": {}, \"received\": {}, \"dropped\": {}, \"dropped_by_sluice\": {}, \"workers\": [{}]}}\n",
+                self.captured,
+                all.received,
+                all.dropped,
+                self.queue_dropped,
+                workers.join(", ")
+            );
+        }
+        let s = |n: u64| if n == 1 { "" } else { "s" };
+        let mut out = format!(
+            "{} packet{} captured\n{} packet{} received by filter\n{} packet{} dropped by kernel\n",
+            self.captured,
+            s(self.captured),
+            all.received,
+            s(all.received),
+            all.dropped,
+            s(all.dropped)
+        );
+        if self.queue_dropped > 0 {
+            out += &format!(
+                "{} packet{} dropped by sluice (output queue full)\n",
+                self.queue_dropped,
+                s(self.queue_dropped)
+            );
+        }
+        out
+    }
+}
+
+/// Open rings on an interface, ready to run.
+pub struct Live {
+    captures: Vec<Capture>,
+    args: LiveArgs,
+    block_timeout: Duration,
+}
+
+/// Set by SIGINT and SIGTERM (a second one ends the process at once).
+pub fn stop_on_signals() -> Result<Arc<AtomicBool>, Fail> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 1, flag.clone())?;
+        signal_hook::flag::register(sig, flag.clone())?;
+    }
+    Ok(flag)
+}
+
+impl Live {
+    /// Open the rings `args` asks for, `snaplen` bytes of each packet.
+    pub fn open(args: &LiveArgs, snaplen: u32) -> Result<Live, Fail> {
+        let name = args.interface.as_deref().unwrap_or("any");
+        let mut config = Config::new(name);
+        config.snaplen = snaplen;
+        config.promiscuous = !args.no_promiscuous;
+        config.direction = match args.direction {
+            None | Some(DirectionArg::Inout) => Direction::InOut,
+            Some(DirectionArg::In) => Direction::In,
+            Some(DirectionArg::Out) => Direction::Out,
+        };
+        config.immediate = args.immediate;
+        if let Some(kib) = args.block_kib {
+            config.block_size = kib.saturating_mul(1024);
+        }
+        if let Some(ms) = args.block_timeout_ms {
+            config.block_timeout = Duration::from_millis(ms.max(1));
+        }
+        if let Some(kib) = args.buffer {
+            config.buffer_kib(kib);
+        }
+        let workers = args
+            .workers
+            .unwrap_or_else(sluice::live::cores)
+            .clamp(1, 64);
+        if workers > 1 {
+            config.fanout = Some((std::process::id() & 0xffff) as u16);
+        }
+        let block_timeout = if config.immediate {
+            Duration::from_millis(1)
+        } else {
+            config.block_timeout
+        };
+        let captures = (0..workers)
+            .map(|_| Capture::open(&config))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(fail)?;
+        Ok(Live {
+            captures,
+            args: args.clone(),
+            block_timeout,
+        })
+    }
+
+    /// The link type of the captured frames.
+    pub fn linktype(&self) -> u16 {
+        self.captures[0].linktype()
+    }
+
+    /// The interface's name.
+    pub fn name(&self) -> &str {
+        self.captures[0].name()
+    }
+
+    /// Attach a kernel pre-filter built from `program` to every ring,
+    /// unless `--no-kernel-filter`. Returns whether the kernel runs it.
+    pub fn prefilter(&mut self, program: Option<&[sluice::bpf::Insn]>) -> Result<bool, Fail> {
+        let lt = self.linktype();
+        let filter = match program {
+            Some(p) if !self.args.no_kernel_filter => KernelFilter::new(p, lt),
+            _ => None,
+        };
+        let mut all = filter.is_some();
+        for c in &mut self.captures {
+            all &= c.set_filter(filter.clone()).map_err(fail)?;
+        }
+        if std::env::var_os("SLUICE_DEBUG").is_some() {
+            eprintln!(
+                "sluice: kernel pre-filter: {}",
+                match (&filter, all) {
+                    (Some(f), true) => format!("{} instructions", f.len()),
+                    (Some(_), false) => "refused by the kernel".into(),
+                    (None, _) => "none".into(),
+                }
+            );
+        }
+        Ok(all)
+    }
+
+    /// The line tcpdump prints when it starts listening.
+    pub fn banner(&self) -> String {
+        let lt = self.linktype();
+        let name = sluice::LinkType::from_number(u32::from(lt)).map_or("?", |l| l.name());
+        // libpcap's descriptions of the link types a live capture gets.
+        let what = match lt {
+            1 => "Ethernet",
+            6 => "Token ring",
+            10 => "FDDI",
+            101 => "Raw IP",
+            104 => "Cisco HDLC",
+            105 => "802.11",
+            107 => "Frame Relay",
+            113 => "Linux cooked v1",
+            119 => "802.11 plus Prism header",
+            127 => "802.11 plus radiotap header",
+            276 => "Linux cooked v2",
+            _ => name,
+        };
+        format!(
+            "listening on {}, link-type {name} ({what}), snapshot length {} bytes",
+            self.name(),
+            self.captures[0].snaplen()
+        )
+    }
+
+    /// Capture until a signal, `--duration`, the sink saying stop, or a
+    /// failure; each worker classifies with its own `classify` (from
+    /// `make`), and the sink gets every accepted packet with its filter
+    /// ids, in timestamp order across workers. `with_bytes: false` hands
+    /// the sink packets without their bytes (counting only).
+    ///
+    /// Whatever ends the capture, every packet accepted before it reaches
+    /// the sink (unless the sink asked to stop), and the kernel's counts
+    /// are read from every ring.
+    pub fn run(
+        self,
+        with_bytes: bool,
+        make: impl Fn() -> Classify,
+        mut sink: impl FnMut(&Packet<'_>, &[u32]) -> Result<bool, Fail>,
+    ) -> (Report, Result<(), Fail>) {
+        let stop = match stop_on_signals() {
+            Ok(s) => s,
+            Err(e) => return (Report::default(), Err(e)),
+        };
+        let deadline = self.args.duration.map(|d| Instant::now() + d);
+        let linktype = self.linktype();
+        let snaplen = self.captures[0].snaplen();
+        let n = self.captures.len();
+        let (tx, rx) = sync_channel::<Msg>(256);
+        let block_timeout = self.block_timeout;
+        let mut report = Report {
+            workers: vec![KernelStats::default(); n],
+            ..Report::default()
+        };
+        let mut status: Result<(), Fail> = Ok(());
+        std::thread::scope(|scope| {
+            let queue_dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
+            for (w, cap) in self.captures.into_iter().enumerate() {
+                let (tx, stop, classify) = (tx.clone(), stop.clone(), make());
+                let dropped = queue_dropped.clone();
+                scope.spawn(move || {
+                    let worker = Worker {
+                        index: w,
+                        cap,
+                        tx,
+                        stop,
+                        classify,
+                        with_bytes,
+                        block_timeout,
+                        dropped,
+                    };
+                    worker.run()
+                });
+            }
+            drop(tx);
+            let mut merge = Merge::new(n);
+            let mut sink_open = true;
+            let mut alive = n;
+            while alive > 0 {
+                if let Some(d) = deadline {
+                    if Instant::now() >= d {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                match rx.recv_timeout(Duration::from_millis(50)) {
+                    Ok(Msg::Batch(b)) => {
+                        report.seen += b.seen;
+                        merge.push(b);
+                    }
+                    Ok(Msg::Done {
+                        worker,
+                        stats,
+                        error,
+                    }) => {
+                        alive -= 1;
+                        merge.done(worker);
+                        match stats {
+                            Ok(s) => report.workers[worker] = s,
+                            Err(e) if status.is_ok() => status = Err(fail(e)),
+                            Err(_) => {}
+                        }
+                        if let Some(e) = error {
+                            stop.store(true, Ordering::Relaxed);
+                            if status.is_ok() {
+                                status = Err(fail(e));
+                            }
+                        }
+                    }
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+                // Hand over what no worker can still precede.
+                let r = merge.drain(alive == 0, |item, bytes, ids| {
+                    if !sink_open {
+                        return Ok(());
+                    }
+                    let data = &bytes[item.data.0 as usize..(item.data.0 + item.data.1) as usize];
+                    let pkt = Packet {
+                        ts_sec: item.ts_sec,
+                        ts_nsec: item.ts_nsec,
+                        caplen: data.len() as u32,
+                        wirelen: item.wirelen,
+                        linktype,
+                        snaplen,
+                        interface: 0,
+                        data,
+                    };
+                    report.captured += 1;
+                    if !sink(&pkt, ids)? {
+                        sink_open = false;
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    Ok(())
+                });
+                if let Err(e) = r {
+                    // The sink failed (an output): stop, keep what was written.
+                    stop.store(true, Ordering::Relaxed);
+                    sink_open = false;
+                    if status.is_ok() {
+                        status = Err(e);
+                    }
+                }
+            }
+            report.queue_dropped = queue_dropped.load(Ordering::Relaxed);
+        });
+        (report, status)
+    }
+}
+
+/// One capture thread.
+struct Worker {
+    index: usize,
+    cap: Capture,
+    tx: SyncSender<Msg>,
+    stop: Arc<AtomicBool>,
+    classify: Classify,
+    with_bytes: bool,
+    block_timeout: Duration,
+    dropped: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// Nanoseconds since 1970 now.
+fn now_ns() -> i128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
+}
+
+impl Worker {
+    fn run(mut self) {
+        let mut ids = Vec::new();
+        // After a stop: rounds of waiting for the blocks still open.
+        let mut after_stop = 0;
+        let error = loop {
+            let stopping = self.stop.load(Ordering::Relaxed);
+            let wait = if stopping {
+                after_stop += 1;
+                self.block_timeout + Duration::from_millis(20)
+            } else {
+                Duration::from_millis(100)
+            };
+            let mut batch = Batch {
+                worker: self.index,
+                horizon: 0,
+                seen: 0,
+                bytes: Vec::new(),
+                items: Vec::new(),
+                ids: Vec::new(),
+            };
+            let (classify, with_bytes) = (&mut self.classify, self.with_bytes);
+            let before = now_ns();
+            let r = self.cap.dispatch(wait, |pkt| {
+                batch.seen += 1;
+                ids.clear();
+                classify(pkt.data, pkt.wirelen, &mut ids);
+                if !ids.is_empty() {
+                    let data = if with_bytes {
+                        let at = batch.bytes.len() as u32;
+                        batch.bytes.extend_from_slice(pkt.data);
+                        (at, pkt.data.len() as u32)
+                    } else {
+                        (0, 0)
+                    };
+                    let at = batch.ids.len() as u32;
+                    batch.ids.extend_from_slice(&ids);
+                    batch.items.push(Item {
+                        ts_sec: pkt.ts_sec,
+                        ts_nsec: pkt.ts_nsec,
+                        wirelen: pkt.wirelen,
+                        data,
+                        ids: (at, ids.len() as u32),
+                    });
+                }
+                true
+            });
+            // Packets still to come are in blocks that were still open
+            // when the ring was last looked at, opened at most a block
+            // timeout before.
+            let slack = (self.block_timeout + Duration::from_millis(20)).as_nanos() as i128;
+            let floor = before - slack;
+            batch.horizon = batch.items.last().map_or(floor, |i| i.ts().max(floor));
+            let got = matches!(&r, Ok(d) if d.blocks > 0);
+            let items = batch.items.len() as u64;
+            match self.tx.try_send(Msg::Batch(batch)) {
+                Ok(()) => {}
+                Err(TrySendError::Full(_)) => {
+                    self.dropped.fetch_add(items, Ordering::Relaxed);
+                }
+                Err(TrySendError::Disconnected(_)) => break None,
+            }
+            match r {
+                Err(e) => break Some(e),
+                Ok(_) if stopping && (!got || after_stop >= 3) => break None,
+                Ok(_) => {}
+            }
+        };
+        let stats = self.cap.stats();
+        let _ = self.tx.send(Msg::Done {
+            worker: self.index,
+            stats,
+            error,
+        });
+    }
+}
+
+/// Per-worker queues of accepted packets, merged by timestamp.
+struct Merge {
+    queues: Vec<VecDeque<(Batch, usize)>>,
+    horizons: Vec<i128>,
+}
+
+impl Merge {
+    fn new(n: usize) -> Merge {
+        Merge {
+            queues: (0..n).map(|_| VecDeque::new()).collect(),
+            horizons: vec![i128::MIN; n],
+        }
+    }
+
+    fn push(&mut self, b: Batch) {
+        let w = b.worker;
+        self.horizons[w] = self.horizons[w].max(b.horizon);
+        if !b.items.is_empty() {
+            self.queues[w].push_back((b, 0));
+        }
+    }
+
+    /// A worker has ended: nothing more comes from it.
+    fn done(&mut self, w: usize) {
+        self.horizons[w] = i128::MAX;
+    }
+
+    /// Hand `out` every packet no worker can still precede (all of them
+    /// with `all`), oldest first.
+    fn drain(
+        &mut self,
+        all: bool,
+        mut out: impl FnMut(&Item, &[u8], &[u32]) -> Result<(), Fail>,
+    ) -> Result<(), Fail> {
+        let limit = if all {
+            i128::MAX
+        } else {
+            self.horizons.iter().copied().min().unwrap_or(i128::MAX)
+        };
+        loop {
+            let mut best: Option<(usize, i128)> = None;
+            for (w, q) in self.queues.iter().enumerate() {
+                if let Some((b, at)) = q.front() {
+                    let ts = b.items[*at].ts();
+                    if ts <= limit && best.map_or(true, |(_, t)| ts < t) {
+                        best = Some((w, ts));
+                    }
+                }
+            }
+            let Some((w, _)) = best else {
+                return Ok(());
+            };
+            let q = &mut self.queues[w];
+            let (b, at) = q.front_mut().expect("a queue with a packet");
+            let item = b.items[*at];
+            let ids = &b.ids[item.ids.0 as usize..(item.ids.0 + item.ids.1) as usize];
+            let r = out(&item, &b.bytes, ids);
+            *at += 1;
+            if *at == b.items.len() {
+                q.pop_front();
+            }
+            r?;
+        }
+    }
+}
+
+/// The interfaces `-i` takes, numbered as tcpdump's `-D` numbers them
+/// (the `any` device after the interfaces that are up and running, before
+/// loopback); with `json`, one object per interface.
+pub fn list_interfaces(json: bool) -> Result<(), Fail> {
+    let all = sluice::live::interfaces().map_err(fail)?;
+    let any_at = all
+        .iter()
+        .position(|i| i.loopback || !(i.up && i.running))
+        .unwrap_or(all.len());
+    let mut lines: Vec<(String, String, String)> = all
+        .iter()
+        .map(|i| (i.name.clone(), String::new(), i.flags()))
+        .collect();
+    lines.insert(
+        any_at,
+        (
+            "any".into(),
+            "Pseudo-device that captures on all interfaces".into(),
+            "[Up, Running]".into(),
+        ),
+    );
+    let mut out = String::new();
+    if json {
+        let items: Vec<String> = lines
+            .iter()
+            .enumerate()
+            .map(|(n, (name, what, flags))| {
+                format!(
+                    "{{\"number\": {}, \"name\": {}, \"description\": {}, \"flags\": {}}}",
+                    n + 1,
+                    super::split::json_string(name),
+                    super::split::json_string(what),
+                    super::split::json_string(flags.trim_matches(['[', ']']))
+                )
+            })
+            .collect();
+        out = format!("[{}]\n", items.join(", "));
+    } else {
+        for (n, (name, what, flags)) in lines.iter().enumerate() {
+            let what = if what.is_empty() {
+                String::new()
+            } else {
+                format!(" ({what})")
+            };
+            out += &format!("{}.{name}{what} {flags}\n", n + 1);
+        }
+    }
+    super::print_out(&out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(worker: usize, horizon: i128, stamps: &[i64]) -> Batch {
+        Batch {
+            worker,
+            horizon,
+            seen: stamps.len() as u64,
+            bytes: Vec::new(),
+            items: stamps
+                .iter()
+                .map(|&s| Item {
+                    ts_sec: s,
+                    ts_nsec: 0,
+                    wirelen: 60,
+                    data: (0, 0),
+                    ids: (0, 0),
+                })
+                .collect(),
+            ids: Vec::new(),
+        }
+    }
+
+    fn drain(m: &mut Merge, all: bool) -> Vec<i64> {
+        let mut got = Vec::new();
+        m.drain(all, |i, _, _| {
+            got.push(i.ts_sec);
+            Ok(())
+        })
+        .unwrap();
+        got
+    }
+
+    #[test]
+    fn merges_workers_in_timestamp_order_up_to_the_horizon() {
+        let s = 1_000_000_000i128;
+        let mut m = Merge::new(2);
+        m.push(batch(0, 5 * s, &[1, 4, 5]));
+        // Worker 1 has said nothing yet: nothing can go.
+        assert!(drain(&mut m, false).is_empty());
+        m.push(batch(1, 3 * s, &[2, 3]));
+        assert_eq!(drain(&mut m, false), [1, 2, 3]);
+        m.push(batch(1, 9 * s, &[6]));
+        assert_eq!(drain(&mut m, false), [4, 5]);
+        m.done(0);
+        assert_eq!(drain(&mut m, false), [6]);
+        m.push(batch(1, 10 * s, &[7]));
+        assert_eq!(drain(&mut m, true), [7]);
+    }
+
+    #[test]
+    fn reports_as_tcpdump() {
+        let r = Report {
+            captured: 1,
+            seen: 3,
+            workers: vec![
+                KernelStats {
+                    received: 2,
+                    dropped: 0,
+                },
+                KernelStats {
+                    received: 1,
+                    dropped: 1,
+                },
+            ],
+            queue_dropped: 0,
+        };
+        assert_eq!(
+            r.text(false),
+            "1 packet captured\n3 packets received by filter\n1 packet dropped by kernel\n"
+        );
+        assert!(r.text(true).contains("\"workers\": [{\"received\": 2"));
+    }
+}

@@ -1,0 +1,636 @@
+//! Live capture for real: a private network of two namespaces joined by a
+//! veth pair, corpus captures sent over it with `sluice replay`, captured
+//! on the other side by sluice and, beside it, by Debian's tcpdump. What
+//! sluice keeps must be exactly the frames of tcpdump's capture that
+//! libpcap accepts, byte for byte.
+
+#[path = "../common/mod.rs"]
+mod common;
+mod net;
+
+use net::{frames, libpcap_filter, stamps, Bg, Net};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A capture of the shared corpus.
+fn corpus(name: &str) -> PathBuf {
+    common::manifest("../shared/conformance/pcaps").join(name)
+}
+
+/// Ethernet captures with VLAN-tagged frames (single and double tags),
+/// TCP, UDP, ARP and routing protocols among them.
+const CAPTURES: &[&str] = &[
+    "various_gre.pcap",
+    "rpvstp-trunk-native-vid5.pcap",
+    "802.1ad_QinQ.pcap",
+    "ipv4_tcp_http_xml.pcap",
+    "ldp-common-session.pcap",
+    "MSTP_Intra-Region_BPDUs.pcap",
+    "NHRP_registration.pcap",
+    "HSRP_election.pcap",
+];
+
+/// Send every capture of [`CAPTURES`]; returns the frames sent.
+fn replay_all(net: &Net) -> u64 {
+    CAPTURES.iter().map(|c| net.replay(&corpus(c))).sum()
+}
+
+/// Let the rings hand over their last blocks (tcpdump's ring waits up
+/// to 1 s before it hands a block over, and loses a block not handed over
+/// when it is interrupted).
+fn settle() {
+    std::thread::sleep(Duration::from_millis(1300));
+}
+
+/// tcpdump capturing everything on `vb` into `out`, with `extra` options.
+fn tcpdump(net: &Net, out: &Path, extra: &[&str]) -> Bg {
+    // -Z root: tcpdump would otherwise write its file as user tcpdump.
+    let mut args = vec!["-Z", "root", "-i", "vb", "-w", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let mut bg = Bg::start(net.cmd(&net.b, "tcpdump", &args));
+    bg.listening();
+    bg
+}
+
+/// The number in one of tcpdump's closing lines (`5 packets captured`).
+fn stat(stderr: &str, what: &str) -> u64 {
+    stderr
+        .lines()
+        .find(|l| l.ends_with(what))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no '{what}' line in: {stderr}"))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn single_filters_keep_exactly_what_libpcap_keeps() {
+    let Some(net) = Net::new("single") else {
+        return;
+    };
+    let exprs = [
+        "tcp",
+        "vlan",
+        "vlan and ip",
+        "not arp and not stp",
+        "udp or icmp",
+        "ether[12:2] = 0x8100 or ip[8] < 64",
+    ];
+    let all = net.file("all.pcap");
+    let dump = tcpdump(&net, &all, &[]);
+    let mut runs: Vec<(Bg, PathBuf)> = exprs
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let out = net.file(&format!("s{i}.pcap"));
+            let mut bg = Bg::start(net.sluice(&[
+                "filter",
+                "-i",
+                "vb",
+                "--workers",
+                "1",
+                "-w",
+                out.to_str().unwrap(),
+                e,
+            ]));
+            bg.listening();
+            (bg, out)
+        })
+        .collect();
+    let sent = replay_all(&net);
+    settle();
+    let t = dump.interrupt();
+    assert_eq!(
+        frames(&all).len() as u64,
+        sent,
+        "tcpdump saw every frame sent"
+    );
+    for (i, (bg, out)) in runs.drain(..).enumerate() {
+        let o = bg.interrupt();
+        let err = text(&o.stderr);
+        assert!(o.status.success(), "{}: {err}", exprs[i]);
+        let got = frames(&out);
+        let want = libpcap_filter(&all, exprs[i], &net.file(&format!("w{i}.pcap")));
+        assert!(!want.is_empty(), "{}: the captures exercise it", exprs[i]);
+        assert_eq!(got, want, "{}", exprs[i]);
+        assert_eq!(stat(&err, "captured"), got.len() as u64, "{err}");
+    }
+    assert!(t.status.success());
+}
+
+/// Corpus expressions both Debian's libpcap and sluice compile for
+/// Ethernet, about one in ten, without those where libpcap versions differ.
+fn corpus_filters(dir: &Path) -> (PathBuf, Vec<(String, String)>) {
+    let shared = common::manifest("../shared/conformance");
+    let differ = std::fs::read_to_string(shared.join("expressions-version-diff.tsv")).unwrap();
+    let differ: Vec<&str> = differ
+        .lines()
+        .filter_map(|l| l.split('\t').next())
+        .collect();
+    let all = std::fs::read_to_string(shared.join("expressions.txt")).unwrap();
+    let sample = common::sample();
+    let mut chosen = Vec::new();
+    for (n, e) in all.lines().enumerate() {
+        if n % 10 != 3 || differ.contains(&e) || e.trim().is_empty() {
+            continue;
+        }
+        let ok = |o: std::process::Output| o.status.success();
+        let libpcap = ok(Command::new("tcpdump")
+            .args(["-r", &sample, "-d", e])
+            .output()
+            .unwrap());
+        let ours = ok(common::sluice(&["filter", "-r", &sample, "-d", e]));
+        if libpcap && ours {
+            chosen.push((format!("c{n}"), e.to_string()));
+        }
+    }
+    assert!(chosen.len() >= 40, "{} corpus filters", chosen.len());
+    let file = dir.join("filters.txt");
+    let lines: Vec<String> = chosen.iter().map(|(n, e)| format!("{n}\t{e}")).collect();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    (file, chosen)
+}
+
+/// `split -i` over corpus expressions with `workers` rings: each filter's
+/// file holds what libpcap accepts of tcpdump's capture (in the same order
+/// with one worker; the same frames in timestamp order with several).
+fn split_live(workers: &str) {
+    let Some(net) = Net::new(&format!("split{workers}")) else {
+        return;
+    };
+    let (filters, chosen) = corpus_filters(&net.dir);
+    let all = net.file("all.pcap");
+    let out = net.file("out");
+    let dump = tcpdump(&net, &all, &[]);
+    let mut split = Bg::start(net.sluice(&[
+        "split",
+        "-i",
+        "vb",
+        "--workers",
+        workers,
+        "--filters",
+        filters.to_str().unwrap(),
+        "--out-dir",
+        out.to_str().unwrap(),
+        "--count",
+    ]));
+    split.listening();
+    let sent = replay_all(&net);
+    settle();
+    let o = split.interrupt();
+    dump.interrupt();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(frames(&all).len() as u64, sent);
+    let counts = text(&o.stdout);
+    let mut nonempty = 0;
+    for (name, expr) in &chosen {
+        let path = out.join(format!("{name}.pcap"));
+        let mut got = frames(&path);
+        let mut want = libpcap_filter(&all, expr, &net.file(&format!("{name}.want.pcap")));
+        assert!(
+            counts.contains(&format!("{name}\t{}\n", want.len())),
+            "{name} '{expr}': {counts}"
+        );
+        let ts = stamps(&path);
+        assert!(
+            ts.windows(2).all(|w| w[0] <= w[1]),
+            "{name}: timestamp order"
+        );
+        if workers != "1" {
+            got.sort();
+            want.sort();
+        }
+        assert_eq!(got, want, "{name} '{expr}'");
+        nonempty += usize::from(!want.is_empty());
+    }
+    assert!(nonempty >= 10, "only {nonempty} filters matched anything");
+}
+
+#[test]
+fn split_keeps_per_filter_what_libpcap_keeps() {
+    split_live("1");
+}
+
+#[test]
+fn split_with_two_fanout_workers_loses_and_duplicates_nothing() {
+    split_live("2");
+}
+
+#[test]
+fn count_stops_after_n_accepted_packets() {
+    let Some(net) = Net::new("count") else {
+        return;
+    };
+    let all = net.file("all.pcap");
+    let out = net.file("s.pcap");
+    let dump = tcpdump(&net, &all, &[]);
+    let mut run = Bg::start(net.sluice(&[
+        "filter",
+        "-i",
+        "vb",
+        "--workers",
+        "1",
+        "-c",
+        "7",
+        "-w",
+        out.to_str().unwrap(),
+        "vlan",
+    ]));
+    run.listening();
+    replay_all(&net);
+    let o = run.wait();
+    settle();
+    dump.interrupt();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let want = libpcap_filter(&all, "vlan", &net.file("w.pcap"));
+    assert!(want.len() > 7);
+    assert_eq!(frames(&out), want[..7].to_vec());
+    assert_eq!(stat(&text(&o.stderr), "captured"), 7);
+}
+
+#[test]
+fn duration_stops_the_capture_and_reports_counts_as_json() {
+    let Some(net) = Net::new("duration") else {
+        return;
+    };
+    let out = net.file("s.pcap");
+    let start = Instant::now();
+    let mut run = Bg::start(net.sluice(&[
+        "filter",
+        "-i",
+        "vb",
+        "--duration",
+        "1.5",
+        "--json",
+        "-w",
+        out.to_str().unwrap(),
+    ]));
+    run.listening();
+    let sent = net.replay(&corpus("various_gre.pcap"));
+    let o = run.wait();
+    let took = start.elapsed();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        took >= Duration::from_millis(1500) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
+    let err = text(&o.stderr);
+    let json = err
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .expect("a JSON line");
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    assert_eq!(v["captured"].as_u64(), Some(sent));
+    assert_eq!(v["received"].as_u64(), Some(sent));
+    assert_eq!(v["dropped"].as_u64(), Some(0));
+    assert_eq!(
+        v["workers"].as_array().map(|w| w.len()),
+        Some(sluice::live::cores())
+    );
+    assert_eq!(frames(&out).len() as u64, sent);
+}
+
+#[test]
+fn sigint_mid_stream_loses_nothing_captured_before_it() {
+    let Some(net) = Net::new("sigint") else {
+        return;
+    };
+    let all = net.file("all.pcap");
+    let out = net.file("s.pcap");
+    let dump = tcpdump(&net, &all, &[]);
+    let mut run = Bg::start(net.sluice(&[
+        "filter",
+        "-i",
+        "vb",
+        "--workers",
+        "1",
+        "-w",
+        out.to_str().unwrap(),
+    ]));
+    run.listening();
+    // About 2 s of traffic at 1,000 frames a second.
+    let capture = corpus("various_gre.pcap");
+    let sender = Bg::start(net.cmd(
+        &net.a,
+        env!("CARGO_BIN_EXE_sluice"),
+        &[
+            "replay",
+            "-i",
+            "va",
+            "-r",
+            capture.to_str().unwrap(),
+            "--rate",
+            "1000",
+            "--loop",
+            "20",
+        ],
+    ));
+    std::thread::sleep(Duration::from_millis(800));
+    let o = run.interrupt();
+    let s = sender.wait();
+    assert!(s.status.success(), "{}", text(&s.stderr));
+    settle();
+    dump.interrupt();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let got = frames(&out);
+    let seen = frames(&all);
+    assert!(
+        got.len() > 100 && got.len() < seen.len(),
+        "{} of {}",
+        got.len(),
+        seen.len()
+    );
+    assert_eq!(
+        got[..],
+        seen[..got.len()],
+        "a prefix of the traffic, none missing"
+    );
+    assert_eq!(stat(&text(&o.stderr), "captured"), got.len() as u64);
+}
+
+#[test]
+fn any_device_gives_linux_cooked_v2_frames_as_libpcap() {
+    let Some(net) = Net::new("any") else {
+        return;
+    };
+    let all = net.file("all.pcap");
+    let out = net.file("s.pcap");
+    let args = ["-Z", "root", "-i", "any", "-w", all.to_str().unwrap()];
+    let mut dump = Bg::start(net.cmd(&net.b, "tcpdump", &args));
+    dump.listening();
+    let mut run = Bg::start(net.sluice(&[
+        "filter",
+        "-i",
+        "any",
+        "--workers",
+        "1",
+        "-w",
+        out.to_str().unwrap(),
+        "ip or arp",
+    ]));
+    run.listening();
+    assert!(
+        run.stderr_now().contains("LINUX_SLL2"),
+        "{}",
+        run.stderr_now()
+    );
+    replay_all(&net);
+    settle();
+    let o = run.interrupt();
+    dump.interrupt();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let want = libpcap_filter(&all, "ip or arp", &net.file("w.pcap"));
+    assert!(!want.is_empty());
+    assert_eq!(frames(&out), want);
+}
+
+#[test]
+fn direction_in_and_out_as_tcpdump() {
+    let Some(net) = Net::new("direction") else {
+        return;
+    };
+    let mut runs = Vec::new();
+    for dir in ["in", "out"] {
+        let t = net.file(&format!("t-{dir}.pcap"));
+        let s = net.file(&format!("s-{dir}.pcap"));
+        let dump = tcpdump(&net, &t, &["-Q", dir]);
+        let mut run =
+            Bg::start(net.sluice(&["filter", "-i", "vb", "-Q", dir, "-w", s.to_str().unwrap()]));
+        run.listening();
+        runs.push((dump, run, t, s));
+    }
+    // Into vb from the other side, and out of vb from its own side.
+    net.replay(&corpus("various_gre.pcap"));
+    let out_of_b = net
+        .cmd(
+            &net.b,
+            env!("CARGO_BIN_EXE_sluice"),
+            &[
+                "replay",
+                "-i",
+                "vb",
+                "-r",
+                corpus("HSRP_election.pcap").to_str().unwrap(),
+                "--topspeed",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert!(out_of_b.status.success(), "{}", text(&out_of_b.stderr));
+    settle();
+    let mut seen = Vec::new();
+    for (dump, run, t, s) in runs {
+        let o = run.interrupt();
+        dump.interrupt();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let got = frames(&s);
+        assert!(!got.is_empty());
+        assert_eq!(got, frames(&t));
+        seen.push(got);
+    }
+    assert_ne!(seen[0], seen[1]);
+}
+
+#[test]
+fn kernel_prefilter_passes_what_tcpdumps_passes() {
+    let Some(net) = Net::new("prefilter") else {
+        return;
+    };
+    let all = net.file("all.pcap");
+    let dump = tcpdump(&net, &all, &["tcp"]);
+    let mut with = Bg::start({
+        let mut c = net.sluice(&["filter", "-i", "vb", "--count", "tcp"]);
+        c.env("SLUICE_DEBUG", "1");
+        c
+    });
+    with.listening();
+    let mut without =
+        Bg::start(net.sluice(&["filter", "-i", "vb", "--count", "--no-kernel-filter", "tcp"]));
+    without.listening();
+    // No VLAN tags: on a tagged frame, libpcap's live kernel program
+    // looks past the tag the kernel took off (see the README).
+    let sent = net.replay(&corpus("kday4.pcap")) + net.replay(&corpus("HSRP_election.pcap"));
+    settle();
+    let a = with.interrupt();
+    let b = without.interrupt();
+    let t = dump.interrupt();
+    let (a_err, b_err, t_err) = (text(&a.stderr), text(&b.stderr), text(&t.stderr));
+    assert!(a_err.contains("kernel pre-filter: "), "{a_err}");
+    assert!(!a_err.contains("kernel pre-filter: none"), "{a_err}");
+    let tcp = frames(&all).len() as u64;
+    assert!(tcp > 0 && tcp < sent);
+    assert_eq!(
+        stat(&a_err, "received by filter"),
+        stat(&t_err, "received by filter")
+    );
+    assert_eq!(stat(&a_err, "received by filter"), tcp);
+    assert_eq!(stat(&b_err, "received by filter"), sent);
+    assert_eq!(text(&a.stdout).trim(), tcp.to_string());
+    assert_eq!(text(&b.stdout).trim(), tcp.to_string());
+}
+
+#[test]
+fn the_interface_going_down_is_an_error_after_writing_what_came_before() {
+    let Some(net) = Net::new("down") else {
+        return;
+    };
+    let out = net.file("s.pcap");
+    let mut run = Bg::start(net.sluice(&[
+        "filter",
+        "-i",
+        "vb",
+        "--workers",
+        "1",
+        "-w",
+        out.to_str().unwrap(),
+    ]));
+    run.listening();
+    let sent = net.replay(&corpus("various_gre.pcap"));
+    settle();
+    let down = Command::new("ip")
+        .args(["-n", &net.b, "link", "set", "vb", "down"])
+        .status()
+        .unwrap();
+    assert!(down.success());
+    let o = run.wait();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("sluice: vb: the interface went down"), "{err}");
+    assert_eq!(frames(&out).len() as u64, sent);
+}
+
+#[test]
+fn bad_interfaces_outputs_and_privileges_are_clear_errors() {
+    let Some(net) = Net::new("errors") else {
+        return;
+    };
+    let run = |args: &[&str]| {
+        let o = net.sluice(args).output().unwrap();
+        (o.status.code(), text(&o.stderr), o.stdout.is_empty())
+    };
+    // No such interface.
+    let (code, err, quiet) = run(&["filter", "-i", "nosuch0", "tcp"]);
+    assert_eq!((code, quiet), (Some(1), true), "{err}");
+    assert_eq!(
+        err,
+        "sluice: nosuch0: no such interface (sluice list-interfaces shows them)\n"
+    );
+    // An output that cannot be created, before anything is captured.
+    let (code, err, _) = run(&["filter", "-i", "vb", "-w", "/nonexistent/dir/x.pcap"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("/nonexistent/dir/x.pcap: No such file or directory"),
+        "{err}"
+    );
+    // A bad expression leaves an existing output file alone.
+    let keep = net.file("keep.pcap");
+    std::fs::write(&keep, b"precious").unwrap();
+    let (code, err, _) = run(&[
+        "filter",
+        "-i",
+        "vb",
+        "-w",
+        keep.to_str().unwrap(),
+        "tcp port",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(std::fs::read(&keep).unwrap(), b"precious");
+    // A device that takes nothing: refused before capturing.
+    let (code, err, _) = run(&["filter", "-i", "vb", "-w", "/dev/full"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("cannot write output /dev/full: No space left on device"),
+        "{err}"
+    );
+    // A disk that fills up while writing (a 32 KiB tmpfs in a mount
+    // namespace of its own): an error naming the output, exit 1.
+    let dir = net.file("small");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o size=32k sluice-test {d} && exec ip netns exec {ns} {bin} filter -i vb --workers 1 -w {d}/x.pcap",
+        d = dir.display(),
+        ns = net.b,
+        bin = env!("CARGO_BIN_EXE_sluice")
+    );
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "sh", "-c", &script]);
+    let mut full = Bg::start(cmd);
+    full.listening();
+    let sender = net.cmd(
+        &net.a,
+        env!("CARGO_BIN_EXE_sluice"),
+        &[
+            "replay",
+            "-i",
+            "va",
+            "-r",
+            corpus("various_gre.pcap").to_str().unwrap(),
+            "--topspeed",
+            "--loop",
+            "20",
+        ],
+    );
+    let _ = { sender }.output().unwrap();
+    let o = full.wait();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("x.pcap: No space left on device (after "),
+        "{err}"
+    );
+    // No permission: one line naming the capability.
+    let o = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &net.b,
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ])
+        .arg(env!("CARGO_BIN_EXE_sluice"))
+        .args(["filter", "-i", "vb", "tcp"])
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("vb: you don't have permission") && err.contains("CAP_NET_RAW"),
+        "{err}"
+    );
+}
+
+#[test]
+fn interfaces_are_listed_as_tcpdump_lists_them() {
+    let Some(net) = Net::new("list") else {
+        return;
+    };
+    let ours = text(&net.sluice(&["list-interfaces"]).output().unwrap().stdout);
+    let theirs = text(&net.cmd(&net.b, "tcpdump", &["-D"]).output().unwrap().stdout);
+    // tcpdump also lists capture sources that are not network interfaces
+    // (netfilter, D-Bus, Bluetooth); sluice lists the interfaces.
+    let strip = |l: &str| {
+        l.split_once('.')
+            .map(|x| x.1.to_string())
+            .unwrap_or_default()
+    };
+    let names = ["vb ", "any ", "lo "];
+    let pick = |all: &str| -> Vec<String> {
+        all.lines()
+            .map(strip)
+            .filter(|l| names.iter().any(|n| l.starts_with(n)))
+            .collect()
+    };
+    assert_eq!(pick(&ours), pick(&theirs));
+    assert_eq!(pick(&ours).len(), 3, "{ours}");
+    assert_eq!(
+        ours,
+        text(&net.sluice(&["filter", "-D"]).output().unwrap().stdout)
+    );
+}
