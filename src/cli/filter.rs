@@ -1,7 +1,7 @@
 //! `sluice filter`: one filter over a capture, with tcpdump's options.
 
-use super::output::CaptureOut;
 use super::print::{Dump, Options, Printer};
+use super::rotate::{RotateArgs, RotatingOut};
 use super::{cached, for_each_packet_while, linktype_of, open_capture, print_out, read_text};
 use super::{usage, Fail, Stdout};
 use clap::ArgAction;
@@ -19,6 +19,8 @@ pub struct FilterArgs {
     /// Write accepted packets to this file, in the input's format (`-` for standard output). The file is replaced only when the run gets to write packets.
     #[arg(short = 'w', value_name = "OUT")]
     write: Option<String>,
+    #[command(flatten)]
+    rotate: RotateArgs,
     /// Print the number of accepted packets (with -w: written too; with
     /// --verdicts: on the line after the verdicts).
     #[arg(long)]
@@ -159,6 +161,7 @@ impl FilterArgs {
 
     /// Refuse options that would be silently ignored (exit status 2).
     fn check(&self) {
+        self.rotate.check(self.write.as_deref());
         let printing = [
             (self.link_header, "-e"),
             (self.hex > 0, "-x"),
@@ -286,10 +289,10 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
         )?;
         programs.insert((lt, snaplen), p);
     }
-    let mut writer: Option<CaptureOut> = None;
-    let open_writer = |writer: &mut Option<CaptureOut>| -> Result<(), Fail> {
+    let mut writer: Option<RotatingOut> = None;
+    let open_writer = |writer: &mut Option<RotatingOut>| -> Result<(), Fail> {
         if let (None, Some(path)) = (&writer, &args.write) {
-            let mut w = CaptureOut::create(path, &out_format(&args, format))?
+            let mut w = RotatingOut::create(path, &out_format(&args, format), &args.rotate)?
                 .truncate_to(args.snaplen.map(|_| args.snaplen()));
             w.flush_each = args.unbuffered;
             *writer = Some(w);
@@ -323,10 +326,12 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
             out.put(if verdict { "1\n" } else { "0\n" })?;
         }
         if verdict {
-            accepted += 1;
             if let Some(w) = writer.as_mut() {
-                w.write(pkt)?;
+                if !w.write(pkt)? {
+                    return Ok(false); // -G with -W: the last file is done
+                }
             }
+            accepted += 1;
             if let Some(p) = printer.as_mut() {
                 out.put(&p.packet(pkt))?;
             }
@@ -338,7 +343,7 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
     if status.is_ok() {
         open_writer(&mut writer)?;
     }
-    let finished = writer.map_or(Ok(()), CaptureOut::finish);
+    let finished = writer.map_or(Ok(()), RotatingOut::finish);
     if let Err(e) = status.and(finished) {
         // A failed run prints nothing more (no count).
         let _ = out.flush();

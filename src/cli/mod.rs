@@ -7,6 +7,7 @@ pub mod flow;
 pub mod input;
 pub mod output;
 pub mod print;
+pub mod rotate;
 pub mod split;
 
 pub use input::open_capture;

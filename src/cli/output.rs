@@ -156,6 +156,11 @@ impl CaptureOut {
         }
     }
 
+    /// Bytes written so far, buffered ones included (the header too).
+    pub fn offset(&self) -> u64 {
+        self.writer.as_ref().map_or(0, |w| w.offset())
+    }
+
     /// Flush, close, and put the file in place under its final name.
     pub fn finish(mut self) -> Result<(), Fail> {
         let Some(w) = self.writer.take() else {
