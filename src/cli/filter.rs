@@ -1,8 +1,8 @@
 //! `sluice filter`: one filter over a capture, with tcpdump's options.
 
-use super::live::{Classify, Live, LiveArgs};
-use super::output::CaptureOut;
+use super::live::{Classify, Event, Live, LiveArgs};
 use super::print::{Dump, Options, Printer};
+use super::rotate::{RotateArgs, RotatingOut};
 use super::{cached, for_each_packet_while, linktype_of, open_capture, print_out, read_text};
 use super::{usage, Fail, Stdout};
 use clap::ArgAction;
@@ -20,6 +20,8 @@ pub struct FilterArgs {
     /// Write accepted packets to this file, in the input's format (`-` for standard output). The file is replaced only when the run gets to write packets.
     #[arg(short = 'w', value_name = "OUT")]
     write: Option<String>,
+    #[command(flatten)]
+    rotate: RotateArgs,
     /// Print the number of accepted packets (with -w: written too; with
     /// --verdicts: on the line after the verdicts).
     #[arg(long)]
@@ -172,6 +174,7 @@ impl FilterArgs {
 
     /// Refuse options that would be silently ignored (exit status 2).
     fn check(&self) {
+        self.rotate.check(self.write.as_deref());
         let printing = [
             (self.link_header, "-e"),
             (self.hex > 0, "-x"),
@@ -315,10 +318,10 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
         )?;
         programs.insert((lt, snaplen), p);
     }
-    let mut writer: Option<CaptureOut> = None;
-    let open_writer = |writer: &mut Option<CaptureOut>| -> Result<(), Fail> {
+    let mut writer: Option<RotatingOut> = None;
+    let open_writer = |writer: &mut Option<RotatingOut>| -> Result<(), Fail> {
         if let (None, Some(path)) = (&writer, &args.write) {
-            let mut w = CaptureOut::create(path, &out_format(&args, format))?
+            let mut w = RotatingOut::create(path, &out_format(&args, format), &args.rotate)?
                 .truncate_to(args.snaplen.map(|_| args.snaplen()));
             w.flush_each = args.unbuffered;
             *writer = Some(w);
@@ -352,10 +355,12 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
             out.put(if verdict { "1\n" } else { "0\n" })?;
         }
         if verdict {
-            accepted += 1;
             if let Some(w) = writer.as_mut() {
-                w.write(pkt)?;
+                if !w.write(pkt)? {
+                    return Ok(false); // -G with -W: the last file is done
+                }
             }
+            accepted += 1;
             if let Some(p) = printer.as_mut() {
                 out.put(&p.packet(pkt))?;
             }
@@ -367,7 +372,7 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
     if status.is_ok() {
         open_writer(&mut writer)?;
     }
-    let finished = writer.map_or(Ok(()), CaptureOut::finish);
+    let finished = writer.map_or(Ok(()), RotatingOut::finish);
     if let Err(e) = status.and(finished) {
         // A failed run prints nothing more (no count).
         let _ = out.flush();
@@ -413,7 +418,7 @@ fn run_live(
     // Compiled, the interface open: only now is an output file opened.
     let mut writer = match &args.write {
         Some(path) => {
-            let mut w = CaptureOut::create_in_place(path, &format)?;
+            let mut w = RotatingOut::create_in_place(path, &format, &args.rotate)?;
             w.flush_each = args.unbuffered;
             Some(w)
         }
@@ -440,11 +445,20 @@ fn run_live(
         })
     };
     let mut accepted = 0u64;
-    let (report, status) = live.run(writer.is_some() || printer.is_some(), make, |pkt, _| {
-        accepted += 1;
+    let (report, status) = live.run(writer.is_some() || printer.is_some(), make, |event| {
+        let Event::Packet(pkt, _) = event else {
+            if let Some(w) = writer.as_mut() {
+                w.flush()?;
+            }
+            out.flush()?;
+            return Ok(true);
+        };
         if let Some(w) = writer.as_mut() {
-            w.write(pkt)?;
+            if !w.write(pkt)? {
+                return Ok(false); // -G with -W: the last file is done
+            }
         }
+        accepted += 1;
         if let Some(p) = printer.as_mut() {
             out.put(&p.packet(pkt))?;
         }
@@ -452,7 +466,7 @@ fn run_live(
         Ok(args.max.map_or(true, |n| accepted < n))
     });
     // Whatever happened, keep everything captured so far.
-    let finished = writer.map_or(Ok(()), CaptureOut::finish);
+    let finished = writer.map_or(Ok(()), RotatingOut::finish);
     let flushed = out.flush();
     eprint!("{}", report.text(args.json));
     status.and(finished).and(flushed)?;

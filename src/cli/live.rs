@@ -129,6 +129,15 @@ enum Msg {
     },
 }
 
+/// What the sink of [`Live::run`] is handed.
+pub enum Event<'a> {
+    /// An accepted packet and the ids of the filters that accepted it.
+    Packet(&'a Packet<'a>, &'a [u32]),
+    /// About a second has passed: push buffered output to its files, so
+    /// files of a long capture can be read while they grow.
+    Flush,
+}
+
 /// How a worker classifies: accepted packets' filter ids go into the vector.
 pub type Classify = Box<dyn FnMut(&[u8], u32, &mut Vec<u32>) + Send>;
 
@@ -326,7 +335,8 @@ impl Live {
     /// Capture until a signal, `--duration`, the sink saying stop, or a
     /// failure; each worker classifies with its own `classify` (from
     /// `make`), and the sink gets every accepted packet with its filter
-    /// ids, in timestamp order across workers. `with_bytes: false` hands
+    /// ids, in timestamp order across workers, and a [`Event::Flush`]
+    /// about every second. `with_bytes: false` hands
     /// the sink packets without their bytes (counting only).
     ///
     /// Whatever ends the capture, every packet accepted before it reaches
@@ -336,7 +346,7 @@ impl Live {
         self,
         with_bytes: bool,
         make: impl Fn() -> Classify,
-        mut sink: impl FnMut(&Packet<'_>, &[u32]) -> Result<bool, Fail>,
+        mut sink: impl FnMut(Event<'_>) -> Result<bool, Fail>,
     ) -> (Report, Result<(), Fail>) {
         let stop = match stop_on_signals() {
             Ok(s) => s,
@@ -376,7 +386,18 @@ impl Live {
             let mut merge = Merge::new(n);
             let mut sink_open = true;
             let mut alive = n;
+            let mut flushed = Instant::now();
             while alive > 0 {
+                if sink_open && flushed.elapsed() >= Duration::from_secs(1) {
+                    flushed = Instant::now();
+                    if let Err(e) = sink(Event::Flush) {
+                        stop.store(true, Ordering::Relaxed);
+                        sink_open = false;
+                        if status.is_ok() {
+                            status = Err(e);
+                        }
+                    }
+                }
                 if let Some(d) = deadline {
                     if Instant::now() >= d {
                         stop.store(true, Ordering::Relaxed);
@@ -426,7 +447,7 @@ impl Live {
                         data,
                     };
                     report.captured += 1;
-                    if !sink(&pkt, ids)? {
+                    if !sink(Event::Packet(&pkt, ids))? {
                         sink_open = false;
                         stop.store(true, Ordering::Relaxed);
                     }

@@ -9,6 +9,7 @@ pub mod live;
 pub mod output;
 pub mod print;
 pub mod replay;
+pub mod rotate;
 pub mod split;
 
 pub use input::open_capture;

@@ -185,6 +185,20 @@ impl CaptureOut {
         }
     }
 
+    /// Bytes written so far, buffered ones included (the header too).
+    pub fn offset(&self) -> u64 {
+        self.writer.as_ref().map_or(0, |w| w.offset())
+    }
+
+    /// Push what is buffered to the file.
+    pub fn flush(&mut self) -> Result<(), Fail> {
+        let r = match self.writer.as_mut() {
+            Some(w) => w.flush(),
+            None => return Ok(()),
+        };
+        r.map_err(|e| self.failed(e))
+    }
+
     /// Flush, close, and put the file in place under its final name.
     pub fn finish(mut self) -> Result<(), Fail> {
         let Some(w) = self.writer.take() else {

@@ -1,7 +1,7 @@
 //! `sluice split`: many named filters over a capture in one pass, with one
 //! merged classifier per link type (not one program per filter).
 
-use super::live::{Classify, Live, LiveArgs};
+use super::live::{Classify, Event, Live, LiveArgs};
 use super::output::{out_dir, CaptureOut};
 use super::{cached, for_each_packet, linktype_of, open_capture, read_text, Fail};
 use clap::ArgGroup;
@@ -687,7 +687,15 @@ fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), 
         })
     };
     let mut counts = vec![0u64; filters.len()];
-    let (report_, status) = live.run(outputs.is_some(), make, |pkt, ids| {
+    let (report_, status) = live.run(outputs.is_some(), make, |event| {
+        let Event::Packet(pkt, ids) = event else {
+            if let Some(o) = outputs.as_mut() {
+                for w in &mut o.writers {
+                    w.flush()?;
+                }
+            }
+            return Ok(true);
+        };
         let mut to = Deliver {
             counts: &mut counts,
             bits: None,

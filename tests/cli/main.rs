@@ -6,6 +6,7 @@ mod common;
 
 mod basics;
 mod readme;
+mod rotate;
 mod safety;
 mod tcpdump;
 
