@@ -74,10 +74,6 @@ pub fn run(args: ReplayArgs) -> Result<(), Fail> {
                         let ts = i128::from(p.ts_sec) * 1_000_000_000 + i128::from(p.ts_nsec);
                         frames.push((bytes.len(), p.data.len(), ts));
                         bytes.extend_from_slice(p.data);
-                        // Paced sending goes frame by frame.
-                        if pace != Pace::Top {
-                            break;
-                        }
                     }
                     Ok(None) => {
                         end = true;

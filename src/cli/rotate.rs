@@ -520,8 +520,8 @@ mod tests {
         let fmt = CaptureFormat::pcap(1, 65535);
         let r = rule(None, Some(10), Some(2));
         NOW.with(|n| n.set(1_000));
-        let mut w =
-            RotatingOut::with_clock(pattern.to_str().unwrap(), &fmt, &r, fake_clock, false).unwrap();
+        let mut w = RotatingOut::with_clock(pattern.to_str().unwrap(), &fmt, &r, fake_clock, false)
+            .unwrap();
         let mut written = 0;
         for t in 0..40 {
             NOW.with(|n| n.set(1_000 + t));
@@ -544,8 +544,8 @@ mod tests {
         let r = rule(Some(LIMIT), Some(5), None);
         let data = exact();
         NOW.with(|n| n.set(50));
-        let mut w =
-            RotatingOut::with_clock(pattern.to_str().unwrap(), &fmt, &r, fake_clock, false).unwrap();
+        let mut w = RotatingOut::with_clock(pattern.to_str().unwrap(), &fmt, &r, fake_clock, false)
+            .unwrap();
         for t in 0..3 {
             w.write(&Packet::new(t, 0, 1, &data)).unwrap();
             w.write(&Packet::new(t, 0, 1, &[0; 10])).unwrap();

@@ -35,12 +35,21 @@ pub struct SendStats {
     pub bytes: u64,
 }
 
+/// Where pacing started: the time, the first frame's capture time, and
+/// the frames (sent or refused) and bytes sent before.
+#[derive(Clone, Copy)]
+struct Clock {
+    t0: Instant,
+    ts0: i128,
+    base: (u64, u64),
+}
+
 /// A sender on one interface.
 pub struct Sender {
     sock: PacketSocket,
     name: String,
     pace: Pace,
-    start: Option<(Instant, i128)>,
+    start: Option<Clock>,
     stats: SendStats,
     /// Link type of the interface's frames.
     linktype: u16,
@@ -84,19 +93,12 @@ impl Sender {
         self.start = None;
     }
 
-    /// When the frame with capture time `ts_ns` and the running totals is
-    /// due, relative to the first frame.
-    fn due(&self, ts_ns: i128, bytes: u64) -> Duration {
-        let secs = match self.pace {
-            Pace::Top => 0.0,
-            Pace::Packets(pps) => self.stats.sent as f64 / pps,
-            Pace::Mbps(mbps) => bytes as f64 * 8.0 / (mbps * 1e6),
-            Pace::Capture => {
-                let first = self.start.map_or(ts_ns, |s| s.1);
-                return Duration::from_nanos((ts_ns - first).clamp(0, u64::MAX as i128) as u64);
-            }
-        };
-        Duration::from_secs_f64(secs.max(0.0))
+    /// Frames and bytes handed over since the pacing clock started.
+    fn progress(&self, base: (u64, u64)) -> (u64, u64) {
+        (
+            self.stats.sent + self.stats.refused - base.0,
+            self.stats.bytes - base.1,
+        )
     }
 
     /// Send frames (with their capture timestamps in nanoseconds), waiting
@@ -104,17 +106,42 @@ impl Sender {
     pub fn send(&mut self, frames: &[(&[u8], i128)]) -> Result<(), LiveError> {
         let mut at = 0;
         while at < frames.len() {
-            let start = *self.start.get_or_insert((Instant::now(), frames[at].1));
-            // How many frames are due now (at least one, after waiting).
-            let due = self.due(frames[at].1, self.stats.bytes);
-            let now = start.0.elapsed();
-            if due > now {
-                std::thread::sleep((due - now).min(Duration::from_millis(100)));
+            let base = (self.stats.sent + self.stats.refused, self.stats.bytes);
+            let clock = *self.start.get_or_insert(Clock {
+                t0: Instant::now(),
+                ts0: frames[at].1,
+                base,
+            });
+            let elapsed = clock.t0.elapsed();
+            let (done, bytes) = self.progress(clock.base);
+            let left = frames.len() - at;
+            // How many frames are due now, and if none, when the next is.
+            let (n, next) = match self.pace {
+                Pace::Top => (left, Duration::ZERO),
+                Pace::Packets(pps) => {
+                    let allowed = (elapsed.as_secs_f64() * pps) as u64 + 1;
+                    let next = Duration::from_secs_f64(done as f64 / pps);
+                    (allowed.saturating_sub(done) as usize, next)
+                }
+                Pace::Mbps(mbps) => {
+                    let next = Duration::from_secs_f64(bytes as f64 * 8.0 / (mbps * 1e6));
+                    (usize::from(next <= elapsed), next)
+                }
+                Pace::Capture => {
+                    let since = |ts: i128| {
+                        Duration::from_nanos((ts - clock.ts0).clamp(0, u64::MAX as i128) as u64)
+                    };
+                    let n = frames[at..]
+                        .iter()
+                        .take_while(|f| since(f.1) <= elapsed)
+                        .count();
+                    (n, since(frames[at].1))
+                }
+            };
+            let n = n.min(left).min(BATCH);
+            if n == 0 {
+                std::thread::sleep(next.saturating_sub(elapsed).min(Duration::from_millis(100)));
                 continue;
-            }
-            let mut n = 1;
-            if self.pace == Pace::Top {
-                n = BATCH.min(frames.len() - at);
             }
             let batch: Vec<&[u8]> = frames[at..at + n].iter().map(|f| f.0).collect();
             match self.sock.send_many(&batch) {
