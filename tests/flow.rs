@@ -226,7 +226,7 @@ fn bad_specs_exit_1_and_say_where() {
         (format!("(file,{s}) -> sampler"), "column"),
         (format!("(file,{s}) -> (BPF,\"tcp prot 80\")"), "column"),
         (format!("(file,{s}) -> (nosuch)"), "unknown filter class"),
-        ("(device,eth0)".to_string(), "live capture"),
+        ("(iface,nosuch0)".to_string(), "nosuch0: no such interface"),
         ("(file,/nonexistent/x.pcap)".to_string(), "nonexistent"),
         (
             format!("(file,{s}) -> (FPL-2,\"RETURN MEM[9999999];\",16)"),

@@ -114,6 +114,19 @@ pub fn run(args: FlowArgs) -> Result<(), Fail> {
         None => Policy::allow_all(),
     };
     let cred = Credentials::current();
+    // A live source runs until SIGINT or SIGTERM (a second one ends the
+    // process at once); file sources end by themselves.
+    if args
+        .specs
+        .iter()
+        .any(|s| s.contains("(iface,") || s.contains("(device,"))
+    {
+        let stop = sluice::flow::source::stop_flag();
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register_conditional_shutdown(sig, 1, stop.clone())?;
+            signal_hook::flag::register(sig, stop.clone())?;
+        }
+    }
     let group = Group::new(cfg);
     let mut flows = Vec::new();
     let mut outputs = Vec::new();

@@ -753,3 +753,36 @@ fn rotation_by_time_stops_after_w_files() {
         assert!(!frames(&f.path()).is_empty());
     }
 }
+
+#[test]
+fn flows_read_a_live_interface() {
+    let Some(net) = Net::new("flow") else {
+        return;
+    };
+    let all = net.file("all.pcap");
+    let out = net.file("flows");
+    let dump = tcpdump(&net, &all, &[]);
+    let run = Bg::start(net.sluice(&[
+        "flow",
+        "--json",
+        "-w",
+        out.to_str().unwrap(),
+        "(iface,vb,4) -> (BPF,\"vlan\")",
+    ]));
+    // The flow's ring opens as the flow is instantiated; give it time.
+    std::thread::sleep(Duration::from_millis(1500));
+    replay_all(&net);
+    let o = run.wait();
+    settle();
+    dump.interrupt();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let want = libpcap_filter(&all, "vlan", &net.file("w.pcap"));
+    assert!(!want.is_empty());
+    assert_eq!(frames(&out.join("flow1.pcap")), want);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["flows"][0]["packets"].as_u64(),
+        Some(want.len() as u64),
+        "{v}"
+    );
+}

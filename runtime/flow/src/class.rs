@@ -240,7 +240,8 @@ impl Classes {
         let mut c = Classes::empty();
         c.register_source(Arc::new(crate::source::FileClass));
         c.register_source(Arc::new(crate::source::ReplayClass));
-        c.register_source(Arc::new(crate::source::DeviceClass));
+        c.register_source(Arc::new(crate::source::DeviceClass::new("iface")));
+        c.register_source(Arc::new(crate::source::DeviceClass::new("device")));
         c.register_filter(Arc::new(SamplerClass));
         c.register_filter(Arc::new(CountClass { bytes: false }));
         c.register_filter(Arc::new(CountClass { bytes: true }));

@@ -12,13 +12,19 @@
 //!   stamped with the time of release; a group under slow-reader
 //!   preference then drops what its readers cannot keep up with, as with a
 //!   live device).
-//! * `(device,NAME)`: refused for now; live capture comes with a later
-//!   issue.
+//! * `(iface,NAME[,SECONDS][,PACKETS])` (also `device`): live capture on
+//!   an interface (`any` for all of them), through the kernel's packet
+//!   ring, until SECONDS have passed, PACKETS were captured, or
+//!   [`stop_flag`] is set (the command sets it on SIGINT and SIGTERM).
 
 use crate::class::{number, ArgError, OwnedPacket, Source, SourceClass};
 use crate::value::Value;
 use sluice_capture::{CaptureFormat, CaptureReader};
+use sluice_live::{Capture, Config, KernelStats};
+use std::collections::VecDeque;
 use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 type Reader = CaptureReader<Box<dyn Read + Send>>;
@@ -292,19 +298,149 @@ impl Source for Replay {
 /// let e = sluice_flow::source::DeviceClass.check(&["eth0".into()]).unwrap_err();
 /// assert!(e.message.contains("live capture"));
 /// ```
-pub struct DeviceClass;
+/// Set to end every live source at its next packet boundary (the `sluice
+/// flow` command sets it on SIGINT and SIGTERM).
+///
+/// ```
+/// let f = sluice_flow::source::stop_flag();
+/// assert!(!f.load(std::sync::atomic::Ordering::Relaxed));
+/// ```
+pub fn stop_flag() -> Arc<AtomicBool> {
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)))
+        .clone()
+}
+
+/// The `iface` source class (also registered as `device`): live capture.
+///
+/// ```
+/// use sluice_flow::class::SourceClass;
+/// let c = sluice_flow::source::DeviceClass::new("iface");
+/// assert!(c.check(&["eth0".into(), "10".into()]).is_ok());
+/// assert!(c.check(&[]).is_err());
+/// assert!(c.check(&["eth0".into(), "soon".into()]).is_err());
+/// ```
+pub struct DeviceClass {
+    name: &'static str,
+}
+
+impl DeviceClass {
+    /// The class under `name`.
+    pub fn new(name: &'static str) -> DeviceClass {
+        DeviceClass { name }
+    }
+}
+
+/// `(iface,NAME[,SECONDS][,PACKETS])`, checked.
+fn device_args(args: &[String]) -> Result<(String, Option<Duration>, Option<u64>), ArgError> {
+    let usage = "(iface,NAME[,SECONDS][,PACKETS])";
+    crate::class::at_most(args, 3, usage)?;
+    let name = match args.first() {
+        Some(n) if !n.is_empty() => n.clone(),
+        _ => {
+            return Err(ArgError::element(format!(
+                "iface needs an interface: {usage}"
+            )))
+        }
+    };
+    let secs = match args.get(1).map(String::as_str) {
+        None | Some("") => None,
+        Some(t) => Some(
+            t.parse::<f64>()
+                .ok()
+                .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                .ok_or_else(|| ArgError::at(1, format!("SECONDS must be a number, found {t:?}")))?,
+        ),
+    };
+    let packets = match args.get(2).map(String::as_str) {
+        None | Some("") => None,
+        Some(_) => Some(number(args, 2, "PACKETS")?),
+    };
+    Ok((name, secs, packets))
+}
+
+struct DeviceSource {
+    cap: Capture,
+    queue: VecDeque<OwnedPacket>,
+    deadline: Option<Instant>,
+    limit: Option<u64>,
+    packets: u64,
+    stop: Arc<AtomicBool>,
+    stats: KernelStats,
+}
 
 impl SourceClass for DeviceClass {
     fn name(&self) -> &str {
-        "device"
+        self.name
     }
-    fn check(&self, _: &[String]) -> Result<(), ArgError> {
-        Err(ArgError::element(
-            "live capture is not available yet: use (file,PATH) or (replay,PATH,RATE)",
-        ))
+    fn check(&self, args: &[String]) -> Result<(), ArgError> {
+        device_args(args).map(|_| ())
     }
     fn open(&self, args: &[String]) -> Result<Box<dyn Source>, ArgError> {
-        self.check(args).map(|_| unreachable!())
+        let (name, secs, limit) = device_args(args)?;
+        let mut config = Config::new(&name);
+        config.snaplen = sluice_wire::link::max_snaplen(1);
+        let cap = Capture::open(&config).map_err(|e| ArgError::at(0, e.to_string()))?;
+        Ok(Box::new(DeviceSource {
+            cap,
+            queue: VecDeque::new(),
+            deadline: secs.map(|s| Instant::now() + s),
+            limit,
+            packets: 0,
+            stop: stop_flag(),
+            stats: KernelStats::default(),
+        }))
+    }
+}
+
+impl Source for DeviceSource {
+    fn next(&mut self, out: &mut OwnedPacket) -> Result<bool, String> {
+        loop {
+            if self.limit.is_some_and(|n| self.packets >= n) {
+                return Ok(false);
+            }
+            if let Some(p) = self.queue.pop_front() {
+                *out = p;
+                self.packets += 1;
+                return Ok(true);
+            }
+            let ended = self.stop.load(Ordering::Relaxed)
+                || self.deadline.is_some_and(|d| Instant::now() >= d);
+            if ended {
+                return Ok(false);
+            }
+            let queue = &mut self.queue;
+            self.cap
+                .dispatch(Duration::from_millis(100), |p| {
+                    queue.push_back(OwnedPacket {
+                        meta: crate::buffer::Meta {
+                            ts_sec: p.ts_sec,
+                            ts_nsec: p.ts_nsec,
+                            caplen: p.caplen,
+                            wirelen: p.wirelen,
+                            linktype: p.linktype,
+                            snaplen: p.snaplen,
+                            interface: 0,
+                        },
+                        big_endian: cfg!(target_endian = "big"),
+                        data: p.data.to_vec(),
+                        due: None,
+                    });
+                    true
+                })
+                .map_err(|e| e.to_string())?;
+            self.stats = self.cap.stats().map_err(|e| e.to_string())?;
+        }
+    }
+    fn linktypes(&self) -> Vec<(u16, bool)> {
+        vec![(self.cap.linktype(), cfg!(target_endian = "big"))]
+    }
+    fn report(&self) -> Value {
+        Value::map([
+            ("packets", Value::U64(self.packets)),
+            ("received", Value::U64(self.stats.received)),
+            ("dropped", Value::U64(self.stats.dropped)),
+        ])
     }
 }
 

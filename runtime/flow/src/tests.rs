@@ -461,7 +461,8 @@ fn spec_errors_carry_columns_through_populate() {
         ("(file,a) -> (file,b)", 13, "is a packet source"),
         ("(file,a) -> (BPF,\"tcp and\")", 26, "after 'and'"),
         ("(file,a) -> (bytecount,,4)", 25, "too small"),
-        ("(device,eth0)", 1, "live capture"),
+        ("(iface)", 1, "iface needs an interface"),
+        ("(iface,eth0,soon)", 13, "SECONDS must be a number"),
         ("(file,a) -> (replay,b,1)", 13, "packet source"),
         ("(replay,a,fast)", 11, "rate"),
     ];
