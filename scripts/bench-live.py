@@ -11,12 +11,16 @@ traffic (64-byte and 1,514-byte frames) from one side with
   with --workers 1 and 2.
 
 For each it reports packets received by the kernel filter, dropped by the
-kernel, and CPU time per packet received (user + system, less the CPU of
-the same run with no traffic, which is the start-up: compiling and merging
-the filters). The file path's CPU per packet (`sluice split -r` of the same
-packets) is measured beside it. Prints one Markdown table per frame size.
+kernel, and the capturer's CPU time (user + system, every thread, from
+/proc) while the traffic ran, per packet that reached it; start-up
+(compiling and merging the filters) is left out by reading the CPU time
+once the capturer sits idle. The file path's CPU per packet (`sluice
+split -r` of the same packets, 20 times over, read from a pipe, start-up
+left out the same way) is measured beside it. Prints one Markdown table
+per frame size.
 
-Usage: sudo scripts/bench-live.py [--packets N] [--sizes 1,1000,100000]
+Usage: sudo scripts/bench-live.py [--packets N] [--seconds S]
+                                  [--sizes 1,1000,100000] [--frames 64,1514]
 Needs root, a release build (cargo build --release), tcpdump and iproute2.
 """
 
@@ -25,7 +29,6 @@ import json
 import os
 import random
 import re
-import resource
 import shutil
 import signal
 import struct
@@ -110,6 +113,25 @@ def traffic(n_sessions, count, size):
     return out
 
 
+def proc_cpu(pid):
+    """User + system CPU seconds of a running process, all its threads."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def settled_cpu(pid):
+    """The CPU time of a process once it has stopped using CPU (its
+    start-up work done, waiting for packets)."""
+    last = proc_cpu(pid)
+    while True:
+        time.sleep(0.3)
+        now = proc_cpu(pid)
+        if now - last < 0.02:
+            return now
+        last = now
+
+
 class Run:
     """A capturer in the capturing namespace, its CPU time measured."""
 
@@ -119,7 +141,6 @@ class Run:
             ["ip", "netns", "exec", NS_B] + args,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
         )
         self.err = ""
         # Wait for "listening on" on stderr.
@@ -128,7 +149,7 @@ class Run:
         while "listening on" not in self.err:
             chunk = self.proc.stderr.read()
             if chunk:
-                self.err += chunk
+                self.err += chunk.decode(errors="replace")
             if self.proc.poll() is not None:
                 raise SystemExit(f"{tag}: exited before listening: {self.err}")
             if time.time() > deadline:
@@ -136,17 +157,15 @@ class Run:
             time.sleep(0.02)
 
     def stop(self):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         self.proc.send_signal(signal.SIGINT)
+        os.set_blocking(self.proc.stderr.fileno(), True)
         out, err = self.proc.communicate(timeout=120)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.err += err
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        self.err += err.decode(errors="replace")
         stats = {}
         for what in ("captured", "received by filter", "dropped by kernel"):
             m = re.search(rf"(\d+) packets? {what}", self.err)
             stats[what] = int(m.group(1)) if m else None
-        return stats, cpu, out
+        return stats, out
 
 
 def replay(path, loops):
@@ -158,43 +177,54 @@ def replay(path, loops):
 
 
 def measure(args, tag, pcap, loops):
-    """Start-up CPU (no traffic), then a run with traffic."""
-    idle = Run(args, tag)
-    time.sleep(0.3)
-    _, idle_cpu, _ = idle.stop()
+    """Received, dropped, and the CPU time the capturer spent while the
+    traffic ran (start-up excluded: measured from when it sits idle)."""
     run = Run(args, tag)
+    cpu0 = settled_cpu(run.proc.pid)
     sent = replay(pcap, loops)
     time.sleep(1.5)
-    stats, cpu, _ = run.stop()
-    return stats, cpu, idle_cpu, sent
+    cpu1 = proc_cpu(run.proc.pid)
+    stats, _ = run.stop()
+    return stats, cpu1 - cpu0, sent
 
 
-def file_cpu(filters, pcap):
-    """CPU per packet of `sluice split -r` on the same packets, start-up
-    (the same run on one packet) taken off."""
-
-    def cpu(path):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run([SLUICE, "split", "-r", path, "--filters", filters, "--count"],
-                       check=True, capture_output=True)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-    one = pcap + ".one"
+def file_cpu(filters, pcap, loops):
+    """CPU per packet of `sluice split -r` reading the same packets `loops`
+    times from a pipe, start-up excluded (measured once it waits for the
+    first packet)."""
+    fifo = pcap + ".fifo"
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
+    proc = subprocess.Popen([SLUICE, "split", "-r", fifo, "--filters", filters, "--count"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(pcap, "rb") as f:
-        head = f.read(24 + 16)
-        n = struct.unpack("<I", head[24 + 8:24 + 12])[0]
-        rec = f.read(n)
-    with open(one, "wb") as f:
-        f.write(head + rec)
-    packets = (os.path.getsize(pcap) - 24) // (16 + n)
-    return max(cpu(pcap) - cpu(one), 0) / packets
+        data = f.read()
+    head, body = data[:24], data[24:]
+    packets = 0
+    with open(fifo, "wb") as w:
+        w.write(head)
+        w.flush()
+        cpu0 = settled_cpu(proc.pid)
+        for _ in range(loops):
+            w.write(body)
+        packets = loops * count_packets(body)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = status
+    return (usage.ru_utime + usage.ru_stime - cpu0) / packets
+
+
+def count_packets(body):
+    n, at = 0, 0
+    while at + 16 <= len(body):
+        at += 16 + struct.unpack("<I", body[at + 8:at + 12])[0]
+        n += 1
+    return n
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--packets", type=int, default=100_000, help="frames in the traffic file")
-    p.add_argument("--loops", type=int, default=20, help="times the file is sent")
+    p.add_argument("--seconds", type=float, default=5.0, help="seconds of traffic per run, at the sender's top speed")
     p.add_argument("--sizes", default="1,1000,100000")
     p.add_argument("--frames", default="64,1514")
     a = p.parse_args()
@@ -219,27 +249,29 @@ def main():
         for size in (int(x) for x in a.frames.split(",")):
             pcap = os.path.join(work, f"traffic-{size}.pcap")
             write_pcap(pcap, traffic(biggest, a.packets, size))
-            alone = replay(pcap, a.loops)
+            alone = replay(pcap, max(1, int(2_000_000 / a.packets)))
+            loops = max(1, round(a.seconds * alone["pps"] / a.packets))
             print(f"\n### {size}-byte frames: sender alone {alone['pps']:,.0f} packets/s "
-                  f"({alone['mbps']:,.0f} Mbit/s), {alone['sent']:,} frames per run\n")
+                  f"({alone['mbps']:,.0f} Mbit/s); {loops * a.packets:,} frames per run\n")
             print("| capturer | filters | workers | received | dropped | dropped % | CPU ns/packet | file path CPU ns/packet |")
             print("| --- | --- | --- | --- | --- | --- | --- | --- |")
             out = os.path.join(work, "out.pcap")
-            rows = [
-                ("tcpdump -w", 1, "-", ["tcpdump", "-Z", "root", "-i", "vb", "-w", out, one_filter], None),
-                ("sluice filter -i -w", 1, "1", [SLUICE, "filter", "-i", "vb", "--workers", "1", "-w", out, one_filter], None),
-            ]
+            rows = []
+            for what, expr in (("`tcp` (every frame)", "tcp"), ("one session", one_filter)):
+                rows.append((f"tcpdump -w, {what}", 1, "-", ["tcpdump", "-Z", "root", "-i", "vb", "-w", out, expr], None))
+                rows.append((f"sluice filter -i -w, {what}", 1, "1",
+                             [SLUICE, "filter", "-i", "vb", "--workers", "1", "-w", out, expr], None))
             for n in sizes:
                 for w in ("1", "2"):
                     rows.append((f"sluice split -i --count", n, w,
                                  [SLUICE, "split", "-i", "vb", "--workers", w, "--filters", sets[n], "--count"], sets[n]))
             for tag, n, w, args, filters in rows:
-                stats, cpu, idle, sent = measure(args, tag, pcap, a.loops)
+                stats, cpu, sent = measure(args, tag, pcap, loops)
                 rec, drop = stats["received by filter"], stats["dropped by kernel"]
-                per = (cpu - idle) / max(rec - drop, 1) * 1e9 if rec else float("nan")
-                fcpu = f"{file_cpu(filters, pcap) * 1e9:,.0f}" if filters else "-"
+                per = f"{cpu / (rec - drop) * 1e9:,.0f}" if rec > drop else "-"
+                fcpu = f"{file_cpu(filters, pcap, 20) * 1e9:,.0f}" if filters else "-"
                 pct = 100.0 * drop / rec if rec else 0.0
-                print(f"| {tag} | {n:,} | {w} | {rec:,} | {drop:,} | {pct:.2f} | {per:,.0f} | {fcpu} |")
+                print(f"| {tag} | {n:,} | {w} | {rec:,} | {drop:,} | {pct:.2f} | {per} | {fcpu} |")
                 sys.stdout.flush()
     finally:
         net_down()

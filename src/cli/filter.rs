@@ -6,7 +6,7 @@ use super::rotate::{RotateArgs, RotatingOut};
 use super::{cached, for_each_packet_while, linktype_of, open_capture, print_out, read_text};
 use super::{usage, Fail, Stdout};
 use clap::ArgAction;
-use sluice::capture::CaptureFormat;
+use sluice::capture::{CaptureFormat, Packet};
 use sluice::{LinkType, Program, Runner};
 use std::collections::HashMap;
 
@@ -318,61 +318,41 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
         )?;
         programs.insert((lt, snaplen), p);
     }
-    let mut writer: Option<RotatingOut> = None;
-    let open_writer = |writer: &mut Option<RotatingOut>| -> Result<(), Fail> {
-        if let (None, Some(path)) = (&writer, &args.write) {
+    let mut to = Accepted::new(&args, big_endian);
+    let open_writer = |to: &mut Accepted| -> Result<(), Fail> {
+        if let (None, Some(path)) = (&to.writer, &args.write) {
             let mut w = RotatingOut::create(path, &out_format(&args, format), &args.rotate)?
                 .truncate_to(args.snaplen.map(|_| args.snaplen()));
             w.flush_each = args.unbuffered;
-            *writer = Some(w);
+            to.writer = Some(w);
         }
         Ok(())
     };
     if !programs.is_empty() {
-        open_writer(&mut writer)?;
+        open_writer(&mut to)?;
     }
 
-    let mut out = Stdout::new(args.unbuffered);
-    let mut printer = args.prints_packets().then(|| {
-        Printer::new(Options {
-            ts: args.ts_format,
-            nanos: args.precision == Some(Precision::Nano),
-            link: args.link_header,
-            dump: Dump::from_flags(args.hex, args.hex_ascii, args.ascii),
-            big_endian,
-        })
-    });
-    let (mut seen, mut accepted) = (0u64, 0u64);
+    let mut seen = 0u64;
     let status = for_each_packet_while(&mut reader, size, |pkt| {
         let program = cached(&mut programs, (pkt.linktype, pkt.snaplen), || {
             let lt = linktype_of(pkt.linktype, &name)?;
             source.program(lt, snaplen_of(pkt.snaplen), optimize, big_endian)
         })?;
         let verdict = program.run_with(runner, pkt.data, pkt.wirelen) != 0;
-        open_writer(&mut writer)?;
+        open_writer(&mut to)?;
         seen += 1;
         if args.verdicts {
-            out.put(if verdict { "1\n" } else { "0\n" })?;
+            to.out.put(if verdict { "1\n" } else { "0\n" })?;
         }
-        if verdict {
-            if let Some(w) = writer.as_mut() {
-                if !w.write(pkt)? {
-                    return Ok(false); // -G with -W: the last file is done
-                }
-            }
-            accepted += 1;
-            if let Some(p) = printer.as_mut() {
-                out.put(&p.packet(pkt))?;
-            }
-        }
-        out.packet_done()?;
-        Ok(args.max.map_or(true, |n| accepted < n))
+        let go_on = !verdict || to.take(pkt)?;
+        to.out.packet_done()?;
+        Ok(go_on)
     });
     // Whatever happened, keep everything processed so far.
     if status.is_ok() {
-        open_writer(&mut writer)?;
+        open_writer(&mut to)?;
     }
-    let finished = writer.map_or(Ok(()), RotatingOut::finish);
+    let (accepted, mut out, finished) = to.finish();
     if let Err(e) = status.and(finished) {
         // A failed run prints nothing more (no count).
         let _ = out.flush();
@@ -388,6 +368,66 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
         }
     }
     out.flush()
+}
+
+/// Where accepted packets go: the `-w` file(s), printed lines, the count
+/// that `-c` stops at.
+struct Accepted {
+    writer: Option<RotatingOut>,
+    printer: Option<Printer>,
+    out: Stdout,
+    accepted: u64,
+    max: Option<u64>,
+}
+
+impl Accepted {
+    /// No output file yet; lines printed as `args` say.
+    fn new(args: &FilterArgs, big_endian: bool) -> Accepted {
+        Accepted {
+            writer: None,
+            printer: args.prints_packets().then(|| {
+                Printer::new(Options {
+                    ts: args.ts_format,
+                    nanos: args.precision == Some(Precision::Nano),
+                    link: args.link_header,
+                    dump: Dump::from_flags(args.hex, args.hex_ascii, args.ascii),
+                    big_endian,
+                })
+            }),
+            out: Stdout::new(args.unbuffered),
+            accepted: 0,
+            max: args.max,
+        }
+    }
+
+    /// Write, count and print an accepted packet; `false` when the run
+    /// should stop (`-c` reached, or `-G` with `-W` made its last file).
+    fn take(&mut self, pkt: &Packet<'_>) -> Result<bool, Fail> {
+        if let Some(w) = self.writer.as_mut() {
+            if !w.write(pkt)? {
+                return Ok(false);
+            }
+        }
+        self.accepted += 1;
+        if let Some(p) = self.printer.as_mut() {
+            self.out.put(&p.packet(pkt))?;
+        }
+        Ok(self.max.map_or(true, |n| self.accepted < n))
+    }
+
+    /// Push buffered output to its file and to standard output.
+    fn flush(&mut self) -> Result<(), Fail> {
+        if let Some(w) = self.writer.as_mut() {
+            w.flush()?;
+        }
+        self.out.flush()
+    }
+
+    /// Close the output file: the count, standard output, and how closing went.
+    fn finish(self) -> (u64, Stdout, Result<(), Fail>) {
+        let finished = self.writer.map_or(Ok(()), RotatingOut::finish);
+        (self.accepted, self.out, finished)
+    }
 }
 
 /// `sluice filter -i`: the filter compiled for the interface's link type,
@@ -416,25 +456,13 @@ fn run_live(
         fcs_len: None,
     };
     // Compiled, the interface open: only now is an output file opened.
-    let mut writer = match &args.write {
-        Some(path) => {
-            let mut w = RotatingOut::create_in_place(path, &format, &args.rotate)?;
-            w.flush_each = args.unbuffered;
-            Some(w)
-        }
-        None => None,
-    };
+    let mut to = Accepted::new(args, big_endian);
+    if let Some(path) = &args.write {
+        let mut w = RotatingOut::create_in_place(path, &format, &args.rotate)?;
+        w.flush_each = args.unbuffered;
+        to.writer = Some(w);
+    }
     eprintln!("sluice: {}", live.banner());
-    let mut out = Stdout::new(args.unbuffered);
-    let mut printer = args.prints_packets().then(|| {
-        Printer::new(Options {
-            ts: args.ts_format,
-            nanos,
-            link: args.link_header,
-            dump: Dump::from_flags(args.hex, args.hex_ascii, args.ascii),
-            big_endian,
-        })
-    });
     let program = std::sync::Arc::new(program);
     let make = || -> Classify {
         let p = program.clone();
@@ -444,29 +472,17 @@ fn run_live(
             }
         })
     };
-    let mut accepted = 0u64;
-    let (report, status) = live.run(writer.is_some() || printer.is_some(), make, |event| {
-        let Event::Packet(pkt, _) = event else {
-            if let Some(w) = writer.as_mut() {
-                w.flush()?;
-            }
-            out.flush()?;
-            return Ok(true);
-        };
-        if let Some(w) = writer.as_mut() {
-            if !w.write(pkt)? {
-                return Ok(false); // -G with -W: the last file is done
-            }
+    let with_bytes = to.writer.is_some() || to.printer.is_some();
+    let (report, status) = live.run(with_bytes, make, |event| match event {
+        Event::Flush => to.flush().map(|_| true),
+        Event::Packet(pkt, _) => {
+            let go_on = to.take(pkt)?;
+            to.out.packet_done()?;
+            Ok(go_on)
         }
-        accepted += 1;
-        if let Some(p) = printer.as_mut() {
-            out.put(&p.packet(pkt))?;
-        }
-        out.packet_done()?;
-        Ok(args.max.map_or(true, |n| accepted < n))
     });
     // Whatever happened, keep everything captured so far.
-    let finished = writer.map_or(Ok(()), RotatingOut::finish);
+    let (accepted, mut out, finished) = to.finish();
     let flushed = out.flush();
     eprint!("{}", report.text(args.json));
     status.and(finished).and(flushed)?;

@@ -58,6 +58,23 @@ fn tcpdump(net: &Net, out: &Path, extra: &[&str]) -> Bg {
     bg
 }
 
+/// `sluice filter -i DEV --workers 1 -w OUT EXTRA...`, listening.
+fn capture(net: &Net, dev: &str, out: &Path, extra: &[&str]) -> Bg {
+    let mut args = vec![
+        "filter",
+        "-i",
+        dev,
+        "--workers",
+        "1",
+        "-w",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let mut bg = Bg::start(net.sluice(&args));
+    bg.listening();
+    bg
+}
+
 /// The number in one of tcpdump's closing lines (`5 packets captured`).
 fn stat(stderr: &str, what: &str) -> u64 {
     stderr
@@ -92,17 +109,7 @@ fn single_filters_keep_exactly_what_libpcap_keeps() {
         .enumerate()
         .map(|(i, e)| {
             let out = net.file(&format!("s{i}.pcap"));
-            let mut bg = Bg::start(net.sluice(&[
-                "filter",
-                "-i",
-                "vb",
-                "--workers",
-                "1",
-                "-w",
-                out.to_str().unwrap(),
-                e,
-            ]));
-            bg.listening();
+            let bg = capture(&net, "vb", &out, &[e]);
             (bg, out)
         })
         .collect();
@@ -233,19 +240,7 @@ fn count_stops_after_n_accepted_packets() {
     let all = net.file("all.pcap");
     let out = net.file("s.pcap");
     let dump = tcpdump(&net, &all, &[]);
-    let mut run = Bg::start(net.sluice(&[
-        "filter",
-        "-i",
-        "vb",
-        "--workers",
-        "1",
-        "-c",
-        "7",
-        "-w",
-        out.to_str().unwrap(),
-        "vlan",
-    ]));
-    run.listening();
+    let run = capture(&net, "vb", &out, &["-c", "7", "vlan"]);
     replay_all(&net);
     let o = run.wait();
     settle();
@@ -307,33 +302,9 @@ fn sigint_mid_stream_loses_nothing_captured_before_it() {
     let all = net.file("all.pcap");
     let out = net.file("s.pcap");
     let dump = tcpdump(&net, &all, &[]);
-    let mut run = Bg::start(net.sluice(&[
-        "filter",
-        "-i",
-        "vb",
-        "--workers",
-        "1",
-        "-w",
-        out.to_str().unwrap(),
-    ]));
-    run.listening();
+    let run = capture(&net, "vb", &out, &[]);
     // About 2 s of traffic at 1,000 frames a second.
-    let capture = corpus("various_gre.pcap");
-    let sender = Bg::start(net.cmd(
-        &net.a,
-        env!("CARGO_BIN_EXE_sluice"),
-        &[
-            "replay",
-            "-i",
-            "va",
-            "-r",
-            capture.to_str().unwrap(),
-            "--rate",
-            "1000",
-            "--loop",
-            "20",
-        ],
-    ));
+    let sender = send_slowly(&net, "various_gre.pcap", "1000", "20");
     std::thread::sleep(Duration::from_millis(800));
     let o = run.interrupt();
     let s = sender.wait();
@@ -367,17 +338,7 @@ fn any_device_gives_linux_cooked_v2_frames_as_libpcap() {
     let args = ["-Z", "root", "-i", "any", "-w", all.to_str().unwrap()];
     let mut dump = Bg::start(net.cmd(&net.b, "tcpdump", &args));
     dump.listening();
-    let mut run = Bg::start(net.sluice(&[
-        "filter",
-        "-i",
-        "any",
-        "--workers",
-        "1",
-        "-w",
-        out.to_str().unwrap(),
-        "ip or arp",
-    ]));
-    run.listening();
+    let run = capture(&net, "any", &out, &["ip or arp"]);
     assert!(
         run.stderr_now().contains("LINUX_SLL2"),
         "{}",
@@ -484,16 +445,7 @@ fn the_interface_going_down_is_an_error_after_writing_what_came_before() {
         return;
     };
     let out = net.file("s.pcap");
-    let mut run = Bg::start(net.sluice(&[
-        "filter",
-        "-i",
-        "vb",
-        "--workers",
-        "1",
-        "-w",
-        out.to_str().unwrap(),
-    ]));
-    run.listening();
+    let run = capture(&net, "vb", &out, &[]);
     let sent = net.replay(&corpus("various_gre.pcap"));
     settle();
     let down = Command::new("ip")
@@ -668,28 +620,8 @@ fn rotation_by_size_splits_a_live_capture_without_losing_a_frame() {
     };
     let whole = net.file("whole.pcap");
     let rot = net.file("rot.pcap");
-    let mut plain = Bg::start(net.sluice(&[
-        "filter",
-        "-i",
-        "vb",
-        "--workers",
-        "1",
-        "-w",
-        whole.to_str().unwrap(),
-    ]));
-    plain.listening();
-    let mut rotating = Bg::start(net.sluice(&[
-        "filter",
-        "-i",
-        "vb",
-        "--workers",
-        "1",
-        "-w",
-        rot.to_str().unwrap(),
-        "-C",
-        "1",
-    ]));
-    rotating.listening();
+    let plain = capture(&net, "vb", &whole, &[]);
+    let rotating = capture(&net, "vb", &rot, &["-C", "1"]);
     // About 2.5 MB.
     let s = send_slowly(&net, "various_gre.pcap", "20000", "250").wait();
     assert!(s.status.success());
@@ -723,20 +655,7 @@ fn rotation_by_time_stops_after_w_files() {
         return;
     };
     let pattern = net.file("t-%s.pcap");
-    let mut run = Bg::start(net.sluice(&[
-        "filter",
-        "-i",
-        "vb",
-        "--workers",
-        "1",
-        "-w",
-        pattern.to_str().unwrap(),
-        "-G",
-        "1",
-        "-W",
-        "2",
-    ]));
-    run.listening();
+    let run = capture(&net, "vb", &pattern, &["-G", "1", "-W", "2"]);
     let sender = send_slowly(&net, "various_gre.pcap", "200", "6");
     let o = run.wait();
     sender.wait();
