@@ -11,7 +11,7 @@ use super::Fail;
 use sluice::capture::Packet;
 use sluice::live::{Capture, Config, Direction, KernelFilter, KernelStats, LiveError};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -209,6 +209,21 @@ impl Report {
     }
 }
 
+/// tcpdump's one-line form of the counts (what it prints on SIGUSR1).
+///
+/// ```ignore
+/// assert_eq!(counts_line(1, 2, 0), "1 packet captured, 2 packets received by filter, 0 packets dropped by kernel");
+/// ```
+fn counts_line(captured: u64, received: u64, dropped: u64) -> String {
+    let s = |n: u64| if n == 1 { "" } else { "s" };
+    format!(
+        "{captured} packet{} captured, {received} packet{} received by filter, {dropped} packet{} dropped by kernel",
+        s(captured),
+        s(received),
+        s(dropped)
+    )
+}
+
 /// Open rings on an interface, ready to run.
 pub struct Live {
     captures: Vec<Capture>,
@@ -363,15 +378,21 @@ impl Live {
             ..Report::default()
         };
         let mut status: Result<(), Fail> = Ok(());
+        // SIGUSR1 prints the counts so far, as tcpdump does.
+        let usr1 = Arc::new(AtomicBool::new(false));
+        let _ = signal_hook::flag::register(signal_hook::consts::SIGUSR1, usr1.clone());
+        let counts: Vec<Arc<[AtomicU64; 2]>> = (0..n).map(|_| Arc::default()).collect();
         std::thread::scope(|scope| {
-            let queue_dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let queue_dropped = Arc::new(AtomicU64::new(0));
             for (w, cap) in self.captures.into_iter().enumerate() {
                 let (tx, stop, classify) = (tx.clone(), stop.clone(), make());
                 let dropped = queue_dropped.clone();
+                let counts = counts[w].clone();
                 scope.spawn(move || {
                     let worker = Worker {
                         index: w,
                         cap,
+                        counts,
                         tx,
                         stop,
                         classify,
@@ -388,6 +409,10 @@ impl Live {
             let mut alive = n;
             let mut flushed = Instant::now();
             while alive > 0 {
+                if usr1.swap(false, Ordering::Relaxed) {
+                    let sum = |i: usize| counts.iter().map(|c| c[i].load(Ordering::Relaxed)).sum();
+                    eprintln!("sluice: {}", counts_line(report.captured, sum(0), sum(1)));
+                }
                 if sink_open && flushed.elapsed() >= Duration::from_secs(1) {
                     flushed = Instant::now();
                     if let Err(e) = sink(Event::Flush) {
@@ -472,12 +497,14 @@ impl Live {
 struct Worker {
     index: usize,
     cap: Capture,
+    /// Its kernel counts so far (received, dropped), for SIGUSR1.
+    counts: Arc<[AtomicU64; 2]>,
     tx: SyncSender<Msg>,
     stop: Arc<AtomicBool>,
     classify: Classify,
     with_bytes: bool,
     block_timeout: Duration,
-    dropped: Arc<std::sync::atomic::AtomicU64>,
+    dropped: Arc<AtomicU64>,
 }
 
 /// Nanoseconds since 1970 now.
@@ -490,6 +517,7 @@ fn now_ns() -> i128 {
 impl Worker {
     fn run(mut self) {
         let mut ids = Vec::new();
+        let mut counted = Instant::now();
         // After a stop: rounds of waiting for the blocks still open.
         let mut after_stop = 0;
         let error = loop {
@@ -540,6 +568,13 @@ impl Worker {
             let slack = (self.block_timeout + Duration::from_millis(20)).as_nanos() as i128;
             let floor = before - slack;
             batch.horizon = batch.items.last().map_or(floor, |i| i.ts().max(floor));
+            if counted.elapsed() >= Duration::from_millis(250) {
+                counted = Instant::now();
+                if let Ok(s) = self.cap.stats() {
+                    self.counts[0].store(s.received, Ordering::Relaxed);
+                    self.counts[1].store(s.dropped, Ordering::Relaxed);
+                }
+            }
             let got = matches!(&r, Ok(d) if d.blocks > 0);
             let items = batch.items.len() as u64;
             match self.tx.try_send(Msg::Batch(batch)) {
@@ -753,5 +788,9 @@ mod tests {
             "1 packet captured\n3 packets received by filter\n1 packet dropped by kernel\n"
         );
         assert!(r.text(true).contains("\"workers\": [{\"received\": 2"));
+        assert_eq!(
+            counts_line(1, 2, 0),
+            "1 packet captured, 2 packets received by filter, 0 packets dropped by kernel"
+        );
     }
 }

@@ -306,6 +306,13 @@ fn sigint_mid_stream_loses_nothing_captured_before_it() {
     // About 2 s of traffic at 1,000 frames a second.
     let sender = send_slowly(&net, "various_gre.pcap", "1000", "20");
     std::thread::sleep(Duration::from_millis(800));
+    // SIGUSR1: the counts so far on one line, and the capture goes on.
+    run.signal("USR1");
+    assert!(
+        run.said(" packets received by filter, "),
+        "{}",
+        run.stderr_now()
+    );
     let o = run.interrupt();
     let s = sender.wait();
     assert!(s.status.success(), "{}", text(&s.stderr));

@@ -234,11 +234,28 @@ impl Bg {
         }
     }
 
+    /// Send a signal (`USR1`, `INT`...).
+    pub fn signal(&self, name: &str) {
+        let _ = Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status();
+    }
+
+    /// Wait until standard error holds `what` (at most 10 s).
+    pub fn said(&self, what: &str) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if self.stderr_now().contains(what) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
     /// Send SIGINT, then wait for it to end.
     pub fn interrupt(self) -> Output {
-        let _ = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status();
+        self.signal("INT");
         self.wait()
     }
 
