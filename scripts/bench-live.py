@@ -162,9 +162,11 @@ class Run:
         out, err = self.proc.communicate(timeout=120)
         self.err += err.decode(errors="replace")
         stats = {}
-        for what in ("captured", "received by filter", "dropped by kernel"):
+        for what in ("captured", "received by filter", "dropped by kernel", "dropped by sluice"):
             m = re.search(rf"(\d+) packets? {what}", self.err)
             stats[what] = int(m.group(1)) if m else None
+        # sluice names its own drops only when there were some.
+        stats["dropped by sluice"] = stats["dropped by sluice"] or 0
         return stats, out
 
 
@@ -253,8 +255,8 @@ def main():
             loops = max(1, round(a.seconds * alone["pps"] / a.packets))
             print(f"\n### {size}-byte frames: sender alone {alone['pps']:,.0f} packets/s "
                   f"({alone['mbps']:,.0f} Mbit/s); {loops * a.packets:,} frames per run\n")
-            print("| capturer | filters | workers | received | dropped | dropped % | CPU ns/packet | file path CPU ns/packet |")
-            print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+            print("| capturer | filters | workers | received | dropped by kernel | dropped by sluice | dropped % | CPU ns/packet | file path CPU ns/packet |")
+            print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
             out = os.path.join(work, "out.pcap")
             rows = []
             for what, expr in (("`tcp` (every frame)", "tcp"), ("one session", one_filter)):
@@ -268,10 +270,13 @@ def main():
             for tag, n, w, args, filters in rows:
                 stats, cpu, sent = measure(args, tag, pcap, loops)
                 rec, drop = stats["received by filter"], stats["dropped by kernel"]
+                ours = stats["dropped by sluice"] if tag.startswith("sluice") else "-"
                 per = f"{cpu / (rec - drop) * 1e9:,.0f}" if rec > drop else "-"
                 fcpu = f"{file_cpu(filters, pcap, 20) * 1e9:,.0f}" if filters else "-"
-                pct = 100.0 * drop / rec if rec else 0.0
-                print(f"| {tag} | {n:,} | {w} | {rec:,} | {drop:,} | {pct:.2f} | {per} | {fcpu} |")
+                lost = drop + (ours if ours != "-" else 0)
+                pct = 100.0 * lost / rec if rec else 0.0
+                ours = f"{ours:,}" if ours != "-" else ours
+                print(f"| {tag} | {n:,} | {w} | {rec:,} | {drop:,} | {ours} | {pct:.2f} | {per} | {fcpu} |")
                 sys.stdout.flush()
     finally:
         net_down()

@@ -520,6 +520,9 @@ impl Worker {
         let mut counted = Instant::now();
         // After a stop: rounds of waiting for the blocks still open.
         let mut after_stop = 0;
+        // The last batch's sizes: the next one starts with room for as
+        // much, so a busy link's batches are not grown copy by copy.
+        let mut sizes = (0, 0, 0);
         let error = loop {
             let stopping = self.stop.load(Ordering::Relaxed);
             let wait = if stopping {
@@ -532,9 +535,9 @@ impl Worker {
                 worker: self.index,
                 horizon: 0,
                 seen: 0,
-                bytes: Vec::new(),
-                items: Vec::new(),
-                ids: Vec::new(),
+                bytes: Vec::with_capacity(sizes.0),
+                items: Vec::with_capacity(sizes.1),
+                ids: Vec::with_capacity(sizes.2),
             };
             let (classify, with_bytes) = (&mut self.classify, self.with_bytes);
             let before = now_ns();
@@ -575,6 +578,7 @@ impl Worker {
                     self.counts[1].store(s.dropped, Ordering::Relaxed);
                 }
             }
+            sizes = (batch.bytes.len(), batch.items.len(), batch.ids.len());
             let got = matches!(&r, Ok(d) if d.blocks > 0);
             let items = batch.items.len() as u64;
             match self.tx.try_send(Msg::Batch(batch)) {

@@ -58,8 +58,10 @@ pub struct Config {
     pub block_timeout: Duration,
     /// Hand packets over as soon as they arrive (a 1 ms block timeout).
     pub immediate: bool,
-    /// Join this fanout group (hash of the flow, both directions on one
-    /// socket), for several workers on one interface.
+    /// Join this fanout group (the kernel's symmetric flow hash: both
+    /// directions on one socket, and the fragments of a datagram, hashed on
+    /// its addresses, too; no defragmentation, so frames stay as sent),
+    /// for several workers on one interface.
     pub fanout: Option<u16>,
 }
 
@@ -236,8 +238,7 @@ impl Capture {
                 .map_err(call("PACKET_ADD_MEMBERSHIP"))?;
         }
         if let Some(group) = config.fanout {
-            let arg: u32 = u32::from(group)
-                | ((libc::PACKET_FANOUT_HASH | libc::PACKET_FANOUT_FLAG_DEFRAG) << 16);
+            let arg: u32 = u32::from(group) | (libc::PACKET_FANOUT_HASH << 16);
             capture
                 .sock
                 .set(libc::SOL_PACKET, libc::PACKET_FANOUT, &arg)
