@@ -291,13 +291,6 @@ impl Source for Replay {
     }
 }
 
-/// The `device` source class: refused until live capture exists.
-///
-/// ```
-/// use sluice_flow::class::SourceClass;
-/// let e = sluice_flow::source::DeviceClass.check(&["eth0".into()]).unwrap_err();
-/// assert!(e.message.contains("live capture"));
-/// ```
 /// Set to end every live source at its next packet boundary (the `sluice
 /// flow` command sets it on SIGINT and SIGTERM).
 ///
