@@ -28,7 +28,7 @@ pub struct LiveArgs {
         conflicts_with = "read"
     )]
     pub interface: Option<String>,
-    /// With -i: the ring buffer's size in KiB [default: 65536].
+    /// With -i: the size of each ring (one per worker) in KiB [default: 65536].
     #[arg(
         short = 'B',
         long = "buffer-size",

@@ -26,7 +26,7 @@ pub struct ReplayArgs {
     /// Send as fast as the kernel takes frames.
     #[arg(long)]
     topspeed: bool,
-    /// Send the capture this many times [default: 1].
+    /// Send the capture this many times.
     #[arg(long = "loop", value_name = "K", default_value_t = 1)]
     loops: u64,
     /// Print the counts as one JSON object.

@@ -58,7 +58,8 @@ fn tcpdump(net: &Net, out: &Path, extra: &[&str]) -> Bg {
     bg
 }
 
-/// `sluice filter -i DEV --workers 1 -w OUT EXTRA...`, listening.
+/// `sluice filter -i DEV --workers 1 -w OUT EXTRA...`, listening, saying
+/// what it gave the kernel.
 fn capture(net: &Net, dev: &str, out: &Path, extra: &[&str]) -> Bg {
     let mut args = vec![
         "filter",
@@ -70,7 +71,10 @@ fn capture(net: &Net, dev: &str, out: &Path, extra: &[&str]) -> Bg {
         out.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    let mut bg = Bg::start(net.sluice(&args));
+    let mut cmd = net.sluice(&args);
+    // Say what goes to the kernel.
+    cmd.env("SLUICE_DEBUG", "1");
+    let mut bg = Bg::start(cmd);
     bg.listening();
     bg
 }
@@ -346,11 +350,10 @@ fn any_device_gives_linux_cooked_v2_frames_as_libpcap() {
     let mut dump = Bg::start(net.cmd(&net.b, "tcpdump", &args));
     dump.listening();
     let run = capture(&net, "any", &out, &["ip or arp"]);
-    assert!(
-        run.stderr_now().contains("LINUX_SLL2"),
-        "{}",
-        run.stderr_now()
-    );
+    let err = run.stderr_now();
+    assert!(err.contains("LINUX_SLL2"), "{err}");
+    // The filter runs in the kernel on the frames without their header.
+    assert!(err.contains("kernel pre-filter: 8 instructions"), "{err}");
     replay_all(&net);
     settle();
     let o = run.interrupt();

@@ -5,16 +5,99 @@
 //! (user space filters every packet again), never less. The kernel sees a
 //! VLAN-tagged frame with its tag taken off, where the user's filter sees
 //! it put back (as libpcap shows it); so tagged frames are always let
-//! through, and the user's program only decides the untagged ones.
+//! through, and the user's program only decides the untagged ones (on
+//! cooked captures too: a double-tagged frame's cooked protocol field, as
+//! the ring reports it, is not what the kernel's program loads).
+//!
+//! A cooked capture's frames reach the kernel's program without their
+//! cooked header (the socket is `SOCK_DGRAM`): loads past the header move
+//! back by its length, loads of its protocol, packet type, interface and
+//! hardware type become the kernel's ancillary loads of the same values,
+//! and a program that reads anything else of the header, or the packet's
+//! length (20 or 16 bytes shorter for the kernel), stays in user space.
 
+use crate::interfaces::{ETHERNET, LINUX_SLL, LINUX_SLL2, RAW};
+use sluice_bpf::op::*;
 use sluice_bpf::Insn;
 
 /// The kernel's limit on a classic BPF program's length (`BPF_MAXINSNS`).
 pub const MAX_INSNS: usize = 4096;
 
+/// `SKF_AD_OFF`: where the kernel's ancillary loads start.
+const AD: u32 = (-0x1000i32) as u32;
 /// `SKF_AD_OFF + SKF_AD_VLAN_TAG_PRESENT`: the ancillary load of "the
 /// kernel took a VLAN tag off this frame".
-const VLAN_TAG_PRESENT: u32 = (-0x1000i32 + 48) as u32;
+const VLAN_TAG_PRESENT: u32 = AD + 48;
+/// `SKF_AD_PROTOCOL`, `SKF_AD_PKTTYPE`, `SKF_AD_IFINDEX`, `SKF_AD_HATYPE`.
+const PROTOCOL: u32 = AD;
+const PKTTYPE: u32 = AD + 4;
+const IFINDEX: u32 = AD + 8;
+const HATYPE: u32 = AD + 28;
+
+/// A cooked header field the kernel can load: offset, load size, and the
+/// ancillary load that gives the same value.
+type Field = (u32, u16, u32);
+
+/// A cooked header's length and its fields the kernel can load.
+fn cooked_layout(linktype: u16) -> Option<(u32, &'static [Field])> {
+    match linktype {
+        LINUX_SLL2 => Some((
+            20,
+            &[
+                (0, BPF_H, PROTOCOL),
+                (4, BPF_W, IFINDEX),
+                (8, BPF_H, HATYPE),
+                (10, BPF_B, PKTTYPE),
+            ],
+        )),
+        LINUX_SLL => Some((
+            16,
+            &[
+                (0, BPF_H, PKTTYPE),
+                (2, BPF_H, HATYPE),
+                (14, BPF_H, PROTOCOL),
+            ],
+        )),
+        _ => None,
+    }
+}
+
+/// `program` with its packet loads moved for the kernel's view of a cooked
+/// frame (see the module documentation), or `None` if it reads what the
+/// kernel cannot.
+fn uncook(program: &[Insn], header: u32, fields: &[Field]) -> Option<Vec<Insn>> {
+    program
+        .iter()
+        .map(|&i| {
+            let class = i.code & 0x07;
+            let mode = i.code & 0xe0;
+            let size = i.code & 0x18;
+            if class != BPF_LD && class != BPF_LDX {
+                return Some(i);
+            }
+            match mode {
+                BPF_LEN => None,
+                BPF_ABS | BPF_IND | BPF_MSH => {
+                    let mut i = i;
+                    if i.k >= AD {
+                        // Already an ancillary load.
+                    } else if i.k >= header {
+                        i.k -= header;
+                    } else if mode == BPF_ABS {
+                        let &(_, _, ad) = fields
+                            .iter()
+                            .find(|&&(at, sz, _)| at == i.k && sz == size)?;
+                        i.k = ad;
+                    } else {
+                        return None;
+                    }
+                    Some(i)
+                }
+                _ => Some(i),
+            }
+        })
+        .collect()
+}
 
 /// A program ready for `SO_ATTACH_FILTER`.
 #[derive(Clone)]
@@ -31,30 +114,35 @@ impl std::fmt::Debug for KernelFilter {
 impl KernelFilter {
     /// The kernel form of `program` for a capture of link type
     /// `linktype`, or `None` when it cannot be one (too long for the
-    /// kernel, or a cooked capture, whose frames the kernel sees without
-    /// their cooked header).
+    /// kernel, or reading what the kernel cannot see of a cooked frame).
     ///
     /// ```
     /// use sluice_bpf::{Insn, op::*};
     /// let accept = [Insn::stmt(BPF_RET | BPF_K, 262144)];
     /// let k = sluice_live::KernelFilter::new(&accept, 1).unwrap();
     /// assert_eq!(k.len(), 4); // the VLAN check, then the program
-    /// assert!(sluice_live::KernelFilter::new(&accept, 276).is_none());
+    /// // A cooked v2 frame's length is not the kernel's: stays in user space.
+    /// let len = [Insn::stmt(BPF_LD | BPF_W | BPF_LEN, 0), Insn::stmt(BPF_RET | BPF_A, 0)];
+    /// assert!(sluice_live::KernelFilter::new(&len, 276).is_none());
     /// ```
     pub fn new(program: &[Insn], linktype: u16) -> Option<KernelFilter> {
-        use sluice_bpf::op::*;
         let mut code = Vec::with_capacity(program.len() + 3);
-        match linktype {
-            crate::interfaces::ETHERNET => {
-                // ldb vlan_present; jeq #0 -> program; ret #262144
-                code.push(Insn::stmt(BPF_LD | BPF_B | BPF_ABS, VLAN_TAG_PRESENT));
-                code.push(Insn::jump(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
-                code.push(Insn::stmt(BPF_RET | BPF_K, 262144));
-            }
-            crate::interfaces::RAW => {}
-            _ => return None,
+        let program = match cooked_layout(linktype) {
+            Some((header, fields)) => uncook(program, header, fields)?,
+            None if linktype == ETHERNET || linktype == RAW => program.to_vec(),
+            None => return None,
+        };
+        // A frame whose tag the kernel took off: the kernel's view of it
+        // is not user space's (libpcap puts the tag back into Ethernet and
+        // cooked v1 frames; and with two tags, the cooked protocol field
+        // the ring reports is not the one the kernel's program loads).
+        if linktype != RAW {
+            // ldb vlan_present; jeq #0 -> program; ret #262144
+            code.push(Insn::stmt(BPF_LD | BPF_B | BPF_ABS, VLAN_TAG_PRESENT));
+            code.push(Insn::jump(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
+            code.push(Insn::stmt(BPF_RET | BPF_K, 262144));
         }
-        code.extend_from_slice(program);
+        code.extend_from_slice(&program);
         if code.len() > MAX_INSNS || program.is_empty() {
             return None;
         }
@@ -75,7 +163,7 @@ impl KernelFilter {
     pub fn accept_all() -> KernelFilter {
         KernelFilter {
             code: vec![libc::sock_filter {
-                code: sluice_bpf::op::BPF_RET | sluice_bpf::op::BPF_K,
+                code: BPF_RET | BPF_K,
                 jt: 0,
                 jf: 0,
                 k: u32::MAX,
@@ -96,5 +184,55 @@ impl KernelFilter {
     /// Whether it has no instructions (never: a program ends in `ret`).
     pub fn is_empty(&self) -> bool {
         self.code.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ld(size: u16, mode: u16, k: u32) -> Insn {
+        Insn::stmt(BPF_LD | size | mode, k)
+    }
+
+    #[test]
+    fn cooked_loads_move_to_the_kernels_view() {
+        let ret = Insn::stmt(BPF_RET | BPF_K, 262144);
+        // ip and ip[9] = 6, on cooked v2: the protocol field, then a load
+        // past the 20-byte header.
+        let p = [
+            ld(BPF_H, BPF_ABS, 0),
+            Insn::jump(BPF_JMP | BPF_JEQ | BPF_K, 0x800, 0, 3),
+            ld(BPF_B, BPF_ABS, 29),
+            Insn::stmt(BPF_LDX | BPF_B | BPF_MSH, 20),
+            ld(BPF_H, BPF_IND, 22),
+            ret,
+        ];
+        let k = uncook(&p, 20, cooked_layout(LINUX_SLL2).unwrap().1).unwrap();
+        assert_eq!(k[0].k, PROTOCOL);
+        assert_eq!((k[2].k, k[3].k, k[4].k), (9, 0, 2));
+        assert_eq!(
+            KernelFilter::new(&p, LINUX_SLL2).unwrap().len(),
+            p.len() + 3
+        );
+        // Cooked v1: the packet type, and the VLAN check first.
+        let q = [ld(BPF_H, BPF_ABS, 0), ret];
+        let k = uncook(&q, 16, cooked_layout(LINUX_SLL).unwrap().1).unwrap();
+        assert_eq!(k[0].k, PKTTYPE);
+        assert_eq!(KernelFilter::new(&q, LINUX_SLL).unwrap().len(), 5);
+        // A byte of the address, or a one-byte load of a two-byte field,
+        // or an indirect load inside the header: user space only.
+        for bad in [
+            ld(BPF_B, BPF_ABS, 12),
+            ld(BPF_B, BPF_ABS, 0),
+            ld(BPF_W, BPF_IND, 2),
+        ] {
+            assert!(
+                KernelFilter::new(&[bad, ret], LINUX_SLL2).is_none(),
+                "{bad:?}"
+            );
+        }
+        // Other link types are not cooked and not known: nothing.
+        assert!(KernelFilter::new(&[ret], 105).is_none());
     }
 }
