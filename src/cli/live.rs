@@ -224,6 +224,64 @@ fn counts_line(captured: u64, received: u64, dropped: u64) -> String {
     )
 }
 
+/// What ends or interrupts a capture from outside: SIGINT/SIGTERM (and
+/// the sink, `-c`), `--duration`, and SIGUSR1 asking for the counts.
+struct Control {
+    stop: Arc<AtomicBool>,
+    usr1: Arc<AtomicBool>,
+    deadline: Option<Instant>,
+}
+
+impl Control {
+    fn new(duration: Option<Duration>) -> Result<Control, Fail> {
+        let usr1 = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(signal_hook::consts::SIGUSR1, usr1.clone())?;
+        Ok(Control {
+            stop: stop_on_signals()?,
+            usr1,
+            deadline: duration.map(|d| Instant::now() + d),
+        })
+    }
+
+    /// Whether the capture is to stop (the deadline checked first).
+    fn stopping(&self) -> bool {
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.stop.store(true, Ordering::Relaxed);
+        }
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Whether SIGUSR1 came since the last call.
+    fn counts_wanted(&self) -> bool {
+        self.usr1.swap(false, Ordering::Relaxed)
+    }
+}
+
+/// After a stop, the rounds of waiting for the ring blocks still open:
+/// each a block timeout (and a margin) long, until one brings nothing,
+/// three at most.
+#[derive(Default)]
+struct Drain {
+    rounds: u32,
+}
+
+impl Drain {
+    /// How long the next wait for packets lasts.
+    fn wait(&mut self, stopping: bool, block_timeout: Duration) -> Duration {
+        if stopping {
+            self.rounds += 1;
+            block_timeout + Duration::from_millis(20)
+        } else {
+            Duration::from_millis(100)
+        }
+    }
+
+    /// Whether capturing is over, after a wait that `got` blocks or not.
+    fn finished(&self, stopping: bool, got: bool) -> bool {
+        stopping && (!got || self.rounds >= 3)
+    }
+}
+
 /// Open rings on an interface, ready to run.
 pub struct Live {
     captures: Vec<Capture>,
@@ -363,11 +421,14 @@ impl Live {
         make: impl Fn() -> Classify,
         mut sink: impl FnMut(Event<'_>) -> Result<bool, Fail>,
     ) -> (Report, Result<(), Fail>) {
-        let stop = match stop_on_signals() {
-            Ok(s) => s,
+        let control = match Control::new(self.args.duration) {
+            Ok(c) => c,
             Err(e) => return (Report::default(), Err(e)),
         };
-        let deadline = self.args.duration.map(|d| Instant::now() + d);
+        if self.captures.len() == 1 {
+            return self.run_inline(&control, make(), sink);
+        }
+        let stop = control.stop.clone();
         let linktype = self.linktype();
         let snaplen = self.captures[0].snaplen();
         let n = self.captures.len();
@@ -378,9 +439,7 @@ impl Live {
             ..Report::default()
         };
         let mut status: Result<(), Fail> = Ok(());
-        // SIGUSR1 prints the counts so far, as tcpdump does.
-        let usr1 = Arc::new(AtomicBool::new(false));
-        let _ = signal_hook::flag::register(signal_hook::consts::SIGUSR1, usr1.clone());
+        // Each worker's kernel counts, for SIGUSR1.
         let counts: Vec<Arc<[AtomicU64; 2]>> = (0..n).map(|_| Arc::default()).collect();
         std::thread::scope(|scope| {
             let queue_dropped = Arc::new(AtomicU64::new(0));
@@ -409,7 +468,7 @@ impl Live {
             let mut alive = n;
             let mut flushed = Instant::now();
             while alive > 0 {
-                if usr1.swap(false, Ordering::Relaxed) {
+                if control.counts_wanted() {
                     let sum = |i: usize| counts.iter().map(|c| c[i].load(Ordering::Relaxed)).sum();
                     eprintln!("sluice: {}", counts_line(report.captured, sum(0), sum(1)));
                 }
@@ -423,11 +482,7 @@ impl Live {
                         }
                     }
                 }
-                if let Some(d) = deadline {
-                    if Instant::now() >= d {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                }
+                control.stopping();
                 match rx.recv_timeout(Duration::from_millis(50)) {
                     Ok(Msg::Batch(b)) => {
                         report.seen += b.seen;
@@ -493,6 +548,84 @@ impl Live {
     }
 }
 
+impl Live {
+    /// One ring: capture, classify and hand packets to the sink on the
+    /// calling thread, straight from the ring (no copy, nothing to merge).
+    fn run_inline(
+        mut self,
+        control: &Control,
+        mut classify: Classify,
+        mut sink: impl FnMut(Event<'_>) -> Result<bool, Fail>,
+    ) -> (Report, Result<(), Fail>) {
+        let mut cap = self.captures.pop().expect("one ring");
+        let mut report = Report {
+            workers: vec![KernelStats::default()],
+            ..Report::default()
+        };
+        let mut status: Result<(), Fail> = Ok(());
+        let (mut drain, mut flushed, mut ids) = (Drain::default(), Instant::now(), Vec::new());
+        let mut sink_open = true;
+        loop {
+            if control.counts_wanted() {
+                if let Ok(s) = cap.stats() {
+                    eprintln!(
+                        "sluice: {}",
+                        counts_line(report.captured, s.received, s.dropped)
+                    );
+                }
+            }
+            if flushed.elapsed() >= Duration::from_secs(1) {
+                flushed = Instant::now();
+                if let Err(e) = sink(Event::Flush) {
+                    status = Err(e);
+                    break;
+                }
+            }
+            let stopping = control.stopping();
+            let wait = drain.wait(stopping, self.block_timeout);
+            let mut failed = None;
+            let r = cap.dispatch(wait, |pkt| {
+                report.seen += 1;
+                ids.clear();
+                classify(pkt.data, pkt.wirelen, &mut ids);
+                if ids.is_empty() {
+                    return true;
+                }
+                report.captured += 1;
+                match sink(Event::Packet(pkt, &ids)) {
+                    Ok(go_on) => sink_open = go_on,
+                    Err(e) => {
+                        failed = Some(e);
+                        sink_open = false;
+                    }
+                }
+                sink_open
+            });
+            if let Some(e) = failed {
+                status = Err(e);
+            }
+            match r {
+                Err(e) => {
+                    if status.is_ok() {
+                        status = Err(fail(e));
+                    }
+                    break;
+                }
+                // The sink is done (-c, an output failed): stop at once.
+                Ok(_) if !sink_open => break,
+                Ok(d) if drain.finished(stopping, d.blocks > 0) => break,
+                Ok(_) => {}
+            }
+        }
+        match cap.stats() {
+            Ok(s) => report.workers[0] = s,
+            Err(e) if status.is_ok() => status = Err(fail(e)),
+            Err(_) => {}
+        }
+        (report, status)
+    }
+}
+
 /// One capture thread.
 struct Worker {
     index: usize,
@@ -518,19 +651,13 @@ impl Worker {
     fn run(mut self) {
         let mut ids = Vec::new();
         let mut counted = Instant::now();
-        // After a stop: rounds of waiting for the blocks still open.
-        let mut after_stop = 0;
+        let mut drain = Drain::default();
         // The last batch's sizes: the next one starts with room for as
         // much, so a busy link's batches are not grown copy by copy.
         let mut sizes = (0, 0, 0);
         let error = loop {
             let stopping = self.stop.load(Ordering::Relaxed);
-            let wait = if stopping {
-                after_stop += 1;
-                self.block_timeout + Duration::from_millis(20)
-            } else {
-                Duration::from_millis(100)
-            };
+            let wait = drain.wait(stopping, self.block_timeout);
             let mut batch = Batch {
                 worker: self.index,
                 horizon: 0,
@@ -590,7 +717,7 @@ impl Worker {
             }
             match r {
                 Err(e) => break Some(e),
-                Ok(_) if stopping && (!got || after_stop >= 3) => break None,
+                Ok(_) if drain.finished(stopping, got) => break None,
                 Ok(_) => {}
             }
         };
