@@ -12,6 +12,8 @@ pub const PACKET_OUTGOING: u8 = 4;
 /// Where the packet's `sockaddr_ll` starts: after the `tpacket3_hdr`,
 /// aligned to 16 bytes.
 const SLL_AT: usize = 48;
+/// The ring header and the `sockaddr_ll` after it.
+const HEAD: usize = SLL_AT + 20;
 /// `TP_STATUS_VLAN_VALID`.
 const VLAN_VALID: u32 = 1 << 4;
 /// `TP_STATUS_VLAN_TPID_VALID`.
@@ -80,30 +82,31 @@ impl Iterator for BlockWalk<'_> {
         self.left -= 1;
         let b = self.block;
         let h = self.at;
-        let next = u32_at(b, h)? as usize;
-        let status = u32_at(b, h + 20)?;
-        let sll = h + SLL_AT;
+        // The ring header and the sockaddr_ll after it, checked once.
+        let head: &[u8; HEAD] = b.get(h..h + HEAD)?.try_into().ok()?;
+        let status = u32_at(head, 20)?;
+        let next = u32_at(head, 0)? as usize;
         let frame = Frame {
-            sec: u32_at(b, h + 4)?,
-            nsec: u32_at(b, h + 8)?,
-            caplen: u32_at(b, h + 12)?,
-            len: u32_at(b, h + 16)?,
-            data: h + u16_at(b, h + 24)? as usize,
+            sec: u32_at(head, 4)?,
+            nsec: u32_at(head, 8)?,
+            caplen: u32_at(head, 12)?,
+            len: u32_at(head, 16)?,
+            data: h + u16_at(head, 24)? as usize,
             vlan: (status & VLAN_VALID != 0).then(|| {
-                let tpid = u16_at(b, h + 36).unwrap_or(0);
+                let tpid = u16_at(head, 36).unwrap_or(0);
                 let tpid = if tpid != 0 || status & VLAN_TPID_VALID != 0 {
                     tpid
                 } else {
                     0x8100
                 };
-                (tpid, u32_at(b, h + 32).unwrap_or(0) as u16)
+                (tpid, u32_at(head, 32).unwrap_or(0) as u16)
             }),
-            protocol: b.get(sll + 2..sll + 4)?.try_into().ok()?,
-            ifindex: u32_at(b, sll + 4)? as i32,
-            hatype: u16_at(b, sll + 8)?,
-            pkttype: *b.get(sll + 10)?,
-            halen: *b.get(sll + 11)?,
-            addr: b.get(sll + 12..sll + 20)?.try_into().ok()?,
+            protocol: [head[SLL_AT + 2], head[SLL_AT + 3]],
+            ifindex: u32_at(head, SLL_AT + 4)? as i32,
+            hatype: u16_at(head, SLL_AT + 8)?,
+            pkttype: head[SLL_AT + 10],
+            halen: head[SLL_AT + 11],
+            addr: head[SLL_AT + 12..SLL_AT + 20].try_into().ok()?,
         };
         // A frame whose bytes run past the block ends the walk.
         b.get(frame.data..frame.data + frame.caplen as usize)?;
