@@ -527,21 +527,8 @@ fn bad_interfaces_outputs_and_privileges_are_clear_errors() {
     cmd.args(["--mount", "--propagation", "private", "sh", "-c", &script]);
     let mut full = Bg::start(cmd);
     full.listening();
-    let sender = net.cmd(
-        &net.a,
-        env!("CARGO_BIN_EXE_sluice"),
-        &[
-            "replay",
-            "-i",
-            "va",
-            "-r",
-            corpus("various_gre.pcap").to_str().unwrap(),
-            "--topspeed",
-            "--loop",
-            "20",
-        ],
-    );
-    let _ = { sender }.output().unwrap();
+    let sent = net.sender(&corpus("various_gre.pcap"), &["--topspeed", "--loop", "20"]);
+    assert!({ sent }.output().unwrap().status.success());
     let o = full.wait();
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
@@ -605,22 +592,7 @@ fn interfaces_are_listed_as_tcpdump_lists_them() {
 /// Frames sent at `rate` per second, `loops` times the capture, in the
 /// background.
 fn send_slowly(net: &Net, capture: &str, rate: &str, loops: &str) -> Bg {
-    let capture = corpus(capture);
-    Bg::start(net.cmd(
-        &net.a,
-        env!("CARGO_BIN_EXE_sluice"),
-        &[
-            "replay",
-            "-i",
-            "va",
-            "-r",
-            capture.to_str().unwrap(),
-            "--rate",
-            rate,
-            "--loop",
-            loops,
-        ],
-    ))
+    Bg::start(net.sender(&corpus(capture), &["--rate", rate, "--loop", loops]))
 }
 
 #[test]

@@ -124,23 +124,18 @@ impl Net {
         self.cmd(&self.b, env!("CARGO_BIN_EXE_sluice"), args)
     }
 
+    /// `sluice replay -i va -r CAPTURE EXTRA...` in the sending namespace.
+    pub fn sender(&self, capture: &Path, extra: &[&str]) -> Command {
+        let mut args = vec!["replay", "-i", "va", "-r", capture.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        self.cmd(&self.a, env!("CARGO_BIN_EXE_sluice"), &args)
+    }
+
     /// Send a capture's frames from the sending namespace as fast as the
     /// kernel takes them; returns how many were sent.
     pub fn replay(&self, capture: &Path) -> u64 {
         let o = self
-            .cmd(
-                &self.a,
-                env!("CARGO_BIN_EXE_sluice"),
-                &[
-                    "replay",
-                    "-i",
-                    "va",
-                    "-r",
-                    capture.to_str().unwrap(),
-                    "--topspeed",
-                    "--json",
-                ],
-            )
+            .sender(capture, &["--topspeed", "--json"])
             .output()
             .unwrap();
         assert!(
