@@ -1,6 +1,6 @@
 //! `sluice filter`: one filter over a capture, with tcpdump's options.
 
-use super::live::{Classify, Event, Live, LiveArgs};
+use super::live::{Classify, Event, Live, LiveArgs, Make};
 use super::print::{Dump, Options, Printer};
 use super::rotate::{RotateArgs, RotatingOut};
 use super::{cached, for_each_packet_while, linktype_of, open_capture, print_out, read_text};
@@ -463,15 +463,20 @@ fn run_live(
         to.writer = Some(w);
     }
     eprintln!("sluice: {}", live.banner());
-    let program = std::sync::Arc::new(program);
-    let make = || -> Classify {
-        let p = program.clone();
-        Box::new(move |data: &[u8], wirelen: u32, ids: &mut Vec<u32>| {
-            if p.run_with(runner, data, wirelen) != 0 {
-                ids.push(0);
-            }
-        })
-    };
+    // With -F, SIGHUP reads the file again and swaps the filter in.
+    if let Some(path) = args.expr_file.clone() {
+        let resolve = !args.no_resolve;
+        live.on_sighup(Box::new(move || {
+            let text = expression_file(&read_text(&path)?);
+            let p = Source::Expression(text, resolve)
+                .program(lt, snaplen, optimize, big_endian)
+                .map_err(|e| Fail(format!("{path}: {}", e.0)))?;
+            let bpf = p.bpf().to_vec();
+            Ok((classifier(std::sync::Arc::new(p), runner), bpf))
+        }));
+    }
+    let make = classifier(std::sync::Arc::new(program), runner);
+    let make = || make();
     let with_bytes = to.writer.is_some() || to.printer.is_some();
     let (report, status) = live.run(with_bytes, make, |event| match event {
         Event::Flush => to.flush().map(|_| true),
@@ -490,6 +495,18 @@ fn run_live(
         print_out(&format!("{accepted}\n"))?;
     }
     Ok(())
+}
+
+/// Each worker's classifier for one program: filter id 0 when it accepts.
+fn classifier(program: std::sync::Arc<Program>, runner: Runner) -> Make {
+    std::sync::Arc::new(move || -> Classify {
+        let p = program.clone();
+        Box::new(move |data: &[u8], wirelen: u32, ids: &mut Vec<u32>| {
+            if p.run_with(runner, data, wirelen) != 0 {
+                ids.push(0);
+            }
+        })
+    })
 }
 
 /// The expression of a `-F` file: its lines without `#` comments, joined;

@@ -141,6 +141,17 @@ pub enum Event<'a> {
 /// How a worker classifies: accepted packets' filter ids go into the vector.
 pub type Classify = Box<dyn FnMut(&[u8], u32, &mut Vec<u32>) + Send>;
 
+/// Builds a worker's [`Classify`] (each worker its own).
+pub type Make = Arc<dyn Fn() -> Classify + Send + Sync>;
+
+/// What SIGHUP runs: a new filter (its classifiers, and the classic BPF
+/// the kernel pre-filter is made from), or why there is none.
+pub type Reload = Box<dyn Fn() -> Result<(Make, Vec<sluice::bpf::Insn>), Fail>>;
+
+/// A filter put in place while capturing, for the workers to pick up: its
+/// number (from 1), its classifiers, its kernel program.
+type Swap = (u64, Make, Option<KernelFilter>);
+
 /// What the capture counted, for the report at the end.
 #[derive(Clone, Debug, Default)]
 pub struct Report {
@@ -229,18 +240,36 @@ fn counts_line(captured: u64, received: u64, dropped: u64) -> String {
 struct Control {
     stop: Arc<AtomicBool>,
     usr1: Arc<AtomicBool>,
+    /// SIGHUP, when there is a filter to reload (else SIGHUP ends sluice).
+    hup: Option<Arc<AtomicBool>>,
     deadline: Option<Instant>,
 }
 
 impl Control {
-    fn new(duration: Option<Duration>) -> Result<Control, Fail> {
+    fn new(duration: Option<Duration>, reloads: bool) -> Result<Control, Fail> {
         let usr1 = Arc::new(AtomicBool::new(false));
         signal_hook::flag::register(signal_hook::consts::SIGUSR1, usr1.clone())?;
+        let hup = match reloads {
+            true => {
+                let hup = Arc::new(AtomicBool::new(false));
+                signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone())?;
+                Some(hup)
+            }
+            false => None,
+        };
         Ok(Control {
             stop: stop_on_signals()?,
             usr1,
+            hup,
             deadline: duration.map(|d| Instant::now() + d),
         })
+    }
+
+    /// Whether SIGHUP came since the last call.
+    fn reload_wanted(&self) -> bool {
+        self.hup
+            .as_ref()
+            .is_some_and(|h| h.swap(false, Ordering::Relaxed))
     }
 
     /// Whether the capture is to stop (the deadline checked first).
@@ -287,6 +316,8 @@ pub struct Live {
     captures: Vec<Capture>,
     args: LiveArgs,
     block_timeout: Duration,
+    reload: Option<Reload>,
+    linktype: u16,
 }
 
 /// Set by SIGINT and SIGTERM (a second one ends the process at once).
@@ -338,15 +369,17 @@ impl Live {
             .collect::<Result<Vec<_>, _>>()
             .map_err(fail)?;
         Ok(Live {
+            linktype: captures[0].linktype(),
             captures,
             args: args.clone(),
             block_timeout,
+            reload: None,
         })
     }
 
     /// The link type of the captured frames.
     pub fn linktype(&self) -> u16 {
-        self.captures[0].linktype()
+        self.linktype
     }
 
     /// The interface's name.
@@ -357,11 +390,7 @@ impl Live {
     /// Attach a kernel pre-filter built from `program` to every ring,
     /// unless `--no-kernel-filter`. Returns whether the kernel runs it.
     pub fn prefilter(&mut self, program: Option<&[sluice::bpf::Insn]>) -> Result<bool, Fail> {
-        let lt = self.linktype();
-        let filter = match program {
-            Some(p) if !self.args.no_kernel_filter => KernelFilter::new(p, lt),
-            _ => None,
-        };
+        let filter = program.and_then(|p| self.kernel_filter(p));
         let mut all = filter.is_some();
         for c in &mut self.captures {
             all &= c.set_filter(filter.clone()).map_err(fail)?;
@@ -377,6 +406,44 @@ impl Live {
             );
         }
         Ok(all)
+    }
+
+    /// The kernel's form of `program`, unless `--no-kernel-filter` or the
+    /// kernel cannot run it.
+    fn kernel_filter(&self, program: &[sluice::bpf::Insn]) -> Option<KernelFilter> {
+        match self.args.no_kernel_filter {
+            true => None,
+            false => KernelFilter::new(program, self.linktype()),
+        }
+    }
+
+    /// On SIGHUP, put the filter `reload` gives in place of the one in
+    /// force: in the kernel (swapped atomically) and in user space, where
+    /// every packet after the swap, queued in the ring before it or not,
+    /// is judged by the new filter. A reload that fails keeps the filter
+    /// in force and says why.
+    pub fn on_sighup(&mut self, reload: Reload) {
+        self.reload = Some(reload);
+    }
+
+    /// Run the reload, on SIGHUP: the new filter, or `None` (said why).
+    fn reloaded(&self, number: u64) -> Option<Swap> {
+        let reload = self.reload.as_ref()?;
+        match reload() {
+            Ok((make, program)) => {
+                let kernel = self.kernel_filter(&program);
+                let what = match &kernel {
+                    Some(k) => format!("kernel pre-filter: {} instructions", k.len()),
+                    None => "no kernel pre-filter".into(),
+                };
+                eprintln!("sluice: filter changed ({what})");
+                Some((number, make, kernel))
+            }
+            Err(Fail(e)) => {
+                eprintln!("sluice: {e}; the filter in force is kept");
+                None
+            }
+        }
     }
 
     /// The line tcpdump prints when it starts listening.
@@ -416,12 +483,12 @@ impl Live {
     /// the sink (unless the sink asked to stop), and the kernel's counts
     /// are read from every ring.
     pub fn run(
-        self,
+        mut self,
         with_bytes: bool,
         make: impl Fn() -> Classify,
         mut sink: impl FnMut(Event<'_>) -> Result<bool, Fail>,
     ) -> (Report, Result<(), Fail>) {
-        let control = match Control::new(self.args.duration) {
+        let control = match Control::new(self.args.duration, self.reload.is_some()) {
             Ok(c) => c,
             Err(e) => return (Report::default(), Err(e)),
         };
@@ -439,19 +506,25 @@ impl Live {
             ..Report::default()
         };
         let mut status: Result<(), Fail> = Ok(());
+        // A filter swapped in on SIGHUP, for the workers to pick up.
+        let swap: Arc<std::sync::Mutex<Option<Swap>>> = Arc::default();
+        let swapped = Arc::new(AtomicU64::new(0));
         // Each worker's kernel counts, for SIGUSR1.
         let counts: Vec<Arc<[AtomicU64; 2]>> = (0..n).map(|_| Arc::default()).collect();
         std::thread::scope(|scope| {
             let queue_dropped = Arc::new(AtomicU64::new(0));
-            for (w, cap) in self.captures.into_iter().enumerate() {
+            for (w, cap) in std::mem::take(&mut self.captures).into_iter().enumerate() {
                 let (tx, stop, classify) = (tx.clone(), stop.clone(), make());
                 let dropped = queue_dropped.clone();
                 let counts = counts[w].clone();
+                let (swap, swapped) = (swap.clone(), swapped.clone());
                 scope.spawn(move || {
                     let worker = Worker {
                         index: w,
                         cap,
                         counts,
+                        swap,
+                        swapped,
                         tx,
                         stop,
                         classify,
@@ -468,6 +541,13 @@ impl Live {
             let mut alive = n;
             let mut flushed = Instant::now();
             while alive > 0 {
+                if control.reload_wanted() {
+                    let number = swapped.load(Ordering::Relaxed) + 1;
+                    if let Some(new) = self.reloaded(number) {
+                        *swap.lock().unwrap_or_else(|e| e.into_inner()) = Some(new);
+                        swapped.store(number, Ordering::Release);
+                    }
+                }
                 if control.counts_wanted() {
                     let sum = |i: usize| counts.iter().map(|c| c[i].load(Ordering::Relaxed)).sum();
                     eprintln!("sluice: {}", counts_line(report.captured, sum(0), sum(1)));
@@ -565,7 +645,21 @@ impl Live {
         let mut status: Result<(), Fail> = Ok(());
         let (mut drain, mut flushed, mut ids) = (Drain::default(), Instant::now(), Vec::new());
         let mut sink_open = true;
+        let mut swaps = 0;
         loop {
+            if control.reload_wanted() {
+                if let Some((n, make, kernel)) = self.reloaded(swaps + 1) {
+                    swaps = n;
+                    // The kernel's program first, then every packet from
+                    // here on (in the ring already or not) is judged by
+                    // the new one in user space too.
+                    if let Err(e) = cap.set_filter(kernel) {
+                        status = Err(fail(e));
+                        break;
+                    }
+                    classify = make();
+                }
+            }
             if control.counts_wanted() {
                 if let Ok(s) = cap.stats() {
                     eprintln!(
@@ -632,6 +726,9 @@ struct Worker {
     cap: Capture,
     /// Its kernel counts so far (received, dropped), for SIGUSR1.
     counts: Arc<[AtomicU64; 2]>,
+    /// The filter last swapped in, and its number.
+    swap: Arc<std::sync::Mutex<Option<Swap>>>,
+    swapped: Arc<AtomicU64>,
     tx: SyncSender<Msg>,
     stop: Arc<AtomicBool>,
     classify: Classify,
@@ -652,10 +749,21 @@ impl Worker {
         let mut ids = Vec::new();
         let mut counted = Instant::now();
         let mut drain = Drain::default();
+        let mut in_force = 0;
         // The last batch's sizes: the next one starts with room for as
         // much, so a busy link's batches are not grown copy by copy.
         let mut sizes = (0, 0, 0);
         let error = loop {
+            if self.swapped.load(Ordering::Acquire) != in_force {
+                let new = self.swap.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                if let Some((n, make, kernel)) = new {
+                    in_force = n;
+                    if let Err(e) = self.cap.set_filter(kernel) {
+                        break Some(e);
+                    }
+                    self.classify = make();
+                }
+            }
             let stopping = self.stop.load(Ordering::Relaxed);
             let wait = drain.wait(stopping, self.block_timeout);
             let mut batch = Batch {

@@ -689,3 +689,67 @@ fn flows_read_a_live_interface() {
         "{v}"
     );
 }
+
+#[test]
+fn sighup_swaps_in_the_filter_of_the_f_file() {
+    let Some(net) = Net::new("sighup") else {
+        return;
+    };
+    let f = net.file("filter.txt");
+    std::fs::write(&f, "vlan\n").unwrap();
+    let f = f.to_str().unwrap().to_string();
+    let (one, two) = (net.file("one.pcap"), net.file("two.pcap"));
+    let run1 = capture(&net, "vb", &one, &["-F", &f]);
+    let mut run2 = Bg::start(net.sluice(&[
+        "filter",
+        "-i",
+        "vb",
+        "--workers",
+        "2",
+        "-F",
+        &f,
+        "-w",
+        two.to_str().unwrap(),
+    ]));
+    run2.listening();
+    let traffic = corpus("various_gre.pcap");
+    net.replay(&traffic);
+    settle();
+    // A filter that does not compile keeps the one in force.
+    std::fs::write(&f, "tcp port\n").unwrap();
+    for run in [&run1, &run2] {
+        run.signal("HUP");
+        assert!(
+            run.said("the filter in force is kept"),
+            "{}",
+            run.stderr_now()
+        );
+    }
+    std::fs::write(&f, "not vlan\n").unwrap();
+    for run in [&run1, &run2] {
+        run.signal("HUP");
+        assert!(
+            run.said("filter changed (kernel pre-filter: "),
+            "{}",
+            run.stderr_now()
+        );
+    }
+    // The workers pick the new filter up before their next wait.
+    std::thread::sleep(Duration::from_millis(300));
+    net.replay(&traffic);
+    settle();
+    let (o1, o2) = (run1.interrupt(), run2.interrupt());
+    assert!(
+        o1.status.success() && o2.status.success(),
+        "{}",
+        text(&o2.stderr)
+    );
+    let mut want = libpcap_filter(&traffic, "vlan", &net.file("a.pcap"));
+    want.extend(libpcap_filter(&traffic, "not vlan", &net.file("b.pcap")));
+    assert!(want.len() > 50, "{}", want.len());
+    assert_eq!(frames(&one), want);
+    let (mut got, mut want) = (frames(&two), want);
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+}
