@@ -7,10 +7,12 @@
 //! (printing, files, counts) happens on the calling thread, in timestamp
 //! order, through the `sink` given to [`Live::run`].
 
+mod merge;
+
 use super::Fail;
+use merge::{Batch, Item, Merge};
 use sluice::capture::Packet;
 use sluice::live::{Capture, Config, Direction, KernelFilter, KernelStats, LiveError};
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Arc;
@@ -88,35 +90,6 @@ fn seconds(s: &str) -> Result<Duration, String> {
 /// A live failure as the command reports it.
 fn fail(e: LiveError) -> Fail {
     Fail(e.to_string())
-}
-
-/// Packets a worker hands over at once: one ring block's accepted ones.
-struct Batch {
-    worker: usize,
-    /// No packet of this worker still to come is older than this
-    /// (nanoseconds since 1970).
-    horizon: i128,
-    /// Packets the worker saw (accepted or not) since its last batch.
-    seen: u64,
-    bytes: Vec<u8>,
-    items: Vec<Item>,
-    ids: Vec<u32>,
-}
-
-/// One accepted packet of a [`Batch`].
-#[derive(Clone, Copy)]
-struct Item {
-    ts_sec: i64,
-    ts_nsec: u32,
-    wirelen: u32,
-    data: (u32, u32),
-    ids: (u32, u32),
-}
-
-impl Item {
-    fn ts(&self) -> i128 {
-        i128::from(self.ts_sec) * 1_000_000_000 + i128::from(self.ts_nsec)
-    }
 }
 
 /// What a worker sends.
@@ -838,72 +811,6 @@ impl Worker {
     }
 }
 
-/// Per-worker queues of accepted packets, merged by timestamp.
-struct Merge {
-    queues: Vec<VecDeque<(Batch, usize)>>,
-    horizons: Vec<i128>,
-}
-
-impl Merge {
-    fn new(n: usize) -> Merge {
-        Merge {
-            queues: (0..n).map(|_| VecDeque::new()).collect(),
-            horizons: vec![i128::MIN; n],
-        }
-    }
-
-    fn push(&mut self, b: Batch) {
-        let w = b.worker;
-        self.horizons[w] = self.horizons[w].max(b.horizon);
-        if !b.items.is_empty() {
-            self.queues[w].push_back((b, 0));
-        }
-    }
-
-    /// A worker has ended: nothing more comes from it.
-    fn done(&mut self, w: usize) {
-        self.horizons[w] = i128::MAX;
-    }
-
-    /// Hand `out` every packet no worker can still precede (all of them
-    /// with `all`), oldest first.
-    fn drain(
-        &mut self,
-        all: bool,
-        mut out: impl FnMut(&Item, &[u8], &[u32]) -> Result<(), Fail>,
-    ) -> Result<(), Fail> {
-        let limit = if all {
-            i128::MAX
-        } else {
-            self.horizons.iter().copied().min().unwrap_or(i128::MAX)
-        };
-        loop {
-            let mut best: Option<(usize, i128)> = None;
-            for (w, q) in self.queues.iter().enumerate() {
-                if let Some((b, at)) = q.front() {
-                    let ts = b.items[*at].ts();
-                    if ts <= limit && best.map_or(true, |(_, t)| ts < t) {
-                        best = Some((w, ts));
-                    }
-                }
-            }
-            let Some((w, _)) = best else {
-                return Ok(());
-            };
-            let q = &mut self.queues[w];
-            let (b, at) = q.front_mut().expect("a queue with a packet");
-            let item = b.items[*at];
-            let ids = &b.ids[item.ids.0 as usize..(item.ids.0 + item.ids.1) as usize];
-            let r = out(&item, &b.bytes, ids);
-            *at += 1;
-            if *at == b.items.len() {
-                q.pop_front();
-            }
-            r?;
-        }
-    }
-}
-
 /// The interfaces `-i` takes, numbered as tcpdump's `-D` numbers them
 /// (the `any` device after the interfaces that are up and running, before
 /// loopback); with `json`, one object per interface.
@@ -957,53 +864,6 @@ pub fn list_interfaces(json: bool) -> Result<(), Fail> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn batch(worker: usize, horizon: i128, stamps: &[i64]) -> Batch {
-        Batch {
-            worker,
-            horizon,
-            seen: stamps.len() as u64,
-            bytes: Vec::new(),
-            items: stamps
-                .iter()
-                .map(|&s| Item {
-                    ts_sec: s,
-                    ts_nsec: 0,
-                    wirelen: 60,
-                    data: (0, 0),
-                    ids: (0, 0),
-                })
-                .collect(),
-            ids: Vec::new(),
-        }
-    }
-
-    fn drain(m: &mut Merge, all: bool) -> Vec<i64> {
-        let mut got = Vec::new();
-        m.drain(all, |i, _, _| {
-            got.push(i.ts_sec);
-            Ok(())
-        })
-        .unwrap();
-        got
-    }
-
-    #[test]
-    fn merges_workers_in_timestamp_order_up_to_the_horizon() {
-        let s = 1_000_000_000i128;
-        let mut m = Merge::new(2);
-        m.push(batch(0, 5 * s, &[1, 4, 5]));
-        // Worker 1 has said nothing yet: nothing can go.
-        assert!(drain(&mut m, false).is_empty());
-        m.push(batch(1, 3 * s, &[2, 3]));
-        assert_eq!(drain(&mut m, false), [1, 2, 3]);
-        m.push(batch(1, 9 * s, &[6]));
-        assert_eq!(drain(&mut m, false), [4, 5]);
-        m.done(0);
-        assert_eq!(drain(&mut m, false), [6]);
-        m.push(batch(1, 10 * s, &[7]));
-        assert_eq!(drain(&mut m, true), [7]);
-    }
 
     #[test]
     fn reports_as_tcpdump() {
