@@ -476,9 +476,8 @@ fn run_live(
         }));
     }
     let make = classifier(std::sync::Arc::new(program), runner);
-    let make = || make();
     let with_bytes = to.writer.is_some() || to.printer.is_some();
-    let (report, status) = live.run(with_bytes, make, |event| match event {
+    let (report, status) = live.run(with_bytes, &*make, |event| match event {
         Event::Flush => to.flush().map(|_| true),
         Event::Packet(pkt, _) => {
             let go_on = to.take(pkt)?;

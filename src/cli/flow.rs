@@ -121,11 +121,7 @@ pub fn run(args: FlowArgs) -> Result<(), Fail> {
         .iter()
         .any(|s| s.contains("(iface,") || s.contains("(device,"))
     {
-        let stop = sluice::flow::source::stop_flag();
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            signal_hook::flag::register_conditional_shutdown(sig, 1, stop.clone())?;
-            signal_hook::flag::register(sig, stop.clone())?;
-        }
+        super::live::set_on_signals(&sluice::flow::source::stop_flag())?;
     }
     let group = Group::new(cfg);
     let mut flows = Vec::new();

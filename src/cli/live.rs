@@ -53,7 +53,7 @@ pub struct LiveArgs {
     #[arg(long, value_name = "N", requires = "interface")]
     pub workers: Option<usize>,
     /// With -i: stop after this many seconds.
-    #[arg(long, value_name = "SECS", requires = "interface", value_parser = seconds)]
+    #[arg(long, value_name = "SECS", requires = "interface", value_parser = super::seconds)]
     pub duration: Option<Duration>,
     /// With -i: bytes of each ring block, in KiB [default: 1024].
     #[arg(long = "block-size", value_name = "KiB", requires = "interface")]
@@ -77,14 +77,6 @@ pub enum DirectionArg {
     Out,
     /// Both.
     Inout,
-}
-
-/// A non-negative number of seconds.
-fn seconds(s: &str) -> Result<Duration, String> {
-    let v: f64 = s
-        .parse()
-        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
-    Duration::try_from_secs_f64(v).map_err(|_| format!("'{s}' is not a duration"))
 }
 
 /// A live failure as the command reports it.
@@ -296,11 +288,17 @@ pub struct Live {
 /// Set by SIGINT and SIGTERM (a second one ends the process at once).
 pub fn stop_on_signals() -> Result<Arc<AtomicBool>, Fail> {
     let flag = Arc::new(AtomicBool::new(false));
+    set_on_signals(&flag)?;
+    Ok(flag)
+}
+
+/// Set `flag` on SIGINT and SIGTERM; a second one ends the process at once.
+pub fn set_on_signals(flag: &Arc<AtomicBool>) -> Result<(), Fail> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register_conditional_shutdown(sig, 1, flag.clone())?;
         signal_hook::flag::register(sig, flag.clone())?;
     }
-    Ok(flag)
+    Ok(())
 }
 
 impl Live {

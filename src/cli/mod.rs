@@ -65,6 +65,14 @@ pub fn io_msg(e: &std::io::Error) -> String {
     }
 }
 
+/// A non-negative number of seconds (an option's value).
+pub fn seconds(s: &str) -> Result<std::time::Duration, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    std::time::Duration::try_from_secs_f64(v).map_err(|_| format!("'{s}' is not a duration"))
+}
+
 /// A count with thousands separators (`1,234`).
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();

@@ -65,11 +65,11 @@ pub struct SplitArgs {
     hold_bytes: Option<usize>,
     /// With --fragments: how long a fragment is held, in seconds of packet
     /// time [default: 5].
-    #[arg(long = "hold-timeout", value_name = "SECS", requires = "fragments", value_parser = seconds)]
+    #[arg(long = "hold-timeout", value_name = "SECS", requires = "fragments", value_parser = super::seconds)]
     hold_timeout: Option<std::time::Duration>,
     /// With --fragments: how long a datagram's filters are remembered after
     /// its first fragment, in seconds of packet time [default: 30].
-    #[arg(long = "datagram-timeout", value_name = "SECS", requires = "fragments", value_parser = seconds)]
+    #[arg(long = "datagram-timeout", value_name = "SECS", requires = "fragments", value_parser = super::seconds)]
     datagram_timeout: Option<std::time::Duration>,
     /// With --fragments: most datagrams remembered at once [default: 65536].
     #[arg(long = "max-datagrams", value_name = "N", requires = "fragments")]
@@ -84,14 +84,6 @@ pub struct SplitArgs {
     /// With --mpf: most packets waiting in the postponed queue [default: 1024].
     #[arg(long = "mpf-pending", value_name = "N", requires = "mpf")]
     mpf_pending: Option<usize>,
-}
-
-/// A non-negative number of seconds.
-fn seconds(s: &str) -> Result<std::time::Duration, String> {
-    let v: f64 = s
-        .parse()
-        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
-    std::time::Duration::try_from_secs_f64(v).map_err(|_| format!("'{s}' is not a duration"))
 }
 
 impl SplitArgs {

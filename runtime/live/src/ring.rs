@@ -5,7 +5,7 @@
 //! The rule: everything here reads bytes of a block the kernel has handed
 //! to user space, with bounds checks; nothing here is `unsafe`.
 
-use crate::interfaces::{LINUX_SLL, LINUX_SLL2};
+use crate::interfaces::LINUX_SLL2;
 
 /// `sll_pkttype` of a packet the host sent.
 pub const PACKET_OUTGOING: u8 = 4;
@@ -152,51 +152,40 @@ impl Framing {
     /// (cleared first). Returns the frame's length on the wire.
     pub fn build(&self, block: &[u8], f: &Frame, out: &mut Vec<u8>) -> (bool, u32) {
         let data = &block[f.data..f.data + f.caplen as usize];
-        let (head, vlan_at) = match *self {
+        out.clear();
+        // Where the kernel's VLAN tag goes back in (the type field's place).
+        let vlan_at = match *self {
             Framing::Raw { vlan_offset } => match (f.vlan, vlan_offset) {
-                (Some(_), Some(at)) if data.len() >= at => (0, Some(at)),
+                (Some(_), Some(at)) if data.len() >= at => at,
                 _ => return (false, f.len),
             },
-            Framing::Cooked { linktype } => {
-                out.clear();
-                if linktype == LINUX_SLL2 {
-                    out.extend_from_slice(&f.protocol);
-                    out.extend_from_slice(&[0, 0]);
-                    out.extend_from_slice(&(f.ifindex as u32).to_be_bytes());
-                    out.extend_from_slice(&f.hatype.to_be_bytes());
-                    out.push(f.pkttype);
-                    out.push(f.halen);
-                    out.extend_from_slice(&f.addr);
-                    // libpcap puts no VLAN tag back into SLL2 frames.
-                    out.extend_from_slice(data);
-                    return (true, f.len + 20);
-                }
-                debug_assert_eq!(linktype, LINUX_SLL);
+            // libpcap puts no VLAN tag back into SLL2 frames.
+            Framing::Cooked { linktype } if linktype == LINUX_SLL2 => {
+                out.extend_from_slice(&f.protocol);
+                out.extend_from_slice(&[0, 0]);
+                out.extend_from_slice(&(f.ifindex as u32).to_be_bytes());
+                out.extend_from_slice(&f.hatype.to_be_bytes());
+                out.push(f.pkttype);
+                out.push(f.halen);
+                out.extend_from_slice(&f.addr);
+                usize::MAX
+            }
+            Framing::Cooked { .. } => {
                 out.extend_from_slice(&u16::from(f.pkttype).to_be_bytes());
                 out.extend_from_slice(&f.hatype.to_be_bytes());
                 out.extend_from_slice(&u16::from(f.halen).to_be_bytes());
                 out.extend_from_slice(&f.addr);
                 out.extend_from_slice(&f.protocol);
-                (16, f.vlan.map(|_| 14))
+                14
             }
         };
-        if head == 0 {
-            out.clear();
-        }
-        let mut len = f.len + head as u32;
-        match (vlan_at, f.vlan) {
-            (Some(at), Some((tpid, tci))) => {
-                // The tag goes where the type field was; the type field
-                // (and the rest) follows it.
-                let whole = [&out[..], data].concat();
-                out.clear();
-                out.extend_from_slice(&whole[..at]);
-                out.extend_from_slice(&tpid.to_be_bytes());
-                out.extend_from_slice(&tci.to_be_bytes());
-                out.extend_from_slice(&whole[at..]);
-                len += 4;
-            }
-            _ => out.extend_from_slice(data),
+        let mut len = f.len + out.len() as u32;
+        out.extend_from_slice(data);
+        if let (Some((tpid, tci)), true) = (f.vlan, vlan_at <= out.len()) {
+            let [a, b] = tpid.to_be_bytes();
+            let [c, d] = tci.to_be_bytes();
+            out.splice(vlan_at..vlan_at, [a, b, c, d]);
+            len += 4;
         }
         (true, len)
     }
@@ -205,6 +194,7 @@ impl Framing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::interfaces::LINUX_SLL;
 
     /// A test frame: bytes, length on the wire, VLAN tag taken off.
     type Test<'a> = (&'a [u8], u32, Option<(u16, u16)>);
