@@ -35,7 +35,7 @@ use sluice_classifier::{merged::Compiled, Classifier, Reader};
 use sluice_native::floor::MemoryFloor;
 use sluice_native::tree::NativeTree;
 use sluice_native::AutoClassifier;
-use sluice_testsupport::Rng;
+use sluice_testsupport::{rss, Rng};
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::io::Write as _;
@@ -299,17 +299,6 @@ fn batched(r: &Reader, pkts: &[(&[u8], u32)], size: usize) -> usize {
         matched += out[..chunk.len()].iter().map(Vec::len).sum::<usize>();
     }
     matched
-}
-
-/// Resident set size of this process, in bytes.
-fn rss() -> usize {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: usize = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|x| x.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
 }
 
 /// A classifier holding `sessions`: the first compiled, the rest key-only.

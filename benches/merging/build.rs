@@ -8,11 +8,11 @@
 //! and moves to the decision tree past four shapes, replaying the inserts);
 //! [`NativeAuto::update`] generates the machine code.
 
-use crate::timing::rss;
 use sluice::classifier::merged::Compiled;
 use sluice::classifier::Engine;
 use sluice::native::NativeAuto;
 use sluice::{LinkType, Program};
+use sluice_testsupport::rss;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -36,18 +36,6 @@ pub fn median(mut d: Vec<Duration>) -> Duration {
     d.get(d.len() / 2).copied().unwrap_or_default()
 }
 
-/// Resident set size of this process, in bytes (`/proc/self/statm`; 0
-/// where there is none).
-pub fn rss() -> usize {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: usize = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|x| x.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
-}
-
 /// Milliseconds, for the TSV.
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3

@@ -24,3 +24,19 @@ pub mod corpus;
 mod rng;
 
 pub use rng::Rng;
+
+/// Resident set size of this process, in bytes (`/proc/self/statm`; 0
+/// where there is none), for the benches' memory figures.
+///
+/// ```
+/// assert!(sluice_testsupport::rss() > 0 || !std::path::Path::new("/proc/self/statm").exists());
+/// ```
+pub fn rss() -> usize {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: usize = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
