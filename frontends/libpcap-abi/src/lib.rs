@@ -1,0 +1,1 @@
+//! sluice as libpcap (work in progress).
