@@ -81,7 +81,20 @@ impl Program {
     /// assert_eq!(p.run(&[], 0), 65535);
     /// ```
     pub fn from_bpf_text(text: &str) -> Result<Program, Error> {
-        let bpf = sluice_bpf::parse_program(text).map_err(Error::BpfText)?;
+        Program::from_bpf(sluice_bpf::parse_program(text).map_err(Error::BpfText)?)
+    }
+
+    /// A classic BPF program given as instructions (a `struct bpf_program`
+    /// from C, say); it must pass the (userland) verifier. Native code is
+    /// made from the program lifted to the intermediate form.
+    ///
+    /// ```
+    /// use sluice_bpf::Insn;
+    /// let p = sluice_filter::Program::from_bpf(vec![Insn::stmt(0x06, 96)]).unwrap();
+    /// assert_eq!(p.run(&[], 0), 96);
+    /// assert!(sluice_filter::Program::from_bpf(vec![]).is_err());
+    /// ```
+    pub fn from_bpf(bpf: Vec<sluice_bpf::Insn>) -> Result<Program, Error> {
         sluice_bpf::Verifier::userland()
             .verify(&bpf)
             .map_err(Error::BpfVerify)?;

@@ -253,6 +253,38 @@ impl<R: Read> CaptureReader<R> {
         self.input.pos()
     }
 
+    /// Read up to the first interface description of a pcapng file, so
+    /// that [`CaptureReader::linktype`] is known before any packet is
+    /// read (a pcap file knows it from its header). `Ok(None)` when the
+    /// file ends first; a packet block before any interface is an error.
+    ///
+    /// ```
+    /// use sluice_capture::CaptureReader;
+    /// let pcap = [0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ///             0xff, 0xff, 0, 0, 1, 0, 0, 0];
+    /// let mut r = CaptureReader::from_reader(&pcap[..], "x.pcap").unwrap();
+    /// assert_eq!(r.read_interface().unwrap().unwrap().linktype, 1);
+    /// ```
+    pub fn read_interface(&mut self) -> Result<Option<InterfaceInfo>, CaptureError> {
+        while self.format.linktype().is_none() && !self.done {
+            let step = match self.next_ng_block() {
+                Ok(Block::Other) => continue,
+                Ok(_) => Ok(()),
+                Err(e) => Err(e),
+            };
+            self.done = true;
+            step?;
+        }
+        Ok(match self.format {
+            CaptureFormat::Pcap {
+                linktype, snaplen, ..
+            } => Some(InterfaceInfo { linktype, snaplen }),
+            CaptureFormat::PcapNg {
+                first_interface, ..
+            } => first_interface,
+        })
+    }
+
     /// Returns the next packet, `Ok(None)` at the end of the file, or the
     /// first problem found after the previous packet.
     ///

@@ -260,6 +260,17 @@ impl Capture {
         self.snaplen
     }
 
+    /// The packet socket's descriptor: readable (for `poll`/`select`)
+    /// when a ring block is ready, as libpcap's selectable descriptor.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        self.sock.raw()
+    }
+
+    /// Which directions are handed over from now on (`pcap_setdirection`).
+    pub fn set_direction(&mut self, direction: Direction) {
+        self.direction = direction;
+    }
+
     /// The interface's name.
     pub fn name(&self) -> &str {
         &self.name

@@ -1,0 +1,450 @@
+//! Filters: `pcap_compile` runs sluice's compiler (libpcap master's
+//! meaning) and hands C a `struct bpf_program`; `pcap_setfilter` installs
+//! it as sluice's native code (and, live, in the kernel); the classic
+//! BPF helpers (`bpf_filter`, `bpf_validate`, `bpf_image`, `bpf_dump`)
+//! run on sluice's interpreter, verifier and printer.
+//!
+//! Programs compiled here are remembered by their instructions, so that
+//! `pcap_setfilter` of one of them runs the native code made from the
+//! expression itself; any other program (built by hand, read from a
+//! file) is verified and lifted to sluice's intermediate form.
+
+use crate::handle::{handle_or, pcap_t, Source, BAD_HANDLE};
+use crate::types::*;
+use sluice_bpf::Insn;
+use sluice_capture::CaptureFormat;
+use sluice_filter::{LinkType, Program};
+use std::ffi::{c_char, c_int, c_uint};
+use std::sync::{Arc, Mutex};
+
+/// The most recently compiled programs, by instructions.
+static COMPILED: Mutex<Vec<(Vec<Insn>, Arc<Program>)>> = Mutex::new(Vec::new());
+const REMEMBERED: usize = 64;
+
+fn remember(p: &Arc<Program>) {
+    let mut c = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+    if c.len() >= REMEMBERED {
+        c.remove(0);
+    }
+    c.push((p.bpf().to_vec(), Arc::clone(p)));
+}
+
+/// The program for these instructions: one compiled here, or the
+/// instructions verified and lifted.
+pub(crate) fn program_of(insns: Vec<Insn>) -> Result<Arc<Program>, String> {
+    {
+        let c = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, p)) = c.iter().rev().find(|(i, _)| *i == insns) {
+            return Ok(Arc::clone(p));
+        }
+    }
+    Program::from_bpf(insns)
+        .map(Arc::new)
+        .map_err(|e| format!("BPF program is not valid: {e}"))
+}
+
+/// The instructions of a C program, copied; `None` for NULL or empty.
+///
+/// # Safety
+/// `fp` NULL or a `bpf_program` whose `bf_insns` holds `bf_len` entries.
+pub(crate) unsafe fn insns_of(fp: *const bpf_program) -> Option<Vec<Insn>> {
+    // SAFETY: as documented.
+    let fp = unsafe { fp.as_ref() }?;
+    if fp.bf_insns.is_null() || fp.bf_len == 0 || fp.bf_len > 1 << 20 {
+        return None;
+    }
+    // SAFETY: the caller vouches for bf_len instructions.
+    let raw = unsafe { std::slice::from_raw_parts(fp.bf_insns, fp.bf_len as usize) };
+    Some(
+        raw.iter()
+            .map(|r| Insn {
+                code: r.code,
+                jt: r.jt,
+                jf: r.jf,
+                k: r.k,
+            })
+            .collect(),
+    )
+}
+
+/// Compiles `text` for a DLT value; the message on failure.
+fn compile(
+    text: &str,
+    dlt: c_int,
+    snaplen: c_int,
+    optimize: bool,
+    big_endian: bool,
+) -> Result<Arc<Program>, String> {
+    let linktype = u32::try_from(dlt)
+        .ok()
+        .and_then(LinkType::from_number)
+        .ok_or_else(|| format!("unknown data link type {dlt}"))?;
+    let snaplen = u32::try_from(snaplen)
+        .ok()
+        .filter(|&s| s > 0)
+        .unwrap_or(262_144);
+    let program = Program::builder(linktype)
+        .snaplen(snaplen)
+        .optimize(optimize)
+        .capture_big_endian(big_endian)
+        .expression(text)
+        .map_err(|e| e.to_string())?;
+    let program = Arc::new(program);
+    remember(&program);
+    Ok(program)
+}
+
+/// Fills `fp` with a malloc'd copy of the program's instructions.
+///
+/// # Safety
+/// `fp` is writable.
+unsafe fn fill(fp: *mut bpf_program, program: &Program) -> Result<(), String> {
+    let bpf = program.bpf();
+    // SAFETY: malloc of bpf.len() instructions, checked for NULL.
+    let out = unsafe { libc::malloc(std::mem::size_of_val(bpf).max(1)) }.cast::<bpf_insn>();
+    if out.is_null() {
+        return Err("malloc: Cannot allocate memory".into());
+    }
+    for (i, insn) in bpf.iter().enumerate() {
+        // SAFETY: i < bpf.len(), the allocation's length.
+        unsafe {
+            out.add(i).write(bpf_insn {
+                code: insn.code,
+                jt: insn.jt,
+                jf: insn.jf,
+                k: insn.k,
+            })
+        };
+    }
+    // SAFETY: fp is writable (caller).
+    unsafe {
+        (*fp).bf_len = bpf.len() as c_uint;
+        (*fp).bf_insns = out;
+    }
+    Ok(())
+}
+
+/// The text of a C expression argument (NULL is the empty expression,
+/// which accepts everything, as in libpcap).
+///
+/// # Safety
+/// `s` NULL or a C string.
+unsafe fn expression<'a>(s: *const c_char) -> Result<std::borrow::Cow<'a, str>, String> {
+    // SAFETY: as documented.
+    match unsafe { crate::cstr(s) } {
+        None => Ok("".into()),
+        Some(c) => c
+            .to_str()
+            .map(Into::into)
+            .map_err(|_| "the filter expression is not UTF-8".to_string()),
+    }
+}
+
+/// `pcap_compile`: compiles a pcap filter expression for the handle's
+/// link type and snapshot length. 0, or -1 with `pcap_geterr` saying why.
+///
+/// # Safety
+/// `p` NULL or from this library; `fp` NULL or writable; `text` NULL or
+/// a C string.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_compile(
+    p: *mut pcap_t,
+    fp: *mut bpf_program,
+    text: *const c_char,
+    optimize: c_int,
+    _netmask: BpfU32,
+) -> c_int {
+    let h = handle_or!(p, BAD_HANDLE);
+    if !h.is_activated() {
+        return h.fail(
+            PCAP_ERROR_NOT_ACTIVATED,
+            "not-yet-activated pcap_t passed to pcap_compile",
+        );
+    }
+    if fp.is_null() {
+        return h.fail(PCAP_ERROR, "pcap_compile: NULL program pointer");
+    }
+    // SAFETY: as documented.
+    let text = match unsafe { expression(text) } {
+        Ok(t) => t,
+        Err(e) => return h.fail(PCAP_ERROR, &e),
+    };
+    let big_endian = match &*h.source.borrow() {
+        Source::Offline(o) => match o.reader.format() {
+            CaptureFormat::Pcap { big_endian, .. } | CaptureFormat::PcapNg { big_endian, .. } => {
+                big_endian
+            }
+        },
+        _ => cfg!(target_endian = "big"),
+    };
+    match compile(
+        &text,
+        h.dlt.get(),
+        h.snapshot.get(),
+        optimize != 0,
+        big_endian,
+    ) {
+        // SAFETY: fp checked non-NULL and writable per the contract.
+        Ok(prog) => match unsafe { fill(fp, &prog) } {
+            Ok(()) => 0,
+            Err(e) => h.fail(PCAP_ERROR, &e),
+        },
+        Err(e) => h.fail(PCAP_ERROR, &e),
+    }
+}
+
+/// `pcap_compile_nopcap`: [`pcap_compile`] without a handle.
+///
+/// # Safety
+/// `fp` NULL or writable; `text` NULL or a C string.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_compile_nopcap(
+    snaplen: c_int,
+    dlt: c_int,
+    fp: *mut bpf_program,
+    text: *const c_char,
+    optimize: c_int,
+    _netmask: BpfU32,
+) -> c_int {
+    if fp.is_null() {
+        return PCAP_ERROR;
+    }
+    // SAFETY: as documented.
+    let Ok(text) = (unsafe { expression(text) }) else {
+        return PCAP_ERROR;
+    };
+    match compile(
+        &text,
+        dlt,
+        snaplen,
+        optimize != 0,
+        cfg!(target_endian = "big"),
+    ) {
+        // SAFETY: fp checked non-NULL.
+        Ok(prog) => match unsafe { fill(fp, &prog) } {
+            Ok(()) => 0,
+            Err(_) => PCAP_ERROR,
+        },
+        Err(_) => PCAP_ERROR,
+    }
+}
+
+/// `pcap_freecode`: frees the instructions of a compiled program.
+///
+/// # Safety
+/// `fp` NULL or a program filled by this library (or malloc'd by C).
+#[no_mangle]
+pub unsafe extern "C" fn pcap_freecode(fp: *mut bpf_program) {
+    // SAFETY: as documented; free(NULL) is a no-op.
+    if let Some(fp) = unsafe { fp.as_mut() } {
+        // SAFETY: the instructions were malloc'd.
+        unsafe { libc::free(fp.bf_insns.cast()) };
+        fp.bf_insns = std::ptr::null_mut();
+        fp.bf_len = 0;
+    }
+}
+
+/// `pcap_setfilter`: installs a program; later packets are judged by it
+/// (sluice's native code; for a live capture, also in the kernel).
+///
+/// # Safety
+/// `p` NULL or from this library; `fp` NULL or a valid program.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_setfilter(p: *mut pcap_t, fp: *mut bpf_program) -> c_int {
+    let h = handle_or!(p, BAD_HANDLE);
+    if !h.is_activated() {
+        return h.fail(
+            PCAP_ERROR_NOT_ACTIVATED,
+            "The pcap_t has not been activated",
+        );
+    }
+    // SAFETY: as documented.
+    let Some(insns) = (unsafe { insns_of(fp) }) else {
+        return h.fail(PCAP_ERROR, "No filter specified");
+    };
+    let program = match program_of(insns) {
+        Ok(p) => p,
+        Err(e) => return h.fail(PCAP_ERROR, &e),
+    };
+    if let Ok(mut src) = h.source.try_borrow_mut() {
+        if let Source::Live(l) = &mut *src {
+            if let Err(e) = l.set_kernel_filter(program.bpf()) {
+                return h.fail(PCAP_ERROR, &e);
+            }
+        }
+    }
+    *h.filter.borrow_mut() = Some(program);
+    0
+}
+
+/// `pcap_offline_filter`: whether the program accepts a packet.
+///
+/// # Safety
+/// `fp` NULL or a valid program; `hdr` and `pkt` NULL or valid for
+/// `hdr->caplen` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_offline_filter(
+    fp: *const bpf_program,
+    hdr: *const pcap_pkthdr,
+    pkt: *const u8,
+) -> c_int {
+    // SAFETY: as documented.
+    let (Some(insns), Some(hdr)) = (unsafe { insns_of(fp) }, unsafe { hdr.as_ref() }) else {
+        return 0;
+    };
+    if pkt.is_null() && hdr.caplen > 0 {
+        return 0;
+    }
+    if sluice_bpf::Verifier::userland().verify(&insns).is_err() {
+        return 0;
+    }
+    let data = if pkt.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: caplen bytes, per the contract.
+        unsafe { std::slice::from_raw_parts(pkt, hdr.caplen as usize) }
+    };
+    sluice_bpf::run(&insns, data, hdr.len) as c_int
+}
+
+/// The instructions a program starting at `pc` can reach, for
+/// `bpf_filter`, which is not told the length: the walk stops at returns
+/// and at libpcap's largest program.
+///
+/// # Safety
+/// `pc` points at a program a BPF interpreter may run.
+unsafe fn reachable(pc: *const bpf_insn) -> Vec<Insn> {
+    const MAX: usize = 1 << 16;
+    let mut seen = vec![false; MAX];
+    let mut todo = vec![0usize];
+    let mut end = 0;
+    while let Some(i) = todo.pop() {
+        if i >= MAX || seen[i] {
+            continue;
+        }
+        seen[i] = true;
+        end = end.max(i + 1);
+        // SAFETY: an interpreter running the program reads this one.
+        let r = unsafe { *pc.add(i) };
+        match r.code & 0x07 {
+            0x06 => {}
+            0x05 if r.code & 0xf0 == 0x00 => todo.push(i + 1 + r.k as usize),
+            0x05 => {
+                todo.push(i + 1 + r.jt as usize);
+                todo.push(i + 1 + r.jf as usize);
+            }
+            _ => todo.push(i + 1),
+        }
+    }
+    (0..end)
+        .map(|i| {
+            // SAFETY: reached above.
+            let r = unsafe { *pc.add(i) };
+            Insn {
+                code: r.code,
+                jt: r.jt,
+                jf: r.jf,
+                k: r.k,
+            }
+        })
+        .collect()
+}
+
+/// `bpf_filter`: runs a program on `buflen` bytes of a packet `wirelen`
+/// long; NULL program accepts everything.
+///
+/// # Safety
+/// `pc` NULL or a program that ends in returns; `p` valid for `buflen`
+/// bytes.
+#[no_mangle]
+pub unsafe extern "C" fn bpf_filter(
+    pc: *const bpf_insn,
+    p: *const u8,
+    wirelen: c_uint,
+    buflen: c_uint,
+) -> c_uint {
+    if pc.is_null() {
+        return c_uint::MAX;
+    }
+    // SAFETY: as documented.
+    let prog = unsafe { reachable(pc) };
+    let data = if p.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: buflen bytes, per the contract.
+        unsafe { std::slice::from_raw_parts(p, buflen as usize) }
+    };
+    sluice_bpf::run(&prog, data, wirelen)
+}
+
+/// `bpf_validate`: 1 when the program passes libpcap's checks, else 0.
+///
+/// # Safety
+/// `f` NULL or valid for `len` instructions.
+#[no_mangle]
+pub unsafe extern "C" fn bpf_validate(f: *const bpf_insn, len: c_int) -> c_int {
+    let fp = bpf_program {
+        bf_len: len.max(0) as c_uint,
+        bf_insns: f.cast_mut(),
+    };
+    // SAFETY: as documented.
+    match unsafe { insns_of(&fp) } {
+        Some(insns) => c_int::from(sluice_bpf::Verifier::userland().verify(&insns).is_ok()),
+        None => 0,
+    }
+}
+
+/// `bpf_image`: one instruction as `tcpdump -d` prints it (a per-thread
+/// buffer, valid to the next call).
+///
+/// # Safety
+/// `insn` NULL or a valid instruction.
+#[no_mangle]
+pub unsafe extern "C" fn bpf_image(insn: *const bpf_insn, n: c_int) -> *mut c_char {
+    // SAFETY: as documented.
+    let Some(r) = (unsafe { insn.as_ref() }) else {
+        return crate::names::scratch("(NULL instruction)").cast_mut();
+    };
+    let i = Insn {
+        code: r.code,
+        jt: r.jt,
+        jf: r.jf,
+        k: r.k,
+    };
+    crate::names::scratch(&sluice_bpf::image(&i, n.max(0) as usize)).cast_mut()
+}
+
+extern "C" {
+    static mut stdout: *mut libc::FILE;
+}
+
+/// `bpf_dump`: prints a program on standard output, as `tcpdump -d`
+/// (option 1), `-dd` (2) or `-ddd` (3 and more) do.
+///
+/// # Safety
+/// `p` NULL or a valid program.
+#[no_mangle]
+pub unsafe extern "C" fn bpf_dump(p: *const bpf_program, option: c_int) {
+    // SAFETY: as documented.
+    let Some(insns) = (unsafe { insns_of(p) }) else {
+        return;
+    };
+    let text = match option {
+        o if o > 2 => sluice_bpf::disasm_ddd(&insns),
+        2 => sluice_bpf::disasm_dd(&insns),
+        _ => sluice_bpf::disasm_d(&insns),
+    };
+    let text = if text.ends_with('\n') {
+        text
+    } else {
+        text + "\n"
+    };
+    let Ok(text) = std::ffi::CString::new(text) else {
+        return;
+    };
+    // SAFETY: C's stdout stream, so the output interleaves with the
+    // program's own printf in order.
+    unsafe {
+        libc::fputs(text.as_ptr(), stdout);
+    }
+}

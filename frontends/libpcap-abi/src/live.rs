@@ -1,0 +1,713 @@
+//! Live capture: `pcap_create`, its setters and `pcap_activate` open
+//! sluice's TPACKET_V3 ring ([`sluice_live::Capture`]); `pcap_setfilter`
+//! puts the program in the kernel too; interfaces, statistics, the
+//! selectable descriptor and sending, as libpcap has them on Linux.
+//!
+//! Packets handed over are judged in user space by the handle's filter
+//! (the kernel program is a pre-filter: it lets VLAN-tagged frames
+//! through, as the kernel sees them with the tag taken off). A read
+//! that must stop in the middle of a ring block (a count reached,
+//! `pcap_breakloop`) keeps the block's other accepted packets for the
+//! next read, so none is lost.
+
+use crate::handle::{handle_or, pcap_t, Source, BAD_HANDLE};
+use crate::names::linktype_to_dlt;
+use crate::read::{accepts, header};
+use crate::types::*;
+use sluice_live::{Capture, Config, Direction, KernelFilter, LiveError};
+use std::collections::VecDeque;
+use std::ffi::{c_char, c_int, CString};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// What `pcap_create`'s setters record, for `pcap_activate`.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    device: String,
+    snaplen: c_int,
+    promisc: bool,
+    timeout_ms: c_int,
+    buffer_size: c_int,
+    immediate: bool,
+    direction: Direction,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            device: "any".into(),
+            snaplen: 262_144,
+            promisc: false,
+            timeout_ms: 0,
+            buffer_size: 2 << 20,
+            immediate: false,
+            direction: Direction::InOut,
+        }
+    }
+}
+
+/// An activated capture.
+pub(crate) struct Live {
+    cap: Capture,
+    timeout: Duration,
+    buffer: c_int,
+    /// Accepted packets of a block a read stopped in.
+    queue: VecDeque<(pcap_pkthdr, Vec<u8>)>,
+    sender: Option<sluice_live::Sender>,
+    stats: pcap_stat,
+}
+
+/// How long one read waits at most, so that `pcap_breakloop` from another
+/// thread is seen.
+const SLICE: Duration = Duration::from_millis(100);
+
+impl Live {
+    pub(crate) fn fd(&self) -> c_int {
+        self.cap.fd()
+    }
+
+    pub(crate) fn buffer_size(&self) -> c_int {
+        self.buffer
+    }
+
+    /// Puts the program in the kernel; one the kernel cannot run leaves
+    /// the kernel accepting everything (user space still filters).
+    pub(crate) fn set_kernel_filter(&mut self, bpf: &[sluice_bpf::Insn]) -> Result<(), String> {
+        let kf = KernelFilter::new(bpf, self.cap.linktype());
+        self.cap
+            .set_filter(kf)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    fn update_stats(&mut self) {
+        if let Ok(s) = self.cap.stats() {
+            self.stats.ps_recv = s.received as u32;
+            self.stats.ps_drop = s.dropped as u32;
+        }
+    }
+
+    /// One read: queued packets first, else what the ring has within the
+    /// timeout. Returns the count handed over or a libpcap code.
+    pub(crate) fn read(
+        &mut self,
+        h: &pcap_t,
+        cnt: c_int,
+        each: &mut dyn FnMut(&pcap_pkthdr, &[u8]),
+    ) -> c_int {
+        let mut n: c_int = 0;
+        while cnt <= 0 || n < cnt {
+            if h.break_loop.load(Ordering::Acquire) {
+                break;
+            }
+            let Some((hd, data)) = self.queue.pop_front() else {
+                break;
+            };
+            each(&hd, &data);
+            n += 1;
+        }
+        if n > 0 {
+            return n;
+        }
+        if h.take_break() {
+            return PCAP_ERROR_BREAK;
+        }
+        let filter = h.filter.borrow().clone();
+        let nano = h.precision.get() == PCAP_TSTAMP_PRECISION_NANO;
+        let wait = if h.nonblock.get() {
+            Duration::ZERO
+        } else if self.timeout.is_zero() {
+            SLICE
+        } else {
+            self.timeout.min(SLICE)
+        };
+        let Live { cap, queue, .. } = self;
+        let mut full = false;
+        let r = cap.dispatch(wait, |pkt| {
+            if !accepts(filter.as_deref(), pkt) {
+                return true;
+            }
+            let hd = header(pkt, nano);
+            if full || h.break_loop.load(Ordering::Acquire) {
+                queue.push_back((hd, pkt.data.to_vec()));
+            } else {
+                each(&hd, pkt.data);
+                n += 1;
+                full = cnt > 0 && n >= cnt;
+            }
+            true
+        });
+        self.update_stats();
+        h.live_stats.set(self.stats);
+        match r {
+            Ok(_) => n,
+            Err(e) => h.fail(PCAP_ERROR, &live_message(&e).1),
+        }
+    }
+}
+
+/// libpcap's status code and message for a live error.
+fn live_message(e: &LiveError) -> (c_int, String) {
+    match e {
+        LiveError::Permission { call, source, .. } => (
+            PCAP_ERROR_PERM_DENIED,
+            format!(
+                "{call}: {}",
+                crate::names::errno_text(source.raw_os_error().unwrap_or(libc::EPERM))
+            ),
+        ),
+        LiveError::NoSuchInterface(_) | LiveError::InterfaceGone(_) => (
+            PCAP_ERROR_NO_SUCH_DEVICE,
+            "SIOCGIFHWADDR: No such device".into(),
+        ),
+        LiveError::InterfaceDown(_) => (PCAP_ERROR, "The interface went down".into()),
+        other => (PCAP_ERROR, other.to_string()),
+    }
+}
+
+/// `pcap_create`: a handle on an interface (NULL is `any`), to be set up
+/// and activated.
+///
+/// # Safety
+/// `source` NULL or a C string; `errbuf` NULL or `PCAP_ERRBUF_SIZE` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_create(source: *const c_char, _errbuf: *mut c_char) -> *mut pcap_t {
+    // SAFETY: as documented.
+    let device = unsafe { crate::cstr(source) }
+        .map_or_else(|| "any".into(), |s| s.to_string_lossy().into_owned());
+    let p = pcap_t::register(Source::Created, 1, 262_144, PCAP_TSTAMP_PRECISION_MICRO);
+    // SAFETY: just registered.
+    unsafe { &*p }.settings.borrow_mut().device = device;
+    p
+}
+
+/// Runs `set` on a created handle's settings: 0, or
+/// `PCAP_ERROR_ACTIVATED` once the handle is active.
+fn set(p: *mut pcap_t, set: impl FnOnce(&mut Settings)) -> c_int {
+    let h = handle_or!(p, BAD_HANDLE);
+    if h.is_activated() {
+        return h.fail(
+            PCAP_ERROR_ACTIVATED,
+            "The setting can't be changed after the pcap_t is activated",
+        );
+    }
+    set(&mut h.settings.borrow_mut());
+    0
+}
+
+/// `pcap_set_snaplen`.
+///
+/// # Safety
+/// Pointer arguments are NULL or valid, as for libpcap.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_set_snaplen(p: *mut pcap_t, snaplen: c_int) -> c_int {
+    set(p, |s| s.snaplen = snaplen)
+}
+
+/// `pcap_set_promisc`.
+///
+/// # Safety
+/// Pointer arguments are NULL or valid, as for libpcap.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_set_promisc(p: *mut pcap_t, promisc: c_int) -> c_int {
+    set(p, |s| s.promisc = promisc != 0)
+}
+
+/// `pcap_set_timeout`: milliseconds a read waits for packets (the ring's
+/// block time-out).
+///
+/// # Safety
+/// Pointer arguments are NULL or valid, as for libpcap.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_set_timeout(p: *mut pcap_t, ms: c_int) -> c_int {
+    set(p, |s| s.timeout_ms = ms.max(0))
+}
+
+/// `pcap_set_buffer_size`: the ring's size in bytes.
+///
+/// # Safety
+/// Pointer arguments are NULL or valid, as for libpcap.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_set_buffer_size(p: *mut pcap_t, bytes: c_int) -> c_int {
+    set(p, |s| {
+        if bytes > 0 {
+            s.buffer_size = bytes;
+        }
+    })
+}
+
+/// `pcap_set_immediate_mode`: hand packets over as they arrive.
+///
+/// # Safety
+/// Pointer arguments are NULL or valid, as for libpcap.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_set_immediate_mode(p: *mut pcap_t, on: c_int) -> c_int {
+    set(p, |s| s.immediate = on != 0)
+}
+
+/// `pcap_set_rfmon`: monitor mode is not offered; accepted when off.
+///
+/// # Safety
+/// Pointer arguments are NULL or valid, as for libpcap.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_set_rfmon(p: *mut pcap_t, _on: c_int) -> c_int {
+    set(p, |_| ())
+}
+
+/// `pcap_can_set_rfmon`: 0 (no monitor mode).
+///
+/// # Safety
+/// Pointer arguments are NULL or valid, as for libpcap.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_can_set_rfmon(p: *mut pcap_t) -> c_int {
+    let h = handle_or!(p, BAD_HANDLE);
+    if h.is_activated() {
+        return h.fail(
+            PCAP_ERROR_ACTIVATED,
+            "The setting can't be changed after the pcap_t is activated",
+        );
+    }
+    0
+}
+
+/// `pcap_set_tstamp_type`: only the host's time stamps are offered.
+///
+/// # Safety
+/// Pointer arguments are NULL or valid, as for libpcap.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_set_tstamp_type(p: *mut pcap_t, t: c_int) -> c_int {
+    match set(p, |_| ()) {
+        0 if t == 0 => 0,
+        0 => PCAP_WARNING_TSTAMP_TYPE_NOTSUP,
+        e => e,
+    }
+}
+
+/// `pcap_set_tstamp_precision`: micro- or nanoseconds.
+///
+/// # Safety
+/// Pointer arguments are NULL or valid, as for libpcap.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_set_tstamp_precision(p: *mut pcap_t, precision: c_int) -> c_int {
+    let h = handle_or!(p, BAD_HANDLE);
+    if h.is_activated() {
+        return h.fail(
+            PCAP_ERROR_ACTIVATED,
+            "The setting can't be changed after the pcap_t is activated",
+        );
+    }
+    if precision != PCAP_TSTAMP_PRECISION_MICRO && precision != PCAP_TSTAMP_PRECISION_NANO {
+        return PCAP_ERROR_TSTAMP_PRECISION_NOTSUP;
+    }
+    h.precision.set(precision);
+    0
+}
+
+/// `pcap_set_protocol_linux`: only `ETH_P_ALL` (0) is offered.
+///
+/// # Safety
+/// Pointer arguments are NULL or valid, as for libpcap.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_set_protocol_linux(p: *mut pcap_t, protocol: c_int) -> c_int {
+    match set(p, |_| ()) {
+        0 if protocol == 0 || protocol == libc::ETH_P_ALL => 0,
+        0 => PCAP_ERROR,
+        e => e,
+    }
+}
+
+/// `pcap_list_tstamp_types`: none to choose from (0), as libpcap says
+/// for a device with only the default.
+///
+/// # Safety
+/// `p` NULL or from this library; `types` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_list_tstamp_types(p: *mut pcap_t, types: *mut *mut c_int) -> c_int {
+    handle_or!(p, BAD_HANDLE);
+    if !types.is_null() {
+        // SAFETY: writable per the contract.
+        unsafe { *types = std::ptr::null_mut() };
+    }
+    0
+}
+
+/// `pcap_free_tstamp_types`.
+///
+/// # Safety
+/// `types` NULL or from [`pcap_list_tstamp_types`].
+#[no_mangle]
+pub unsafe extern "C" fn pcap_free_tstamp_types(types: *mut c_int) {
+    // SAFETY: malloc'd or NULL.
+    unsafe { libc::free(types.cast()) }
+}
+
+/// `pcap_activate`: opens the ring. 0, or a `PCAP_ERROR_*` code with
+/// `pcap_geterr` saying why.
+///
+/// # Safety
+/// Pointer arguments are NULL or valid, as for libpcap.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_activate(p: *mut pcap_t) -> c_int {
+    let h = handle_or!(p, BAD_HANDLE);
+    if h.is_activated() {
+        return h.fail(
+            PCAP_ERROR_ACTIVATED,
+            "The setting can't be changed after the pcap_t is activated",
+        );
+    }
+    let s = h.settings.borrow().clone();
+    let mut config = Config::new(&s.device);
+    config.snaplen = if s.snaplen <= 0 || s.snaplen > 262_144 {
+        262_144
+    } else {
+        s.snaplen as u32
+    };
+    config.promiscuous = s.promisc;
+    config.direction = s.direction;
+    config.immediate = s.immediate;
+    if s.timeout_ms > 0 {
+        config.block_timeout = Duration::from_millis(s.timeout_ms as u64);
+    }
+    config.buffer_kib((s.buffer_size.max(65_536) as usize).div_ceil(1024));
+    let cap = match Capture::open(&config) {
+        Ok(c) => c,
+        Err(e) => {
+            let (code, msg) = live_message(&e);
+            return h.fail(code, &msg);
+        }
+    };
+    h.dlt.set(linktype_to_dlt(u32::from(cap.linktype())));
+    h.snapshot.set(cap.snaplen() as c_int);
+    let live = Live {
+        timeout: Duration::from_millis(s.timeout_ms as u64),
+        buffer: (config.block_size * config.blocks) as c_int,
+        cap,
+        queue: VecDeque::new(),
+        sender: None,
+        stats: pcap_stat::default(),
+    };
+    *h.source.borrow_mut() = Source::Live(Box::new(live));
+    0
+}
+
+/// `pcap_open_live`: [`pcap_create`], the settings and [`pcap_activate`]
+/// in one call.
+///
+/// # Safety
+/// `device` NULL or a C string; `errbuf` NULL or `PCAP_ERRBUF_SIZE` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_open_live(
+    device: *const c_char,
+    snaplen: c_int,
+    promisc: c_int,
+    to_ms: c_int,
+    errbuf: *mut c_char,
+) -> *mut pcap_t {
+    // SAFETY: as documented.
+    let p = unsafe { pcap_create(device, errbuf) };
+    // SAFETY: p was just created by this library.
+    let status = unsafe {
+        pcap_set_snaplen(p, snaplen);
+        pcap_set_promisc(p, promisc);
+        pcap_set_timeout(p, to_ms);
+        pcap_activate(p)
+    };
+    if status < 0 {
+        // SAFETY: p is registered (created above).
+        let h = unsafe { &*p };
+        let dev = h.settings.borrow().device.clone();
+        // SAFETY: the handle's NUL-terminated buffer.
+        let why = unsafe { crate::cstr(h.errbuf_ptr()) }
+            .map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        // SAFETY: a static or per-thread C string.
+        let status_text = unsafe { crate::cstr(crate::names::pcap_statustostr(status)) }
+            .map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let msg = match status {
+            PCAP_ERROR => format!("{dev}: {why}"),
+            PCAP_ERROR_NO_SUCH_DEVICE | PCAP_ERROR_PERM_DENIED | -11 => {
+                format!("{dev}: {status_text} ({why})")
+            }
+            _ => format!("{dev}: {status_text}"),
+        };
+        // SAFETY: as documented.
+        unsafe { crate::put_errbuf(errbuf, &msg) };
+        // SAFETY: registered, not used again.
+        unsafe { crate::handle::pcap_close(p) };
+        return std::ptr::null_mut();
+    }
+    p
+}
+
+/// `pcap_setdirection`: `PCAP_D_INOUT`, `PCAP_D_IN` or `PCAP_D_OUT`.
+///
+/// # Safety
+/// Pointer arguments are NULL or valid, as for libpcap.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_setdirection(p: *mut pcap_t, d: c_int) -> c_int {
+    let h = handle_or!(p, BAD_HANDLE);
+    let dir = match d {
+        PCAP_D_INOUT => Direction::InOut,
+        PCAP_D_IN => Direction::In,
+        PCAP_D_OUT => Direction::Out,
+        _ => return h.fail(PCAP_ERROR, &format!("Invalid direction {d}")),
+    };
+    if matches!(*h.source.borrow(), Source::Offline(_) | Source::Dead) {
+        return h.fail(
+            PCAP_ERROR,
+            "Setting direction is not supported on savefiles",
+        );
+    }
+    h.settings.borrow_mut().direction = dir;
+    if let Ok(mut src) = h.source.try_borrow_mut() {
+        if let Source::Live(l) = &mut *src {
+            l.cap.set_direction(dir);
+        }
+    }
+    0
+}
+
+/// `pcap_get_selectable_fd`: the socket, readable when packets wait.
+///
+/// # Safety
+/// Pointer arguments are NULL or valid, as for libpcap.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_get_selectable_fd(p: *mut pcap_t) -> c_int {
+    let h = handle_or!(p, -1);
+    match h.source.try_borrow().as_deref() {
+        Ok(Source::Live(l)) => l.fd(),
+        _ => -1,
+    }
+}
+
+/// `pcap_get_required_select_timeout`: NULL (the descriptor is enough).
+///
+/// # Safety
+/// Pointer arguments are NULL or valid, as for libpcap.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_get_required_select_timeout(_p: *mut pcap_t) -> *const libc::timeval {
+    std::ptr::null()
+}
+
+/// `pcap_setnonblock`: reads return at once when nothing waits.
+///
+/// # Safety
+/// `errbuf` NULL or `PCAP_ERRBUF_SIZE` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_setnonblock(
+    p: *mut pcap_t,
+    nonblock: c_int,
+    _errbuf: *mut c_char,
+) -> c_int {
+    let h = handle_or!(p, BAD_HANDLE);
+    if matches!(*h.source.borrow(), Source::Offline(_)) {
+        return 0;
+    }
+    h.nonblock.set(nonblock != 0);
+    0
+}
+
+/// `pcap_getnonblock`.
+///
+/// # Safety
+/// `errbuf` NULL or `PCAP_ERRBUF_SIZE` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_getnonblock(p: *mut pcap_t, _errbuf: *mut c_char) -> c_int {
+    c_int::from(handle_or!(p, BAD_HANDLE).nonblock.get())
+}
+
+/// `pcap_stats`: packets the kernel received and dropped since the
+/// capture opened.
+///
+/// # Safety
+/// `ps` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_stats(p: *mut pcap_t, ps: *mut pcap_stat) -> c_int {
+    let h = handle_or!(p, BAD_HANDLE);
+    let stats = match h.source.try_borrow_mut() {
+        Ok(mut src) => match &mut *src {
+            Source::Live(l) => {
+                l.update_stats();
+                h.live_stats.set(l.stats);
+                l.stats
+            }
+            Source::Offline(_) => {
+                return h.fail(PCAP_ERROR, "Statistics aren't available from savefiles")
+            }
+            Source::Dead => {
+                return h.fail(
+                    PCAP_ERROR,
+                    "Statistics aren't available from a pcap_open_dead pcap_t",
+                )
+            }
+            Source::Created => {
+                return h.fail(
+                    PCAP_ERROR_NOT_ACTIVATED,
+                    "The pcap_t has not been activated",
+                )
+            }
+        },
+        // Inside a packet callback: the counts as of this read.
+        Err(_) => h.live_stats.get(),
+    };
+    if ps.is_null() {
+        return h.fail(PCAP_ERROR, "pcap_stats: NULL statistics pointer");
+    }
+    // SAFETY: writable per the contract.
+    unsafe { *ps = stats };
+    0
+}
+
+/// `pcap_inject`: sends a frame on the capture's interface; the bytes
+/// sent, or -1.
+///
+/// # Safety
+/// `buf` valid for `size` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_inject(
+    p: *mut pcap_t,
+    buf: *const libc::c_void,
+    size: usize,
+) -> c_int {
+    let h = handle_or!(p, BAD_HANDLE);
+    if buf.is_null() {
+        return h.fail(PCAP_ERROR, "pcap_inject: NULL buffer");
+    }
+    // SAFETY: size bytes per the contract.
+    let frame = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), size) };
+    let Ok(mut src) = h.source.try_borrow_mut() else {
+        return h.fail(
+            PCAP_ERROR,
+            "pcap_inject called from inside a packet callback",
+        );
+    };
+    let Source::Live(l) = &mut *src else {
+        return h.fail(PCAP_ERROR, "Sending packets isn't supported on savefiles");
+    };
+    if l.sender.is_none() {
+        match sluice_live::Sender::open(l.cap.name(), sluice_live::Pace::Top) {
+            Ok(s) => l.sender = Some(s),
+            Err(e) => return h.fail(PCAP_ERROR, &format!("send: {e}")),
+        }
+    }
+    let Some(sender) = l.sender.as_mut() else {
+        return PCAP_ERROR;
+    };
+    let before = sender.stats();
+    if let Err(e) = sender.send(&[(frame, 0)]) {
+        return h.fail(PCAP_ERROR, &format!("send: {e}"));
+    }
+    if sender.stats().sent > before.sent {
+        size as c_int
+    } else {
+        h.fail(PCAP_ERROR, "send: the frame was refused")
+    }
+}
+
+/// `pcap_sendpacket`: [`pcap_inject`] returning 0 or -1.
+///
+/// # Safety
+/// As [`pcap_inject`].
+#[no_mangle]
+pub unsafe extern "C" fn pcap_sendpacket(p: *mut pcap_t, buf: *const u8, size: c_int) -> c_int {
+    // SAFETY: as documented.
+    if unsafe { pcap_inject(p, buf.cast(), size.max(0) as usize) } < 0 {
+        PCAP_ERROR
+    } else {
+        0
+    }
+}
+
+/// `pcap_init`: nothing to set up (both options are accepted).
+///
+/// # Safety
+/// Pointer arguments are NULL or valid, as for libpcap.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_init(_opts: std::ffi::c_uint, _errbuf: *mut c_char) -> c_int {
+    0
+}
+
+/// The IPv4 address and netmask of an interface, from `getifaddrs`.
+fn ipv4_of(device: &str) -> Option<(u32, u32)> {
+    let mut found = None;
+    for a in crate::nametoaddr::if_addresses() {
+        if a.name == device {
+            if let (Some(libc::AF_INET), Some(addr), Some(mask)) = (a.family, a.v4, a.v4_mask) {
+                found = Some((addr, mask));
+                break;
+            }
+        }
+    }
+    found
+}
+
+/// `pcap_lookupnet`: an interface's IPv4 network and netmask, in network
+/// byte order (0 and 0 for `any`).
+///
+/// # Safety
+/// `device` NULL or a C string; `net`, `mask` writable; `errbuf` NULL or
+/// `PCAP_ERRBUF_SIZE` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_lookupnet(
+    device: *const c_char,
+    net: *mut u32,
+    mask: *mut u32,
+    errbuf: *mut c_char,
+) -> c_int {
+    if net.is_null() || mask.is_null() {
+        // SAFETY: as documented.
+        unsafe { crate::put_errbuf(errbuf, "pcap_lookupnet: NULL result pointer") };
+        return PCAP_ERROR;
+    }
+    // SAFETY: as documented.
+    let dev = unsafe { crate::cstr(device) }.map(|d| d.to_string_lossy().into_owned());
+    let Some(dev) = dev.filter(|d| d != "any") else {
+        // SAFETY: checked non-NULL.
+        unsafe { (*net, *mask) = (0, 0) };
+        return 0;
+    };
+    match ipv4_of(&dev) {
+        Some((addr, m)) => {
+            // SAFETY: checked non-NULL; both in network byte order.
+            unsafe { (*net, *mask) = (addr & m, m) };
+            0
+        }
+        None => {
+            let msg = if sluice_live::interfaces::interface(&dev).is_ok() {
+                format!("{dev}: no IPv4 address assigned")
+            } else {
+                format!("{dev}: No such device exists")
+            };
+            // SAFETY: as documented.
+            unsafe { crate::put_errbuf(errbuf, &msg) };
+            PCAP_ERROR
+        }
+    }
+}
+
+/// `pcap_lookupdev`: the first interface that is up and not loopback.
+///
+/// # Safety
+/// `errbuf` NULL or `PCAP_ERRBUF_SIZE` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_lookupdev(errbuf: *mut c_char) -> *mut c_char {
+    thread_local! {
+        static NAME: std::cell::RefCell<CString> = std::cell::RefCell::new(CString::default());
+    }
+    let first = sluice_live::interfaces()
+        .ok()
+        .and_then(|all| all.into_iter().find(|i| i.up && !i.loopback))
+        .and_then(|i| CString::new(i.name).ok());
+    match first {
+        Some(name) => NAME.with(|n| {
+            *n.borrow_mut() = name;
+            n.borrow().as_ptr().cast_mut()
+        }),
+        None => {
+            // SAFETY: as documented.
+            unsafe { crate::put_errbuf(errbuf, "no suitable device found") };
+            std::ptr::null_mut()
+        }
+    }
+}

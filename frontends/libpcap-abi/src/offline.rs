@@ -1,0 +1,290 @@
+//! Capture files: `pcap_open_offline` and its kin read pcap and pcapng
+//! through sluice's reader, from a `FILE *` the handle owns (so
+//! `pcap_file` and `pcap_fileno` give what libpcap gives), and
+//! `pcap_open_dead` makes a handle that only compiles and writes.
+//!
+//! As libpcap: the link type and snapshot length are known when the open
+//! returns (a pcapng file is read up to its first interface description
+//! block, and refused without one); a later pcapng interface of another
+//! link type is an error when its first packet is read; errors read as
+//! libpcap's, since tcpdump prints them.
+
+use crate::handle::{pcap_t, Source};
+use crate::names::{errno_text, linktype_to_dlt};
+use crate::types::*;
+use sluice_capture::{
+    max_snaplen_for_linktype, CaptureError, CaptureFormat, CaptureReader, ErrorKind,
+};
+use std::ffi::{c_char, c_int, c_uint};
+use std::io::{self, Read};
+
+/// A `FILE *` as a byte reader.
+pub(crate) struct CFile(*mut libc::FILE);
+
+impl Read for CFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // SAFETY: the FILE is open for as long as the Offline owning it.
+        let n = unsafe { libc::fread(buf.as_mut_ptr().cast(), 1, buf.len(), self.0) };
+        // SAFETY: as above.
+        if n == 0 && !buf.is_empty() && unsafe { libc::ferror(self.0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(n)
+    }
+}
+
+/// An open capture file.
+pub(crate) struct Offline {
+    file: *mut libc::FILE,
+    pub(crate) reader: CaptureReader<CFile>,
+    /// The LINKTYPE of the first interface; packets of others are refused.
+    pub(crate) linktype: u16,
+}
+
+impl Offline {
+    pub(crate) fn file(&self) -> *mut libc::FILE {
+        self.file
+    }
+}
+
+impl Drop for Offline {
+    fn drop(&mut self) {
+        // SAFETY: the FILE is ours (opened, or handed over by
+        // pcap_fopen_offline) and closed only here.
+        unsafe { libc::fclose(self.file) };
+    }
+}
+
+/// libpcap's wording of a capture-file error.
+pub(crate) fn file_error(e: &CaptureError) -> String {
+    match e.kind() {
+        ErrorKind::Io(io) => format!(
+            "error reading dump file: {}",
+            errno_text(io.raw_os_error().unwrap_or(libc::EIO))
+        ),
+        ErrorKind::BadMagic(_) => "unknown file format".into(),
+        ErrorKind::Truncated { what, have, need } => match *what {
+            "file magic number" => format!(
+                "truncated dump file; tried to read {need} file header bytes, only got {have}"
+            ),
+            "pcap file header" => format!(
+                "truncated dump file; tried to read {} file header bytes, only got {}",
+                need - 4,
+                have.saturating_sub(4)
+            ),
+            "packet record header" => {
+                format!("truncated dump file; tried to read {need} header bytes, only got {have}")
+            }
+            "packet record" => {
+                let hl = if need - have > 0 { 16 } else { 0 };
+                format!(
+                    "truncated dump file; tried to read {} captured bytes, only got {}",
+                    need.saturating_sub(hl),
+                    have.saturating_sub(hl)
+                )
+            }
+            _ => format!("truncated pcapng dump file; tried to read {need} bytes, only got {have}"),
+        },
+        ErrorKind::ArchaicVersion { .. } => "archaic pcap savefile format".into(),
+        ErrorKind::UnsupportedVersion {
+            format,
+            major,
+            minor,
+        } => {
+            format!("unsupported {format} savefile version {major}.{minor}")
+        }
+        ErrorKind::CaplenTooLarge { caplen, max } => {
+            format!("invalid packet capture length {caplen}, bigger than maximum of {max}")
+        }
+        _ => e.kind().to_string(),
+    }
+}
+
+/// libpcap's snapshot length of a file: a zero or too large value becomes
+/// the link type's maximum.
+fn adjust_snapshot(linktype: u16, snaplen: u32) -> c_int {
+    let max = max_snaplen_for_linktype(linktype);
+    let s = if snaplen == 0 || snaplen > max {
+        max
+    } else {
+        snaplen
+    };
+    s as c_int
+}
+
+/// Opens a handle on an open `FILE *` (which it then owns, even on error).
+fn open_file(
+    file: *mut libc::FILE,
+    name: &str,
+    precision: c_int,
+    errbuf: *mut c_char,
+) -> *mut pcap_t {
+    let fail = |msg: &str| {
+        // SAFETY: errbuf is the caller's PCAP_ERRBUF_SIZE buffer or NULL.
+        unsafe { crate::put_errbuf(errbuf, msg) };
+        std::ptr::null_mut()
+    };
+    if precision != PCAP_TSTAMP_PRECISION_MICRO && precision != PCAP_TSTAMP_PRECISION_NANO {
+        // SAFETY: ours to close.
+        unsafe { libc::fclose(file) };
+        return fail(&format!("unknown time stamp resolution {precision}"));
+    }
+    let opened = CaptureReader::from_reader(CFile(file), name).and_then(|mut r| {
+        let first = r.read_interface()?;
+        Ok((r, first))
+    });
+    let (reader, first) = match opened {
+        Ok(x) => x,
+        Err(e) => {
+            // SAFETY: the reader is gone; the FILE is ours to close.
+            unsafe { libc::fclose(file) };
+            return fail(&file_error(&e));
+        }
+    };
+    let Some(first) = first else {
+        // SAFETY: as above.
+        unsafe { libc::fclose(file) };
+        return fail("the capture file has no Interface Description Blocks");
+    };
+    let format = reader.format();
+    let (swapped, version) = match format {
+        CaptureFormat::Pcap { big_endian, .. } => {
+            (big_endian != cfg!(target_endian = "big"), (2, 4))
+        }
+        CaptureFormat::PcapNg { big_endian, .. } => {
+            (big_endian != cfg!(target_endian = "big"), (1, 0))
+        }
+    };
+    let offline = Offline {
+        file,
+        reader,
+        linktype: first.linktype,
+    };
+    let dlt = linktype_to_dlt(u32::from(first.linktype));
+    let p = pcap_t::register(
+        Source::Offline(Box::new(offline)),
+        dlt,
+        adjust_snapshot(first.linktype, first.snaplen),
+        precision,
+    );
+    // SAFETY: just registered.
+    let h = unsafe { &*p };
+    h.swapped.set(swapped);
+    h.version.set(version);
+    p
+}
+
+/// `pcap_open_offline_with_tstamp_precision`: opens a pcap or pcapng file
+/// (`-` is the standard input).
+///
+/// # Safety
+/// `fname` NULL or a C string; `errbuf` NULL or `PCAP_ERRBUF_SIZE` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_open_offline_with_tstamp_precision(
+    fname: *const c_char,
+    precision: c_uint,
+    errbuf: *mut c_char,
+) -> *mut pcap_t {
+    // SAFETY: as documented.
+    let Some(name) = (unsafe { crate::cstr(fname) }) else {
+        // SAFETY: as documented.
+        unsafe { crate::put_errbuf(errbuf, "A null pointer was supplied as the file name") };
+        return std::ptr::null_mut();
+    };
+    let file = if name.to_bytes() == b"-" {
+        // SAFETY: standard input's descriptor, duplicated so that closing
+        // the handle leaves fd 0 open for the program.
+        unsafe { libc::fdopen(libc::dup(0), c"rb".as_ptr()) }
+    } else {
+        // SAFETY: a valid C string and mode.
+        unsafe { libc::fopen(name.as_ptr(), c"rb".as_ptr()) }
+    };
+    let shown = name.to_string_lossy();
+    if file.is_null() {
+        let err = io::Error::last_os_error();
+        let msg = format!(
+            "{shown}: {}",
+            errno_text(err.raw_os_error().unwrap_or(libc::EIO))
+        );
+        // SAFETY: as documented.
+        unsafe { crate::put_errbuf(errbuf, &msg) };
+        return std::ptr::null_mut();
+    }
+    open_file(file, &shown, precision as c_int, errbuf)
+}
+
+/// `pcap_open_offline`: as [`pcap_open_offline_with_tstamp_precision`]
+/// with microseconds.
+///
+/// # Safety
+/// As [`pcap_open_offline_with_tstamp_precision`].
+#[no_mangle]
+pub unsafe extern "C" fn pcap_open_offline(
+    fname: *const c_char,
+    errbuf: *mut c_char,
+) -> *mut pcap_t {
+    // SAFETY: as documented.
+    unsafe {
+        pcap_open_offline_with_tstamp_precision(
+            fname,
+            PCAP_TSTAMP_PRECISION_MICRO as c_uint,
+            errbuf,
+        )
+    }
+}
+
+/// `pcap_fopen_offline_with_tstamp_precision`: reads an open `FILE *`,
+/// which the handle then owns (closed by `pcap_close`).
+///
+/// # Safety
+/// `fp` NULL or an open stream; `errbuf` NULL or `PCAP_ERRBUF_SIZE` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn pcap_fopen_offline_with_tstamp_precision(
+    fp: *mut libc::FILE,
+    precision: c_uint,
+    errbuf: *mut c_char,
+) -> *mut pcap_t {
+    if fp.is_null() {
+        // SAFETY: as documented.
+        unsafe { crate::put_errbuf(errbuf, "A null pointer was supplied as the file") };
+        return std::ptr::null_mut();
+    }
+    open_file(fp, "(FILE)", precision as c_int, errbuf)
+}
+
+/// `pcap_fopen_offline`: microsecond time stamps.
+///
+/// # Safety
+/// As [`pcap_fopen_offline_with_tstamp_precision`].
+#[no_mangle]
+pub unsafe extern "C" fn pcap_fopen_offline(
+    fp: *mut libc::FILE,
+    errbuf: *mut c_char,
+) -> *mut pcap_t {
+    // SAFETY: as documented.
+    unsafe {
+        pcap_fopen_offline_with_tstamp_precision(fp, PCAP_TSTAMP_PRECISION_MICRO as c_uint, errbuf)
+    }
+}
+
+/// `pcap_open_dead_with_tstamp_precision`: a handle for compiling filters
+/// and writing files of link type `dlt`.
+#[no_mangle]
+pub extern "C" fn pcap_open_dead_with_tstamp_precision(
+    dlt: c_int,
+    snaplen: c_int,
+    precision: c_uint,
+) -> *mut pcap_t {
+    let precision = precision as c_int;
+    if precision != PCAP_TSTAMP_PRECISION_MICRO && precision != PCAP_TSTAMP_PRECISION_NANO {
+        return std::ptr::null_mut();
+    }
+    let snaplen = if snaplen <= 0 { 262_144 } else { snaplen };
+    pcap_t::register(Source::Dead, dlt, snaplen, precision)
+}
+
+/// `pcap_open_dead`: microsecond time stamps.
+#[no_mangle]
+pub extern "C" fn pcap_open_dead(dlt: c_int, snaplen: c_int) -> *mut pcap_t {
+    pcap_open_dead_with_tstamp_precision(dlt, snaplen, PCAP_TSTAMP_PRECISION_MICRO as c_uint)
+}
