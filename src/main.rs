@@ -47,6 +47,8 @@ enum Cmd {
     },
     /// Send a capture's frames out of an interface (tcpreplay's core).
     Replay(cli::replay::ReplayArgs),
+    /// Run a program on sluice's libpcap (`sluice exec -- tcpdump -r x.pcap tcp`).
+    Exec(cli::exec::ExecArgs),
     /// Time each engine on a capture held in memory, next to libpcap.
     Bench(cli::bench::BenchArgs),
     /// Print a shell completion script: `sluice completions bash > /etc/bash_completion.d/sluice`.
@@ -99,6 +101,7 @@ fn main() -> ExitCode {
         Cmd::Bench(args) => cli::bench::run(args),
         Cmd::ListInterfaces { json } => cli::live::list_interfaces(json),
         Cmd::Replay(args) => cli::replay::run(args),
+        Cmd::Exec(args) => cli::exec::run(args),
         Cmd::Completions { shell } => completions(shell),
         Cmd::Man { page } => man(page.as_deref()),
     };

@@ -2,6 +2,7 @@
 //! captures, walking their packets with a progress bar, standard output.
 
 pub mod bench;
+pub mod exec;
 pub mod filter;
 pub mod flow;
 pub mod input;
