@@ -34,6 +34,7 @@ pub struct ProgramBuilder {
     pub(crate) capture_big_endian: bool,
     pub(crate) dir: Option<PathBuf>,
     pub(crate) resolver: Option<Arc<dyn Resolver>>,
+    pub(crate) netmask: Option<u32>,
 }
 
 impl ProgramBuilder {
@@ -52,7 +53,22 @@ impl ProgramBuilder {
             capture_big_endian: cfg!(target_endian = "big"),
             dir: None,
             resolver: None,
+            netmask: None,
         }
+    }
+
+    /// The network's netmask, for `ip broadcast` (libpcap's
+    /// `pcap_compile` argument; `None`, the default, refuses it).
+    ///
+    /// ```
+    /// use sluice_filter::{LinkType, Program};
+    /// let b = Program::builder(LinkType::RAW);
+    /// assert!(b.expression("ip broadcast").is_err());
+    /// assert!(b.netmask(Some(0xffff_ff00)).expression("ip broadcast").is_ok());
+    /// ```
+    pub fn netmask(mut self, netmask: Option<u32>) -> ProgramBuilder {
+        self.netmask = netmask;
+        self
     }
 
     /// What an accepted packet returns (the capture's snapshot length).
@@ -148,12 +164,13 @@ impl ProgramBuilder {
     /// assert!(b.expression("pcap: tcp").is_err());
     /// ```
     pub fn expression(&self, text: &str) -> Result<Program, Error> {
-        let ir = sluice_pcap::compile_with(
+        let ir = sluice_pcap::compile_with_netmask(
             text,
             self.linktype,
             self.snaplen,
             self.capture_big_endian,
             self.resolver.clone(),
+            self.netmask,
         )
         .map_err(Error::Expression)?;
         Program::from_ir(ir, self.optimize)

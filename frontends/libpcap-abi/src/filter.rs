@@ -13,7 +13,7 @@ use crate::handle::{handle_or, pcap_t, Source, BAD_HANDLE};
 use crate::types::*;
 use sluice_bpf::Insn;
 use sluice_capture::CaptureFormat;
-use sluice_filter::{LinkType, Program};
+use sluice_filter::{LinkType, Program, SystemResolver};
 use std::ffi::{c_char, c_int, c_uint};
 use std::sync::{Arc, Mutex};
 
@@ -67,6 +67,23 @@ pub(crate) unsafe fn insns_of(fp: *const bpf_program) -> Option<Vec<Insn>> {
     )
 }
 
+/// The message programs print for a compile error: libpcap's words for
+/// a syntax error, sluice's reason (without its column) for the others,
+/// as libpcap words most of those. (`sluice filter` shows the column.)
+fn message(e: &sluice_filter::Error) -> String {
+    match e {
+        sluice_filter::Error::Expression(c) => {
+            let m = &c.message;
+            if m.starts_with("expected ") || m.starts_with("unexpected character") {
+                "can't parse filter expression: syntax error".into()
+            } else {
+                m.clone()
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
 /// Compiles `text` for a DLT value; the message on failure.
 fn compile(
     text: &str,
@@ -74,6 +91,7 @@ fn compile(
     snaplen: c_int,
     optimize: bool,
     big_endian: bool,
+    netmask: BpfU32,
 ) -> Result<Arc<Program>, String> {
     let linktype = u32::try_from(dlt)
         .ok()
@@ -87,8 +105,10 @@ fn compile(
         .snaplen(snaplen)
         .optimize(optimize)
         .capture_big_endian(big_endian)
+        .netmask((netmask != PCAP_NETMASK_UNKNOWN).then_some(netmask))
+        .resolver(Arc::new(SystemResolver))
         .expression(text)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| message(&e))?;
     let program = Arc::new(program);
     remember(&program);
     Ok(program)
@@ -152,7 +172,7 @@ pub unsafe extern "C" fn pcap_compile(
     fp: *mut bpf_program,
     text: *const c_char,
     optimize: c_int,
-    _netmask: BpfU32,
+    netmask: BpfU32,
 ) -> c_int {
     let h = handle_or!(p, BAD_HANDLE);
     if !h.is_activated() {
@@ -183,6 +203,7 @@ pub unsafe extern "C" fn pcap_compile(
         h.snapshot.get(),
         optimize != 0,
         big_endian,
+        netmask,
     ) {
         // SAFETY: fp checked non-NULL and writable per the contract.
         Ok(prog) => match unsafe { fill(fp, &prog) } {
@@ -204,7 +225,7 @@ pub unsafe extern "C" fn pcap_compile_nopcap(
     fp: *mut bpf_program,
     text: *const c_char,
     optimize: c_int,
-    _netmask: BpfU32,
+    netmask: BpfU32,
 ) -> c_int {
     if fp.is_null() {
         return PCAP_ERROR;
@@ -219,6 +240,7 @@ pub unsafe extern "C" fn pcap_compile_nopcap(
         snaplen,
         optimize != 0,
         cfg!(target_endian = "big"),
+        netmask,
     ) {
         // SAFETY: fp checked non-NULL.
         Ok(prog) => match unsafe { fill(fp, &prog) } {

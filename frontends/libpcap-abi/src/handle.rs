@@ -36,6 +36,9 @@ pub struct pcap_t {
     pub(crate) break_loop: Arc<AtomicBool>,
     /// DLT value (not the file's LINKTYPE value).
     pub(crate) dlt: Cell<c_int>,
+    /// The upper 16 bits of a pcap file's link-type field (FCS length
+    /// bits), written back by `pcap_dump_open`.
+    pub(crate) linktype_ext: Cell<u32>,
     pub(crate) snapshot: Cell<c_int>,
     pub(crate) precision: Cell<c_int>,
     pub(crate) swapped: Cell<bool>,
@@ -54,6 +57,12 @@ pub struct pcap_t {
 
 static HANDLES: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
 
+/// The last messages of recently closed handles. Some programs (pcapy's
+/// `compile`) read `pcap_geterr` right after `pcap_close`, which works on
+/// libpcap by the luck of freed memory; here it works by design.
+static CLOSED: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
+const CLOSED_KEPT: usize = 16;
+
 impl pcap_t {
     /// A new handle in the registry; C gets the pointer.
     pub(crate) fn register(
@@ -67,6 +76,7 @@ impl pcap_t {
             errbuf: UnsafeCell::new([0; PCAP_ERRBUF_SIZE]),
             break_loop: Arc::new(AtomicBool::new(false)),
             dlt: Cell::new(dlt),
+            linktype_ext: Cell::new(0),
             snapshot: Cell::new(snapshot),
             precision: Cell::new(precision),
             swapped: Cell::new(false),
@@ -121,6 +131,14 @@ impl pcap_t {
         code
     }
 
+    /// The current message, as text.
+    pub(crate) fn message(&self) -> String {
+        // SAFETY: the handle's own buffer, always NUL-terminated.
+        let buf = unsafe { &*self.errbuf.get() };
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    }
+
     pub(crate) fn errbuf_ptr(&self) -> *mut c_char {
         self.errbuf.get().cast()
     }
@@ -168,7 +186,15 @@ pub unsafe extern "C" fn pcap_close(p: *mut pcap_t) {
     }
     // SAFETY: the pointer was registered (so came from Box::into_raw) and
     // is now out of the registry, so nothing else frees it.
-    drop(unsafe { Box::from_raw(p) });
+    let h = unsafe { Box::from_raw(p) };
+    let last = h.message();
+    drop(h);
+    let mut closed = CLOSED.lock().unwrap_or_else(|e| e.into_inner());
+    closed.retain(|(q, _)| *q != p as usize);
+    if closed.len() >= CLOSED_KEPT {
+        closed.remove(0);
+    }
+    closed.push((p as usize, last));
 }
 
 /// `pcap_geterr`: the handle's last error message ("" for a NULL or
@@ -178,12 +204,16 @@ pub unsafe extern "C" fn pcap_close(p: *mut pcap_t) {
 /// `p` is NULL or a pointer C got from this library.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_geterr(p: *mut pcap_t) -> *mut c_char {
-    static NONE: [u8; 32] = *b"not a pcap_t of this library\0\0\0\0";
     // SAFETY: checked against the registry.
-    match unsafe { pcap_t::get(p) } {
-        Some(h) => h.errbuf_ptr(),
-        None => NONE.as_ptr().cast_mut().cast(),
+    if let Some(h) = unsafe { pcap_t::get(p) } {
+        return h.errbuf_ptr();
     }
+    let closed = CLOSED.lock().unwrap_or_else(|e| e.into_inner());
+    let msg = match closed.iter().rev().find(|(q, _)| *q == p as usize) {
+        Some((_, m)) => m.as_str(),
+        None => "not a pcap_t of this library",
+    };
+    crate::names::scratch(msg).cast_mut()
 }
 
 /// `pcap_perror`: prints `prefix: message` on stderr.
@@ -233,14 +263,18 @@ pub unsafe extern "C" fn pcap_datalink(p: *mut pcap_t) -> c_int {
     h.dlt.get()
 }
 
-/// `pcap_datalink_ext`: as [`pcap_datalink`] (no extension bits here).
+/// `pcap_datalink_ext`: the extension bits of a pcap file's link-type
+/// field (its FCS length), 0 for other handles.
 ///
 /// # Safety
 /// As [`pcap_datalink`].
 #[no_mangle]
 pub unsafe extern "C" fn pcap_datalink_ext(p: *mut pcap_t) -> c_int {
-    // SAFETY: as documented.
-    unsafe { pcap_datalink(p) }
+    let h = handle_or!(p, BAD_HANDLE);
+    if !h.is_activated() {
+        return not_activated(h);
+    }
+    h.linktype_ext.get() as c_int
 }
 
 /// `pcap_snapshot`: the snapshot length.

@@ -15,22 +15,45 @@ use crate::types::*;
 use sluice_capture::{
     max_snaplen_for_linktype, CaptureError, CaptureFormat, CaptureReader, ErrorKind,
 };
+use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_uint};
 use std::io::{self, Read};
+use std::rc::Rc;
 
-/// A `FILE *` as a byte reader.
-pub(crate) struct CFile(*mut libc::FILE);
+/// A `FILE *` as a byte reader, keeping the first 24 bytes (a pcap
+/// file's header, whose link-type field has bits the reader drops).
+pub(crate) struct CFile {
+    file: *mut libc::FILE,
+    head: Rc<RefCell<Vec<u8>>>,
+}
 
 impl Read for CFile {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         // SAFETY: the FILE is open for as long as the Offline owning it.
-        let n = unsafe { libc::fread(buf.as_mut_ptr().cast(), 1, buf.len(), self.0) };
+        let n = unsafe { libc::fread(buf.as_mut_ptr().cast(), 1, buf.len(), self.file) };
         // SAFETY: as above.
-        if n == 0 && !buf.is_empty() && unsafe { libc::ferror(self.0) } != 0 {
+        if n == 0 && !buf.is_empty() && unsafe { libc::ferror(self.file) } != 0 {
             return Err(io::Error::last_os_error());
         }
+        let mut head = self.head.borrow_mut();
+        let keep = (24 - head.len().min(24)).min(n);
+        head.extend_from_slice(&buf[..keep]);
         Ok(n)
     }
+}
+
+/// The upper 16 bits of a pcap header's link-type field.
+fn linktype_ext(head: &[u8], big_endian: bool) -> u32 {
+    let Some(b) = head.get(20..24) else {
+        return 0;
+    };
+    let b = [b[0], b[1], b[2], b[3]];
+    let v = if big_endian {
+        u32::from_be_bytes(b)
+    } else {
+        u32::from_le_bytes(b)
+    };
+    v & 0xffff_0000
 }
 
 /// An open capture file.
@@ -68,8 +91,7 @@ pub(crate) fn file_error(e: &CaptureError) -> String {
                 "truncated dump file; tried to read {need} file header bytes, only got {have}"
             ),
             "pcap file header" => format!(
-                "truncated dump file; tried to read {} file header bytes, only got {}",
-                need - 4,
+                "truncated dump file; tried to read {need} file header bytes, only got {}",
                 have.saturating_sub(4)
             ),
             "packet record header" => {
@@ -100,16 +122,15 @@ pub(crate) fn file_error(e: &CaptureError) -> String {
     }
 }
 
-/// libpcap's snapshot length of a file: a zero or too large value becomes
-/// the link type's maximum.
+/// libpcap's snapshot length of a file: zero (or beyond `INT_MAX`)
+/// becomes the link type's maximum.
 fn adjust_snapshot(linktype: u16, snaplen: u32) -> c_int {
-    let max = max_snaplen_for_linktype(linktype);
-    let s = if snaplen == 0 || snaplen > max {
-        max
+    // libpcap 1.10 keeps any value up to INT_MAX.
+    if snaplen == 0 || snaplen > i32::MAX as u32 {
+        max_snaplen_for_linktype(linktype) as c_int
     } else {
-        snaplen
-    };
-    s as c_int
+        snaplen as c_int
+    }
 }
 
 /// Opens a handle on an open `FILE *` (which it then owns, even on error).
@@ -129,7 +150,12 @@ fn open_file(
         unsafe { libc::fclose(file) };
         return fail(&format!("unknown time stamp resolution {precision}"));
     }
-    let opened = CaptureReader::from_reader(CFile(file), name).and_then(|mut r| {
+    let head = Rc::new(RefCell::new(Vec::new()));
+    let input = CFile {
+        file,
+        head: Rc::clone(&head),
+    };
+    let opened = CaptureReader::from_reader(input, name).and_then(|mut r| {
         let first = r.read_interface()?;
         Ok((r, first))
     });
@@ -147,12 +173,14 @@ fn open_file(
         return fail("the capture file has no Interface Description Blocks");
     };
     let format = reader.format();
-    let (swapped, version) = match format {
-        CaptureFormat::Pcap { big_endian, .. } => {
-            (big_endian != cfg!(target_endian = "big"), (2, 4))
-        }
+    let (swapped, version, ext) = match format {
+        CaptureFormat::Pcap { big_endian, .. } => (
+            big_endian != cfg!(target_endian = "big"),
+            (2, 4),
+            linktype_ext(&head.borrow(), big_endian),
+        ),
         CaptureFormat::PcapNg { big_endian, .. } => {
-            (big_endian != cfg!(target_endian = "big"), (1, 0))
+            (big_endian != cfg!(target_endian = "big"), (1, 0), 0)
         }
     };
     let offline = Offline {
@@ -171,6 +199,7 @@ fn open_file(
     let h = unsafe { &*p };
     h.swapped.set(swapped);
     h.version.set(version);
+    h.linktype_ext.set(ext);
     p
 }
 

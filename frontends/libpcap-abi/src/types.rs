@@ -122,6 +122,9 @@ pub const PCAP_IF_CONNECTION_STATUS_CONNECTED: u32 = 0x10;
 pub const PCAP_IF_CONNECTION_STATUS_DISCONNECTED: u32 = 0x20;
 pub const PCAP_IF_CONNECTION_STATUS_NOT_APPLICABLE: u32 = 0x30;
 
+/// `PCAP_NETMASK_UNKNOWN`: `pcap_compile` without a netmask.
+pub const PCAP_NETMASK_UNKNOWN: u32 = 0xffff_ffff;
+
 /// The pcap file magic numbers, microsecond and nanosecond.
 pub const TCPDUMP_MAGIC: u32 = 0xa1b2_c3d4;
 pub const NSEC_TCPDUMP_MAGIC: u32 = 0xa1b2_3c4d;

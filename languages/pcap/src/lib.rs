@@ -80,6 +80,30 @@ pub fn compile_with(
     capture_big_endian: bool,
     resolver: Option<std::sync::Arc<dyn resolve::Resolver>>,
 ) -> Result<sluice_ir::Filter, CompileError> {
+    compile_with_netmask(text, linktype, snaplen, capture_big_endian, resolver, None)
+}
+
+/// [`compile_with`] knowing the network's netmask (`pcap_compile`'s last
+/// argument), so that `ip broadcast` compiles: a destination whose host
+/// part is all zeros or all ones.
+///
+/// ```
+/// use sluice_pcap::{compile_with_netmask, link::LinkType};
+/// assert!(compile_with_netmask("ip broadcast", LinkType::RAW, 65535, false, None, None).is_err());
+/// let f = compile_with_netmask("ip broadcast", LinkType::RAW, 65535, false, None, Some(0)).unwrap();
+/// let mut pkt = [0u8; 20];
+/// pkt[0] = 0x45;
+/// pkt[16..20].copy_from_slice(&[255; 4]);
+/// assert_ne!(f.run(&pkt, 20), 0);
+/// ```
+pub fn compile_with_netmask(
+    text: &str,
+    linktype: link::LinkType,
+    snaplen: u32,
+    capture_big_endian: bool,
+    resolver: Option<std::sync::Arc<dyn resolve::Resolver>>,
+    netmask: Option<u32>,
+) -> Result<sluice_ir::Filter, CompileError> {
     let e = parser::parse(text)?;
-    gen::generate_with(&e, linktype, snaplen, capture_big_endian, resolver)
+    gen::generate_with_netmask(&e, linktype, snaplen, capture_big_endian, resolver, netmask)
 }

@@ -84,6 +84,9 @@ pub(crate) struct Gen {
     pub(crate) capture_big_endian: bool,
     /// Turns host names into addresses (none: names are refused).
     pub(crate) resolver: Option<std::sync::Arc<dyn crate::resolve::Resolver>>,
+    /// The network's netmask for `ip broadcast` (`None`: not known, and
+    /// `ip broadcast` is refused, as libpcap refuses it).
+    pub(crate) netmask: Option<u32>,
 }
 
 impl Gen {
@@ -96,6 +99,7 @@ impl Gen {
             refusal: std::cell::RefCell::new(None),
             capture_big_endian: cfg!(target_endian = "big"),
             resolver: None,
+            netmask: None,
         }
     }
 }
@@ -152,9 +156,23 @@ pub fn generate_with(
     capture_big_endian: bool,
     resolver: Option<std::sync::Arc<dyn crate::resolve::Resolver>>,
 ) -> Result<Filter, CompileError> {
+    generate_with_netmask(e, dlt, snaplen, capture_big_endian, resolver, None)
+}
+
+/// [`generate_with`] knowing the network's netmask, for `ip broadcast`
+/// (libpcap's `pcap_compile` argument; `None` for `PCAP_NETMASK_UNKNOWN`).
+pub fn generate_with_netmask(
+    e: &Expr,
+    dlt: LinkType,
+    snaplen: u32,
+    capture_big_endian: bool,
+    resolver: Option<std::sync::Arc<dyn crate::resolve::Resolver>>,
+    netmask: Option<u32>,
+) -> Result<Filter, CompileError> {
     let mut g = Gen::new(Offsets::new(dlt));
     g.capture_big_endian = capture_big_endian;
     g.resolver = resolver;
+    g.netmask = netmask;
     g.link_setup();
     let pred = g.expr(e)?;
     g.check_refusal(e.span())?;

@@ -435,10 +435,23 @@ impl Gen {
                 Some((_, dst)) => Ok(self.mac_eq(dst, [0xff; 6])),
                 None => err(span, format!("not a broadcast link ({})", self.off.dlt)),
             },
-            Some(Proto::Ip) => err(
-                span,
-                "netmask not known, so 'ip broadcast' not supported (use 'ip dst host a.b.c.255')",
-            ),
+            Some(Proto::Ip) => match self.netmask {
+                // The destination's host part all zeros or all ones.
+                Some(mask) => {
+                    let dst = || ld(&self.off.net, 16, Size::Word);
+                    Ok(Pred::and(vec![
+                        self.linktype(et::IP),
+                        Pred::or(vec![
+                            Pred::masked_eq(dst(), !mask, 0),
+                            Pred::masked_eq(dst(), !mask, !mask),
+                        ]),
+                    ]))
+                }
+                None => err(
+                    span,
+                    "netmask not known, so 'ip broadcast' not supported (use 'ip dst host a.b.c.255')",
+                ),
+            },
             Some(_) => err(span, "only link-layer/IP broadcast filters supported"),
         }
     }
