@@ -10,56 +10,20 @@
 
 mod common;
 
-use common::{abi_dir, first_difference, resolved_libpcap, run, scratch, skip, Lib, Ran};
+use common::{abi_dir, first_difference, resolved_libpcap, run, scratch, Lib, Ran};
 use sluice_testsupport::corpus;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 const SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c/api.c");
-const HEADER: &str = "/usr/include/pcap/pcap.h";
 
-/// The compiled program, built once per test process; `None` (after
-/// saying why) where there is no C compiler or no libpcap-dev.
+/// The compiled program, built once per test process (`None` where it
+/// cannot be built here; see [`common::build_c`]).
 fn api_program() -> Option<&'static Path> {
     static BIN: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if !Path::new(HEADER).is_file() {
-            skip(
-                "api",
-                &format!("{HEADER} missing (apt-get install libpcap-dev)"),
-            );
-            return None;
-        }
-        let dir = scratch("api-build");
-        let bin = dir.join("api");
-        let o = std::process::Command::new("cc")
-            .args([
-                "-std=c11",
-                "-D_DEFAULT_SOURCE",
-                "-Wall",
-                "-Wextra",
-                "-Werror",
-                "-O1",
-            ])
-            .args(["-o", bin.to_str().unwrap(), SOURCE, "-lpcap"])
-            .output();
-        match o {
-            Err(e) => {
-                skip("api", &format!("no C compiler (cc): {e}"));
-                None
-            }
-            Ok(o) => {
-                assert!(
-                    o.status.success(),
-                    "cc {SOURCE} failed (an ABI assertion?):\n{}",
-                    String::from_utf8_lossy(&o.stderr)
-                );
-                Some(bin)
-            }
-        }
-    })
-    .as_deref()
+    BIN.get_or_init(|| common::build_c(Path::new(SOURCE)))
+        .as_deref()
 }
 
 /// What a `~ KEY ~ VALUE` line is compared by: KEY.

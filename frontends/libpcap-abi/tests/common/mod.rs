@@ -355,3 +355,49 @@ pub fn resolved_libpcap(lib: Lib, binary: &str) -> String {
         .map(|l| l.trim().to_string())
         .unwrap_or_default()
 }
+
+/// Compile the C program `source` with `cc` against the system
+/// `<pcap/pcap.h>`, linked with `-lpcap` (so it NEEDs libpcap.so.0.8);
+/// `None`, after [`skip`], where libpcap-dev or `cc` is missing. A program
+/// that does not compile (an ABI assertion failing) fails the test.
+pub fn build_c(source: &Path) -> Option<PathBuf> {
+    let header = "/usr/include/pcap/pcap.h";
+    let name = source.file_stem().unwrap().to_str().unwrap();
+    if !Path::new(header).is_file() {
+        skip(
+            name,
+            &format!("{header} missing (apt-get install libpcap-dev)"),
+        );
+        return None;
+    }
+    let bin = scratch(&format!("build-{name}")).join(name);
+    let o = Command::new("cc")
+        .args([
+            "-std=c11",
+            "-D_DEFAULT_SOURCE",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-O1",
+        ])
+        .arg("-o")
+        .arg(&bin)
+        .arg(source)
+        .arg("-lpcap")
+        .output();
+    match o {
+        Err(e) => {
+            skip(name, &format!("no C compiler (cc): {e}"));
+            None
+        }
+        Ok(o) => {
+            assert!(
+                o.status.success(),
+                "cc {} failed:\n{}",
+                source.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            Some(bin)
+        }
+    }
+}
