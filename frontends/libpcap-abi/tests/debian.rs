@@ -138,6 +138,15 @@ fn tcpdump_prints_every_capture_alike() {
             jobs_.push(j);
         }
     }
+    // Files that are not captures: the same refusal, in the same words.
+    let dir = scratch("tcpdump-bad");
+    std::fs::write(dir.join("empty"), b"").unwrap();
+    std::fs::write(dir.join("text"), b"not a capture at all\n").unwrap();
+    std::fs::write(dir.join("short"), [0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0]).unwrap();
+    for bad in ["empty", "text", "short", "missing"] {
+        jobs_.push(Job::new("tcpdump", &["-n", "-r", s(&dir.join(bad))]));
+    }
+    jobs_.push(Job::new("tcpdump", &["-n", "-r", s(&dir)]));
     // Name resolution (no -n) is left out: it asks DNS, slowly.
     let sys = compare_all("tcpdump -r", &jobs_);
     let printed = sys
@@ -578,9 +587,9 @@ fn tcpdump_programs_filter_as_libpcap_does() {
         },
     );
     let failures: Vec<String> = results.iter().filter_map(|r| r.clone().err()).collect();
+    report("tcpdump -d/-dd/-ddd programs", work.len(), &failures);
     let compiled = results.iter().filter(|r| matches!(r, Ok(true))).count();
     assert!(compiled >= exprs.len(), "only {compiled} programs compared");
-    report("tcpdump -d/-dd/-ddd programs", work.len(), &failures);
 }
 
 #[test]
