@@ -13,7 +13,8 @@
  * Lines starting with "~" hold text that may legitimately differ between
  * two correct libraries (the library's version string, the instructions
  * a compiler emits for an expression and their bpf_image text, the value
- * a compiled filter returns on accept, descriptor numbers). They read
+ * a compiled filter returns on accept, descriptor numbers, the capture
+ * sources pcap_findalldevs lists that are not network interfaces). They read
  * "~ KEY ~ VALUE" and api.rs compares only KEY. Everything else, error
  * messages included, is compared exactly.
  *
@@ -23,6 +24,7 @@
  * standard input is read with the name "-".
  */
 #include <pcap/pcap.h>
+#include <sys/socket.h>
 /* pcap_compile_nopcap is deprecated, and still exported. */
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
@@ -546,6 +548,18 @@ static void compile_errors(void) {
 		}
 		pcap_close(p);
 	}
+	/* A NULL expression is taken as an empty one (accept everything);
+	 * pcap_setfilter(p, NULL) is not tried: libpcap 1.10.3 crashes. */
+	{
+		pcap_t *d = pcap_open_dead(DLT_EN10MB, 65535);
+		struct bpf_program prog;
+		const u_char pkt[20] = {0};
+		int r = pcap_compile(d, &prog, NULL, 1, PCAP_NETMASK_UNKNOWN);
+		printf("compile NULL: %d accepts=%d\n", r,
+		       r == 0 ? bpf_filter(prog.bf_insns, pkt, 20, 20) != 0 : -1);
+		if (r == 0) pcap_freecode(&prog);
+		pcap_close(d);
+	}
 	/* pcap_compile_nopcap. */
 	for (int opt = 0; opt < 2; opt++) {
 		struct bpf_program prog;
@@ -883,6 +897,37 @@ static void offline_handle(const char *dir) {
 	bpf_u_int32 net, mask;
 	r = pcap_lookupnet("nosuchdev0", &net, &mask, errbuf);
 	printf("lookupnet nosuchdev0: %d err=%s\n", r, r ? errbuf : "");
+	/* The machine's devices: the same on both runs, one after the other. */
+	char *dev = pcap_lookupdev(errbuf);
+	printf("lookupdev: %s\n", dev ? dev : errbuf);
+	pcap_if_t *devs = NULL;
+	r = pcap_findalldevs(&devs, errbuf);
+	printf("findalldevs: %d\n", r);
+	/* Network interfaces and "any" exactly; libpcap's other sources
+	 * (bluetooth-monitor, nflog, nfqueue, dbus-*) only by name, on one
+	 * loose line: a library need not offer them. */
+	char others[2048] = "";
+	for (pcap_if_t *d = devs; d; d = d->next) {
+		char sys[512];
+		snprintf(sys, sizeof sys, "/sys/class/net/%s", d->name);
+		struct stat st;
+		if (strcmp(d->name, "any") != 0 && stat(sys, &st) != 0) {
+			if (strlen(others) + strlen(d->name) + 2 < sizeof others) {
+				strcat(others, " ");
+				strcat(others, d->name);
+			}
+			continue;
+		}
+		printf("  dev %s desc=%s flags=0x%x addrs:", d->name, str(d->description), d->flags);
+		for (pcap_addr_t *a = d->addresses; a; a = a->next)
+			printf(" %d/%d/%d/%d", a->addr ? a->addr->sa_family : -1,
+			       a->netmask ? a->netmask->sa_family : -1,
+			       a->broadaddr ? a->broadaddr->sa_family : -1,
+			       a->dstaddr ? a->dstaddr->sa_family : -1);
+		printf("\n");
+	}
+	printf("~ other sources ~%s\n", others);
+	if (r == 0) pcap_freealldevs(devs);
 	r = pcap_init(99, errbuf);
 	printf("init 99: %d err=%s\n", r, r ? errbuf : "");
 	r = pcap_init(PCAP_CHAR_ENC_LOCAL, errbuf);
