@@ -64,6 +64,22 @@ fn output(net: &Net, lib: Lib, program: &str, args: &[&str]) -> std::process::Ou
     cmd.output().unwrap()
 }
 
+/// The lines of a `-D` listing about the namespace's network devices and
+/// `any`, without their numbers. libpcap also lists capture sources that
+/// are not network interfaces (bluetooth-monitor, nflog, nfqueue,
+/// dbus-*), which a library need not offer; they are left out, and so the
+/// numbering, which they shift.
+fn devices(listing: &[u8]) -> Vec<String> {
+    text(listing)
+        .lines()
+        .filter_map(|l| {
+            let rest = l.split_once('.')?.1.trim_start();
+            let name = rest.split_whitespace().next()?;
+            ["vb", "lo", "any"].contains(&name).then(|| rest.to_string())
+        })
+        .collect()
+}
+
 #[test]
 fn abi_tcpdump_captures_what_it_captures_on_libpcap() {
     let Some(net) = Net::new("abi-tcpdump") else {
@@ -236,15 +252,18 @@ fn abi_interfaces_and_programs_are_printed_as_on_libpcap() {
         let what = format!("{program} {}", args.join(" "));
         assert_eq!(c.status, s.status, "{what}: {}", text(&c.stderr));
         assert_eq!(text(&c.stderr), text(&s.stderr), "{what}: standard error");
-        if !args.contains(&"-d") {
+        if args == &["-D"] {
+            assert_eq!(devices(&c.stdout), devices(&s.stdout), "{what}");
+            assert_eq!(devices(&s.stdout).len(), 3, "{what}: {}", text(&s.stdout));
+        } else if !args.contains(&"-d") {
             assert_eq!(text(&c.stdout), text(&s.stdout), "{what}");
         }
     }
     // The compiled programs may differ from libpcap's, but dumpcap prints
     // the candidate's as tcpdump -d does (both with the library's
-    // bpf_image).
+    // bpf_image). Not "ip broadcast": the two pass different netmasks.
     if dumpcap {
-        for e in exprs {
+        for e in exprs.iter().filter(|e| **e != "ip broadcast") {
             for lib in Lib::BOTH {
                 let t = output(&net, lib, "tcpdump", &["-d", "-i", "vb", e]);
                 let d = output(&net, lib, "dumpcap", &["-d", "-i", "vb", "-f", e]);
