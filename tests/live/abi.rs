@@ -75,7 +75,9 @@ fn devices(listing: &[u8]) -> Vec<String> {
         .filter_map(|l| {
             let rest = l.split_once('.')?.1.trim_start();
             let name = rest.split_whitespace().next()?;
-            ["vb", "lo", "any"].contains(&name).then(|| rest.to_string())
+            ["vb", "lo", "any"]
+                .contains(&name)
+                .then(|| rest.to_string())
         })
         .collect()
 }
