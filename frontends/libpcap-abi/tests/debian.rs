@@ -328,12 +328,15 @@ fn tcpdump_refuses_what_libpcap_refuses() {
     );
 }
 
+/// Packets as bytes and length on the wire.
+type Frames = Vec<(Vec<u8>, u32)>;
+
 /// Packets of one link type to run compiled programs on, by capture.
 struct Target {
     /// tcpdump's `-y` name.
     name: &'static str,
     /// Captures (name, packets as bytes and wire length).
-    captures: Vec<(String, Vec<(Vec<u8>, u32)>)>,
+    captures: Vec<(String, Frames)>,
     /// Every how many corpus expressions one is tried.
     every: usize,
 }
@@ -401,7 +404,7 @@ fn targets() -> Vec<Target> {
         )],
         every: 4,
     });
-    let mut by_type: HashMap<u16, Vec<(String, Vec<(Vec<u8>, u32)>)>> = HashMap::new();
+    let mut by_type: HashMap<u16, Vec<(String, Frames)>> = HashMap::new();
     if let Some(dir) = corpus::path("libpcap-tests/filter") {
         let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
             .map(|d| d.flatten().map(|e| e.path()).collect())
