@@ -152,8 +152,43 @@ fn drain(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> 
     })
 }
 
-/// Run `cmd` with `stdin` (a file, or nothing), killed after `limit`.
+/// At most [`jobs`] programs run at once in one test process, whatever
+/// the number of tests running side by side.
+struct Slots {
+    busy: std::sync::Mutex<usize>,
+    freed: std::sync::Condvar,
+}
+
+/// A running program's slot, given back when dropped.
+struct Slot(&'static Slots);
+
+impl Slots {
+    fn take(&'static self) -> Slot {
+        let mut busy = self.busy.lock().unwrap();
+        while *busy >= jobs() {
+            busy = self.freed.wait(busy).unwrap();
+        }
+        *busy += 1;
+        Slot(self)
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        *self.0.busy.lock().unwrap() -= 1;
+        self.0.freed.notify_one();
+    }
+}
+
+static SLOTS: Slots = Slots {
+    busy: std::sync::Mutex::new(0),
+    freed: std::sync::Condvar::new(),
+};
+
+/// Run `cmd` with `stdin` (a file, or nothing), killed after `limit`
+/// (which counts from the start, not from the wait for a slot).
 pub fn run(mut cmd: Command, stdin: Option<&Path>, limit: Duration) -> Ran {
+    let _slot = SLOTS.take();
     let input = match stdin {
         Some(p) => {
             Stdio::from(std::fs::File::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
@@ -309,7 +344,8 @@ pub fn parallel<T: Sync, R: Send>(
     slots.into_iter().map(|r| r.unwrap()).collect()
 }
 
-/// How many programs to run at once: 3, or `SLUICE_ABI_JOBS`.
+/// How many programs to run at once: 3, or `SLUICE_ABI_JOBS` (in all, per
+/// test process; see [`run`]).
 pub fn jobs() -> usize {
     std::env::var("SLUICE_ABI_JOBS")
         .ok()
