@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test sluice has: formatting, lints, unit, property, corpus,
-# differential and live-capture tests. Installs the Debian packages the tests compare against
-# (libpcap-dev for the reference libpcap, tcpdump) when they are missing.
+# differential, live-capture and libpcap ABI tests. Installs the Debian
+# packages the tests compare against (libpcap-dev for the reference libpcap,
+# tcpdump, ngrep, tshark, python3-pcapy...) when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
@@ -11,12 +12,34 @@ command -v tcpdump >/dev/null 2>&1 || need+=(tcpdump)
 # unshare and setpriv (util-linux).
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
+# The libpcap ABI tests (frontends/libpcap-abi/tests) run Debian's own
+# programs on sluice's libpcap.so: tcpdump, ngrep, dumpcap (tshark),
+# python3-pcapy; they compile C programs against <pcap/pcap.h> (gcc) and
+# build pcapy-ng from source in a venv (g++, python3-dev, python3-venv).
+command -v ngrep >/dev/null 2>&1 || need+=(ngrep)
+command -v dumpcap >/dev/null 2>&1 || need+=(tshark)
+command -v cc >/dev/null 2>&1 || need+=(gcc)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
+/usr/bin/python3 -c 'import pcapy' >/dev/null 2>&1 || need+=(python3-pcapy)
+/usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+[ -n "$(ls /usr/include/python3*/Python.h 2>/dev/null)" ] || need+=(python3-dev)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo=sudo
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
 fi
+# pcapy-ng, built from source so that it links the system libpcap.so.0.8
+# (its binary wheel carries a libpcap of its own).
+venv="${CARGO_TARGET_DIR:-target}/pcapy-ng-venv"
+case "$venv" in /*) ;; *) venv="$PWD/$venv" ;; esac
+if ! "$venv/bin/python" -m pip show pcapy-ng >/dev/null 2>&1; then
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --no-binary pcapy-ng pcapy-ng
+fi
+export SLUICE_PCAPY_NG_PYTHON="$venv/bin/python"
+# Every tool the ABI tests use is installed now: they must run, not skip.
+export SLUICE_ABI_REQUIRED=1
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 # As root the live tests can make network namespaces: they must run, not skip.

@@ -4,6 +4,7 @@
 //! sluice keeps must be exactly the frames of tcpdump's capture that
 //! libpcap accepts, byte for byte.
 
+mod abi;
 #[path = "../common/mod.rs"]
 mod common;
 mod net;
