@@ -82,6 +82,8 @@ struct PcapState {
     swap_lengths: u8,
     /// 16, or 24 for the "Kuznetzov" modified format.
     record_header: usize,
+    /// The last record's time-stamp fields as written (seconds, fraction).
+    last_times: (u32, u32),
 }
 
 #[derive(Clone, Copy)]
@@ -300,6 +302,30 @@ impl<R: Read> CaptureReader<R> {
     /// # Ok::<(), sluice_capture::CaptureError>(())
     /// ```
     pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, CaptureError> {
+        Ok(self.next_record()?.map(|(p, _)| p))
+    }
+
+    /// [`next_packet`](Self::next_packet), with the time-stamp fields of
+    /// a pcap file's record as the file holds them: seconds and the
+    /// fraction in the file's unit (micro- or nanoseconds), before
+    /// [`Packet`]'s normalisation carries a fraction of a second or more
+    /// into the seconds (`None` for pcapng). libpcap hands these fields on
+    /// unchanged, as signed 32-bit numbers.
+    ///
+    /// ```
+    /// use sluice_capture::{CaptureFormat, CaptureReader, CaptureWriter, Packet};
+    /// let mut w = CaptureWriter::new(Vec::new(), "m", &CaptureFormat::pcap(1, 1500))?;
+    /// w.write_packet(&Packet::new(7, 5_000, 1, b"x"))?;
+    /// let bytes = w.finish()?;
+    /// let mut r = CaptureReader::from_reader(&bytes[..], "m")?;
+    /// let (p, times) = r.next_record()?.unwrap();
+    /// assert_eq!((p.ts_sec, times), (7, Some((7, 5))));
+    /// # Ok::<(), sluice_capture::CaptureError>(())
+    /// ```
+    #[allow(clippy::type_complexity)]
+    pub fn next_record(
+        &mut self,
+    ) -> Result<Option<(Packet<'_>, Option<(u32, u32)>)>, CaptureError> {
         if self.done {
             return Ok(None);
         }
@@ -309,8 +335,12 @@ impl<R: Read> CaptureReader<R> {
         };
         match found {
             Ok(Some(f)) => {
+                let times = match &self.state {
+                    State::Pcap(st) => Some(st.last_times),
+                    State::PcapNg(_) => None,
+                };
                 let data = self.input.slice(f.range);
-                Ok(Some(Packet {
+                let p = Packet {
                     ts_sec: f.ts_sec,
                     ts_nsec: f.ts_nsec,
                     caplen: data.len() as u32,
@@ -319,7 +349,8 @@ impl<R: Read> CaptureReader<R> {
                     snaplen: f.snaplen,
                     interface: f.interface,
                     data,
-                }))
+                };
+                Ok(Some((p, times)))
             }
             Ok(None) => {
                 self.done = true;
@@ -433,6 +464,7 @@ impl<R: Read> CaptureReader<R> {
             max_caplen,
             swap_lengths,
             record_header,
+            last_times: (0, 0),
         });
         Ok(())
     }
@@ -474,6 +506,9 @@ impl<R: Read> CaptureReader<R> {
         let ts_sec = i64::from(secs) + (frac_ns / 1_000_000_000) as i64;
         let ts_nsec = (frac_ns % 1_000_000_000) as u32;
         let (linktype, snaplen) = (st.linktype, st.snaplen);
+        if let State::Pcap(st) = &mut self.state {
+            st.last_times = (secs, frac);
+        }
         let total = hl + caplen as usize;
         let have = self.fill(total)?;
         if have < total {
