@@ -29,8 +29,9 @@ pub struct Interface {
     pub running: bool,
     /// The loopback interface (`IFF_LOOPBACK`).
     pub loopback: bool,
-    /// Operational state: `Some(true)` connected, `Some(false)` not,
-    /// `None` unknown.
+    /// Link state as the driver reports it (ethtool's `ETHTOOL_GLINK`,
+    /// libpcap's source): `Some(true)` connected, `Some(false)` not,
+    /// `None` where the driver does not say (loopback, `ifb`, ...).
     pub connected: Option<bool>,
 }
 
@@ -126,11 +127,9 @@ pub fn interface(name: &str) -> Result<Interface, LiveError> {
     let hardware = read(&dir, "type").and_then(|s| s.parse().ok()).unwrap_or(1);
     let flags = read(&dir, "flags").and_then(|s| parse_int(&s)).unwrap_or(0);
     let operstate = read(&dir, "operstate");
-    let connected = match operstate.as_deref() {
-        Some("up") => Some(true),
-        Some("down") | Some("lowerlayerdown") | Some("notpresent") => Some(false),
-        _ => None,
-    };
+    // libpcap asks the driver (ethtool's link state); a device whose driver
+    // does not say has no connection state.
+    let connected = crate::sys::link_detected(name).ok();
     let up = flags & libc::IFF_UP as u64 != 0;
     Ok(Interface {
         name: name.to_string(),

@@ -266,3 +266,36 @@ impl Drop for RingMap {
 pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
+
+/// Whether the interface reports a link (ethtool's `ETHTOOL_GLINK`, as
+/// libpcap asks it); an error where the driver does not say
+/// (`EOPNOTSUPP`, `EINVAL`: a device for which "connected" does not apply).
+pub fn link_detected(name: &str) -> io::Result<bool> {
+    const ETHTOOL_GLINK: u32 = 0x0000_000a;
+    #[repr(C)]
+    struct EthtoolValue {
+        cmd: u32,
+        data: u32,
+    }
+    let bytes = name.as_bytes();
+    if bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
+        return Err(io::Error::from_raw_os_error(libc::ENODEV));
+    }
+    // SAFETY: a plain datagram socket, owned (closed on drop) at once.
+    let sock =
+        unsafe { OwnedFd::from_raw_fd(check(libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0))?) };
+    let mut value = EthtoolValue {
+        cmd: ETHTOOL_GLINK,
+        data: 0,
+    };
+    // SAFETY: an all-zero ifreq is valid; the name fits (checked above).
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in ifr.ifr_name.iter_mut().zip(bytes) {
+        *d = *s as libc::c_char;
+    }
+    ifr.ifr_ifru.ifru_data = (&mut value as *mut EthtoolValue).cast();
+    // SAFETY: SIOCETHTOOL with an ifreq whose data points at a live
+    // ethtool_value for the duration of the call.
+    check(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCETHTOOL as _, &mut ifr) })?;
+    Ok(value.data != 0)
+}
