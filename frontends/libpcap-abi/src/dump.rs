@@ -161,10 +161,20 @@ pub unsafe extern "C" fn pcap_dump_open_append(
             return std::ptr::null_mut();
         }
     };
-    if bytes.len() < 24 || bytes[0..4] != want[0..4] {
-        h.set_err(&format!(
-            "{shown}: not a pcap file of this byte order and time stamp precision"
-        ));
+    let magic = bytes
+        .get(0..4)
+        .map(|m| u32::from_ne_bytes([m[0], m[1], m[2], m[3]]));
+    let why = match magic {
+        _ if bytes.len() < 24 => Some("not a pcap file"),
+        Some(m) if m.swap_bytes() == TCPDUMP_MAGIC || m.swap_bytes() == NSEC_TCPDUMP_MAGIC => {
+            Some("different byte order, cannot append to file")
+        }
+        Some(m) if m == TCPDUMP_MAGIC || m == NSEC_TCPDUMP_MAGIC => (bytes[0..4] != want[0..4])
+            .then_some("different time stamp precision, cannot append to file"),
+        _ => Some("not a pcap file"),
+    };
+    if let Some(why) = why {
+        h.set_err(&format!("{shown}: {why}"));
         return std::ptr::null_mut();
     }
     if bytes[20..24] != want[20..24] {

@@ -38,6 +38,9 @@ pub(crate) fn program_of(insns: Vec<Insn>) -> Result<Arc<Program>, String> {
             return Ok(Arc::clone(p));
         }
     }
+    if !libpcap_valid(&insns) {
+        return Err("BPF program is not valid".into());
+    }
     Program::from_bpf(insns)
         .map(Arc::new)
         .map_err(|e| format!("BPF program is not valid: {e}"))
@@ -275,14 +278,20 @@ pub unsafe extern "C" fn pcap_freecode(fp: *mut bpf_program) {
 pub unsafe extern "C" fn pcap_setfilter(p: *mut pcap_t, fp: *mut bpf_program) -> c_int {
     let h = handle_or!(p, BAD_HANDLE);
     if !h.is_activated() {
+        return h.fail(PCAP_ERROR_NOT_ACTIVATED, crate::types::NOT_ACTIVATED_MSG);
+    }
+    if matches!(*h.source.borrow(), Source::Dead) {
         return h.fail(
-            PCAP_ERROR_NOT_ACTIVATED,
-            "The pcap_t has not been activated",
+            PCAP_ERROR,
+            "A filter cannot be set on a pcap_open_dead pcap_t",
         );
+    }
+    if fp.is_null() {
+        return h.fail(PCAP_ERROR, "No filter specified");
     }
     // SAFETY: as documented.
     let Some(insns) = (unsafe { insns_of(fp) }) else {
-        return h.fail(PCAP_ERROR, "No filter specified");
+        return h.fail(PCAP_ERROR, "BPF program is not valid");
     };
     let program = match program_of(insns) {
         Ok(p) => p,
@@ -399,6 +408,49 @@ pub unsafe extern "C" fn bpf_filter(
     sluice_bpf::run(&prog, data, wirelen)
 }
 
+/// libpcap's own checks of a program (`bpf_validate`'s rules): known
+/// load modes and ALU and jump operations, scratch indexes below 16, no
+/// division by a constant 0, jumps that land inside, a return last. They
+/// are looser than sluice's verifier: `ret x` and any `misc` operation
+/// pass, so a program may pass these and still be refused by
+/// `pcap_setfilter`, where libpcap would abort when running it.
+pub(crate) fn libpcap_valid(prog: &[Insn]) -> bool {
+    let len = prog.len();
+    if len == 0 {
+        return false;
+    }
+    for (i, p) in prog.iter().enumerate() {
+        let ok = match p.code & 0x07 {
+            0x00 | 0x01 => match p.code & 0xe0 {
+                0x00 | 0x20 | 0x40 | 0xa0 | 0x80 => true,
+                0x60 => p.k < 16,
+                _ => false,
+            },
+            0x02 | 0x03 => p.k < 16,
+            0x04 => match p.code & 0xf0 {
+                0x00 | 0x10 | 0x20 | 0x40 | 0x50 | 0x60 | 0x70 | 0x80 | 0xa0 => true,
+                0x30 | 0x90 => p.code & 0x08 != 0 || p.k != 0,
+                _ => false,
+            },
+            0x05 => {
+                let from = i + 1;
+                match p.code & 0xf0 {
+                    0x00 => (from as u64) + u64::from(p.k) < len as u64,
+                    0x10 | 0x20 | 0x30 | 0x40 => {
+                        from + usize::from(p.jt) < len && from + usize::from(p.jf) < len
+                    }
+                    _ => false,
+                }
+            }
+            _ => true,
+        };
+        if !ok {
+            return false;
+        }
+    }
+    prog[len - 1].code & 0x07 == 0x06
+}
+
 /// `bpf_validate`: 1 when the program passes libpcap's checks, else 0.
 ///
 /// # Safety
@@ -411,7 +463,7 @@ pub unsafe extern "C" fn bpf_validate(f: *const bpf_insn, len: c_int) -> c_int {
     };
     // SAFETY: as documented.
     match unsafe { insns_of(&fp) } {
-        Some(insns) => c_int::from(sluice_bpf::Verifier::userland().verify(&insns).is_ok()),
+        Some(insns) => c_int::from(libpcap_valid(&insns)),
         None => 0,
     }
 }

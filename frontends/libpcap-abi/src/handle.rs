@@ -210,8 +210,9 @@ pub unsafe extern "C" fn pcap_geterr(p: *mut pcap_t) -> *mut c_char {
     }
     let closed = CLOSED.lock().unwrap_or_else(|e| e.into_inner());
     let msg = match closed.iter().rev().find(|(q, _)| *q == p as usize) {
-        Some((_, m)) => m.as_str(),
-        None => "not a pcap_t of this library",
+        // A closed handle's last message, where it had one.
+        Some((_, m)) if !m.is_empty() => m.as_str(),
+        _ => "not a pcap_t of this library",
     };
     crate::names::scratch(msg).cast_mut()
 }
@@ -244,10 +245,7 @@ pub(crate) use handle_or;
 
 /// The "not activated" error, for functions called on a created handle.
 fn not_activated(h: &pcap_t) -> c_int {
-    h.fail(
-        PCAP_ERROR_NOT_ACTIVATED,
-        "The pcap_t has not been activated",
-    )
+    h.fail(PCAP_ERROR_NOT_ACTIVATED, crate::types::NOT_ACTIVATED_MSG)
 }
 
 /// `pcap_datalink`: the handle's DLT value.
@@ -404,9 +402,10 @@ pub unsafe extern "C" fn pcap_set_datalink(p: *mut pcap_t, dlt: c_int) -> c_int 
         return 0;
     }
     let name = crate::names::pcap_datalink_val_to_name(dlt);
+    // libpcap: the DLT's name, or "DLT n" for a value without one.
     // SAFETY: NULL or a static C string.
     let name = unsafe { crate::cstr(name) }
-        .map_or_else(|| format!("{dlt}"), |n| n.to_string_lossy().into());
+        .map_or_else(|| format!("DLT {dlt}"), |n| n.to_string_lossy().into());
     h.fail(
         PCAP_ERROR,
         &format!("{name} is not one of the DLTs supported by this device"),
@@ -426,7 +425,7 @@ pub unsafe extern "C" fn pcap_file(p: *mut pcap_t) -> *mut libc::FILE {
     }
 }
 
-/// `pcap_fileno`: the descriptor a handle reads (file or socket), or -1.
+/// `pcap_fileno`: a live capture's socket, or -1.
 ///
 /// # Safety
 /// `p` is NULL or a pointer C got from this library.
@@ -434,11 +433,9 @@ pub unsafe extern "C" fn pcap_file(p: *mut pcap_t) -> *mut libc::FILE {
 pub unsafe extern "C" fn pcap_fileno(p: *mut pcap_t) -> c_int {
     let h = handle_or!(p, -1);
     match &*h.source.borrow() {
-        Source::Offline(o) => {
-            let f = o.file();
-            // SAFETY: the FILE the handle owns and keeps open.
-            unsafe { libc::fileno(f) }
-        }
+        // libpcap 1.10 gives -1 for a savefile (its descriptor is
+        // pcap_get_selectable_fd's).
+        Source::Offline(_) => -1,
         Source::Live(l) => l.fd(),
         _ => -1,
     }

@@ -156,10 +156,9 @@ fn live_message(e: &LiveError) -> (c_int, String) {
                 crate::names::errno_text(source.raw_os_error().unwrap_or(libc::EPERM))
             ),
         ),
-        LiveError::NoSuchInterface(_) | LiveError::InterfaceGone(_) => (
-            PCAP_ERROR_NO_SUCH_DEVICE,
-            "SIOCGIFHWADDR: No such device".into(),
-        ),
+        LiveError::NoSuchInterface(_) | LiveError::InterfaceGone(_) => {
+            (PCAP_ERROR_NO_SUCH_DEVICE, "No such device exists".into())
+        }
         LiveError::InterfaceDown(_) => (PCAP_ERROR, "The interface went down".into()),
         other => (PCAP_ERROR, other.to_string()),
     }
@@ -186,10 +185,7 @@ pub unsafe extern "C" fn pcap_create(source: *const c_char, _errbuf: *mut c_char
 fn set(p: *mut pcap_t, set: impl FnOnce(&mut Settings)) -> c_int {
     let h = handle_or!(p, BAD_HANDLE);
     if h.is_activated() {
-        return h.fail(
-            PCAP_ERROR_ACTIVATED,
-            "The setting can't be changed after the pcap_t is activated",
-        );
+        return h.fail(PCAP_ERROR_ACTIVATED, crate::types::ACTIVATED_MSG);
     }
     set(&mut h.settings.borrow_mut());
     0
@@ -260,13 +256,7 @@ pub unsafe extern "C" fn pcap_set_rfmon(p: *mut pcap_t, _on: c_int) -> c_int {
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_can_set_rfmon(p: *mut pcap_t) -> c_int {
-    let h = handle_or!(p, BAD_HANDLE);
-    if h.is_activated() {
-        return h.fail(
-            PCAP_ERROR_ACTIVATED,
-            "The setting can't be changed after the pcap_t is activated",
-        );
-    }
+    handle_or!(p, BAD_HANDLE);
     0
 }
 
@@ -291,10 +281,7 @@ pub unsafe extern "C" fn pcap_set_tstamp_type(p: *mut pcap_t, t: c_int) -> c_int
 pub unsafe extern "C" fn pcap_set_tstamp_precision(p: *mut pcap_t, precision: c_int) -> c_int {
     let h = handle_or!(p, BAD_HANDLE);
     if h.is_activated() {
-        return h.fail(
-            PCAP_ERROR_ACTIVATED,
-            "The setting can't be changed after the pcap_t is activated",
-        );
+        return h.fail(PCAP_ERROR_ACTIVATED, crate::types::ACTIVATED_MSG);
     }
     if precision != PCAP_TSTAMP_PRECISION_MICRO && precision != PCAP_TSTAMP_PRECISION_NANO {
         return PCAP_ERROR_TSTAMP_PRECISION_NOTSUP;
@@ -316,19 +303,29 @@ pub unsafe extern "C" fn pcap_set_protocol_linux(p: *mut pcap_t, protocol: c_int
     }
 }
 
-/// `pcap_list_tstamp_types`: none to choose from (0), as libpcap says
-/// for a device with only the default.
+/// `pcap_list_tstamp_types`: the one type offered, the host's
+/// (`PCAP_TSTAMP_HOST`), in a malloc'd list freed by
+/// [`pcap_free_tstamp_types`].
 ///
 /// # Safety
 /// `p` NULL or from this library; `types` NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_list_tstamp_types(p: *mut pcap_t, types: *mut *mut c_int) -> c_int {
-    handle_or!(p, BAD_HANDLE);
-    if !types.is_null() {
-        // SAFETY: writable per the contract.
-        unsafe { *types = std::ptr::null_mut() };
+    let h = handle_or!(p, BAD_HANDLE);
+    if types.is_null() {
+        return h.fail(PCAP_ERROR, "pcap_list_tstamp_types: NULL list pointer");
     }
-    0
+    // SAFETY: malloc of one int, checked.
+    let list = unsafe { libc::malloc(std::mem::size_of::<c_int>()) }.cast::<c_int>();
+    if list.is_null() {
+        return h.fail(PCAP_ERROR, "malloc: Cannot allocate memory");
+    }
+    // SAFETY: one int allocated; `types` writable per the contract.
+    unsafe {
+        *list = 0;
+        *types = list;
+    }
+    1
 }
 
 /// `pcap_free_tstamp_types`.
@@ -350,10 +347,7 @@ pub unsafe extern "C" fn pcap_free_tstamp_types(types: *mut c_int) {
 pub unsafe extern "C" fn pcap_activate(p: *mut pcap_t) -> c_int {
     let h = handle_or!(p, BAD_HANDLE);
     if h.is_activated() {
-        return h.fail(
-            PCAP_ERROR_ACTIVATED,
-            "The setting can't be changed after the pcap_t is activated",
-        );
+        return h.fail(PCAP_ERROR_ACTIVATED, crate::types::ACTIVATED_MSG);
     }
     let s = h.settings.borrow().clone();
     let mut config = Config::new(&s.device);
@@ -477,6 +471,11 @@ pub unsafe extern "C" fn pcap_get_selectable_fd(p: *mut pcap_t) -> c_int {
     let h = handle_or!(p, -1);
     match h.source.try_borrow().as_deref() {
         Ok(Source::Live(l)) => l.fd(),
+        // A file's descriptor, as libpcap gives it.
+        Ok(Source::Offline(o)) => {
+            // SAFETY: the FILE the handle owns and keeps open.
+            unsafe { libc::fileno(o.file()) }
+        }
         _ => -1,
     }
 }
@@ -502,7 +501,7 @@ pub unsafe extern "C" fn pcap_setnonblock(
 ) -> c_int {
     let h = handle_or!(p, BAD_HANDLE);
     if matches!(*h.source.borrow(), Source::Offline(_)) {
-        return 0;
+        return h.fail(PCAP_ERROR, "Savefiles cannot be put into non-blocking mode");
     }
     h.nonblock.set(nonblock != 0);
     0
@@ -542,10 +541,7 @@ pub unsafe extern "C" fn pcap_stats(p: *mut pcap_t, ps: *mut pcap_stat) -> c_int
                 )
             }
             Source::Created => {
-                return h.fail(
-                    PCAP_ERROR_NOT_ACTIVATED,
-                    "The pcap_t has not been activated",
-                )
+                return h.fail(PCAP_ERROR_NOT_ACTIVATED, crate::types::NOT_ACTIVATED_MSG)
             }
         },
         // Inside a packet callback: the counts as of this read.
@@ -619,12 +615,19 @@ pub unsafe extern "C" fn pcap_sendpacket(p: *mut pcap_t, buf: *const u8, size: c
     }
 }
 
-/// `pcap_init`: nothing to set up (both options are accepted).
+/// `pcap_init`: nothing to set up; the two character encodings are
+/// accepted, anything else refused.
 ///
 /// # Safety
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
-pub unsafe extern "C" fn pcap_init(_opts: std::ffi::c_uint, _errbuf: *mut c_char) -> c_int {
+pub unsafe extern "C" fn pcap_init(opts: std::ffi::c_uint, errbuf: *mut c_char) -> c_int {
+    // PCAP_CHAR_ENC_LOCAL (0) and PCAP_CHAR_ENC_UTF_8 (1).
+    if opts > 1 {
+        // SAFETY: NULL or PCAP_ERRBUF_SIZE bytes.
+        unsafe { crate::put_errbuf(errbuf, "Unknown options specified") };
+        return PCAP_ERROR;
+    }
     0
 }
 
@@ -677,7 +680,7 @@ pub unsafe extern "C" fn pcap_lookupnet(
             let msg = if sluice_live::interfaces::interface(&dev).is_ok() {
                 format!("{dev}: no IPv4 address assigned")
             } else {
-                format!("{dev}: No such device exists")
+                format!("SIOCGIFADDR: {dev}: No such device")
             };
             // SAFETY: as documented.
             unsafe { crate::put_errbuf(errbuf, &msg) };

@@ -33,6 +33,7 @@ unsafe fn sockaddr_bytes(sa: *const libc::sockaddr) -> Option<Vec<u8>> {
     let len = match family {
         libc::AF_INET => std::mem::size_of::<libc::sockaddr_in>(),
         libc::AF_INET6 => std::mem::size_of::<libc::sockaddr_in6>(),
+        libc::AF_PACKET => std::mem::size_of::<libc::sockaddr_ll>(),
         _ => return None,
     };
     // SAFETY: a socket address of that family is that long.
@@ -45,7 +46,8 @@ fn v4(bytes: &Option<Vec<u8>>) -> Option<u32> {
         .then(|| u32::from_ne_bytes([b[4], b[5], b[6], b[7]]))
 }
 
-/// Every IPv4 and IPv6 address of every interface.
+/// Every link-layer (`AF_PACKET`), IPv4 and IPv6 address of every
+/// interface, in `getifaddrs` order (libpcap lists them so).
 pub(crate) fn if_addresses() -> Vec<IfAddr> {
     let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs fills `head` with a list we free below.
@@ -146,11 +148,12 @@ pub unsafe extern "C" fn pcap_findalldevs(
             if i.loopback {
                 flags |= PCAP_IF_LOOPBACK | PCAP_IF_CONNECTION_STATUS_NOT_APPLICABLE;
             } else {
-                match i.connected {
-                    Some(true) => flags |= PCAP_IF_CONNECTION_STATUS_CONNECTED,
-                    Some(false) => flags |= PCAP_IF_CONNECTION_STATUS_DISCONNECTED,
-                    None => {}
-                }
+                flags |= match i.connected {
+                    Some(true) => PCAP_IF_CONNECTION_STATUS_CONNECTED,
+                    Some(false) => PCAP_IF_CONNECTION_STATUS_DISCONNECTED,
+                    // The driver does not say: "not applicable" to libpcap.
+                    None => PCAP_IF_CONNECTION_STATUS_NOT_APPLICABLE,
+                };
             }
             (i.name.clone(), None, flags)
         })

@@ -79,7 +79,7 @@ impl Drop for Offline {
 }
 
 /// libpcap's wording of a capture-file error.
-pub(crate) fn file_error(e: &CaptureError) -> String {
+pub(crate) fn file_error(e: &CaptureError, snapshot: Option<c_int>) -> String {
     match e.kind() {
         ErrorKind::Io(io) => format!(
             "error reading dump file: {}",
@@ -105,8 +105,31 @@ pub(crate) fn file_error(e: &CaptureError) -> String {
                     have.saturating_sub(hl)
                 )
             }
-            _ => format!("truncated pcapng dump file; tried to read {need} bytes, only got {have}"),
+            // libpcap reads a section header's first 12 bytes, then the
+            // rest; any other block's 8-byte header, then the rest.
+            "block header" => {
+                format!("truncated pcapng dump file; tried to read {need} bytes, only got {have}")
+            }
+            what => {
+                let read = if what == "section header block" {
+                    12
+                } else {
+                    8
+                };
+                format!(
+                    "truncated pcapng dump file; tried to read {} bytes, only got {}",
+                    need.saturating_sub(read),
+                    have.saturating_sub(read)
+                )
+            }
         },
+        ErrorKind::BadBlockLength {
+            block_type: 0x0a0d_0d0a,
+            len,
+            ..
+        } if *len < 28 => format!(
+            "Section Header Block in pcapng dump file has invalid length 28 < _{len}_ < 1048576 (BT_SHB_INSANE_MAX)"
+        ),
         ErrorKind::ArchaicVersion { .. } => "archaic pcap savefile format".into(),
         ErrorKind::UnsupportedVersion {
             format,
@@ -115,9 +138,13 @@ pub(crate) fn file_error(e: &CaptureError) -> String {
         } => {
             format!("unsupported {format} savefile version {major}.{minor}")
         }
-        ErrorKind::CaplenTooLarge { caplen, max } => {
-            format!("invalid packet capture length {caplen}, bigger than maximum of {max}")
-        }
+        // libpcap 1.10 names the file's snapshot length here.
+        ErrorKind::CaplenTooLarge { caplen, max } => match snapshot {
+            Some(s) => {
+                format!("invalid packet capture length {caplen}, bigger than snaplen of {s}")
+            }
+            None => format!("invalid packet capture length {caplen}, bigger than maximum of {max}"),
+        },
         _ => e.kind().to_string(),
     }
 }
@@ -164,7 +191,7 @@ fn open_file(
         Err(e) => {
             // SAFETY: the reader is gone; the FILE is ours to close.
             unsafe { libc::fclose(file) };
-            return fail(&file_error(&e));
+            return fail(&file_error(&e, None));
         }
     };
     let Some(first) = first else {
@@ -189,12 +216,17 @@ fn open_file(
         linktype: first.linktype,
     };
     let dlt = linktype_to_dlt(u32::from(first.linktype));
-    let p = pcap_t::register(
-        Source::Offline(Box::new(offline)),
-        dlt,
-        adjust_snapshot(first.linktype, first.snaplen),
-        precision,
-    );
+    let mut snapshot = adjust_snapshot(first.linktype, first.snaplen);
+    // The modified format of some old Linux tcpdumps wrote Ethernet
+    // snapshot lengths 14 bytes short; libpcap adds them back.
+    let magic = head.borrow().get(..4).map(|m| [m[0], m[1], m[2], m[3]]);
+    let kuznetzov = magic.is_some_and(|m| {
+        u32::from_le_bytes(m) == 0xa1b2_cd34 || u32::from_be_bytes(m) == 0xa1b2_cd34
+    });
+    if kuznetzov && dlt == 1 {
+        snapshot = snapshot.saturating_add(14);
+    }
+    let p = pcap_t::register(Source::Offline(Box::new(offline)), dlt, snapshot, precision);
     // SAFETY: just registered.
     let h = unsafe { &*p };
     h.swapped.set(swapped);
@@ -304,12 +336,16 @@ pub extern "C" fn pcap_open_dead_with_tstamp_precision(
     snaplen: c_int,
     precision: c_uint,
 ) -> *mut pcap_t {
-    let precision = precision as c_int;
-    if precision != PCAP_TSTAMP_PRECISION_MICRO && precision != PCAP_TSTAMP_PRECISION_NANO {
-        return std::ptr::null_mut();
-    }
-    let snaplen = if snaplen <= 0 { 262_144 } else { snaplen };
-    pcap_t::register(Source::Dead, dlt, snaplen, precision)
+    // libpcap keeps what it is given, even a snapshot length of 0; an
+    // unknown precision becomes microseconds.
+    let precision = match precision as c_int {
+        PCAP_TSTAMP_PRECISION_NANO => PCAP_TSTAMP_PRECISION_NANO,
+        _ => PCAP_TSTAMP_PRECISION_MICRO,
+    };
+    let p = pcap_t::register(Source::Dead, dlt, snaplen, precision);
+    // SAFETY: just registered.
+    unsafe { &*p }.version.set((0, 0));
+    p
 }
 
 /// `pcap_open_dead`: microsecond time stamps.

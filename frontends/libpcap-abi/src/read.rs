@@ -32,6 +32,33 @@ pub(crate) fn header(pkt: &Packet<'_>, nano: bool) -> pcap_pkthdr {
     }
 }
 
+/// The C header of a pcap file's record as libpcap makes it: the
+/// record's two time-stamp fields (`times`, from the file, in its unit)
+/// read as signed 32-bit numbers and only scaled to the handle's
+/// precision, so a time before 1970 is negative and an out-of-range
+/// fraction is passed on unchanged.
+pub(crate) fn pcap_record_header(
+    pkt: &Packet<'_>,
+    times: (u32, u32),
+    file_nano: bool,
+    nano: bool,
+) -> pcap_pkthdr {
+    let frac = i64::from(times.1 as i32);
+    let frac = match (file_nano, nano) {
+        (false, true) => frac * 1000,
+        (true, false) => frac / 1000,
+        _ => frac,
+    };
+    pcap_pkthdr {
+        ts: libc::timeval {
+            tv_sec: libc::time_t::from(times.0 as i32),
+            tv_usec: frac as libc::suseconds_t,
+        },
+        caplen: pkt.caplen,
+        len: pkt.wirelen,
+    }
+}
+
 /// Whether the handle's filter (if any) accepts the packet.
 #[inline]
 pub(crate) fn accepts(filter: Option<&Program>, pkt: &Packet<'_>) -> bool {
@@ -54,6 +81,10 @@ pub(crate) fn read_op(h: &pcap_t, cnt: c_int, each: &mut dyn FnMut(&pcap_pkthdr,
         Source::Offline(o) => {
             let filter = h.filter.borrow().clone();
             let nano = h.precision.get() == PCAP_TSTAMP_PRECISION_NANO;
+            let file_nano = matches!(
+                o.reader.format(),
+                sluice_capture::CaptureFormat::Pcap { nanos: true, .. }
+            );
             let mut n = 0;
             loop {
                 if h.break_loop.load(Ordering::Acquire) {
@@ -66,10 +97,10 @@ pub(crate) fn read_op(h: &pcap_t, cnt: c_int, each: &mut dyn FnMut(&pcap_pkthdr,
                 if cnt > 0 && n >= cnt {
                     return n;
                 }
-                let pkt = match o.reader.next_packet() {
+                let (pkt, times) = match o.reader.next_record() {
                     Ok(Some(p)) => p,
                     Ok(None) => return n,
-                    Err(e) => return h.fail(PCAP_ERROR, &file_error(&e)),
+                    Err(e) => return h.fail(PCAP_ERROR, &file_error(&e, Some(h.snapshot.get()))),
                 };
                 if pkt.linktype != o.linktype {
                     let msg = format!(
@@ -79,7 +110,11 @@ pub(crate) fn read_op(h: &pcap_t, cnt: c_int, each: &mut dyn FnMut(&pcap_pkthdr,
                     return h.fail(PCAP_ERROR, &msg);
                 }
                 if accepts(filter.as_deref(), &pkt) {
-                    each(&header(&pkt, nano), pkt.data);
+                    let hdr = match times {
+                        Some(t) => pcap_record_header(&pkt, t, file_nano, nano),
+                        None => header(&pkt, nano),
+                    };
+                    each(&hdr, pkt.data);
                     n += 1;
                 }
             }
@@ -89,10 +124,7 @@ pub(crate) fn read_op(h: &pcap_t, cnt: c_int, each: &mut dyn FnMut(&pcap_pkthdr,
             PCAP_ERROR,
             "Packets can't be read from a pcap_open_dead pcap_t",
         ),
-        Source::Created => h.fail(
-            PCAP_ERROR_NOT_ACTIVATED,
-            "The pcap_t has not been activated",
-        ),
+        Source::Created => h.fail(PCAP_ERROR_NOT_ACTIVATED, crate::types::NOT_ACTIVATED_MSG),
     }
 }
 

@@ -122,6 +122,12 @@ pub const PCAP_IF_CONNECTION_STATUS_CONNECTED: u32 = 0x10;
 pub const PCAP_IF_CONNECTION_STATUS_DISCONNECTED: u32 = 0x20;
 pub const PCAP_IF_CONNECTION_STATUS_NOT_APPLICABLE: u32 = 0x30;
 
+/// libpcap's message for a setting changed on an activated handle (its
+/// double space included).
+pub const ACTIVATED_MSG: &str = "can't perform  operation on activated capture";
+/// libpcap's message for a handle used before `pcap_activate`.
+pub const NOT_ACTIVATED_MSG: &str = "This handle hasn't been activated yet";
+
 /// `PCAP_NETMASK_UNKNOWN`: `pcap_compile` without a netmask.
 pub const PCAP_NETMASK_UNKNOWN: u32 = 0xffff_ffff;
 
