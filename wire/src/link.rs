@@ -190,7 +190,15 @@ pub enum LinkType {
     MDB,
     DECT_NR,
     IEEE802_15_4_TAP,
+    /// A value of libpcap's matching range (104 to 304) with no layout of
+    /// its own (USER0 to USER15, and values assigned without a libpcap
+    /// name): libpcap compiles filters for it that read only raw bytes
+    /// (`link[...]`, `len`, relations).
+    Matching(u16),
 }
+
+/// libpcap's matching range: DLT values equal to their LINKTYPE value.
+const MATCHING: std::ops::RangeInclusive<u32> = 104..=304;
 
 /// (variant, libpcap DLT name, LINKTYPE number written in capture files,
 /// other DLT numbers that mean the same on some systems).
@@ -436,7 +444,10 @@ impl LinkType {
     pub fn from_name(name: &str) -> Option<LinkType> {
         let upper = name.to_ascii_uppercase();
         let bare = upper.strip_prefix("DLT_").unwrap_or(&upper);
-        TABLE.iter().find(|e| e.1 == bare).map(|e| e.0)
+        TABLE.iter().find(|e| e.1 == bare).map(|e| e.0).or_else(|| {
+            let n: u16 = bare.strip_prefix("USER")?.parse().ok()?;
+            (n <= 15).then_some(LinkType::Matching(147 + n))
+        })
     }
 
     /// The link type of a number found in a capture file.
@@ -445,12 +456,15 @@ impl LinkType {
     /// use sluice_wire::link::LinkType;
     /// assert_eq!(LinkType::from_number(1), Some(LinkType::EN10MB));
     /// assert_eq!(LinkType::from_number(12), Some(LinkType::RAW));
+    /// assert_eq!(LinkType::from_number(147), Some(LinkType::Matching(147)));
+    /// assert_eq!(LinkType::from_number(305), None);
     /// ```
     pub fn from_number(n: u32) -> Option<LinkType> {
         TABLE
             .iter()
             .find(|e| e.2 == n || e.3.contains(&n))
             .map(|e| e.0)
+            .or_else(|| MATCHING.contains(&n).then_some(LinkType::Matching(n as u16)))
     }
 
     /// The LINKTYPE number written in capture files.
@@ -459,6 +473,9 @@ impl LinkType {
     /// assert_eq!(sluice_wire::link::LinkType::LINUX_SLL2.number(), 276);
     /// ```
     pub fn number(self) -> u32 {
+        if let LinkType::Matching(n) = self {
+            return u32::from(n);
+        }
         TABLE.iter().find(|e| e.0 == self).map(|e| e.2).unwrap_or(0)
     }
 
@@ -468,6 +485,9 @@ impl LinkType {
     /// assert_eq!(sluice_wire::link::LinkType::IPV6.name(), "IPV6");
     /// ```
     pub fn name(self) -> &'static str {
+        if let LinkType::Matching(n) = self {
+            return matching_name(n);
+        }
         TABLE
             .iter()
             .find(|e| e.0 == self)
@@ -483,6 +503,23 @@ impl LinkType {
     pub fn all() -> impl Iterator<Item = LinkType> {
         TABLE.iter().map(|e| e.0)
     }
+}
+
+/// The name of a matching-range value without a layout: `USER0` to
+/// `USER15` (147 to 162), else `DLT n`.
+fn matching_name(n: u16) -> &'static str {
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        MATCHING
+            .map(|v| match v {
+                147..=162 => format!("USER{}", v - 147),
+                _ => format!("DLT {v}"),
+            })
+            .collect()
+    });
+    names
+        .get(usize::from(n).wrapping_sub(*MATCHING.start() as usize))
+        .map_or("?", String::as_str)
 }
 
 impl std::fmt::Display for LinkType {
@@ -762,7 +799,8 @@ impl Layout {
             | LinkType::FIRA_UCI
             | LinkType::MDB
             | LinkType::DECT_NR
-            | LinkType::IEEE802_15_4_TAP => (NoLinkType, None, 0, None),
+            | LinkType::IEEE802_15_4_TAP
+            | LinkType::Matching(_) => (NoLinkType, None, 0, None),
             // The 802.11 offsets vary per packet: see sluice-pcap's gen/wlan.rs.
             LinkType::IEEE802_11
             | LinkType::IEEE802_11_RADIO

@@ -71,18 +71,11 @@ pub(crate) unsafe fn insns_of(fp: *const bpf_program) -> Option<Vec<Insn>> {
 }
 
 /// The message programs print for a compile error: libpcap's words for
-/// a syntax error, sluice's reason (without its column) for the others,
-/// as libpcap words most of those. (`sluice filter` shows the column.)
-fn message(e: &sluice_filter::Error) -> String {
+/// an expression (see [`crate::wording`]); sluice's for the others.
+/// (`sluice filter` shows sluice's own messages, with the column.)
+fn message(text: &str, dlt: c_int, e: &sluice_filter::Error) -> String {
     match e {
-        sluice_filter::Error::Expression(c) => {
-            let m = &c.message;
-            if m.starts_with("expected ") || m.starts_with("unexpected character") {
-                "can't parse filter expression: syntax error".into()
-            } else {
-                m.clone()
-            }
-        }
+        sluice_filter::Error::Expression(c) => crate::wording::libpcap_message(text, dlt, c),
         other => other.to_string(),
     }
 }
@@ -111,7 +104,7 @@ fn compile(
         .netmask((netmask != PCAP_NETMASK_UNKNOWN).then_some(netmask))
         .resolver(Arc::new(SystemResolver))
         .expression(text)
-        .map_err(|e| message(&e))?;
+        .map_err(|e| message(text, dlt, &e))?;
     let program = Arc::new(program);
     remember(&program);
     Ok(program)

@@ -44,6 +44,7 @@ pub mod nametoaddr;
 pub mod offline;
 pub mod read;
 pub mod types;
+mod wording;
 
 pub use dump::*;
 pub use filter::*;
