@@ -219,6 +219,51 @@ fn abi_dumpcap_captures_what_it_captures_on_libpcap() {
     }
 }
 
+/// tshark captures through dumpcap, which it starts with its own
+/// environment: both load the library under test.
+#[test]
+fn abi_tshark_captures_what_it_captures_on_libpcap() {
+    if !harness::have("tshark") {
+        harness::skip("abi tshark", "tshark missing (apt-get install tshark)");
+        return;
+    }
+    let Some(net) = Net::new("abi-tshark") else {
+        return;
+    };
+    let mut runs = Vec::new();
+    for lib in Lib::BOTH {
+        let out = net.file(&format!("{}.pcapng", lib.tag()));
+        let args = ["-i", "vb", "-f", "tcp or vlan", "-c", "25", "-w"];
+        let mut cmd = net.cmd(&net.b, "tshark", &args);
+        cmd.arg(&out);
+        lib.apply(&mut cmd);
+        let bg = Bg::start(cmd);
+        assert!(
+            bg.said("Capturing on"),
+            "tshark on the {} library: {}",
+            lib.tag(),
+            bg.stderr_now()
+        );
+        runs.push((bg, out));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    replay_all(&net);
+    settle();
+    let mut kept = Vec::new();
+    for (bg, out) in runs {
+        let o = bg.wait();
+        assert!(o.status.success(), "tshark: {}", text(&o.stderr));
+        kept.push(frames(&out));
+    }
+    assert_eq!(
+        kept[1].len(),
+        25,
+        "tshark on libpcap kept {}",
+        kept[1].len()
+    );
+    assert!(kept[0] == kept[1], "tshark -f: the frames kept differ");
+}
+
 #[test]
 fn abi_interfaces_and_programs_are_printed_as_on_libpcap() {
     let Some(net) = Net::new("abi-lists") else {

@@ -14,36 +14,64 @@ use crate::types::*;
 use sluice_bpf::Insn;
 use sluice_capture::CaptureFormat;
 use sluice_filter::{LinkType, Program, SystemResolver};
+use sluice_pcap::ast::{Expr, Other};
 use std::ffi::{c_char, c_int, c_uint};
 use std::sync::{Arc, Mutex};
 
+/// A program `pcap_setfilter` installs.
+#[derive(Clone)]
+pub(crate) struct Installed {
+    pub(crate) program: Arc<Program>,
+    /// Compiled from an expression with `vlan`: it reads a VLAN tag in
+    /// the frame, so on a live capture it judges the frame with the tag
+    /// the kernel took off put back. Any other program judges the frame
+    /// as the kernel saw it, as libpcap's kernel filter does.
+    pub(crate) reads_vlan_tags: bool,
+}
+
 /// The most recently compiled programs, by instructions.
-static COMPILED: Mutex<Vec<(Vec<Insn>, Arc<Program>)>> = Mutex::new(Vec::new());
+static COMPILED: Mutex<Vec<(Vec<Insn>, Installed)>> = Mutex::new(Vec::new());
 const REMEMBERED: usize = 64;
 
-fn remember(p: &Arc<Program>) {
+fn remember(p: &Installed) {
     let mut c = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
     if c.len() >= REMEMBERED {
         c.remove(0);
     }
-    c.push((p.bpf().to_vec(), Arc::clone(p)));
+    c.push((p.program.bpf().to_vec(), p.clone()));
 }
 
 /// The program for these instructions: one compiled here, or the
 /// instructions verified and lifted.
-pub(crate) fn program_of(insns: Vec<Insn>) -> Result<Arc<Program>, String> {
+pub(crate) fn program_of(insns: Vec<Insn>) -> Result<Installed, String> {
     {
         let c = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, p)) = c.iter().rev().find(|(i, _)| *i == insns) {
-            return Ok(Arc::clone(p));
+            return Ok(p.clone());
         }
     }
     if !libpcap_valid(&insns) {
         return Err("BPF program is not valid".into());
     }
     Program::from_bpf(insns)
-        .map(Arc::new)
+        .map(|p| Installed {
+            program: Arc::new(p),
+            reads_vlan_tags: false,
+        })
         .map_err(|e| format!("BPF program is not valid: {e}"))
+}
+
+/// Whether an expression uses the `vlan` keyword.
+fn uses_vlan(text: &str) -> bool {
+    fn walk(e: &Expr) -> bool {
+        match e {
+            Expr::And(v) | Expr::Or(v) => v.iter().any(walk),
+            Expr::Not(x, _) => walk(x),
+            Expr::Other(Other::Vlan(_), _) => true,
+            _ => false,
+        }
+    }
+    sluice_pcap::parser::parse(text).is_ok_and(|e| walk(&e))
 }
 
 /// The instructions of a C program, copied; `None` for NULL or empty.
@@ -105,9 +133,12 @@ fn compile(
         .resolver(Arc::new(SystemResolver))
         .expression(text)
         .map_err(|e| message(text, dlt, &e))?;
-    let program = Arc::new(program);
-    remember(&program);
-    Ok(program)
+    let installed = Installed {
+        program: Arc::new(program),
+        reads_vlan_tags: uses_vlan(text),
+    };
+    remember(&installed);
+    Ok(installed.program)
 }
 
 /// Fills `fp` with a malloc'd copy of the program's instructions.
@@ -292,12 +323,12 @@ pub unsafe extern "C" fn pcap_setfilter(p: *mut pcap_t, fp: *mut bpf_program) ->
     };
     if let Ok(mut src) = h.source.try_borrow_mut() {
         if let Source::Live(l) = &mut *src {
-            if let Err(e) = l.set_kernel_filter(program.bpf()) {
+            if let Err(e) = l.set_kernel_filter(&program) {
                 return h.fail(PCAP_ERROR, &e);
             }
         }
     }
-    *h.filter.borrow_mut() = Some(program);
+    *h.filter.borrow_mut() = Some(program.program);
     0
 }
 

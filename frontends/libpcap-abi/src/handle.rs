@@ -368,17 +368,27 @@ pub unsafe extern "C" fn pcap_list_datalinks(p: *mut pcap_t, dlts: *mut *mut c_i
     if dlts.is_null() {
         return h.fail(PCAP_ERROR, "pcap_list_datalinks: NULL list pointer");
     }
-    // SAFETY: malloc of one int; checked for NULL.
-    let list = unsafe { libc::malloc(std::mem::size_of::<c_int>()) }.cast::<c_int>();
+    let offered = datalinks(h);
+    // SAFETY: malloc of offered.len() ints; checked for NULL.
+    let list = unsafe { libc::malloc(std::mem::size_of_val(offered.as_slice())) }.cast::<c_int>();
     if list.is_null() {
         return h.fail(PCAP_ERROR, "malloc: Cannot allocate memory");
     }
-    // SAFETY: `list` holds one int; `dlts` is writable (checked non-NULL).
+    // SAFETY: `list` holds offered.len() ints; `dlts` is writable
+    // (checked non-NULL).
     unsafe {
-        *list = h.dlt.get();
+        std::ptr::copy_nonoverlapping(offered.as_ptr(), list, offered.len());
         *dlts = list;
     }
-    1
+    offered.len() as c_int
+}
+
+/// The link types a handle offers: a live device's list, else its own.
+fn datalinks(h: &pcap_t) -> Vec<c_int> {
+    match h.source.try_borrow().as_deref() {
+        Ok(Source::Live(l)) => l.datalinks().to_vec(),
+        _ => vec![h.dlt.get()],
+    }
 }
 
 /// `pcap_free_datalinks`.
@@ -399,6 +409,11 @@ pub unsafe extern "C" fn pcap_free_datalinks(dlts: *mut c_int) {
 pub unsafe extern "C" fn pcap_set_datalink(p: *mut pcap_t, dlt: c_int) -> c_int {
     let h = handle_or!(p, BAD_HANDLE);
     if dlt == h.dlt.get() {
+        return 0;
+    }
+    if h.is_activated() && datalinks(h).contains(&dlt) {
+        // The frames stay as they are; filters compile for the new type.
+        h.dlt.set(dlt);
         return 0;
     }
     let name = crate::names::pcap_datalink_val_to_name(dlt);

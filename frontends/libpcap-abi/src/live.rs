@@ -6,16 +6,18 @@
 //! Packets handed over are judged in user space by the handle's filter
 //! (the kernel program is a pre-filter: it lets VLAN-tagged frames
 //! through, as the kernel sees them with the tag taken off). A read
-//! that must stop in the middle of a ring block (a count reached,
-//! `pcap_breakloop`) keeps the block's other accepted packets for the
-//! next read, so none is lost.
+//! that stops in the middle of a ring block (a count reached,
+//! `pcap_breakloop`) leaves the block's other packets in the ring for the
+//! next read, so none is lost and the descriptor stays readable for
+//! programs that `select` on it (dumpcap reads one packet per wake-up).
 
+use crate::filter::Installed;
 use crate::handle::{handle_or, pcap_t, Source, BAD_HANDLE};
 use crate::names::linktype_to_dlt;
 use crate::read::{accepts, header};
 use crate::types::*;
+use sluice_capture::Packet;
 use sluice_live::{Capture, Config, Direction, KernelFilter, LiveError};
-use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, CString};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -49,10 +51,13 @@ impl Default for Settings {
 /// An activated capture.
 pub(crate) struct Live {
     cap: Capture,
+    /// The link types the device offers (`pcap_list_datalinks`).
+    dlts: Vec<c_int>,
+    /// The filter judges a frame as the kernel saw it (see
+    /// [`Live::set_kernel_filter`]).
+    judge_kernel_view: bool,
     timeout: Duration,
     buffer: c_int,
-    /// Accepted packets of a block a read stopped in.
-    queue: VecDeque<(pcap_pkthdr, Vec<u8>)>,
     sender: Option<sluice_live::Sender>,
     stats: pcap_stat,
 }
@@ -70,10 +75,24 @@ impl Live {
         self.buffer
     }
 
+    /// The link types the device offers.
+    pub(crate) fn datalinks(&self) -> &[c_int] {
+        &self.dlts
+    }
+
     /// Puts the program in the kernel; one the kernel cannot run leaves
-    /// the kernel accepting everything (user space still filters).
-    pub(crate) fn set_kernel_filter(&mut self, bpf: &[sluice_bpf::Insn]) -> Result<(), String> {
-        let kf = KernelFilter::new(bpf, self.cap.linktype());
+    /// the kernel accepting everything (user space still filters). On
+    /// Ethernet a program that does not read VLAN tags runs as libpcap's
+    /// does, on the frame as the kernel sees it (a tag the kernel took
+    /// off is not in it), and user space judges that same frame.
+    pub(crate) fn set_kernel_filter(&mut self, p: &Installed) -> Result<(), String> {
+        let (bpf, linktype) = (p.program.bpf(), self.cap.linktype());
+        self.judge_kernel_view = linktype == 1 && !p.reads_vlan_tags;
+        let kf = if self.judge_kernel_view {
+            KernelFilter::as_kernel_sees(bpf, linktype)
+        } else {
+            KernelFilter::new(bpf, linktype)
+        };
         self.cap
             .set_filter(kf)
             .map(|_| ())
@@ -87,28 +106,15 @@ impl Live {
         }
     }
 
-    /// One read: queued packets first, else what the ring has within the
-    /// timeout. Returns the count handed over or a libpcap code.
+    /// One read: what the ring has within the timeout, up to `cnt`
+    /// accepted packets (`cnt` <= 0: all that is ready). Returns the count
+    /// handed over or a libpcap code.
     pub(crate) fn read(
         &mut self,
         h: &pcap_t,
         cnt: c_int,
         each: &mut dyn FnMut(&pcap_pkthdr, &[u8]),
     ) -> c_int {
-        let mut n: c_int = 0;
-        while cnt <= 0 || n < cnt {
-            if h.break_loop.load(Ordering::Acquire) {
-                break;
-            }
-            let Some((hd, data)) = self.queue.pop_front() else {
-                break;
-            };
-            each(&hd, &data);
-            n += 1;
-        }
-        if n > 0 {
-            return n;
-        }
         if h.take_break() {
             return PCAP_ERROR_BREAK;
         }
@@ -121,21 +127,27 @@ impl Live {
         } else {
             self.timeout.min(SLICE)
         };
-        let Live { cap, queue, .. } = self;
-        let mut full = false;
-        let r = cap.dispatch(wait, |pkt| {
-            if !accepts(filter.as_deref(), pkt) {
+        let mut n: c_int = 0;
+        // Stopping (a count reached, pcap_breakloop from the callback)
+        // leaves the block's other packets in the ring for the next read.
+        let kernel_view = self.judge_kernel_view;
+        let r = self.cap.dispatch_views(wait, |pkt, view| {
+            let judged = match view {
+                Some(v) if kernel_view => Packet {
+                    data: v,
+                    caplen: v.len() as u32,
+                    wirelen: pkt.wirelen.saturating_sub(4),
+                    ..*pkt
+                },
+                _ => *pkt,
+            };
+            if !accepts(filter.as_deref(), &judged) {
                 return true;
             }
-            let hd = header(pkt, nano);
-            if full || h.break_loop.load(Ordering::Acquire) {
-                queue.push_back((hd, pkt.data.to_vec()));
-            } else {
-                each(&hd, pkt.data);
-                n += 1;
-                full = cnt > 0 && n >= cnt;
-            }
-            true
+            each(&header(pkt, nano), pkt.data);
+            n += 1;
+            let counted = cnt > 0 && n >= cnt;
+            !(counted || h.break_loop.load(Ordering::Acquire))
         });
         self.update_stats();
         h.live_stats.set(self.stats);
@@ -143,6 +155,26 @@ impl Live {
             Ok(_) => n,
             Err(e) => h.fail(PCAP_ERROR, &live_message(&e).1),
         }
+    }
+}
+
+/// The link types libpcap offers for a device on Linux: a wired
+/// Ethernet device also offers DOCSIS (a cable modem termination system
+/// puts DOCSIS frames on Ethernet), the others their own type only.
+fn device_datalinks(device: &str, dlt: c_int) -> Vec<c_int> {
+    const DLT_EN10MB: c_int = 1;
+    const DLT_DOCSIS: c_int = 143;
+    const ARPHRD_ETHER: u16 = 1;
+    let wired_ethernet = dlt == DLT_EN10MB
+        && sluice_live::interfaces::interface(device).is_ok_and(|i| i.hardware == ARPHRD_ETHER)
+        && !std::path::Path::new("/sys/class/net")
+            .join(device)
+            .join("wireless")
+            .exists();
+    if wired_ethernet {
+        vec![DLT_EN10MB, DLT_DOCSIS]
+    } else {
+        vec![dlt]
     }
 }
 
@@ -370,13 +402,15 @@ pub unsafe extern "C" fn pcap_activate(p: *mut pcap_t) -> c_int {
             return h.fail(code, &msg);
         }
     };
-    h.dlt.set(linktype_to_dlt(u32::from(cap.linktype())));
+    let dlt = linktype_to_dlt(u32::from(cap.linktype()));
+    h.dlt.set(dlt);
     h.snapshot.set(cap.snaplen() as c_int);
     let live = Live {
+        dlts: device_datalinks(&s.device, dlt),
+        judge_kernel_view: false,
         timeout: Duration::from_millis(s.timeout_ms as u64),
         buffer: (config.block_size * config.blocks) as c_int,
         cap,
-        queue: VecDeque::new(),
         sender: None,
         stats: pcap_stat::default(),
     };

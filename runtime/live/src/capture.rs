@@ -115,6 +115,9 @@ pub struct Capture {
     sock: PacketSocket,
     ring: RingMap,
     next_block: usize,
+    /// Where a dispatch stopped inside `next_block`, which stays the
+    /// user's until its last packet is handed over.
+    held: Option<Resume>,
     framing: Framing,
     linktype: u16,
     snaplen: u32,
@@ -124,6 +127,13 @@ pub struct Capture {
     scratch: Vec<u8>,
     stats: KernelStats,
     filter: Option<KernelFilter>,
+}
+
+/// Where to go on in a block a dispatch stopped in.
+#[derive(Clone, Copy, Debug)]
+struct Resume {
+    left: u32,
+    at: usize,
 }
 
 /// What one [`Capture::dispatch`] call did.
@@ -210,6 +220,7 @@ impl Capture {
             sock,
             ring,
             next_block: 0,
+            held: None,
             framing: Framing::new(linktype, cooked),
             linktype,
             snaplen: config.snaplen.max(1),
@@ -321,13 +332,28 @@ impl Capture {
     }
 
     /// Wait up to `timeout` for packets, then hand every packet of every
-    /// block ready to `each` (which returns `false` to stop; the rest of
-    /// that block is then dropped). A packet filtered out by direction is
-    /// not handed over.
+    /// block ready to `each`, which returns `false` to stop after the
+    /// packet it was given. The block's other packets are then kept for
+    /// the next dispatch (the block stays the user's, so the socket polls
+    /// readable while they wait, as with libpcap). A packet filtered out
+    /// by direction is not handed over.
     pub fn dispatch(
         &mut self,
         timeout: Duration,
         mut each: impl FnMut(&Packet<'_>) -> bool,
+    ) -> Result<Dispatched, LiveError> {
+        self.dispatch_views(timeout, |pkt, _| each(pkt))
+    }
+
+    /// [`dispatch`](Self::dispatch), also handing over the frame as the
+    /// kernel saw it where that differs from the packet: an Ethernet
+    /// frame whose VLAN tag the kernel took off and sluice put back (the
+    /// kernel's filter, and so libpcap's live filter, reads the frame
+    /// without it). `None` where the two are the same.
+    pub fn dispatch_views(
+        &mut self,
+        timeout: Duration,
+        mut each: impl FnMut(&Packet<'_>, Option<&[u8]>) -> bool,
     ) -> Result<Dispatched, LiveError> {
         let mut done = Dispatched::default();
         let mut failed = None;
@@ -343,7 +369,11 @@ impl Capture {
         }
         let (direction, lo_index) = (self.direction, self.lo_index);
         while let Some(block) = self.ring.user_block(self.next_block) {
-            for f in BlockWalk::new(block) {
+            let mut walk = match self.held.take() {
+                Some(r) => BlockWalk::resume(block, r.left, r.at),
+                None => BlockWalk::new(block),
+            };
+            for f in &mut walk {
                 if !wanted(direction, lo_index, f.pkttype, f.ifindex) {
                     continue;
                 }
@@ -364,9 +394,20 @@ impl Capture {
                     interface: 0,
                     data,
                 };
+                let raw = matches!(self.framing, Framing::Raw { .. });
+                let view = (built && raw).then(|| {
+                    let d = &block[f.data..f.data + f.caplen as usize];
+                    &d[..d.len().min(self.snaplen as usize)]
+                });
                 done.packets += 1;
-                if !each(&pkt) {
+                if !each(&pkt, view) {
                     done.stopped = true;
+                    break;
+                }
+            }
+            if done.stopped {
+                if let Some((left, at)) = walk.position() {
+                    self.held = Some(Resume { left, at });
                     break;
                 }
             }

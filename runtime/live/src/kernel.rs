@@ -4,10 +4,12 @@
 //! The rule: the kernel's program may accept more than the user's filter
 //! (user space filters every packet again), never less. The kernel sees a
 //! VLAN-tagged frame with its tag taken off, where the user's filter sees
-//! it put back (as libpcap shows it); so tagged frames are always let
-//! through, and the user's program only decides the untagged ones (on
-//! cooked captures too: a double-tagged frame's cooked protocol field, as
-//! the ring reports it, is not what the kernel's program loads).
+//! it put back (as libpcap shows it); so on Ethernet a tagged frame is
+//! judged by the program rewritten to read the tag from the kernel's
+//! ancillary data ([`crate::retag`]), and on other links tagged frames
+//! are let through (on cooked captures a double-tagged frame's cooked
+//! protocol field, as the ring reports it, is not what the kernel's
+//! program loads).
 //!
 //! A cooked capture's frames reach the kernel's program without their
 //! cooked header (the socket is `SOCK_DGRAM`): loads past the header move
@@ -126,6 +128,24 @@ impl KernelFilter {
     /// assert!(sluice_live::KernelFilter::new(&len, 276).is_none());
     /// ```
     pub fn new(program: &[Insn], linktype: u16) -> Option<KernelFilter> {
+        Self::build(program, linktype, true)
+    }
+
+    /// The kernel form of `program` as libpcap installs it: run on the
+    /// frame as the kernel sees it, a VLAN tag the kernel took off
+    /// included (it is not in the frame), so the kernel's verdict is the
+    /// final one. `None` as for [`new`](Self::new).
+    ///
+    /// ```
+    /// use sluice_bpf::{Insn, op::*};
+    /// let accept = [Insn::stmt(BPF_RET | BPF_K, 262144)];
+    /// assert_eq!(sluice_live::KernelFilter::as_kernel_sees(&accept, 1).unwrap().len(), 1);
+    /// ```
+    pub fn as_kernel_sees(program: &[Insn], linktype: u16) -> Option<KernelFilter> {
+        Self::build(program, linktype, false)
+    }
+
+    fn build(program: &[Insn], linktype: u16, pass_tagged: bool) -> Option<KernelFilter> {
         let mut code = Vec::with_capacity(program.len() + 3);
         let program = match cooked_layout(linktype) {
             Some((header, fields)) => uncook(program, header, fields)?,
@@ -136,11 +156,23 @@ impl KernelFilter {
         // is not user space's (libpcap puts the tag back into Ethernet and
         // cooked v1 frames; and with two tags, the cooked protocol field
         // the ring reports is not the one the kernel's program loads).
-        if linktype != RAW {
-            // ldb vlan_present; jeq #0 -> program; ret #262144
+        if pass_tagged && linktype != RAW {
+            // ldb vlan_present; jeq #0 -> program; then for a tagged
+            // frame the program rewritten to read the tag where user
+            // space sees it (Ethernet), or accept (user space decides).
+            let tagged = (linktype == ETHERNET)
+                .then(|| crate::retag::retagged(&program))
+                .flatten()
+                .filter(|r| r.len() <= usize::from(u8::MAX))
+                .unwrap_or_else(|| vec![Insn::stmt(BPF_RET | BPF_K, 262144)]);
             code.push(Insn::stmt(BPF_LD | BPF_B | BPF_ABS, VLAN_TAG_PRESENT));
-            code.push(Insn::jump(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
-            code.push(Insn::stmt(BPF_RET | BPF_K, 262144));
+            code.push(Insn::jump(
+                BPF_JMP | BPF_JEQ | BPF_K,
+                0,
+                tagged.len() as u8,
+                0,
+            ));
+            code.extend(tagged);
         }
         code.extend_from_slice(&program);
         if code.len() > MAX_INSNS || program.is_empty() {

@@ -34,6 +34,7 @@ mod capture;
 mod error;
 pub mod interfaces;
 mod kernel;
+mod retag;
 mod ring;
 mod send;
 mod sys;

@@ -70,6 +70,17 @@ impl<'a> BlockWalk<'a> {
         let at = u32_at(block, 16).unwrap_or(0) as usize;
         BlockWalk { block, left, at }
     }
+
+    /// Go on walking a block from a [`position`](Self::position).
+    pub fn resume(block: &'a [u8], left: u32, at: usize) -> BlockWalk<'a> {
+        BlockWalk { block, left, at }
+    }
+
+    /// How many frames are left and where the next one is; `None` once
+    /// the walk is over.
+    pub fn position(&self) -> Option<(u32, usize)> {
+        (self.left > 0).then_some((self.left, self.at))
+    }
 }
 
 impl Iterator for BlockWalk<'_> {
