@@ -29,15 +29,16 @@ if [ ${#need[@]} -gt 0 ]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
 fi
-# pcapy-ng, built from source so that it links the system libpcap.so.0.8
-# (its binary wheel carries a libpcap of its own).
+# pcapy-ng and pypcap, built from source so that they link the system
+# libpcap.so.0.8 (binary wheels carry a libpcap of their own).
 venv="${CARGO_TARGET_DIR:-target}/pcapy-ng-venv"
 case "$venv" in /*) ;; *) venv="$PWD/$venv" ;; esac
-if ! "$venv/bin/python" -m pip show pcapy-ng >/dev/null 2>&1; then
-    /usr/bin/python3 -m venv "$venv"
-    "$venv/bin/python" -m pip install -q --no-binary pcapy-ng pcapy-ng
+if ! "$venv/bin/python" -m pip show pcapy-ng pypcap >/dev/null 2>&1; then
+    [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --no-binary pcapy-ng,pypcap pcapy-ng pypcap
 fi
 export SLUICE_PCAPY_NG_PYTHON="$venv/bin/python"
+export SLUICE_PYPCAP_PYTHON="$venv/bin/python"
 # Every tool the ABI tests use is installed now: they must run, not skip.
 export SLUICE_ABI_REQUIRED=1
 cargo fmt --all -- --check

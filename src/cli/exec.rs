@@ -5,7 +5,7 @@
 //!
 //! Where the library is looked for, in order: `--lib`, `$SLUICE_LIBPCAP`,
 //! beside the `sluice` executable (`target/release/libpcap.so` in a build
-//! tree), then `../lib/sluice/` beside it, `/usr/local/lib/sluice/` and
+//! tree, or `deps/libpcap.so` under it), then `../lib/sluice/` beside it, `/usr/local/lib/sluice/` and
 //! `/usr/lib/sluice/` (where `scripts/install-libpcap.sh` puts it).
 
 use super::Fail;
@@ -53,6 +53,8 @@ fn find_library(explicit: Option<&Path>) -> Result<PathBuf, Fail> {
         .and_then(|e| e.parent().map(Path::to_path_buf))
     {
         candidates.push(dir.join("libpcap.so"));
+        // A build tree where only the test build made it.
+        candidates.push(dir.join("deps/libpcap.so"));
         candidates.push(dir.join("../lib/sluice/libpcap.so.0.8"));
     }
     candidates.push("/usr/local/lib/sluice/libpcap.so.0.8".into());

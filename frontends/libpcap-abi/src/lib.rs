@@ -7,7 +7,7 @@
 //! The library is built as `libpcap.so` with Debian's soname
 //! `libpcap.so.0.8`; `sluice exec -- CMD` runs a program with it in place
 //! of the system's. It exports every function libpcap 1.10.3 exports on
-//! Linux (96 symbols; the programs above import 61 of them):
+//! Linux (96 symbols; the programs above import 64 of them):
 //!
 //! * handles: [`pcap_open_offline`], [`pcap_open_offline_with_tstamp_precision`],
 //!   [`pcap_fopen_offline`], [`pcap_open_dead`], [`pcap_create`],
