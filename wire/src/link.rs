@@ -464,7 +464,11 @@ impl LinkType {
             .iter()
             .find(|e| e.2 == n || e.3.contains(&n))
             .map(|e| e.0)
-            .or_else(|| MATCHING.contains(&n).then_some(LinkType::Matching(n as u16)))
+            .or_else(|| {
+                MATCHING
+                    .contains(&n)
+                    .then_some(LinkType::Matching(n as u16))
+            })
     }
 
     /// The LINKTYPE number written in capture files.
