@@ -7,6 +7,10 @@
 //!   holds on all its incoming edges forwards to its successor. A skipped
 //!   test's value was already computed successfully on that path (the fact is
 //!   about the same expression), so skipping it cannot hide an abort.
+//! * **constants**: a test whose values are known constants whenever they
+//!   are computed (`x & 0 == 1`, libpcap's reductions, see
+//!   [`sluice_ir::Val::known`]) goes one way; it is skipped only if it
+//!   cannot abort.
 //! * **merging**: identical nodes (same test, same successors) become one;
 //!   a test that cannot abort and whose successors are equal disappears.
 //!
@@ -230,6 +234,22 @@ fn thread(dag: &mut Dag) {
         if let Some(d) = facts.decide(&test, gen) {
             let target = if d { jt } else { jf };
             fwd[id] = target;
+            push(&mut pending, &dag.nodes, target, facts);
+            continue;
+        }
+        if let Some(d) = dag.known_outcome(&test) {
+            // Decided by constants: skipped if it cannot abort, else it
+            // still runs (its loads may abort) and goes one way.
+            let target = if d { jt } else { jf };
+            if dag.can_abort(&test) {
+                dag.nodes[id] = Node::Test {
+                    test,
+                    jt: target,
+                    jf: target,
+                };
+            } else {
+                fwd[id] = target;
+            }
             push(&mut pending, &dag.nodes, target, facts);
             continue;
         }
