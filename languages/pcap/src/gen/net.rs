@@ -563,6 +563,13 @@ impl Gen {
                 "'protochain' not supported with variable length headers",
             );
         }
+        // Its loop is a backward jump, which libpcap's optimiser cannot
+        // handle: libpcap turns it off, even where the link makes the
+        // test false (`ip6 protochain 6` on IPV4 rejects every packet
+        // without an error).
+        if matches!(p.qual.proto, None | Some(Proto::Ip) | Some(Proto::Ip6)) {
+            self.no_optimize.set(true);
+        }
         let v4 = || {
             Pred::and(vec![
                 self.linktype(et::IP),

@@ -137,18 +137,12 @@ impl Gen {
                 Pred::eq(ld(&at, 0, Size::Half), v)
             }
             ProtoField::AddressFamily { network_order } => {
-                let af: u32 = match proto {
-                    et::IP => 2,
-                    et::IPV6 => 10,
-                    _ => return Pred::False,
-                };
-                // NULL: the capturing host's byte order (the file's).
-                let v = if network_order || self.capture_big_endian {
-                    af
+                let field = if network_order {
+                    super::family::Field::NetWord
                 } else {
-                    af.swap_bytes()
+                    super::family::Field::HostWord
                 };
-                Pred::eq(ld(&Val::Const(0), 0, Size::Word), v)
+                self.family_linktype(proto, &Val::Const(0), field)
             }
             ProtoField::IpVersion => match proto {
                 et::IP => Pred::masked_eq(ld(&o.net, 0, Size::Byte), 0xf0, 0x40),

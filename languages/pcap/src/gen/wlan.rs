@@ -382,7 +382,7 @@ impl Gen {
             wlan_variant: v,
             ..Gen::new(offsets(self.off.dlt, v))
         };
-        g.expr(e)
+        Ok(super::constants(g.expr(e)?))
     }
 
     /// Add libpcap's whole-program tests: PPI's "the packet is 802.11"
@@ -402,6 +402,12 @@ impl Gen {
         }
         let payload = self.wlan_uses.payload.get();
         let header = self.wlan_uses.header.get() || payload;
+        // libpcap's code for the Prism header's length (always) and for
+        // the 802.11 payload offset (when used) jumps inside a block,
+        // which its optimiser cannot handle: it turns the optimiser off.
+        if dlt == LinkType::PRISM_HEADER || payload {
+            self.no_optimize.set(true);
+        }
         let mut pred = pred;
         if header {
             match dlt {
