@@ -32,7 +32,6 @@
 //! `ip multicast`, `byte N &`/`byte N |`, `vxlan`, zero-mask nets,
 //! `inbound`/`outbound`/`ifindex`, `ether proto lldp/slow`.
 
-use pcap::{BpfProgram, Capture, Dead, Linktype};
 use proptest::prelude::*;
 use sluice::{LinkType, Program};
 use sluice_testsupport::{corpus, Rng};
@@ -72,6 +71,11 @@ fn random_expressions_match_libpcap() {
         done += 1;
         let link = pick_link(&mut rng);
         let lt = LINKS[link].0;
+        let origin = if origin_matters(lt) && rng.chance(70) {
+            rng.pick(&Origin::FILES)
+        } else {
+            Origin::Dead
+        };
         let depth = rng.pick(&[0, 1, 2, 2, 3, 4]);
         let ex = if rng.chance(2) {
             // `geneve` moves the offsets of every later primitive, also where
@@ -95,7 +99,7 @@ fn random_expressions_match_libpcap() {
             continue;
         }
         let t0 = Instant::now();
-        let c = compile(&oracle, link, &text);
+        let c = compile(&oracle, link, origin, &text);
         if t0.elapsed() > Duration::from_millis(500) {
             println!(
                 "case {case}: slow compile ({:?}): {text:?} on {lt}",
@@ -146,15 +150,16 @@ fn random_expressions_match_libpcap() {
             refused += 1;
         }
         if let Some(prob) = found {
-            let (ex, prob) = shrink(&oracle, link, ex, prob);
-            let d = describe(&ex, link, &prob);
+            let (ex, prob) = shrink(&oracle, link, origin, ex, prob);
+            let d = describe(&ex, link, origin, &prob);
             println!("case {case}: {d}");
             failures.push(d);
-            if failures.len() >= 20 {
+            if failures.len() as u64 >= env_num("SLUICE_DIFF_MAX_FAILURES").unwrap_or(20) {
                 break;
             }
         }
     }
+    println!("oracle: {}", oracle.version);
     println!(
         "{done} expressions (seed {seed}): {compiled} compiled by both, {refused} refused by both, \
          {runs} packet runs, {} failures, {:.1} s",
@@ -315,12 +320,19 @@ fn one_case() {
     let Some(o) = Oracle::new() else {
         return;
     };
-    let c = compile(&o, link, &text);
+    let origin = match std::env::var("SLUICE_DIFF_ORIGIN").as_deref() {
+        Ok("pcap-le") => Origin::Pcap { big_endian: false },
+        Ok("pcap-be") => Origin::Pcap { big_endian: true },
+        Ok("pcapng-le") => Origin::Pcapng { big_endian: false },
+        Ok("pcapng-be") => Origin::Pcapng { big_endian: true },
+        _ => Origin::Dead,
+    };
+    let c = compile(&o, link, origin, &text);
     let wl = pkt.len() as u32;
     println!(
         "libpcap: optimised {:?}, unoptimised {:?}",
-        c.lp_opt.as_ref().map(|p| p.filter(&pkt)),
-        c.lp_unopt.as_ref().map(|p| p.filter(&pkt))
+        c.lp_opt.as_ref().map(|p| lp_run(p, &pkt)),
+        c.lp_unopt.as_ref().map(|p| lp_run(p, &pkt))
     );
     println!(
         "sluice: optimised {:?}, unoptimised {:?}, reference {:?}",

@@ -1,46 +1,135 @@
-//! The oracle (libpcap through the `pcap` crate), the comparison with
+//! The oracle (libpcap master, loaded at run time), the comparison with
 //! sluice, and shrinking a mismatch.
 
 use super::*;
+use sluice_libpcap::{Handle, Libpcap};
+use sluice_testsupport::savefile;
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
+/// Where libpcap's handle comes from, which matters on the loopback links
+/// (NULL, LOOP, ENC, PFLOG): libpcap compiles for the host's address family
+/// without a file (`pcap_open_dead`, `tcpdump -y`) and for every BSD's, in
+/// either byte order, on a capture file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Origin {
+    Dead,
+    Pcap { big_endian: bool },
+    Pcapng { big_endian: bool },
+}
+
+impl Origin {
+    pub(crate) const FILES: [Origin; 4] = [
+        Origin::Pcap { big_endian: false },
+        Origin::Pcap { big_endian: true },
+        Origin::Pcapng { big_endian: false },
+        Origin::Pcapng { big_endian: true },
+    ];
+
+    /// The byte order of the file, if there is one.
+    pub(crate) fn file_big_endian(self) -> Option<bool> {
+        match self {
+            Origin::Dead => None,
+            Origin::Pcap { big_endian } | Origin::Pcapng { big_endian } => Some(big_endian),
+        }
+    }
+}
+
+/// Link types on which the origin matters.
+pub(crate) fn origin_matters(lt: LinkType) -> bool {
+    matches!(
+        lt,
+        LinkType::NULL | LinkType::LOOP | LinkType::ENC | LinkType::PFLOG
+    )
+}
+
+/// libpcap master, loaded once for the whole test binary.
+fn master() -> Option<&'static Libpcap> {
+    static MASTER: OnceLock<Option<Libpcap>> = OnceLock::new();
+    MASTER
+        .get_or_init(|| sluice_testsupport::master::load("differential tests"))
+        .as_ref()
+}
+
+/// libpcap master with a handle per (link type, origin).
 pub(crate) struct Oracle {
-    pub(crate) caps: Vec<Capture<Dead>>,
+    handles: HashMap<(usize, Origin), Handle<'static>>,
+    pub(crate) version: String,
 }
 
 impl Oracle {
     pub(crate) fn new() -> Option<Oracle> {
-        let mut caps = Vec::new();
-        for &(_, dlt) in LINKS {
-            match Capture::dead(Linktype(dlt)) {
-                Ok(c) => caps.push(c),
-                Err(e) => {
-                    println!("skipping: libpcap cannot open a dead handle: {e}");
-                    return None;
-                }
+        let lib = master()?;
+        let dir = std::env::temp_dir().join(format!("sluice-differential-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        let mut handles = HashMap::new();
+        for (i, &(lt, dlt)) in LINKS.iter().enumerate() {
+            let h = lib.open_dead(dlt as u32, 65535).expect("a dead handle");
+            handles.insert((i, Origin::Dead), h);
+            if !origin_matters(lt) {
+                continue;
+            }
+            for origin in Origin::FILES {
+                let (bytes, name) = match origin {
+                    Origin::Pcap { big_endian } => (
+                        savefile::pcap(lt.number(), big_endian, &[]),
+                        format!("{dlt}-{big_endian}.pcap"),
+                    ),
+                    Origin::Pcapng { big_endian } => (
+                        savefile::pcapng(lt.number() as u16, big_endian, &[]),
+                        format!("{dlt}-{big_endian}.pcapng"),
+                    ),
+                    Origin::Dead => unreachable!(),
+                };
+                let path = dir.join(name);
+                std::fs::write(&path, bytes).expect("a savefile");
+                let h = lib.open_offline(&path).expect("libpcap opens the savefile");
+                assert_eq!(h.datalink(), dlt, "{}", path.display());
+                handles.insert((i, origin), h);
             }
         }
-        Some(Oracle { caps })
+        let _ = std::fs::remove_dir_all(&dir);
+        Some(Oracle {
+            handles,
+            version: lib.version(),
+        })
     }
 }
 
 pub(crate) struct Compiled {
-    pub(crate) lp_opt: Option<BpfProgram>,
-    pub(crate) lp_unopt: Result<BpfProgram, String>,
+    pub(crate) lp_opt: Result<LpProgram, String>,
+    pub(crate) lp_unopt: Result<LpProgram, String>,
     pub(crate) ours_opt: Result<Program, sluice::Error>,
     pub(crate) ours_unopt: Result<Program, sluice::Error>,
 }
 
-pub(crate) fn compile(o: &Oracle, link: usize, text: &str) -> Compiled {
-    let cap = &o.caps[link];
+/// One of libpcap's programs.
+pub(crate) type LpProgram = sluice_libpcap::Program<'static>;
+
+/// libpcap's verdict: accepted or not (the snapshot length is not compared).
+pub(crate) fn lp_run(p: &LpProgram, pkt: &[u8]) -> bool {
+    p.run(pkt, pkt.len() as u32) != 0
+}
+
+/// sluice's builder for a link type as libpcap's handle of that origin
+/// compiles.
+pub(crate) fn builder(lt: LinkType, origin: Origin) -> sluice::ProgramBuilder {
+    let b = Program::builder(lt).snaplen(65535);
+    match origin.file_big_endian() {
+        Some(be) => b.offline(true).capture_big_endian(be),
+        None => b,
+    }
+}
+
+pub(crate) fn compile(o: &Oracle, link: usize, origin: Origin, text: &str) -> Compiled {
+    let h = &o.handles[&(link, origin)];
     let lt = LINKS[link].0;
+    let lp = |opt: bool| h.compile(text, opt).map_err(|e| e.to_string());
     Compiled {
-        lp_opt: cap.compile(text, true).ok(),
-        lp_unopt: cap.compile(text, false).map_err(|e| e.to_string()),
-        ours_opt: Program::builder(lt).snaplen(65535).expression(text),
-        ours_unopt: Program::builder(lt)
-            .snaplen(65535)
-            .optimize(false)
-            .expression(text),
+        lp_opt: lp(true),
+        lp_unopt: lp(false),
+        ours_opt: builder(lt, origin).expression(text),
+        ours_unopt: builder(lt, origin).optimize(false).expression(text),
     }
 }
 
@@ -124,8 +213,8 @@ pub(crate) fn check(c: &Compiled, pkt: Option<&[u8]>) -> Option<Problem> {
             reference,
         });
     }
-    let lp_u = lpu.filter(pkt);
-    let lp_o = c.lp_opt.as_ref().map(|p| p.filter(pkt));
+    let lp_u = lp_run(lpu, pkt);
+    let lp_o = c.lp_opt.as_ref().ok().map(|p| lp_run(p, pkt));
     let ours = unopt != 0;
     if ours != lp_u && Some(ours) != lp_o {
         return Some(Problem::Verdict {
@@ -139,7 +228,13 @@ pub(crate) fn check(c: &Compiled, pkt: Option<&[u8]>) -> Option<Problem> {
 }
 
 /// Shrinks a failing case: shorter packets, zeroed bytes, smaller expressions.
-pub(crate) fn shrink(o: &Oracle, link: usize, mut ex: Ex, mut prob: Problem) -> (Ex, Problem) {
+pub(crate) fn shrink(
+    o: &Oracle,
+    link: usize,
+    origin: Origin,
+    mut ex: Ex,
+    mut prob: Problem,
+) -> (Ex, Problem) {
     let pkt_of = |p: &Problem| match p {
         Problem::Verdict { pkt, .. } | Problem::Engines { pkt, .. } => Some(pkt.clone()),
         Problem::Compile(_) => None,
@@ -150,7 +245,7 @@ pub(crate) fn shrink(o: &Oracle, link: usize, mut ex: Ex, mut prob: Problem) -> 
         progress = false;
         // smaller expression, same packet
         for cand in ex.shrinks() {
-            let c = compile(o, link, &cand.text());
+            let c = compile(o, link, origin, &cand.text());
             let pkt = pkt_of(&prob);
             if let Some(p) = check(&c, pkt.as_deref()) {
                 if p.same_kind(&prob) {
@@ -164,7 +259,7 @@ pub(crate) fn shrink(o: &Oracle, link: usize, mut ex: Ex, mut prob: Problem) -> 
         let Some(pkt) = pkt_of(&prob) else {
             continue;
         };
-        let c = compile(o, link, &ex.text());
+        let c = compile(o, link, origin, &ex.text());
         // shorter packet
         for n in 0..pkt.len() {
             if let Some(p) = check(&c, Some(&pkt[..n])) {
@@ -197,9 +292,9 @@ pub(crate) fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-pub(crate) fn describe(ex: &Ex, link: usize, prob: &Problem) -> String {
+pub(crate) fn describe(ex: &Ex, link: usize, origin: Origin, prob: &Problem) -> String {
     let lt = LINKS[link].0;
-    let mut s = format!("expression {:?} on {lt}: ", ex.text());
+    let mut s = format!("expression {:?} on {lt} ({origin:?}): ", ex.text());
     match prob {
         Problem::Compile(why) => s.push_str(why),
         Problem::Verdict {
