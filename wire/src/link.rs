@@ -462,6 +462,23 @@ impl LinkType {
         TABLE.iter().find(|e| e.0 == self).map(|e| e.2).unwrap_or(0)
     }
 
+    /// The DLT value libpcap uses for it on Linux, what `pcap_open_dead`
+    /// takes: the LINKTYPE number, except where the two differ (raw IP is
+    /// LINKTYPE 101 in files and DLT 12 in programs).
+    ///
+    /// ```
+    /// use sluice_wire::link::LinkType;
+    /// assert_eq!(LinkType::RAW.dlt(), 12);
+    /// assert_eq!(LinkType::EN10MB.dlt(), 1);
+    /// ```
+    pub fn dlt(self) -> u32 {
+        TABLE
+            .iter()
+            .find(|e| e.0 == self)
+            .map(|e| e.3.first().copied().unwrap_or(e.2))
+            .unwrap_or(0)
+    }
+
     /// libpcap's name for the link type.
     ///
     /// ```
@@ -563,6 +580,7 @@ pub enum ProtoField {
 /// use sluice_wire::link::{LinkType, Layout};
 /// let l = Layout::of(LinkType::EN10MB);
 /// assert_eq!(l.payload, 14);
+/// assert_eq!(Layout::of(LinkType::FDDI).nl, 8);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
@@ -574,6 +592,12 @@ pub struct Layout {
     pub payload: u32,
     /// Offsets of the source and destination MAC addresses, if the link has them.
     pub mac_src_dst: Option<(u32, u32)>,
+    /// Bytes between the start of the link payload and the network header
+    /// (libpcap's `off_nl`): the 802.2 LLC and SNAP headers (8) on the LAN
+    /// links and 802.11, 18 on Juniper's Ethernet and PPPoE links, else 0.
+    /// What libpcap reads "in the link payload" (a PPPoE session id) is
+    /// that many bytes before the network header.
+    pub nl: u32,
 }
 
 impl Layout {
@@ -774,11 +798,17 @@ impl Layout {
             LinkType::PPP_ETHER => (field, Some(6), 8),
             _ => (field, proto_at, payload),
         };
+        let nl = match field {
+            Llc | SunAtm | Ieee80211 => 8,
+            JuniperCookie if matches!(lt, LinkType::JUNIPER_ETHER | LinkType::JUNIPER_PPPOE) => 18,
+            _ => 0,
+        };
         Layout {
             field,
             proto_at,
             payload,
             mac_src_dst: macs,
+            nl,
         }
     }
 }

@@ -46,8 +46,21 @@ pub(crate) struct Offsets {
     pub mpls_depth: u32,
     /// How many VLAN tags have been stepped over.
     pub vlan_depth: u32,
+    /// Bytes from the link payload to the network header (libpcap's
+    /// `off_nl`: the LLC and SNAP headers on LAN links, MPLS labels).
+    pub nl: u32,
     /// The link type of the capture.
     pub dlt: LinkType,
+    /// The link type of the current link header (libpcap's `linktype`):
+    /// the capture's, PPP after `pppoes`, Ethernet after `geneve`/`vxlan`.
+    pub link_dlt: LinkType,
+}
+
+impl Offsets {
+    /// The start of the link payload (libpcap's `off_linkpl`).
+    pub(crate) fn link_payload(&self) -> Val {
+        Val::plus(self.net.clone(), self.nl.wrapping_neg())
+    }
 }
 
 impl Offsets {
@@ -64,7 +77,9 @@ impl Offsets {
             macs: l.mac_src_dst.map(|(s, d)| (Val::Const(s), Val::Const(d))),
             mpls_depth: 0,
             vlan_depth: 0,
+            nl: l.nl,
             dlt,
+            link_dlt: dlt,
         }
     }
 }

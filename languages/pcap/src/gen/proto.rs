@@ -542,7 +542,7 @@ impl Gen {
                 }
                 ProtoField::Ppp
                     if !matches!(
-                        self.off.dlt,
+                        self.off.link_dlt,
                         LinkType::PPP_ETHER | LinkType::PPP_PPPD | LinkType::PPP_SERIAL
                     ) =>
                 {
@@ -561,16 +561,18 @@ impl Gen {
             ));
         }
         self.off.net = Val::plus(self.off.net.clone(), 4);
+        self.off.nl += 4;
         self.off.mpls_depth += 1;
         Ok(Pred::and(parts))
     }
 
+    /// `pppoes [id]`: the link carries a PPPoE session (on any link that
+    /// names its payload: libpcap master tests the link for the PPPoE
+    /// session type, false where it cannot carry one). The session id is
+    /// read two bytes into the link payload, as libpcap reads it, which
+    /// is inside the SNAP header on LAN links. After it, the link is PPP
+    /// without address and control bytes.
     fn pppoes(&mut self, sess: Option<u32>, span: Span) -> GResult<Pred> {
-        // Juniper links test only their magic cookie for PPPoE, as for
-        // every protocol, and then read the PPPoE header at the payload.
-        if self.off.field != ProtoField::JuniperCookie {
-            self.require_ethernet_like("pppoes", span)?;
-        }
         if let Some(s) = sess {
             if s > 0xffff {
                 return err(
@@ -581,7 +583,7 @@ impl Gen {
         }
         let mut parts = vec![self.linktype(et::PPPOES)];
         if let Some(s) = sess {
-            parts.push(Pred::masked_eq(ld(&self.off.net, 0, Size::Word), 0xffff, s));
+            parts.push(Pred::eq(ld(&self.off.link_payload(), 2, Size::Half), s));
         }
         // After the 6-byte PPPoE header comes a PPP header, which is now
         // the link header (`link[...]`, `byte` count from it).
@@ -590,6 +592,8 @@ impl Gen {
         self.off.proto_at = Some(Val::plus(self.off.net.clone(), 6));
         self.off.net = Val::plus(self.off.net.clone(), 8);
         self.off.macs = None;
+        self.off.nl = 0;
+        self.off.link_dlt = LinkType::PPP;
         Ok(Pred::and(parts))
     }
 

@@ -104,7 +104,9 @@ pub(crate) fn offsets(dlt: LinkType, v: Variant) -> Offsets {
         macs: None,
         mpls_depth: 0,
         vlan_depth: 0,
+        nl: 8,
         dlt,
+        link_dlt: dlt,
     }
 }
 
@@ -363,12 +365,13 @@ impl Gen {
     }
 
     /// `radio[i]`: a load in the radio header, from the start of the packet.
+    /// libpcap master reads it on radiotap, AVS and Prism links, not on
+    /// PPI, and not once a tunnel made the link Ethernet.
     pub(crate) fn radio_load(&self, idx: Val, size: Size, span: Span) -> GResult<Val> {
-        match self.off.dlt {
+        match self.off.link_dlt {
             LinkType::IEEE802_11_RADIO
             | LinkType::IEEE802_11_RADIO_AVS
-            | LinkType::PRISM_HEADER
-            | LinkType::PPI => Ok(Gen::at(idx, &k(0), 0, size)),
+            | LinkType::PRISM_HEADER => Ok(Gen::at(idx, &k(0), 0, size)),
             dlt => err(
                 span,
                 format!("radio information not present in capture ({dlt})"),
