@@ -580,7 +580,6 @@ pub enum ProtoField {
 /// use sluice_wire::link::{LinkType, Layout};
 /// let l = Layout::of(LinkType::EN10MB);
 /// assert_eq!(l.payload, 14);
-/// assert_eq!(Layout::of(LinkType::FDDI).nl, 8);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
@@ -592,12 +591,6 @@ pub struct Layout {
     pub payload: u32,
     /// Offsets of the source and destination MAC addresses, if the link has them.
     pub mac_src_dst: Option<(u32, u32)>,
-    /// Bytes between the start of the link payload and the network header
-    /// (libpcap's `off_nl`): the 802.2 LLC and SNAP headers (8) on the LAN
-    /// links and 802.11, 18 on Juniper's Ethernet and PPPoE links, else 0.
-    /// What libpcap reads "in the link payload" (a PPPoE session id) is
-    /// that many bytes before the network header.
-    pub nl: u32,
 }
 
 impl Layout {
@@ -798,17 +791,11 @@ impl Layout {
             LinkType::PPP_ETHER => (field, Some(6), 8),
             _ => (field, proto_at, payload),
         };
-        let nl = match field {
-            Llc | SunAtm | Ieee80211 => 8,
-            JuniperCookie if matches!(lt, LinkType::JUNIPER_ETHER | LinkType::JUNIPER_PPPOE) => 18,
-            _ => 0,
-        };
         Layout {
             field,
             proto_at,
             payload,
             mac_src_dst: macs,
-            nl,
         }
     }
 }

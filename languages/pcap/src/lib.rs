@@ -140,8 +140,9 @@ pub struct Options {
     /// The network's netmask for `ip broadcast` (`None`: unknown).
     pub netmask: Option<u32>,
     /// The program will be optimised (tcpdump's default; `-O` turns it
-    /// off): then what libpcap's optimiser refuses is refused too, a
-    /// division by an operand that folds to zero, say.
+    /// off). What libpcap's optimiser refuses (a division by an operand
+    /// that folds to zero, a program it reduces to `ret #0`) is decided
+    /// when the filter is lowered (sluice-cbpf's `libpcap_refusal`).
     pub optimize: bool,
 }
 

@@ -63,13 +63,10 @@ impl Gen {
         Ok(match a {
             Arith::Num(n, _) => Val::Const(*n),
             Arith::Len(_) => Val::Len,
-            Arith::Neg(x, _) => {
-                let v = self.arith(x, guards)?;
-                match v {
-                    Val::Const(c) => Val::Const(c.wrapping_neg()),
-                    v => Val::Neg(Box::new(v)),
-                }
-            }
+            // Nothing is folded here: libpcap folds arithmetic only in its
+            // optimiser's second pass, which decides less than its first
+            // (see sluice-cbpf's `refuse`); sluice's optimiser folds it.
+            Arith::Neg(x, _) => Val::Neg(Box::new(self.arith(x, guards)?)),
             Arith::Bin(op, x, y, span) => {
                 let vx = self.arith(x, guards)?;
                 // libpcap drops the right operand's guards.
@@ -96,16 +93,7 @@ impl Gen {
                         _ => {}
                     }
                 }
-                // Keep a load even when the result is known (x & 0): it may
-                // abort; keep a division by a computed zero: it aborts.
-                if vx.can_abort() || vy.can_abort() {
-                    Val::Bin(op, Box::new(vx), Box::new(vy))
-                } else {
-                    match (op.apply(const_of(&vx), const_of(&vy)), &vx, &vy) {
-                        (Some(v), Val::Const(_), Val::Const(_)) => Val::Const(v),
-                        _ => Val::Bin(op, Box::new(vx), Box::new(vy)),
-                    }
-                }
+                Val::Bin(op, Box::new(vx), Box::new(vy))
             }
             Arith::Load {
                 proto,
@@ -134,8 +122,7 @@ impl Gen {
         let net = self.off.net.clone();
         let at = |base: &Val| Gen::at(idx.clone(), base, 0, size);
         Ok(match proto {
-            Link if self.off.field == crate::link::ProtoField::Ieee80211 => at(&self.wlan_header()),
-            Link => at(&self.off.link.clone()),
+            Link => at(&self.link_header()),
             Radio => self.radio_load(idx, size, span)?,
             Ip | Arp | Rarp | Atalk | Decnet | Sca | Lat | Mopdl | Moprc | Ip6 => {
                 let ethertype = match proto {
@@ -154,8 +141,20 @@ impl Gen {
                 at(&net)
             }
             Tcp | Udp | Sctp | Icmp | Igmp | Igrp | Pim | Vrrp | Carp => {
+                // IPv4 only, as libpcap checks it: the IP protocol, and the
+                // first fragment.
+                let number = match proto {
+                    Tcp => ipproto::TCP,
+                    Udp => ipproto::UDP,
+                    Sctp => ipproto::SCTP,
+                    Icmp => ipproto::ICMP,
+                    Igmp => ipproto::IGMP,
+                    Igrp => ipproto::IGRP,
+                    Pim => ipproto::PIM,
+                    _ => ipproto::VRRP,
+                };
                 guards.push(self.linktype(et::IP));
-                guards.push(self.proto_abbrev(proto, span)?);
+                guards.push(Pred::eq(super::proto::ld(&net, 9, Size::Byte), number));
                 guards.push(self.ip_not_frag());
                 self.transport_load_at(idx, size)
             }
@@ -177,13 +176,5 @@ impl Gen {
                 )
             }
         })
-    }
-}
-
-/// A constant's value (0 for anything else; only read for constants).
-fn const_of(v: &Val) -> u32 {
-    match v {
-        Val::Const(c) => *c,
-        _ => 0,
     }
 }

@@ -185,6 +185,8 @@ impl Gen {
     pub(crate) fn link_osi_at(&self) -> Option<Val> {
         match self.off.field {
             ProtoField::Llc | ProtoField::SunAtm => Some(Val::plus(self.llc_start(), 3)),
+            // 802.11: after the 3-byte LLC header, as on the LANs.
+            ProtoField::Ieee80211 => Some(Val::plus(self.wlan_llc_at(), 3)),
             ProtoField::Frelay => Some(Val::Const(3)),
             ProtoField::PppBsdos | ProtoField::PlainEtherType => Some(self.off.net.clone()),
             ProtoField::JuniperCookie => Some(Val::Const(juniper_osi_at(self.off.dlt))),
@@ -196,7 +198,7 @@ impl Gen {
     pub(crate) fn link_direction(&self, outbound: bool, span: Span) -> GResult<Pred> {
         let b = |off: u32| ld(&Val::Const(0), off, Size::Byte);
         let pick = |inb: Pred, outb: Pred| if outbound { outb } else { inb };
-        Ok(match self.off.dlt {
+        Ok(match self.off.link_dlt {
             LinkType::SLIP | LinkType::PPP_PPPD => pick(Pred::eq(b(0), 0), Pred::eq(b(0), 1)),
             LinkType::IPNET => {
                 let h = ld(&Val::Const(0), 2, Size::Half);
@@ -270,7 +272,7 @@ impl Gen {
 
     /// `llc` on links of this module (`None`: the general rule).
     pub(crate) fn link_llc(&self, span: Span) -> Option<GResult<(Pred, Val)>> {
-        Some(Ok(match self.off.dlt {
+        Some(Ok(match self.off.link_dlt {
             LinkType::FDDI | LinkType::IEEE802 | LinkType::ATM_RFC1483 => {
                 (Pred::True, self.llc_start())
             }
@@ -283,7 +285,7 @@ impl Gen {
             | LinkType::NETANALYZER_TRANSPARENT => {
                 return Some(err(
                     span,
-                    format!("'llc' not supported on {}", self.off.dlt),
+                    format!("'llc' not supported on {}", self.off.link_dlt),
                 ))
             }
             _ => return None,

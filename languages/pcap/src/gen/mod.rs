@@ -18,7 +18,6 @@ mod family;
 mod links;
 mod mtp;
 mod net;
-mod optimizer;
 mod pflog;
 mod proto;
 mod tunnel;
@@ -46,21 +45,11 @@ pub(crate) struct Offsets {
     pub mpls_depth: u32,
     /// How many VLAN tags have been stepped over.
     pub vlan_depth: u32,
-    /// Bytes from the link payload to the network header (libpcap's
-    /// `off_nl`: the LLC and SNAP headers on LAN links, MPLS labels).
-    pub nl: u32,
     /// The link type of the capture.
     pub dlt: LinkType,
     /// The link type of the current link header (libpcap's `linktype`):
     /// the capture's, PPP after `pppoes`, Ethernet after `geneve`/`vxlan`.
     pub link_dlt: LinkType,
-}
-
-impl Offsets {
-    /// The start of the link payload (libpcap's `off_linkpl`).
-    pub(crate) fn link_payload(&self) -> Val {
-        Val::plus(self.net.clone(), self.nl.wrapping_neg())
-    }
 }
 
 impl Offsets {
@@ -77,7 +66,6 @@ impl Offsets {
             macs: l.mac_src_dst.map(|(s, d)| (Val::Const(s), Val::Const(d))),
             mpls_depth: 0,
             vlan_depth: 0,
-            nl: l.nl,
             dlt,
             link_dlt: dlt,
         }
@@ -104,6 +92,9 @@ pub(crate) struct Gen {
     pub(crate) offline: bool,
     /// Set where libpcap turns its optimiser off ([`crate::Compiled`]).
     pub(crate) no_optimize: std::cell::Cell<bool>,
+    /// The 802.11 header is read at offset 0 (until a `pppoes`: see
+    /// [`Gen::wlan_header`]).
+    pub(crate) wlan_header_unset: bool,
     /// Turns host names into addresses (none: names are refused).
     pub(crate) resolver: Option<std::sync::Arc<dyn crate::resolve::Resolver>>,
     /// The network's netmask for `ip broadcast` (`None`: not known, and
@@ -122,6 +113,7 @@ impl Gen {
             capture_big_endian: cfg!(target_endian = "big"),
             offline: false,
             no_optimize: std::cell::Cell::new(false),
+            wlan_header_unset: false,
             resolver: None,
             netmask: None,
         }
@@ -222,14 +214,13 @@ pub fn generate_options(
     g.offline = options.offline;
     g.resolver = options.resolver.clone();
     g.netmask = options.netmask;
+    g.wlan_header_unset = Gen::wlan_header_unset(dlt, e);
     g.link_setup();
     let pred = constants(g.expr(e)?);
     g.check_refusal(e.span())?;
     let pred = g.wlan_finish(pred, e)?;
+    let pred = g.pflog_finish(pred);
     let optimize = options.optimize && !g.no_optimize.get();
-    if optimize {
-        optimizer::refusals(&pred, e.span())?;
-    }
     Ok(crate::Compiled {
         filter: Filter::new(pred, options.snaplen),
         optimize,

@@ -189,7 +189,6 @@ impl Gen {
         self.off.net = net;
         self.off.field = ProtoField::EtherType;
         self.off.mpls_depth = 0;
-        self.off.nl = 0;
         self.off.link_dlt = crate::link::LinkType::EN10MB;
     }
 

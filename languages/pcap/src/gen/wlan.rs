@@ -104,7 +104,6 @@ pub(crate) fn offsets(dlt: LinkType, v: Variant) -> Offsets {
         macs: None,
         mpls_depth: 0,
         vlan_depth: 0,
-        nl: 8,
         dlt,
         link_dlt: dlt,
     }
@@ -171,13 +170,45 @@ fn radiotap_padded(fc: &Val) -> Pred {
 
 impl Gen {
     /// The start of the 802.11 header, noting that the filter uses it.
+    ///
+    /// Before a `pppoes` on a link with a radio header libpcap reads it
+    /// from a register that its prologue never writes (the prologue writes
+    /// the register `pppoes` moved the link header to), so at offset 0:
+    /// its `pppoes` there tests the packet's first byte for a data frame.
     pub(crate) fn wlan_header(&self) -> Val {
         self.wlan_uses.header.set(true);
+        if self.wlan_header_unset {
+            return k(0);
+        }
         self.off.link.clone()
     }
 
+    /// Whether libpcap reads the 802.11 header at offset 0 until the first
+    /// `pppoes` of `e` (see [`Gen::wlan_header`]).
+    pub(crate) fn wlan_header_unset(dlt: LinkType, e: &Expr) -> bool {
+        fn has_pppoes(e: &Expr) -> bool {
+            match e {
+                Expr::And(v) | Expr::Or(v) => v.iter().any(has_pppoes),
+                Expr::Not(x, _) => has_pppoes(x),
+                Expr::Other(crate::ast::Other::Pppoes(_), _) => true,
+                _ => false,
+            }
+        }
+        is_wlan(dlt) && dlt != LinkType::IEEE802_11 && has_pppoes(e)
+    }
+
+    /// The start of the current link header (`link[...]`, `byte`): on
+    /// 802.11 links after the radio header, noting that the filter uses it.
+    pub(crate) fn link_header(&self) -> Val {
+        if self.off.field == ProtoField::Ieee80211 {
+            self.wlan_header()
+        } else {
+            self.off.link.clone()
+        }
+    }
+
     /// The start of the LLC header, noting that the filter uses it.
-    fn wlan_llc_at(&self) -> Val {
+    pub(crate) fn wlan_llc_at(&self) -> Val {
         self.wlan_uses.header.set(true);
         self.wlan_uses.payload.set(true);
         Val::plus(
@@ -383,6 +414,11 @@ impl Gen {
     fn variant(&self, e: &Expr, v: Variant) -> GResult<Pred> {
         let mut g = Gen {
             wlan_variant: v,
+            capture_big_endian: self.capture_big_endian,
+            offline: self.offline,
+            wlan_header_unset: Gen::wlan_header_unset(self.off.dlt, e),
+            resolver: self.resolver.clone(),
+            netmask: self.netmask,
             ..Gen::new(offsets(self.off.dlt, v))
         };
         Ok(super::constants(g.expr(e)?))
@@ -400,7 +436,9 @@ impl Gen {
             return Ok(pred);
         }
         let mut parts = Vec::new();
-        if dlt == LinkType::PPI {
+        // libpcap adds PPI's check when the current link is still PPI (not
+        // after `pppoes` or a tunnel).
+        if dlt == LinkType::PPI && self.off.link_dlt == LinkType::PPI {
             parts.push(Pred::eq(abs(4, Size::Word), PPI_DLT_80211));
         }
         let payload = self.wlan_uses.payload.get();
