@@ -180,8 +180,70 @@ pub(crate) fn known_compile_difference(c: &Compiled) -> Option<&'static str> {
     }
 }
 
+/// Where libpcap's optimiser and sluice's model of it disagree on refusing
+/// an expression both compile unoptimised: which way, and (for "rejects
+/// all packets") the program that was built, which must then reject every
+/// packet. libpcap's optimiser finds what it finds by the shape of its
+/// code (edge dominators, pulling tests up chains of `and`s), which
+/// sluice models only in part: `ip and ip6`, `tcp and udp`, `ether[0] & 0
+/// = 1` and `ip and 1 = 0` are refused by both, `rarp and llc` and `ip and
+/// len & 0 = 1` by neither; some contradictions through `or`s of
+/// equalities differ (see sluice-cbpf's `refuse`).
+pub(crate) enum RefusalDifference<'a> {
+    /// libpcap refuses it as rejecting every packet; sluice's program.
+    LibpcapRejectsAll(&'a Program),
+    /// sluice refuses it as rejecting every packet; libpcap's program.
+    SluiceRejectsAll(&'a LpProgram),
+    /// One of them refuses its arithmetic (a divisor that folds to 0 in
+    /// a block one of them finds unreachable).
+    Arithmetic,
+}
+
+impl RefusalDifference<'_> {
+    /// What differs, for the counts.
+    pub(crate) fn why(&self) -> &'static str {
+        match self {
+            RefusalDifference::LibpcapRejectsAll(_) => {
+                "libpcap's optimiser refuses as rejecting all packets, sluice's model does not"
+            }
+            RefusalDifference::SluiceRejectsAll(_) => {
+                "sluice's model refuses as rejecting all packets, libpcap's optimiser does not"
+            }
+            RefusalDifference::Arithmetic => {
+                "refusing arithmetic in a block only one optimiser reaches"
+            }
+        }
+    }
+
+    /// A packet the program that was built accepts (there should be none).
+    pub(crate) fn accepted<'p>(&self, pkts: &'p [Vec<u8>]) -> Option<&'p Vec<u8>> {
+        match self {
+            RefusalDifference::LibpcapRejectsAll(p) => {
+                pkts.iter().find(|k| p.run(k, k.len() as u32) != 0)
+            }
+            RefusalDifference::SluiceRejectsAll(p) => pkts.iter().find(|k| lp_run(p, k)),
+            RefusalDifference::Arithmetic => None,
+        }
+    }
+}
+
+pub(crate) fn refusal_difference(c: &Compiled) -> Option<RefusalDifference<'_>> {
+    if c.lp_unopt.is_err() || c.ours_unopt.is_err() {
+        return None;
+    }
+    match (&c.lp_opt, &c.ours_opt) {
+        (Err(e), Ok(ours)) if e.contains("rejects all packets") => {
+            Some(RefusalDifference::LibpcapRejectsAll(ours))
+        }
+        (Ok(lp), Err(sluice::Error::RejectsAll)) => Some(RefusalDifference::SluiceRejectsAll(lp)),
+        (Err(_), Ok(_)) | (Ok(_), Err(_)) => Some(RefusalDifference::Arithmetic),
+        _ => None,
+    }
+}
+
 /// Compares one expression on one packet (or only compilation when `pkt`
-/// is `None`).
+/// is `None`); differences in refusing when optimising are
+/// [`refusal_difference`]'s.
 pub(crate) fn check(c: &Compiled, pkt: Option<&[u8]>) -> Option<Problem> {
     let lp_ok = c.lp_unopt.is_ok();
     let ours_ok = c.ours_unopt.is_ok();
@@ -202,8 +264,8 @@ pub(crate) fn check(c: &Compiled, pkt: Option<&[u8]>) -> Option<Problem> {
     let reference = ou.run_reference(pkt, wl);
     let opt = match &c.ours_opt {
         Ok(p) => p.run(pkt, wl),
-        Err(sluice::Error::RejectsAll) => 0,
-        Err(_) => unopt ^ 1,
+        // Refused when optimising: the engines are the other two.
+        Err(_) => unopt,
     };
     if opt != unopt || unopt != reference {
         return Some(Problem::Engines {
@@ -327,26 +389,58 @@ pub(crate) fn describe(ex: &Ex, link: usize, origin: Origin, prob: &Problem) -> 
     s
 }
 
-/// Whether some primitive of the expression is constant on this link (`ip`
-/// on IPV4, `arp` on RAW or NULL): there libpcap 1.10.3 and master differ.
-pub(crate) fn has_constant_primitive(ex: &Ex, lt: LinkType) -> bool {
-    match ex {
-        Ex::Not(x) => has_constant_primitive(x, lt),
-        Ex::Bin(_, a, b, _) => has_constant_primitive(a, lt) || has_constant_primitive(b, lt),
-        Ex::Leaf(l) => l
-            .replace("src or dst ", "src ")
-            .replace("src and dst ", "src ")
-            .split([' ', '(', ')'])
-            .collect::<Vec<_>>()
-            .join(" ")
-            .split(" and ")
-            .flat_map(|x| x.split(" or "))
-            .map(|x| x.trim().trim_start_matches("not ").trim())
-            .any(|x| {
-                matches!(
-                    sluice::pcap::compile(x, lt, 65535).map(|f| f.pred),
-                    Ok(sluice::ir::Pred::True | sluice::ir::Pred::False)
-                )
-            }),
+/// Whether libpcap's program stores into a register its prologue filled
+/// (the offsets of variable-length link headers, computed once before the
+/// rest): libpcap's register allocator can hand a register freed by an
+/// earlier relation's temporaries to an offset, whose prologue value the
+/// relation then overwrites (`radio[0] = 237 or dir tods` on radiotap reads
+/// the frame control byte at 237 + 1). sluice does not reproduce this.
+///
+/// The prologue is everything before the first `ldx M[k]` that feeds an
+/// indirect load.
+pub(crate) fn reuses_offset_register(p: &LpProgram) -> bool {
+    const ST: u16 = 0x02;
+    const STX: u16 = 0x03;
+    const LDX_MEM: u16 = 0x61;
+    let insns = p.insns();
+    let boundary = insns
+        .windows(2)
+        .position(|w| w[0].code == LDX_MEM && matches!(w[1].code, 0x40 | 0x48 | 0x50))
+        .unwrap_or(insns.len());
+    let filled: Vec<u32> = insns[..boundary]
+        .iter()
+        .filter(|i| i.code == ST || i.code == STX)
+        .map(|i| i.k)
+        .collect();
+    !filled.is_empty()
+        && insns[boundary..]
+            .iter()
+            .any(|i| (i.code == ST || i.code == STX) && filled.contains(&i.k))
+}
+
+/// Whether libpcap's register allocator may give a link-offset register a
+/// relation's temporaries just freed: on links whose offsets libpcap
+/// computes in a prologue (802.11, with or without a radio header, and
+/// pflog), a relation followed by another primitive (the offsets are
+/// allocated when first used, after the relation freed its registers:
+/// `67 <= 0 or byte 26 & 222` on PPI reads byte 26 of the header at 0).
+pub(crate) fn may_reuse_offset_register(text: &str, lt: LinkType) -> bool {
+    use sluice::pcap::ast::Expr;
+    fn leaves<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+        match e {
+            Expr::And(v) | Expr::Or(v) => v.iter().for_each(|x| leaves(x, out)),
+            Expr::Not(x, _) => leaves(x, out),
+            e => out.push(e),
+        }
     }
+    let prologue = prologue_link(lt);
+    let Ok(e) = sluice::pcap::parser::parse(text) else {
+        return false;
+    };
+    let mut v = Vec::new();
+    leaves(&e, &mut v);
+    prologue
+        && v.iter()
+            .position(|x| matches!(x, Expr::Rel(..)))
+            .is_some_and(|i| i + 1 < v.len())
 }

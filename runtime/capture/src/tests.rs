@@ -467,7 +467,10 @@ fn check_every_cut(file: &[u8], packet_ends: &[usize], block_ends: &[usize]) {
         let at_boundary = block_ends.contains(&cut);
         // A pcapng file cut before its first interface description ends
         // without one: refused whole (at the end of what is there).
-        if let Some(e) = e.as_ref().filter(|e| matches!(e.kind(), ErrorKind::NoInterfaces)) {
+        if let Some(e) = e
+            .as_ref()
+            .filter(|e| matches!(e.kind(), ErrorKind::NoInterfaces))
+        {
             assert!(at_boundary, "{e} for cut at {cut}");
             assert_eq!(e.offset(), cut as u64, "{e}");
             continue;
