@@ -92,9 +92,11 @@ pub(crate) struct Gen {
     pub(crate) offline: bool,
     /// Set where libpcap turns its optimiser off ([`crate::Compiled`]).
     pub(crate) no_optimize: std::cell::Cell<bool>,
-    /// The 802.11 header is read at offset 0 (until a `pppoes`: see
-    /// [`Gen::wlan_header`]).
+    /// The 802.11 header is read at offset 0 (until a `pppoes`, `geneve`
+    /// or `vxlan`: see [`Gen::wlan_unset`]).
     pub(crate) wlan_header_unset: bool,
+    /// The 802.11 payload is read at offset 0 (until a tunnel).
+    pub(crate) wlan_payload_unset: bool,
     /// Turns host names into addresses (none: names are refused).
     pub(crate) resolver: Option<std::sync::Arc<dyn crate::resolve::Resolver>>,
     /// The network's netmask for `ip broadcast` (`None`: not known, and
@@ -114,6 +116,7 @@ impl Gen {
             offline: false,
             no_optimize: std::cell::Cell::new(false),
             wlan_header_unset: false,
+            wlan_payload_unset: false,
             resolver: None,
             netmask: None,
         }
@@ -214,7 +217,7 @@ pub fn generate_options(
     g.offline = options.offline;
     g.resolver = options.resolver.clone();
     g.netmask = options.netmask;
-    g.wlan_header_unset = Gen::wlan_header_unset(dlt, e);
+    g.wlan_unset(e);
     g.link_setup();
     let pred = constants(g.expr(e)?);
     g.check_refusal(e.span())?;

@@ -181,6 +181,13 @@ impl Gen {
         Ok(())
     }
 
+    /// The tunnel's own outer test is made: what follows reads its offsets
+    /// (see [`Gen::wlan_unset`]).
+    fn wlan_set(&mut self) {
+        self.wlan_header_unset = false;
+        self.wlan_payload_unset = false;
+    }
+
     /// Move every offset to the inner Ethernet frame at `inner`.
     fn enter_ethernet(&mut self, inner: Val, proto_at: Val, net: Val) {
         self.off.link = inner.clone();
@@ -211,6 +218,7 @@ impl Gen {
             v
         });
         let start = Val::plus(bin(BinOp::Add, self.udp_offset(), self.off.net.clone()), 8);
+        self.wlan_set();
         let opt_len = ld(&start, 0, Size::Byte);
         let payload_type = ld(&start, 2, Size::Half);
         let inner = Val::plus(
@@ -260,6 +268,7 @@ impl Gen {
         });
         // UDP header (8) and VXLAN header (8), then an Ethernet frame.
         let inner = Val::plus(bin(BinOp::Add, self.udp_offset(), self.off.net.clone()), 16);
+        self.wlan_set();
         let proto_at = Val::plus(inner.clone(), 12);
         let net = Val::plus(inner.clone(), 14);
         self.enter_ethernet(inner, proto_at, net);

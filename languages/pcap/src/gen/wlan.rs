@@ -171,10 +171,10 @@ fn radiotap_padded(fc: &Val) -> Pred {
 impl Gen {
     /// The start of the 802.11 header, noting that the filter uses it.
     ///
-    /// Before a `pppoes` on a link with a radio header libpcap reads it
-    /// from a register that its prologue never writes (the prologue writes
-    /// the register `pppoes` moved the link header to), so at offset 0:
-    /// its `pppoes` there tests the packet's first byte for a data frame.
+    /// Before a `pppoes`, `geneve` or `vxlan` on a link with a radio header
+    /// libpcap reads it from a register its prologue never writes (the
+    /// prologue fills the registers those keywords moved the link header
+    /// to), so at offset 0 ([`Gen::wlan_unset`]).
     pub(crate) fn wlan_header(&self) -> Val {
         self.wlan_uses.header.set(true);
         if self.wlan_header_unset {
@@ -183,18 +183,33 @@ impl Gen {
         self.off.link.clone()
     }
 
-    /// Whether libpcap reads the 802.11 header at offset 0 until the first
-    /// `pppoes` of `e` (see [`Gen::wlan_header`]).
-    pub(crate) fn wlan_header_unset(dlt: LinkType, e: &Expr) -> bool {
-        fn has_pppoes(e: &Expr) -> bool {
+    /// Where libpcap reads the 802.11 offsets at 0 until the first
+    /// `pppoes`, `geneve` or `vxlan` of `e` (including that keyword's own
+    /// link test): the header start when it follows a radio header, and,
+    /// for the tunnels (which move the payload to new registers too), the
+    /// payload start. Sets the flags and the offsets accordingly.
+    pub(crate) fn wlan_unset(&mut self, e: &Expr) {
+        fn first(e: &Expr) -> Option<bool> {
             match e {
-                Expr::And(v) | Expr::Or(v) => v.iter().any(has_pppoes),
-                Expr::Not(x, _) => has_pppoes(x),
-                Expr::Other(crate::ast::Other::Pppoes(_), _) => true,
-                _ => false,
+                Expr::And(v) | Expr::Or(v) => v.iter().find_map(first),
+                Expr::Not(x, _) => first(x),
+                Expr::Other(crate::ast::Other::Pppoes(_), _) => Some(false),
+                Expr::Other(crate::ast::Other::Geneve(_) | crate::ast::Other::Vxlan(_), _) => {
+                    Some(true)
+                }
+                _ => None,
             }
         }
-        is_wlan(dlt) && dlt != LinkType::IEEE802_11 && has_pppoes(e)
+        let dlt = self.off.dlt;
+        let Some(tunnel) = first(e).filter(|_| is_wlan(dlt)) else {
+            return;
+        };
+        self.wlan_header_unset = dlt != LinkType::IEEE802_11;
+        if tunnel {
+            self.wlan_payload_unset = true;
+            self.off.proto_at = Some(k(6));
+            self.off.net = k(8);
+        }
     }
 
     /// The start of the current link header (`link[...]`, `byte`): on
@@ -211,6 +226,9 @@ impl Gen {
     pub(crate) fn wlan_llc_at(&self) -> Val {
         self.wlan_uses.header.set(true);
         self.wlan_uses.payload.set(true);
+        if self.wlan_payload_unset {
+            return k(4 * self.off.vlan_depth);
+        }
         Val::plus(
             payload_start(&self.off.link, self.wlan_variant.padded),
             4 * self.off.vlan_depth,
@@ -416,11 +434,11 @@ impl Gen {
             wlan_variant: v,
             capture_big_endian: self.capture_big_endian,
             offline: self.offline,
-            wlan_header_unset: Gen::wlan_header_unset(self.off.dlt, e),
             resolver: self.resolver.clone(),
             netmask: self.netmask,
             ..Gen::new(offsets(self.off.dlt, v))
         };
+        g.wlan_unset(e);
         Ok(super::constants(g.expr(e)?))
     }
 
