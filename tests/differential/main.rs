@@ -38,6 +38,7 @@ use sluice_testsupport::{corpus, Rng};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+mod classes;
 mod expressions;
 mod frames;
 mod oracle;

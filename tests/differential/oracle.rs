@@ -44,7 +44,7 @@ pub(crate) fn origin_matters(lt: LinkType) -> bool {
 }
 
 /// libpcap master, loaded once for the whole test binary.
-fn master() -> Option<&'static Libpcap> {
+pub(crate) fn master() -> Option<&'static Libpcap> {
     static MASTER: OnceLock<Option<Libpcap>> = OnceLock::new();
     MASTER
         .get_or_init(|| sluice_testsupport::master::load("differential tests"))
