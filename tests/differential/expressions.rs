@@ -131,14 +131,7 @@ pub(crate) fn portrange_text(rng: &mut Rng) -> String {
 /// A primitive (sometimes with qualifier inheritance: `host a or b`).
 pub(crate) fn gen_leaf(rng: &mut Rng, lt: LinkType) -> String {
     let ether = lt == LinkType::EN10MB;
-    let wlan = matches!(
-        lt,
-        LinkType::IEEE802_11
-            | LinkType::IEEE802_11_RADIO
-            | LinkType::IEEE802_11_RADIO_AVS
-            | LinkType::PRISM_HEADER
-            | LinkType::PPI
-    );
+    let wlan = prologue_link(lt) && lt != LinkType::PFLOG;
     if (wlan && rng.chance(25)) || rng.chance(2) {
         return gen_wlan(rng);
     }

@@ -72,6 +72,16 @@ fn build() -> Result<PathBuf, String> {
             let _ = std::fs::create_dir_all(prefix.parent().unwrap_or(Path::new(".")));
             let start = std::time::Instant::now();
             while std::fs::create_dir(&lock).is_err() {
+                // A lock left by a process that died while building.
+                let stale = std::fs::metadata(&lock)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > std::time::Duration::from_secs(300));
+                if stale {
+                    let _ = std::fs::remove_dir(&lock);
+                    continue;
+                }
                 if start.elapsed() > std::time::Duration::from_secs(600) {
                     return Err(format!("{} stayed locked", lock.display()));
                 }
