@@ -2,7 +2,9 @@
 # Runs every test sluice has: formatting, lints, unit, property, corpus,
 # differential, live-capture and libpcap ABI tests. Installs the Debian
 # packages the tests compare against (libpcap-dev for the reference libpcap,
-# tcpdump, ngrep, tshark, python3-pcapy...) when they are missing.
+# tcpdump, ngrep, tshark, python3-pcapy...) when they are missing, and builds
+# libpcap master (the oracle of the differential tests) from
+# ../shared/reference once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
@@ -23,6 +25,11 @@ command -v g++ >/dev/null 2>&1 || need+=(g++)
 /usr/bin/python3 -c 'import pcapy' >/dev/null 2>&1 || need+=(python3-pcapy)
 /usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 [ -n "$(ls /usr/include/python3*/Python.h 2>/dev/null)" ] || need+=(python3-dev)
+# libpcap master is built from its source (../shared/reference) with cmake,
+# flex and bison.
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v flex >/dev/null 2>&1 || need+=(flex)
+command -v bison >/dev/null 2>&1 || need+=(bison)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo=sudo
@@ -39,6 +46,11 @@ if ! "$venv/bin/python" -m pip show pcapy-ng pypcap >/dev/null 2>&1; then
 fi
 export SLUICE_PCAPY_NG_PYTHON="$venv/bin/python"
 export SLUICE_PYPCAP_PYTHON="$venv/bin/python"
+# libpcap master, the reference for what an expression means (Debian ships
+# 1.10.3): built once into target/libpcap-master (the script stamps it). The
+# tests that compare with it load it from there, and must not skip.
+../shared/reference/build-libpcap-master.sh "${CARGO_TARGET_DIR:-target}/libpcap-master" >/dev/null
+export SLUICE_MASTER_REQUIRED=1
 # Every tool the ABI tests use is installed now: they must run, not skip.
 export SLUICE_ABI_REQUIRED=1
 cargo fmt --all -- --check

@@ -87,6 +87,66 @@ fn libpcap_column_when_installed() {
     assert!(last_json(&o)["libpcap_ns_per_packet"].as_f64().unwrap() > 0.0);
 }
 
+/// `--libpcap` (or `SLUICE_LIBPCAP`) puts another libpcap in the column:
+/// libpcap master, compiling on the capture file itself, accepts what
+/// sluice accepts, on a loopback capture from macOS too.
+#[test]
+fn libpcap_master_column() {
+    let Some(so) = sluice_testsupport::master::library("bench --libpcap") else {
+        return;
+    };
+    let so = so.to_str().unwrap();
+    let o = bench(&["--libpcap", so, "tcp port 80"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let row = out.lines().find(|l| l.starts_with("libpcap ")).expect(&out);
+    assert!(row.contains("PRE-GIT") || row.contains("1.11"), "{row}");
+    // A DLT_NULL capture written on a little-endian macOS host: AF_INET6
+    // is 30 there.
+    let mut pkt = 30u32.to_le_bytes().to_vec();
+    pkt.extend([0x60, 0, 0, 0, 0, 8, 17, 64]);
+    pkt.extend([0; 32]);
+    pkt.extend([0x12, 0x34, 0, 53, 0, 8, 0, 0]);
+    let f = tmp("macos-loopback.pcap");
+    let refs: Vec<&[u8]> = (0..5).map(|_| pkt.as_slice()).collect();
+    std::fs::write(&f, sluice_testsupport::savefile::pcap(0, false, &refs)).unwrap();
+    let f = f.to_str().unwrap();
+    for (env, args) in [
+        (
+            true,
+            vec!["bench", "-r", f, "--seconds", "0.02", "udp port 53"],
+        ),
+        (
+            false,
+            vec![
+                "bench",
+                "-r",
+                f,
+                "--seconds",
+                "0.02",
+                "--libpcap",
+                so,
+                "ip6",
+            ],
+        ),
+    ] {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"));
+        c.args(&args);
+        if env {
+            c.env(sluice::libpcap::ENV, so);
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8_lossy(&o.stdout);
+        for row in out
+            .lines()
+            .filter(|l| l.starts_with("native ") || l.starts_with("libpcap "))
+        {
+            let accepted = row.split_whitespace().rev().nth(1).unwrap();
+            assert_eq!(accepted, "5", "{row}\n{out}");
+        }
+    }
+}
+
 #[test]
 fn filters_file_merged_against_one_by_one() {
     let f = tmp("filters");

@@ -27,6 +27,9 @@ struct Pkt {
 struct Capture {
     linktype: u16,
     snaplen: u32,
+    /// The file's byte order: libpcap compiles for a capture file
+    /// (`offline`), where NULL's address family may be in either order.
+    big_endian: bool,
     packets: Vec<Pkt>,
 }
 
@@ -39,12 +42,17 @@ fn load_capture(path: &Path) -> Capture {
         sluice::capture::CaptureFormat::Pcap { snaplen, .. } => snaplen,
         _ => 262144,
     };
+    let big_endian = match c.format {
+        sluice::capture::CaptureFormat::Pcap { big_endian, .. }
+        | sluice::capture::CaptureFormat::PcapNg { big_endian, .. } => big_endian,
+    };
     if let Some(s) = c.packets.iter().rev().map(|p| p.snaplen).find(|&s| s != 0) {
         snaplen = s;
     }
     Capture {
         linktype: c.linktype(),
         snaplen,
+        big_endian,
         packets: c
             .packets
             .into_iter()
@@ -191,10 +199,11 @@ fn oracle_verdicts() {
         let expr = &exprs[n - 1];
         let entry = progs.entry((n, cap.linktype)).or_insert_with(|| {
             let lt = LinkType::from_number(cap.linktype as u32).ok_or("link type")?;
-            let a = Program::builder(lt)
-                .expression(expr)
-                .map_err(|e| e.to_string())?;
-            let b = Program::builder(lt)
+            let builder = Program::builder(lt)
+                .offline(true)
+                .capture_big_endian(cap.big_endian);
+            let a = builder.expression(expr).map_err(|e| e.to_string())?;
+            let b = builder
                 .optimize(false)
                 .expression(expr)
                 .map_err(|e| e.to_string())?;
@@ -286,6 +295,8 @@ fn libpcap_apply_tests() {
             let p = Program::builder(lt)
                 .snaplen(cap.snaplen)
                 .optimize(optimize)
+                .offline(true)
+                .capture_big_endian(cap.big_endian)
                 .expression(expr)
                 .map_err(|e| format!("compile error: {e}"))?;
             let got: Vec<u64> = cap
@@ -416,9 +427,19 @@ fn libpcap_accept_tests() {
             let lt = LinkType::from_name(dlt).ok_or(format!("link type {dlt} not supported"))?;
             let expected = sluice::bpf::parse_program(t["expected_bpf"].as_str().unwrap())
                 .map_err(|e| format!("expected program does not parse: {e}"))?;
+            // A savefile handle (in this host's byte order or the other)
+            // where the test says so, else one without a file.
+            let host_big = cfg!(target_endian = "big");
+            let (offline, big_endian) = match t["offline"].as_str() {
+                Some("swapped") => (true, !host_big),
+                Some(_) => (true, host_big),
+                None => (false, host_big),
+            };
             let p = Program::builder(lt)
                 .snaplen(snaplen)
                 .optimize(optimize)
+                .offline(offline)
+                .capture_big_endian(big_endian)
                 .expression(expr)
                 .map_err(|e| format!("compile error: {e}"))?;
             let alts = &expected_by[&(dlt.to_string(), expr.to_string())];

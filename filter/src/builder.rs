@@ -32,6 +32,7 @@ pub struct ProgramBuilder {
     pub(crate) snaplen: u32,
     pub(crate) optimize: bool,
     pub(crate) capture_big_endian: bool,
+    pub(crate) offline: bool,
     pub(crate) dir: Option<PathBuf>,
     pub(crate) resolver: Option<Arc<dyn Resolver>>,
     pub(crate) netmask: Option<u32>,
@@ -51,6 +52,7 @@ impl ProgramBuilder {
             snaplen: 262_144,
             optimize: true,
             capture_big_endian: cfg!(target_endian = "big"),
+            offline: false,
             dir: None,
             resolver: None,
             netmask: None,
@@ -109,6 +111,24 @@ impl ProgramBuilder {
         self
     }
 
+    /// The packets come from a capture file (`tcpdump -r`), not from a
+    /// handle without one (`tcpdump -y`, the default): on the loopback links
+    /// (NULL, LOOP, ENC, PFLOG) libpcap then accepts every BSD's IPv6
+    /// address family, on NULL and ENC in either byte order (see
+    /// [`sluice_pcap::Options`]).
+    ///
+    /// ```
+    /// use sluice_filter::{LinkType, Program};
+    /// let b = Program::builder(LinkType::LOOP);
+    /// let freebsd = [0, 0, 0, 28];
+    /// assert_eq!(b.build("ip6").unwrap().run(&freebsd, 4), 0);
+    /// assert_ne!(b.offline(true).build("ip6").unwrap().run(&freebsd, 4), 0);
+    /// ```
+    pub fn offline(mut self, offline: bool) -> ProgramBuilder {
+        self.offline = offline;
+        self
+    }
+
     /// Where relative `LANG:@path` files are read from (`None`: the current
     /// directory).
     ///
@@ -164,16 +184,19 @@ impl ProgramBuilder {
     /// assert!(b.expression("pcap: tcp").is_err());
     /// ```
     pub fn expression(&self, text: &str) -> Result<Program, Error> {
-        let ir = sluice_pcap::compile_with_netmask(
-            text,
-            self.linktype,
-            self.snaplen,
-            self.capture_big_endian,
-            self.resolver.clone(),
-            self.netmask,
-        )
-        .map_err(Error::Expression)?;
-        Program::from_ir(ir, self.optimize)
+        let options = sluice_pcap::Options {
+            snaplen: self.snaplen,
+            capture_big_endian: self.capture_big_endian,
+            offline: self.offline,
+            resolver: self.resolver.clone(),
+            netmask: self.netmask,
+            optimize: self.optimize,
+        };
+        let c = sluice_pcap::compile_options(text, self.linktype, &options)
+            .map_err(Error::Expression)?;
+        // Where libpcap turns its optimiser off, so does sluice: no
+        // folding, no "expression rejects all packets".
+        Program::from_ir(c.filter, c.optimize, true)
     }
 }
 

@@ -172,10 +172,10 @@ impl Spec {
             Language::Bpf => Program::from_bpf_text(&self.bpf_text()),
             Language::Cspf => self
                 .cspf()
-                .and_then(|p| Program::from_ir(p.to_ir(options.snaplen), options.optimize)),
+                .and_then(|p| Program::from_ir(p.to_ir(options.snaplen), options.optimize, false)),
             Language::Dpf => self
                 .dpf()
-                .and_then(|f| Program::from_ir(f.to_ir(options.snaplen), options.optimize)),
+                .and_then(|f| Program::from_ir(f.to_ir(options.snaplen), options.optimize, false)),
         };
         compiled.map_err(|e| self.located(e))
     }

@@ -107,7 +107,22 @@ impl Program {
 
     /// A program from an IR filter: the fast-disjunction rewrite when
     /// optimising, then classic BPF for the interpreter and `-d`.
-    pub(crate) fn from_ir(mut ir: sluice_ir::Filter, optimize: bool) -> Result<Program, Error> {
+    ///
+    /// `pcap`: the filter is a pcap expression, refused when optimising as
+    /// libpcap's optimiser refuses it (arithmetic it cannot do, a program
+    /// it reduces to `ret #0`), judged on the predicate as written.
+    pub(crate) fn from_ir(
+        mut ir: sluice_ir::Filter,
+        optimize: bool,
+        pcap: bool,
+    ) -> Result<Program, Error> {
+        if optimize && pcap {
+            match sluice_cbpf::libpcap_refusal(&ir) {
+                Ok(()) => {}
+                Err(sluice_cbpf::LowerError::RejectsAll) => return Err(Error::RejectsAll),
+                Err(e) => return Err(Error::Lower(e)),
+            }
+        }
         if optimize {
             ir.pred = sluice_ir::simplify::fast_disjunctions(ir.pred);
         }

@@ -297,6 +297,37 @@ impl Val {
         r.min(TOP)
     }
 
+    /// The value this has whenever evaluating it does not abort, when that
+    /// is a constant: constants folded, and the reductions libpcap's
+    /// optimiser makes, `x & 0`, `x * 0`, and `0` combined with anything
+    /// by `*`, `/`, `%`, `&`, `<<` or `>>`, are 0 (the operand is still
+    /// evaluated and may abort).
+    ///
+    /// ```
+    /// use sluice_ir::{BinOp, Size, Val};
+    /// let byte = Val::load_abs(0, Size::Byte);
+    /// assert_eq!(Val::Bin(BinOp::And, Box::new(byte.clone()), Box::new(Val::Const(0))).known(), Some(0));
+    /// assert_eq!(Val::Bin(BinOp::Add, Box::new(byte), Box::new(Val::Const(0))).known(), None);
+    /// ```
+    pub fn known(&self) -> Option<u32> {
+        match self {
+            Val::Const(k) => Some(*k),
+            Val::Len | Val::Load { .. } => None,
+            Val::Neg(x) => x.known().map(u32::wrapping_neg),
+            Val::Bin(op, a, b) => {
+                let (ka, kb) = (a.known(), b.known());
+                if let (Some(x), Some(y)) = (ka, kb) {
+                    return op.apply(x, y);
+                }
+                match op {
+                    BinOp::Mul | BinOp::And if ka == Some(0) || kb == Some(0) => Some(0),
+                    BinOp::Div | BinOp::Mod | BinOp::Shl | BinOp::Shr if ka == Some(0) => Some(0),
+                    _ => None,
+                }
+            }
+        }
+    }
+
     /// True for [`Val::Const`].
     ///
     /// ```

@@ -3,7 +3,7 @@
 use super::live::{Classify, Event, Live, LiveArgs, Make};
 use super::print::{Dump, Options, Printer};
 use super::rotate::{RotateArgs, RotatingOut};
-use super::{cached, for_each_packet_while, linktype_of, open_capture, print_out, read_text};
+use super::{cached, for_each_packet_declaring, linktype_of, open_capture, print_out, read_text};
 use super::{usage, Fail, Stdout};
 use clap::ArgAction;
 use sluice::capture::{CaptureFormat, Packet};
@@ -142,12 +142,16 @@ enum Source {
 }
 
 impl Source {
+    /// The program for a link type. `file` is the byte order of the
+    /// capture file the packets come from (libpcap compiles for a file as
+    /// `tcpdump -r` does, for a handle without one, `-y` and live capture,
+    /// as `pcap_open_dead` does: they differ on the loopback links).
     fn program(
         &self,
         lt: LinkType,
         snaplen: u32,
         optimize: bool,
-        big_endian: bool,
+        file: Option<bool>,
     ) -> Result<Program, Fail> {
         match self {
             Source::Bpf(p) => Ok(p.clone()),
@@ -156,7 +160,8 @@ impl Source {
                 let mut b = Program::builder(lt)
                     .snaplen(snaplen)
                     .optimize(optimize)
-                    .capture_big_endian(big_endian);
+                    .offline(file.is_some())
+                    .capture_big_endian(file.unwrap_or(cfg!(target_endian = "big")));
                 if *resolve {
                     b = b.resolver(std::sync::Arc::new(sluice::filter::SystemResolver));
                 }
@@ -273,7 +278,7 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
                 .ok_or_else(|| Fail(format!("unknown link type '{name}'")))?,
             None => LinkType::EN10MB,
         };
-        let prog = source.program(lt, args.snaplen(), optimize, cfg!(target_endian = "big"))?;
+        let prog = source.program(lt, args.snaplen(), optimize, None)?;
         return print_out(&dump(&prog, args.dump));
     }
 
@@ -298,25 +303,26 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
             (None, CaptureFormat::Pcap { snaplen, .. }) => snaplen,
             _ => super::DEFAULT_SNAPLEN,
         };
-        let prog = source.program(linktype_of(lt, &name)?, snaplen, optimize, big_endian)?;
+        let prog = source.program(linktype_of(lt, &name)?, snaplen, optimize, Some(big_endian))?;
         return print_out(&dump(&prog, args.dump));
     }
-    // Compile for the capture's first link type before any output is
-    // opened: a typo leaves an existing output file as it was.
-    let first_snaplen = match format {
-        CaptureFormat::Pcap { snaplen, .. } => Some(snaplen),
-        CaptureFormat::PcapNg {
-            first_interface, ..
-        } => first_interface.map(|i| i.snaplen),
+    // Compile for the link type the file declares (a pcap header, the
+    // pcapng interfaces before the first packet) before any output is
+    // opened: a typo leaves an existing output file as it was, and a file
+    // without packets still refuses a bad expression, as tcpdump does.
+    let compile = |programs: &mut HashMap<(u16, u32), Program>, lt: u16, snaplen: u32| {
+        cached(programs, (lt, snaplen), || {
+            source.program(
+                linktype_of(lt, &name)?,
+                snaplen_of(snaplen),
+                optimize,
+                Some(big_endian),
+            )
+        })
+        .map(|_| ())
     };
-    if let (Some(lt), Some(snaplen)) = (reader.linktype(), first_snaplen) {
-        let p = source.program(
-            linktype_of(lt, &name)?,
-            snaplen_of(snaplen),
-            optimize,
-            big_endian,
-        )?;
-        programs.insert((lt, snaplen), p);
+    for info in reader.declared_interfaces() {
+        compile(&mut programs, info.linktype, info.snaplen)?;
     }
     let mut to = Accepted::new(&args, big_endian);
     let open_writer = |to: &mut Accepted| -> Result<(), Fail> {
@@ -333,21 +339,30 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
     }
 
     let mut seen = 0u64;
-    let status = for_each_packet_while(&mut reader, size, |pkt| {
-        let program = cached(&mut programs, (pkt.linktype, pkt.snaplen), || {
-            let lt = linktype_of(pkt.linktype, &name)?;
-            source.program(lt, snaplen_of(pkt.snaplen), optimize, big_endian)
-        })?;
-        let verdict = program.run_with(runner, pkt.data, pkt.wirelen) != 0;
-        open_writer(&mut to)?;
-        seen += 1;
-        if args.verdicts {
-            to.out.put(if verdict { "1\n" } else { "0\n" })?;
-        }
-        let go_on = !verdict || to.take(pkt)?;
-        to.out.packet_done()?;
-        Ok(go_on)
-    });
+    // Both the interface hook and the packet loop compile into it.
+    let programs = std::cell::RefCell::new(programs);
+    let status = for_each_packet_declaring(
+        &mut reader,
+        size,
+        // Interfaces declared later, used by a packet or not.
+        |info| compile(&mut programs.borrow_mut(), info.linktype, info.snaplen),
+        |pkt| {
+            let mut programs = programs.borrow_mut();
+            let program = cached(&mut programs, (pkt.linktype, pkt.snaplen), || {
+                let lt = linktype_of(pkt.linktype, &name)?;
+                source.program(lt, snaplen_of(pkt.snaplen), optimize, Some(big_endian))
+            })?;
+            let verdict = program.run_with(runner, pkt.data, pkt.wirelen) != 0;
+            open_writer(&mut to)?;
+            seen += 1;
+            if args.verdicts {
+                to.out.put(if verdict { "1\n" } else { "0\n" })?;
+            }
+            let go_on = !verdict || to.take(pkt)?;
+            to.out.packet_done()?;
+            Ok(go_on)
+        },
+    );
     // Whatever happened, keep everything processed so far.
     if status.is_ok() {
         open_writer(&mut to)?;
@@ -442,7 +457,7 @@ fn run_live(
     let mut live = Live::open(&args.live, snaplen)?;
     let lt = linktype_of(live.linktype(), live.name())?;
     let big_endian = cfg!(target_endian = "big");
-    let program = source.program(lt, snaplen, optimize, big_endian)?;
+    let program = source.program(lt, snaplen, optimize, None)?;
     if args.dump > 0 {
         return print_out(&dump(&program, args.dump));
     }
@@ -469,7 +484,7 @@ fn run_live(
         live.on_sighup(Box::new(move || {
             let text = expression_file(&read_text(&path)?);
             let p = Source::Expression(text, resolve)
-                .program(lt, snaplen, optimize, big_endian)
+                .program(lt, snaplen, optimize, None)
                 .map_err(|e| Fail(format!("{path}: {}", e.0)))?;
             let bpf = p.bpf().to_vec();
             Ok((classifier(std::sync::Arc::new(p), runner), bpf))

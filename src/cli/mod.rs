@@ -193,8 +193,30 @@ pub fn for_each_packet(
 pub fn for_each_packet_while(
     reader: &mut Reader,
     size: u64,
+    each: impl FnMut(&Packet<'_>) -> Result<bool, Fail>,
+) -> Result<(), Fail> {
+    for_each_packet_declaring(reader, size, |_| Ok(()), each)
+}
+
+/// Like [`for_each_packet_while`], calling `declared` once for each link
+/// type and snapshot length the file declares (a pcap header, each pcapng
+/// interface description) before the next packet is read, and at the end:
+/// so a program is compiled for an interface no packet uses, as libpcap
+/// compiles for the file's link type whatever it holds.
+pub fn for_each_packet_declaring(
+    reader: &mut Reader,
+    size: u64,
+    mut declared: impl FnMut(&sluice::capture::InterfaceInfo) -> Result<(), Fail>,
     mut each: impl FnMut(&Packet<'_>) -> Result<bool, Fail>,
 ) -> Result<(), Fail> {
+    let mut known = 0;
+    let mut announce = |reader: &Reader| -> Result<(), Fail> {
+        for info in &reader.declared_interfaces()[known..] {
+            declared(info)?;
+            known += 1;
+        }
+        Ok(())
+    };
     let bar = (std::io::stderr().is_terminal() && size > (64 << 20)).then(|| {
         let b = ProgressBar::new(size);
         b.set_style(
@@ -207,13 +229,16 @@ pub fn for_each_packet_while(
     });
     let mut seen = 0u64;
     let status = loop {
+        if let Err(e) = announce(reader) {
+            break Err(e);
+        }
         match reader.next_packet() {
             Ok(Some(pkt)) => match each(&pkt) {
                 Ok(true) => {}
                 Ok(false) => break Ok(()),
                 Err(e) => break Err(e),
             },
-            Ok(None) => break Ok(()),
+            Ok(None) => break announce(reader),
             Err(e) => break Err(Fail(e.to_string())),
         }
         seen += 1;

@@ -3,7 +3,9 @@
 
 use super::live::{Classify, Event, Live, LiveArgs};
 use super::output::{out_dir, CaptureOut};
-use super::{cached, for_each_packet, linktype_of, open_capture, read_text, Fail};
+use super::{
+    cached, for_each_packet, for_each_packet_declaring, linktype_of, open_capture, read_text, Fail,
+};
 use clap::ArgGroup;
 use sluice::capture::{CaptureFormat, Packet};
 use sluice::classifier::merged::Compiled;
@@ -221,10 +223,13 @@ impl Merging {
 /// All filters merged for one link type; earlier lines get higher
 /// priorities, so the first-match winner is the first line that matches.
 /// Errors name the line and the compile error's column.
+/// `capture` is the byte order of the capture file the packets come from
+/// (`None`: a live interface), which libpcap's meaning of the loopback
+/// links depends on.
 fn build(
     filters: &[FilterLine],
     lt: LinkType,
-    big_endian: bool,
+    capture: Option<bool>,
     file: &str,
     native: bool,
 ) -> Result<Merging, Vec<(usize, String)>> {
@@ -241,7 +246,8 @@ fn build(
     // below touch the merged structure.
     let builder = Program::builder(lt)
         .snaplen(super::DEFAULT_SNAPLEN)
-        .capture_big_endian(big_endian)
+        .offline(capture.is_some())
+        .capture_big_endian(capture.unwrap_or(cfg!(target_endian = "big")))
         .dir(Path::new(file).parent());
     let texts: Vec<&str> = filters.iter().map(|f| f.expression.as_str()).collect();
     let compiled = sluice::merge::compile_all(&builder, &texts);
@@ -491,14 +497,16 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
 
     // Compile everything for the capture's link type before writing anything.
     let native = !matches!(args.engine, Some(super::filter::EngineArg::Interp));
-    let build = |filters: &[FilterLine], lt, big_endian, file: &str| {
-        build(filters, lt, big_endian, file, native)
-    };
+    let build =
+        |filters: &[FilterLine], lt, file: &str| build(filters, lt, Some(big_endian), file, native);
     let mut classifiers: HashMap<u16, Merging> = HashMap::new();
-    if let Some(n) = reader.linktype() {
-        match build(&filters, linktype_of(n, &name)?, big_endian, file) {
+    for info in reader.declared_interfaces() {
+        if classifiers.contains_key(&info.linktype) {
+            continue;
+        }
+        match build(&filters, linktype_of(info.linktype, &name)?, file) {
             Ok(m) => {
-                classifiers.insert(n, m);
+                classifiers.insert(info.linktype, m);
             }
             Err(e) => errors.extend(e),
         }
@@ -530,47 +538,56 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
     let mut ids: Vec<u32> = Vec::new();
     let mut dispatcher = args.dispatcher(big_endian);
     let mut delivered = Output::default();
-    let status = for_each_packet(&mut reader, size, |pkt| {
+    // Both the interface hook and the packet loop build classifiers.
+    let classifiers = std::cell::RefCell::new(classifiers);
+    let classifier = |classifiers: &mut HashMap<u16, Merging>, lt: u16| {
         let first = classifiers.is_empty();
-        let merged = cached(&mut classifiers, pkt.linktype, || {
-            build(
-                &filters,
-                linktype_of(pkt.linktype, &name)?,
-                big_endian,
-                file,
-            )
-            .map_err(|e| many(e, first))
-        })?;
-        if args.first_match {
-            ids.clear();
-            ids.extend(merged.classify_first(pkt.data, pkt.wirelen, &mut scratch));
-        } else {
-            merged.classify(pkt.data, pkt.wirelen, &mut scratch, &mut ids);
-            // Delivered (and dispatched to fragments) in filter order.
-            ids.sort_unstable();
-        }
-        open_outputs(&mut outputs)?;
-        let mut to = Deliver {
-            counts: &mut counts,
-            bits: args.verdicts.then_some(&mut bits),
-            outputs: outputs.as_mut(),
-        };
-        match dispatcher.as_mut() {
-            // Held fragments come out after the packet that releases them.
-            Some(d) => {
-                d.dispatch(pkt, &ids, &mut delivered);
-                for del in delivered.iter() {
-                    match del.source {
-                        Source::Current => to.deliver(seen, pkt, del.filters)?,
-                        Source::Held(h) => to.deliver(h.index, &h.as_packet(), del.filters)?,
+        cached(classifiers, lt, || {
+            build(&filters, linktype_of(lt, &name)?, file).map_err(|e| many(e, first))
+        })
+        .map(|_| ())
+    };
+    let status = for_each_packet_declaring(
+        &mut reader,
+        size,
+        // Interfaces declared later, used by a packet or not.
+        |info| classifier(&mut classifiers.borrow_mut(), info.linktype),
+        |pkt| {
+            let mut classifiers = classifiers.borrow_mut();
+            classifier(&mut classifiers, pkt.linktype)?;
+            let merged = classifiers.get_mut(&pkt.linktype).expect("just built");
+            if args.first_match {
+                ids.clear();
+                ids.extend(merged.classify_first(pkt.data, pkt.wirelen, &mut scratch));
+            } else {
+                merged.classify(pkt.data, pkt.wirelen, &mut scratch, &mut ids);
+                // Delivered (and dispatched to fragments) in filter order.
+                ids.sort_unstable();
+            }
+            open_outputs(&mut outputs)?;
+            let mut to = Deliver {
+                counts: &mut counts,
+                bits: args.verdicts.then_some(&mut bits),
+                outputs: outputs.as_mut(),
+            };
+            match dispatcher.as_mut() {
+                // Held fragments come out after the packet that releases them.
+                Some(d) => {
+                    d.dispatch(pkt, &ids, &mut delivered);
+                    for del in delivered.iter() {
+                        match del.source {
+                            Source::Current => to.deliver(seen, pkt, del.filters)?,
+                            Source::Held(h) => to.deliver(h.index, &h.as_packet(), del.filters)?,
+                        }
                     }
                 }
+                None => to.deliver(seen, pkt, &ids)?,
             }
-            None => to.deliver(seen, pkt, &ids)?,
-        }
-        seen += 1;
-        Ok(())
-    });
+            seen += 1;
+            Ok(true)
+        },
+    );
+    let classifiers = classifiers.into_inner();
     // End of input: fragments still held are given up (in --first-match
     // mode those some filter accepts alone go to it).
     if let Some(d) = dispatcher.as_mut() {
@@ -600,7 +617,7 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
     // A capture without packets and without an interface: check the filters
     // for Ethernet before creating the (empty) outputs.
     if status.is_ok() && outputs.is_none() && classifiers.is_empty() {
-        build(&filters, LinkType::EN10MB, big_endian, file).map_err(|e| many(e, true))?;
+        build(&filters, LinkType::EN10MB, file).map_err(|e| many(e, true))?;
         open_outputs(&mut outputs)?;
     }
     // Whatever happened, keep everything processed so far.
@@ -649,7 +666,7 @@ fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), 
     let lt = linktype_of(live.linktype(), live.name())?;
     let big_endian = cfg!(target_endian = "big");
     let native = !matches!(args.engine, Some(super::filter::EngineArg::Interp));
-    let merged = build(filters, lt, big_endian, file, native).map_err(|e| many(e, true))?;
+    let merged = build(filters, lt, None, file, native).map_err(|e| many(e, true))?;
     let union = union_program(filters, lt);
     live.prefilter(union.as_ref().map(|p| p.bpf()))?;
     let format = CaptureFormat::Pcap {

@@ -104,15 +104,16 @@ pub(crate) fn ip4_net(rng: &mut Rng) -> String {
 }
 
 pub(crate) fn ip6_net(rng: &mut Rng) -> String {
-    // Only prefixes over 96: a shorter one has words with a zero mask,
-    // which master (and sluice) do not load and 1.10.3 does (its optimiser
-    // sometimes drops them), a known version difference.
     rng.pick(&[
         "2001:db8::1/128",
         "2001:db8::/127",
         "::1/128",
         "2001:db8::/100",
         "fe80::/97",
+        "fe80::/10",
+        "2001:db8::/32",
+        "::/0",
+        "ff02::/16",
     ])
     .to_string()
 }
@@ -130,6 +131,31 @@ pub(crate) fn portrange_text(rng: &mut Rng) -> String {
 /// A primitive (sometimes with qualifier inheritance: `host a or b`).
 pub(crate) fn gen_leaf(rng: &mut Rng, lt: LinkType) -> String {
     let ether = lt == LinkType::EN10MB;
+    let wlan = prologue_link(lt) && lt != LinkType::PFLOG;
+    if (wlan && rng.chance(25)) || rng.chance(2) {
+        return gen_wlan(rng);
+    }
+    if rng.chance(3) {
+        return rng
+            .pick(&[
+                "ip multicast",
+                "ip broadcast",
+                "inbound",
+                "outbound",
+                "ifindex 2",
+                "ether proto \\lldp",
+                "ether proto \\slow",
+                "ether proto lldp",
+                "radio[0] = 0",
+                "radio[3:1] > 0",
+                "pppoed",
+                "lane",
+                "llc",
+                "iso",
+                "stp",
+            ])
+            .to_string();
+    }
     {
         let k = rng.below(30);
         match k {
@@ -243,8 +269,15 @@ pub(crate) fn gen_leaf(rng: &mut Rng, lt: LinkType) -> String {
                     "ip6 broadcast",
                 ])
                 .to_string(),
-            16 if ether || rng.chance(20) => {
-                let k = rng.pick(&["vlan", "mpls", "pppoes", "vlan", "mpls"]);
+            16 if ether || rng.chance(40) => {
+                // On links whose offsets libpcap computes at run time, what
+                // follows a `pppoes` that failed reads registers libpcap
+                // never filled: there it is only generated whole.
+                let k = if prologue_link(lt) {
+                    rng.pick(&["vlan", "mpls"])
+                } else {
+                    rng.pick(&["vlan", "mpls", "pppoes", "vlan", "mpls", "pppoes"])
+                };
                 if rng.chance(50) {
                     k.to_string()
                 } else {
@@ -295,7 +328,11 @@ pub(crate) fn gen_leaf(rng: &mut Rng, lt: LinkType) -> String {
                 .to_string(),
             26 => format!("{}{}", rng.pick(&["ip and ", "ip6 and ", ""]), gen_rel(rng)),
             27 => {
-                let k = rng.pick(&["vlan", "mpls", "pppoes"]);
+                let k = if prologue_link(lt) {
+                    rng.pick(&["vlan", "mpls"])
+                } else {
+                    rng.pick(&["vlan", "mpls", "pppoes"])
+                };
                 let inner = gen_leaf_simple(rng);
                 if rng.chance(50) {
                     format!("{k} and {inner}")
@@ -304,7 +341,7 @@ pub(crate) fn gen_leaf(rng: &mut Rng, lt: LinkType) -> String {
                 }
             }
             _ => {
-                let ops = ["=", "!=", ">", "<", ">=", "<="];
+                let ops = ["=", "!=", ">", "<", ">=", "<=", "&", "|"];
                 format!(
                     "byte {} {} {}",
                     rng.below(40),
@@ -316,6 +353,76 @@ pub(crate) fn gen_leaf(rng: &mut Rng, lt: LinkType) -> String {
     }
 }
 
+/// An 802.11 primitive (refused off 802.11 links, as libpcap refuses it).
+pub(crate) fn gen_wlan(rng: &mut Rng) -> String {
+    let mac = |rng: &mut Rng| {
+        let m = rng_mac(rng);
+        mac_text(rng, m)
+    };
+    match rng.below(8) {
+        0 => rng
+            .pick(&[
+                "wlan type data",
+                "wlan type mgt",
+                "wlan type ctl",
+                "type mgt subtype beacon",
+                "subtype probe-req",
+                "wlan subtype qos-data",
+                "type data subtype data",
+                "subtype ack",
+            ])
+            .to_string(),
+        1 => rng
+            .pick(&[
+                "dir nods",
+                "dir tods",
+                "dir fromds",
+                "dir dstods",
+                "wlan dir 3",
+            ])
+            .to_string(),
+        2 => format!(
+            "wlan {}{}",
+            rng.pick(&["", "src ", "dst ", "addr1 ", "addr2 ", "addr3 ", "addr4 ", "ra ", "ta "]),
+            {
+                let m = mac(rng);
+                format!("host {m}")
+            }
+        ),
+        3 => format!("ether host {}", mac(rng)),
+        4 => format!("link[{}] = {}", rng.below(30), rng.below(256)),
+        5 => format!(
+            "wlan[{}:{}] & {} != 0",
+            rng.below(30),
+            rng.pick(&[1, 2]),
+            rng.below(256)
+        ),
+        6 => rng
+            .pick(&["broadcast", "multicast", "llc", "llc u", "ip", "ip6", "arp"])
+            .to_string(),
+        _ => format!("radio[{}] = {}", rng.below(24), rng.below(256)),
+    }
+}
+
+/// A tunnel (`geneve`, `vxlan`, with a VNI or not) or a PPPoE session,
+/// followed by another primitive.
+pub(crate) fn gen_tunnel(rng: &mut Rng) -> String {
+    let t = rng.pick(&["geneve", "vxlan", "pppoes"]);
+    let id = if rng.chance(50) {
+        format!(" {}", rng.pick(TAGS))
+    } else {
+        String::new()
+    };
+    match rng.below(4) {
+        0 => format!("{t}{id}"),
+        1 => format!(
+            "{t}{id} and {}",
+            rng.pick(&["mpls", "mpls 100", "ip and udp", "ip6", "tcp"])
+        ),
+        _ => format!("{t}{id} and {}", gen_leaf_simple(rng)),
+    }
+}
+
 pub(crate) fn gen_leaf_simple(rng: &mut Rng) -> String {
     match rng.below(6) {
         0 => "ip".into(),
@@ -323,8 +430,22 @@ pub(crate) fn gen_leaf_simple(rng: &mut Rng) -> String {
         2 => format!("tcp port {}", rng.pick(PORTS)),
         3 => format!("host {}", ip4_text(rng.pick(IP4))),
         4 => "udp".into(),
-        _ => rng.pick(&["vlan", "mpls", "pppoes", "arp"]).into(),
+        _ => rng.pick(&["vlan", "mpls", "arp"]).into(),
     }
+}
+
+/// Links whose header offsets libpcap computes in a prologue at run time
+/// (802.11, with or without a radio header, and pflog).
+pub(crate) fn prologue_link(lt: LinkType) -> bool {
+    matches!(
+        lt,
+        LinkType::IEEE802_11
+            | LinkType::IEEE802_11_RADIO
+            | LinkType::IEEE802_11_RADIO_AVS
+            | LinkType::PRISM_HEADER
+            | LinkType::PPI
+            | LinkType::PFLOG
+    )
 }
 
 pub(crate) fn rng_mac(rng: &mut Rng) -> [u8; 6] {
@@ -343,7 +464,7 @@ pub(crate) fn inherit(rng: &mut Rng, s: &mut String, mut value: impl FnMut(&mut 
 
 pub(crate) const LOAD_PROTOS: &[&str] = &[
     "ether", "link", "ip", "ip6", "tcp", "udp", "icmp", "icmp6", "sctp", "igmp", "arp", "rarp",
-    "ip", "tcp", "udp", "ppp", "vrrp", "pim",
+    "ip", "tcp", "udp", "ppp", "vrrp", "pim", "radio", "wlan",
 ];
 
 pub(crate) fn gen_load(rng: &mut Rng, p: &str, depth: usize) -> String {
@@ -352,9 +473,13 @@ pub(crate) fn gen_load(rng: &mut Rng, p: &str, depth: usize) -> String {
     // instruction's offset, so `tcp[-28]` differs (reported); constant
     // negative or huge indices are not generated.
     let idx = if depth > 0 && rng.chance(15) {
-        // Same protocol as the outer load: 1.10.3 loses or reorders the
-        // protocol checks of an index that loads another protocol.
-        let q = p;
+        // Mostly the same protocol as the outer load; libpcap runs an
+        // index's checks before the load's own.
+        let q = if rng.chance(70) {
+            p
+        } else {
+            rng.pick(LOAD_PROTOS)
+        };
         match rng.below(3) {
             0 => format!("{} + {}", gen_load(rng, q, 0), rng.below(20)),
             1 => format!("{} & 0xf", gen_load(rng, q, 0)),
@@ -398,11 +523,11 @@ pub(crate) fn gen_num(rng: &mut Rng) -> String {
     }
 }
 
-/// An arithmetic expression whose loads all use protocol `p`. libpcap
-/// 1.10.3 drops the protocol checks of the right operand of a binary
-/// operator (`ip[0] + udp[0]` loses "is UDP"; `1 + ip6[0]` loses "is IPv6"),
-/// so a right operand only loads when the left one does too (then the checks
-/// are the same).
+/// An arithmetic expression whose loads all use protocol `p` (mostly).
+/// libpcap keeps only the left operand's protocol checks in a binary
+/// operator; its code generator refuses division, modulus and shifts by a
+/// right operand whose first instruction loads 0 (or more than 31), its
+/// optimiser those that fold to such a constant: all generated.
 pub(crate) fn gen_arith(rng: &mut Rng, p: &str, depth: usize, may_load: bool) -> String {
     gen_arith_x(rng, p, depth, may_load).0
 }
@@ -428,26 +553,42 @@ pub(crate) fn gen_arith_x(rng: &mut Rng, p: &str, depth: usize, may_load: bool) 
         _ => {
             let op = rng.pick(&["+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>"]);
             let (a, la) = gen_arith_x(rng, p, depth - 1, may_load);
-            // libpcap 1.10.3 checks for division by zero and shifts over 31
-            // on the *first instruction* of the right operand (so it refuses
-            // `x >> (32 << len)`, `x / ppp[0:4]` (its first instruction is
-            // `ld #0`) and accepts `x % (8 % 4)`); master and sluice look at
-            // the folded value. So the right operand of these is a literal or
-            // `len`.
-            let (b, lb) = if op == "/" || op == "%" {
-                let d = rng.pick(&["1", "2", "3", "4", "7", "8", "16", "0", "len"]);
-                (d.to_string(), false)
-            } else if op == "<<" || op == ">>" {
-                if rng.chance(20) {
-                    ("len".to_string(), false)
+            let (b, lb) = if matches!(op, "/" | "%" | "<<" | ">>") && rng.chance(60) {
+                let d = if op.len() == 2 {
+                    rng.pick(&[
+                        "1",
+                        "7",
+                        "31",
+                        "32",
+                        "len",
+                        "(1 + 40)",
+                        "(8 % 4)",
+                        "(len & 0)",
+                    ])
                 } else {
-                    (rng.below(34).to_string(), false)
-                }
+                    rng.pick(&[
+                        "1",
+                        "2",
+                        "3",
+                        "4",
+                        "8",
+                        "0",
+                        "len",
+                        "(8 % 4)",
+                        "(len * 0)",
+                        "(2 - 2)",
+                    ])
+                };
+                (d.to_string(), false)
             } else {
-                gen_arith_x(rng, p, depth - 1, la)
+                let q = if rng.chance(80) {
+                    p
+                } else {
+                    rng.pick(LOAD_PROTOS)
+                };
+                gen_arith_x(rng, q, depth - 1, may_load)
             };
-            // Precedence makes `a op b` regroup inside a larger expression;
-            // parenthesise so the load discipline holds for the parse.
+            // Precedence makes `a op b` regroup inside a larger expression.
             (format!("({a} {op} {b})"), la || lb)
         }
     }
@@ -457,8 +598,18 @@ pub(crate) fn gen_rel(rng: &mut Rng) -> String {
     let op = rng.pick(&["=", "==", "!=", ">", "<", ">=", "<="]);
     let pa = rng.pick(LOAD_PROTOS);
     let pb = rng.pick(LOAD_PROTOS);
-    // Never a constant relation: libpcap master (and sluice) fold
-    // `x or 1 = 1` to true without evaluating `x`, 1.10.3 does not.
+    if rng.chance(10) {
+        // Relations that are constant, or become so by libpcap's
+        // optimiser's reductions (`x & 0`, `x * 0`).
+        let a = match rng.below(5) {
+            0 => gen_num(rng),
+            1 => format!("{} & 0", gen_load(rng, pa, 1)),
+            2 => format!("{} * 0", gen_load(rng, pa, 1)),
+            3 => "len & 0".to_string(),
+            _ => format!("0 * {}", gen_load(rng, pa, 1)),
+        };
+        return format!("{a} {op} {}", rng.pick(&["0", "1", "2"]));
+    }
     let a = if rng.chance(60) {
         gen_load(rng, pa, 2)
     } else {

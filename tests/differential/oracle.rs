@@ -1,46 +1,135 @@
-//! The oracle (libpcap through the `pcap` crate), the comparison with
+//! The oracle (libpcap master, loaded at run time), the comparison with
 //! sluice, and shrinking a mismatch.
 
 use super::*;
+use sluice_libpcap::{Handle, Libpcap};
+use sluice_testsupport::savefile;
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
+/// Where libpcap's handle comes from, which matters on the loopback links
+/// (NULL, LOOP, ENC, PFLOG): libpcap compiles for the host's address family
+/// without a file (`pcap_open_dead`, `tcpdump -y`) and for every BSD's, in
+/// either byte order, on a capture file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Origin {
+    Dead,
+    Pcap { big_endian: bool },
+    Pcapng { big_endian: bool },
+}
+
+impl Origin {
+    pub(crate) const FILES: [Origin; 4] = [
+        Origin::Pcap { big_endian: false },
+        Origin::Pcap { big_endian: true },
+        Origin::Pcapng { big_endian: false },
+        Origin::Pcapng { big_endian: true },
+    ];
+
+    /// The byte order of the file, if there is one.
+    pub(crate) fn file_big_endian(self) -> Option<bool> {
+        match self {
+            Origin::Dead => None,
+            Origin::Pcap { big_endian } | Origin::Pcapng { big_endian } => Some(big_endian),
+        }
+    }
+}
+
+/// Link types on which the origin matters.
+pub(crate) fn origin_matters(lt: LinkType) -> bool {
+    matches!(
+        lt,
+        LinkType::NULL | LinkType::LOOP | LinkType::ENC | LinkType::PFLOG
+    )
+}
+
+/// libpcap master, loaded once for the whole test binary.
+pub(crate) fn master() -> Option<&'static Libpcap> {
+    static MASTER: OnceLock<Option<Libpcap>> = OnceLock::new();
+    MASTER
+        .get_or_init(|| sluice_testsupport::master::load("differential tests"))
+        .as_ref()
+}
+
+/// libpcap master with a handle per (link type, origin).
 pub(crate) struct Oracle {
-    pub(crate) caps: Vec<Capture<Dead>>,
+    handles: HashMap<(usize, Origin), Handle<'static>>,
+    pub(crate) version: String,
 }
 
 impl Oracle {
     pub(crate) fn new() -> Option<Oracle> {
-        let mut caps = Vec::new();
-        for &(_, dlt) in LINKS {
-            match Capture::dead(Linktype(dlt)) {
-                Ok(c) => caps.push(c),
-                Err(e) => {
-                    println!("skipping: libpcap cannot open a dead handle: {e}");
-                    return None;
-                }
+        let lib = master()?;
+        let dir = std::env::temp_dir().join(format!("sluice-differential-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        let mut handles = HashMap::new();
+        for (i, &(lt, dlt)) in LINKS.iter().enumerate() {
+            let h = lib.open_dead(dlt as u32, 65535).expect("a dead handle");
+            handles.insert((i, Origin::Dead), h);
+            if !origin_matters(lt) {
+                continue;
+            }
+            for origin in Origin::FILES {
+                let (bytes, name) = match origin {
+                    Origin::Pcap { big_endian } => (
+                        savefile::pcap(lt.number(), big_endian, &[]),
+                        format!("{dlt}-{big_endian}.pcap"),
+                    ),
+                    Origin::Pcapng { big_endian } => (
+                        savefile::pcapng(lt.number() as u16, big_endian, &[]),
+                        format!("{dlt}-{big_endian}.pcapng"),
+                    ),
+                    Origin::Dead => unreachable!(),
+                };
+                let path = dir.join(name);
+                std::fs::write(&path, bytes).expect("a savefile");
+                let h = lib.open_offline(&path).expect("libpcap opens the savefile");
+                assert_eq!(h.datalink(), dlt, "{}", path.display());
+                handles.insert((i, origin), h);
             }
         }
-        Some(Oracle { caps })
+        let _ = std::fs::remove_dir_all(&dir);
+        Some(Oracle {
+            handles,
+            version: lib.version(),
+        })
     }
 }
 
 pub(crate) struct Compiled {
-    pub(crate) lp_opt: Option<BpfProgram>,
-    pub(crate) lp_unopt: Result<BpfProgram, String>,
+    pub(crate) lp_opt: Result<LpProgram, String>,
+    pub(crate) lp_unopt: Result<LpProgram, String>,
     pub(crate) ours_opt: Result<Program, sluice::Error>,
     pub(crate) ours_unopt: Result<Program, sluice::Error>,
 }
 
-pub(crate) fn compile(o: &Oracle, link: usize, text: &str) -> Compiled {
-    let cap = &o.caps[link];
+/// One of libpcap's programs.
+pub(crate) type LpProgram = sluice_libpcap::Program<'static>;
+
+/// libpcap's verdict: accepted or not (the snapshot length is not compared).
+pub(crate) fn lp_run(p: &LpProgram, pkt: &[u8]) -> bool {
+    p.run(pkt, pkt.len() as u32) != 0
+}
+
+/// sluice's builder for a link type as libpcap's handle of that origin
+/// compiles.
+pub(crate) fn builder(lt: LinkType, origin: Origin) -> sluice::ProgramBuilder {
+    let b = Program::builder(lt).snaplen(65535);
+    match origin.file_big_endian() {
+        Some(be) => b.offline(true).capture_big_endian(be),
+        None => b,
+    }
+}
+
+pub(crate) fn compile(o: &Oracle, link: usize, origin: Origin, text: &str) -> Compiled {
+    let h = &o.handles[&(link, origin)];
     let lt = LINKS[link].0;
+    let lp = |opt: bool| h.compile(text, opt).map_err(|e| e.to_string());
     Compiled {
-        lp_opt: cap.compile(text, true).ok(),
-        lp_unopt: cap.compile(text, false).map_err(|e| e.to_string()),
-        ours_opt: Program::builder(lt).snaplen(65535).expression(text),
-        ours_unopt: Program::builder(lt)
-            .snaplen(65535)
-            .optimize(false)
-            .expression(text),
+        lp_opt: lp(true),
+        lp_unopt: lp(false),
+        ours_opt: builder(lt, origin).expression(text),
+        ours_unopt: builder(lt, origin).optimize(false).expression(text),
     }
 }
 
@@ -91,8 +180,70 @@ pub(crate) fn known_compile_difference(c: &Compiled) -> Option<&'static str> {
     }
 }
 
+/// Where libpcap's optimiser and sluice's model of it disagree on refusing
+/// an expression both compile unoptimised: which way, and (for "rejects
+/// all packets") the program that was built, which must then reject every
+/// packet. libpcap's optimiser finds what it finds by the shape of its
+/// code (edge dominators, pulling tests up chains of `and`s), which
+/// sluice models only in part: `ip and ip6`, `tcp and udp`, `ether[0] & 0
+/// = 1` and `ip and 1 = 0` are refused by both, `rarp and llc` and `ip and
+/// len & 0 = 1` by neither; some contradictions through `or`s of
+/// equalities differ (see sluice-cbpf's `refuse`).
+pub(crate) enum RefusalDifference<'a> {
+    /// libpcap refuses it as rejecting every packet; sluice's program.
+    LibpcapRejectsAll(&'a Program),
+    /// sluice refuses it as rejecting every packet; libpcap's program.
+    SluiceRejectsAll(&'a LpProgram),
+    /// One of them refuses its arithmetic (a divisor that folds to 0 in
+    /// a block one of them finds unreachable).
+    Arithmetic,
+}
+
+impl RefusalDifference<'_> {
+    /// What differs, for the counts.
+    pub(crate) fn why(&self) -> &'static str {
+        match self {
+            RefusalDifference::LibpcapRejectsAll(_) => {
+                "libpcap's optimiser refuses as rejecting all packets, sluice's model does not"
+            }
+            RefusalDifference::SluiceRejectsAll(_) => {
+                "sluice's model refuses as rejecting all packets, libpcap's optimiser does not"
+            }
+            RefusalDifference::Arithmetic => {
+                "refusing arithmetic in a block only one optimiser reaches"
+            }
+        }
+    }
+
+    /// A packet the program that was built accepts (there should be none).
+    pub(crate) fn accepted<'p>(&self, pkts: &'p [Vec<u8>]) -> Option<&'p Vec<u8>> {
+        match self {
+            RefusalDifference::LibpcapRejectsAll(p) => {
+                pkts.iter().find(|k| p.run(k, k.len() as u32) != 0)
+            }
+            RefusalDifference::SluiceRejectsAll(p) => pkts.iter().find(|k| lp_run(p, k)),
+            RefusalDifference::Arithmetic => None,
+        }
+    }
+}
+
+pub(crate) fn refusal_difference(c: &Compiled) -> Option<RefusalDifference<'_>> {
+    if c.lp_unopt.is_err() || c.ours_unopt.is_err() {
+        return None;
+    }
+    match (&c.lp_opt, &c.ours_opt) {
+        (Err(e), Ok(ours)) if e.contains("rejects all packets") => {
+            Some(RefusalDifference::LibpcapRejectsAll(ours))
+        }
+        (Ok(lp), Err(sluice::Error::RejectsAll)) => Some(RefusalDifference::SluiceRejectsAll(lp)),
+        (Err(_), Ok(_)) | (Ok(_), Err(_)) => Some(RefusalDifference::Arithmetic),
+        _ => None,
+    }
+}
+
 /// Compares one expression on one packet (or only compilation when `pkt`
-/// is `None`).
+/// is `None`); differences in refusing when optimising are
+/// [`refusal_difference`]'s.
 pub(crate) fn check(c: &Compiled, pkt: Option<&[u8]>) -> Option<Problem> {
     let lp_ok = c.lp_unopt.is_ok();
     let ours_ok = c.ours_unopt.is_ok();
@@ -113,8 +264,8 @@ pub(crate) fn check(c: &Compiled, pkt: Option<&[u8]>) -> Option<Problem> {
     let reference = ou.run_reference(pkt, wl);
     let opt = match &c.ours_opt {
         Ok(p) => p.run(pkt, wl),
-        Err(sluice::Error::RejectsAll) => 0,
-        Err(_) => unopt ^ 1,
+        // Refused when optimising: the engines are the other two.
+        Err(_) => unopt,
     };
     if opt != unopt || unopt != reference {
         return Some(Problem::Engines {
@@ -124,8 +275,8 @@ pub(crate) fn check(c: &Compiled, pkt: Option<&[u8]>) -> Option<Problem> {
             reference,
         });
     }
-    let lp_u = lpu.filter(pkt);
-    let lp_o = c.lp_opt.as_ref().map(|p| p.filter(pkt));
+    let lp_u = lp_run(lpu, pkt);
+    let lp_o = c.lp_opt.as_ref().ok().map(|p| lp_run(p, pkt));
     let ours = unopt != 0;
     if ours != lp_u && Some(ours) != lp_o {
         return Some(Problem::Verdict {
@@ -139,7 +290,13 @@ pub(crate) fn check(c: &Compiled, pkt: Option<&[u8]>) -> Option<Problem> {
 }
 
 /// Shrinks a failing case: shorter packets, zeroed bytes, smaller expressions.
-pub(crate) fn shrink(o: &Oracle, link: usize, mut ex: Ex, mut prob: Problem) -> (Ex, Problem) {
+pub(crate) fn shrink(
+    o: &Oracle,
+    link: usize,
+    origin: Origin,
+    mut ex: Ex,
+    mut prob: Problem,
+) -> (Ex, Problem) {
     let pkt_of = |p: &Problem| match p {
         Problem::Verdict { pkt, .. } | Problem::Engines { pkt, .. } => Some(pkt.clone()),
         Problem::Compile(_) => None,
@@ -150,7 +307,7 @@ pub(crate) fn shrink(o: &Oracle, link: usize, mut ex: Ex, mut prob: Problem) -> 
         progress = false;
         // smaller expression, same packet
         for cand in ex.shrinks() {
-            let c = compile(o, link, &cand.text());
+            let c = compile(o, link, origin, &cand.text());
             let pkt = pkt_of(&prob);
             if let Some(p) = check(&c, pkt.as_deref()) {
                 if p.same_kind(&prob) {
@@ -164,7 +321,7 @@ pub(crate) fn shrink(o: &Oracle, link: usize, mut ex: Ex, mut prob: Problem) -> 
         let Some(pkt) = pkt_of(&prob) else {
             continue;
         };
-        let c = compile(o, link, &ex.text());
+        let c = compile(o, link, origin, &ex.text());
         // shorter packet
         for n in 0..pkt.len() {
             if let Some(p) = check(&c, Some(&pkt[..n])) {
@@ -197,9 +354,9 @@ pub(crate) fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-pub(crate) fn describe(ex: &Ex, link: usize, prob: &Problem) -> String {
+pub(crate) fn describe(ex: &Ex, link: usize, origin: Origin, prob: &Problem) -> String {
     let lt = LINKS[link].0;
-    let mut s = format!("expression {:?} on {lt}: ", ex.text());
+    let mut s = format!("expression {:?} on {lt} ({origin:?}): ", ex.text());
     match prob {
         Problem::Compile(why) => s.push_str(why),
         Problem::Verdict {
@@ -232,26 +389,58 @@ pub(crate) fn describe(ex: &Ex, link: usize, prob: &Problem) -> String {
     s
 }
 
-/// Whether some primitive of the expression is constant on this link (`ip`
-/// on IPV4, `arp` on RAW or NULL): there libpcap 1.10.3 and master differ.
-pub(crate) fn has_constant_primitive(ex: &Ex, lt: LinkType) -> bool {
-    match ex {
-        Ex::Not(x) => has_constant_primitive(x, lt),
-        Ex::Bin(_, a, b, _) => has_constant_primitive(a, lt) || has_constant_primitive(b, lt),
-        Ex::Leaf(l) => l
-            .replace("src or dst ", "src ")
-            .replace("src and dst ", "src ")
-            .split([' ', '(', ')'])
-            .collect::<Vec<_>>()
-            .join(" ")
-            .split(" and ")
-            .flat_map(|x| x.split(" or "))
-            .map(|x| x.trim().trim_start_matches("not ").trim())
-            .any(|x| {
-                matches!(
-                    sluice::pcap::compile(x, lt, 65535).map(|f| f.pred),
-                    Ok(sluice::ir::Pred::True | sluice::ir::Pred::False)
-                )
-            }),
+/// Whether libpcap's program stores into a register its prologue filled
+/// (the offsets of variable-length link headers, computed once before the
+/// rest): libpcap's register allocator can hand a register freed by an
+/// earlier relation's temporaries to an offset, whose prologue value the
+/// relation then overwrites (`radio[0] = 237 or dir tods` on radiotap reads
+/// the frame control byte at 237 + 1). sluice does not reproduce this.
+///
+/// The prologue is everything before the first `ldx M[k]` that feeds an
+/// indirect load.
+pub(crate) fn reuses_offset_register(p: &LpProgram) -> bool {
+    const ST: u16 = 0x02;
+    const STX: u16 = 0x03;
+    const LDX_MEM: u16 = 0x61;
+    let insns = p.insns();
+    let boundary = insns
+        .windows(2)
+        .position(|w| w[0].code == LDX_MEM && matches!(w[1].code, 0x40 | 0x48 | 0x50))
+        .unwrap_or(insns.len());
+    let filled: Vec<u32> = insns[..boundary]
+        .iter()
+        .filter(|i| i.code == ST || i.code == STX)
+        .map(|i| i.k)
+        .collect();
+    !filled.is_empty()
+        && insns[boundary..]
+            .iter()
+            .any(|i| (i.code == ST || i.code == STX) && filled.contains(&i.k))
+}
+
+/// Whether libpcap's register allocator may give a link-offset register a
+/// relation's temporaries just freed: on links whose offsets libpcap
+/// computes in a prologue (802.11, with or without a radio header, and
+/// pflog), a relation followed by another primitive (the offsets are
+/// allocated when first used, after the relation freed its registers:
+/// `67 <= 0 or byte 26 & 222` on PPI reads byte 26 of the header at 0).
+pub(crate) fn may_reuse_offset_register(text: &str, lt: LinkType) -> bool {
+    use sluice::pcap::ast::Expr;
+    fn leaves<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+        match e {
+            Expr::And(v) | Expr::Or(v) => v.iter().for_each(|x| leaves(x, out)),
+            Expr::Not(x, _) => leaves(x, out),
+            e => out.push(e),
+        }
     }
+    let prologue = prologue_link(lt);
+    let Ok(e) = sluice::pcap::parser::parse(text) else {
+        return false;
+    };
+    let mut v = Vec::new();
+    leaves(&e, &mut v);
+    prologue
+        && v.iter()
+            .position(|x| matches!(x, Expr::Rel(..)))
+            .is_some_and(|i| i + 1 < v.len())
 }

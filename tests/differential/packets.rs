@@ -9,6 +9,8 @@ use super::*;
 pub(crate) struct Pb {
     pub(crate) buf: Vec<u8>,
     pub(crate) marks: Vec<usize>,
+    /// How many tunnels deep the packet being built is.
+    pub(crate) depth: u32,
 }
 
 impl Pb {
@@ -54,9 +56,15 @@ pub(crate) fn l4(rng: &mut Rng, p: &mut Pb, proto: u8) {
         }
         17 => {
             p.u16(port(rng));
+            let dport_at = p.buf.len();
             p.u16(port(rng));
             p.u16(rng.range(8, 100) as u16);
             p.u16(rng.next_u64() as u16);
+            if p.depth < 2 && rng.chance(25) {
+                p.mark();
+                udp_tunnel(rng, p, dport_at);
+                return;
+            }
         }
         132 => {
             p.u16(port(rng));
@@ -195,6 +203,12 @@ pub(crate) fn arp(rng: &mut Rng, p: &mut Pb) {
 
 /// A network-layer payload; returns its Ethernet type.
 pub(crate) fn network(rng: &mut Rng, p: &mut Pb) -> u16 {
+    if p.depth < 2 && rng.chance(8) {
+        p.depth += 1;
+        let et = pppoe_session(rng, p);
+        p.depth -= 1;
+        return et;
+    }
     match rng.below(10) {
         0..=3 => {
             ipv4(rng, p);
@@ -348,22 +362,9 @@ pub(crate) fn build(rng: &mut Rng, lt: LinkType) -> Pb {
             p.u32(0);
             p.mark();
             let et = network(rng, &mut p);
-            let af: u32 = match et {
-                0x0800 => 2,
-                0x86dd => rng.pick(&[10, 24, 28, 30]),
-                _ => rng.pick(&[7, 0, 2, 10]),
-            };
-            let af = if rng.chance(90) {
-                af
-            } else {
-                rng.next_u64() as u32
-            };
-            let v = if lt == LinkType::NULL {
-                af.to_le_bytes()
-            } else {
-                af.to_be_bytes()
-            };
-            p.buf[..4].copy_from_slice(&v);
+            // NULL: the capturing host's byte order, either.
+            let af = family(rng, et, lt == LinkType::NULL);
+            p.buf[..4].copy_from_slice(&af);
         }
         LinkType::LINUX_SLL | LinkType::LINUX_SLL2 => {
             let hdr = if lt == LinkType::LINUX_SLL { 16 } else { 20 };
@@ -406,7 +407,11 @@ pub(crate) fn build(rng: &mut Rng, lt: LinkType) -> Pb {
             };
             p.buf[hdr - 2..hdr].copy_from_slice(&v.to_be_bytes());
         }
-        _ => p.put(&rng.bytes(40)),
+        _ => {
+            if build_more(rng, &mut p, lt).is_none() {
+                p.put(&rng.bytes(40));
+            }
+        }
     }
     p
 }
@@ -491,7 +496,7 @@ pub(crate) fn rewrap(eth: &[u8], lt: LinkType, rng: &mut Rng) -> Option<Vec<u8>>
             h.extend_from_slice(if et == 0x0800 { &[0, 0x21] } else { &[0, 0x57] });
             h
         }
-        _ => return None,
+        _ => return rewrap_more(et, body, lt, rng),
     };
     out.extend_from_slice(body);
     Some(out)

@@ -3,6 +3,7 @@
 
 use super::*;
 
+/// The link types generated, with the DLT number libpcap's handle takes.
 pub(crate) const LINKS: &[(LinkType, i32)] = &[
     (LinkType::EN10MB, 1),
     (LinkType::RAW, 12),
@@ -15,6 +16,16 @@ pub(crate) const LINKS: &[(LinkType, i32)] = &[
     (LinkType::PPP, 9),
     (LinkType::PPP_ETHER, 51),
     (LinkType::C_HDLC, 104),
+    (LinkType::FDDI, 10),
+    (LinkType::IEEE802, 6),
+    (LinkType::FRELAY, 107),
+    (LinkType::ENC, 109),
+    (LinkType::PFLOG, 117),
+    (LinkType::IEEE802_11, 105),
+    (LinkType::IEEE802_11_RADIO, 127),
+    (LinkType::PRISM_HEADER, 119),
+    (LinkType::PPI, 192),
+    (LinkType::IEEE802_11_RADIO_AVS, 163),
 ];
 
 pub(crate) fn pick_link(rng: &mut Rng) -> usize {

@@ -2,7 +2,8 @@
 //! them again: [`Rng`], a small seeded generator (every failure reproduces
 //! from its seed), and [`corpus`], the readers of the shared conformance
 //! corpus (`../shared/conformance` beside the repository, skipped with a
-//! message where it is absent).
+//! message where it is absent), and [`master`], libpcap master built from
+//! `../shared/reference` and loaded, the oracle of the differential tests.
 //!
 //! Only ever a dev-dependency.
 //!
@@ -21,7 +22,9 @@
 #![warn(missing_docs)]
 
 pub mod corpus;
+pub mod master;
 mod rng;
+pub mod savefile;
 
 pub use rng::Rng;
 

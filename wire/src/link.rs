@@ -483,6 +483,23 @@ impl LinkType {
         TABLE.iter().find(|e| e.0 == self).map(|e| e.2).unwrap_or(0)
     }
 
+    /// The DLT value libpcap uses for it on Linux, what `pcap_open_dead`
+    /// takes: the LINKTYPE number, except where the two differ (raw IP is
+    /// LINKTYPE 101 in files and DLT 12 in programs).
+    ///
+    /// ```
+    /// use sluice_wire::link::LinkType;
+    /// assert_eq!(LinkType::RAW.dlt(), 12);
+    /// assert_eq!(LinkType::EN10MB.dlt(), 1);
+    /// ```
+    pub fn dlt(self) -> u32 {
+        TABLE
+            .iter()
+            .find(|e| e.0 == self)
+            .map(|e| e.3.first().copied().unwrap_or(e.2))
+            .unwrap_or(0)
+    }
+
     /// libpcap's name for the link type.
     ///
     /// ```

@@ -173,6 +173,20 @@ impl Dag {
         })
     }
 
+    /// The outcome of `test` whenever it does not abort, if its values are
+    /// known constants ([`Val::known`]: `x & 0 == 1` is false).
+    pub fn known_outcome(&self, test: &Test) -> Option<bool> {
+        let Test::Cmp { lhs, op, rhs } = *test else {
+            return None;
+        };
+        let l = self.vals[lhs as usize].known()?;
+        let r = match rhs {
+            Rhs::K(k) => k,
+            Rhs::V(v) => self.vals[v as usize].known()?,
+        };
+        Some(op.apply(l, r))
+    }
+
     /// True if evaluating the test can abort the filter.
     pub fn can_abort(&self, test: &Test) -> bool {
         match *test {

@@ -29,6 +29,9 @@
 mod dag;
 mod emit;
 mod opt;
+mod refuse;
+
+pub use refuse::Refusal;
 
 use std::fmt;
 
@@ -52,10 +55,15 @@ pub const SCRATCH_WORDS: u32 = 16;
 pub enum LowerError {
     /// A value needs more than [`SCRATCH_WORDS`] scratch words.
     TooComplex,
-    /// The optimiser proved that the filter rejects every packet (libpcap's
-    /// "expression rejects all packets"). Lowering with
-    /// `Options { optimize: false }` still gives a (rejecting) program.
+    /// The filter rejects every packet as libpcap's optimiser finds it
+    /// (libpcap's "expression rejects all packets"; sluice's optimiser
+    /// finds more, and then lowers them to `ret #0` without refusing:
+    /// see the `refuse` module). Lowering with `Options { optimize:
+    /// false }` still gives a (rejecting) program.
     RejectsAll,
+    /// libpcap's optimiser refuses arithmetic in the filter (a division by
+    /// a value that folds to 0, say): from [`libpcap_refusal`] only.
+    Refused(Refusal),
 }
 
 impl fmt::Display for LowerError {
@@ -63,6 +71,7 @@ impl fmt::Display for LowerError {
         match self {
             LowerError::TooComplex => f.write_str("expression too complex"),
             LowerError::RejectsAll => f.write_str("expression rejects all packets"),
+            LowerError::Refused(r) => write!(f, "{r}"),
         }
     }
 }
@@ -101,6 +110,23 @@ pub fn lower(filter: &Filter) -> Result<Vec<Insn>, LowerError> {
     lower_with(filter, Options::default())
 }
 
+/// What libpcap's optimiser does with `filter`'s program: `Ok` if it
+/// keeps it, [`LowerError::Refused`] for arithmetic it cannot do,
+/// [`LowerError::RejectsAll`] if it reduces it to `ret #0`. [`lower_with`]
+/// refuses the latter when optimising (for every language); a pcap front
+/// end asks for both, on the predicate as its expression wrote it.
+///
+/// ```
+/// use sluice_ir::{Filter, Pred, Val, Size};
+/// let ip = Pred::eq(Val::load_abs(12, Size::Half), 0x800);
+/// let ip6 = Pred::eq(Val::load_abs(12, Size::Half), 0x86dd);
+/// let never = Filter::new(Pred::and(vec![ip, ip6]), 1);
+/// assert_eq!(sluice_cbpf::libpcap_refusal(&never), Err(sluice_cbpf::LowerError::RejectsAll));
+/// ```
+pub fn libpcap_refusal(filter: &Filter) -> Result<(), LowerError> {
+    refuse::check(filter, true)
+}
+
 /// Lower a filter to a classic BPF program with the given options.
 ///
 /// The program returns `filter.accept` when the filter accepts and 0 when it
@@ -118,12 +144,12 @@ pub fn lower(filter: &Filter) -> Result<Vec<Insn>, LowerError> {
 /// assert_eq!(sluice_bpf::run(&prog, &[0u8; 60], 60), 0);
 /// ```
 pub fn lower_with(filter: &Filter, opts: Options) -> Result<Vec<Insn>, LowerError> {
+    if opts.optimize {
+        refuse::check(filter, false)?;
+    }
     let mut dag = dag::Dag::build(filter);
     if opts.optimize {
         opt::optimize(&mut dag);
-        if matches!(dag.nodes[dag.entry as usize], dag::Node::Leaf(0)) {
-            return Err(LowerError::RejectsAll);
-        }
     }
     emit::emit(&dag, opts.optimize)
 }

@@ -7,6 +7,10 @@
 //!   holds on all its incoming edges forwards to its successor. A skipped
 //!   test's value was already computed successfully on that path (the fact is
 //!   about the same expression), so skipping it cannot hide an abort.
+//! * **constants**: a test whose values are known constants whenever they
+//!   are computed (`x & 0 == 1`, libpcap's reductions, see
+//!   [`sluice_ir::Val::known`]) goes one way; it is skipped only if it
+//!   cannot abort.
 //! * **merging**: identical nodes (same test, same successors) become one;
 //!   a test that cannot abort and whose successors are equal disappears.
 //!
@@ -115,9 +119,9 @@ impl Facts {
         self.0 = out;
     }
 
-    /// The outcome of `test` if the facts decide it; the deciding fact is
-    /// marked as used in generation `gen`.
-    fn decide(&mut self, test: &Test, gen: u64) -> Option<bool> {
+    /// The outcome of `test` if the facts decide it (by `rules`); the
+    /// deciding fact is marked as used in generation `gen`.
+    fn decide(&mut self, test: &Test, gen: u64, rules: Rules) -> Option<bool> {
         let Test::Cmp { lhs, op, rhs } = *test else {
             return None;
         };
@@ -126,7 +130,10 @@ impl Facts {
             .iter_mut()
             .take_while(|(f, _)| f.lhs == lhs)
             .find_map(|(f, g)| {
-                let d = decide_one(f, op, rhs)?;
+                let d = match rules {
+                    Rules::Sluice => decide_one(f, op, rhs)?,
+                    Rules::Libpcap => decide_libpcap(f, op, rhs)?,
+                };
                 *g = gen;
                 Some(d)
             })
@@ -183,9 +190,39 @@ fn decide_one(f: &Fact, op: CmpOp, rhs: Rhs) -> Option<bool> {
     }
 }
 
+/// What jump threading may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rules {
+    /// Every fact sluice knows (ranges, bits) and constants known by
+    /// libpcap's reductions ([`Dag::known_outcome`]).
+    Sluice,
+    /// Only what libpcap's optimiser threads jumps with: the same test
+    /// of the same value, and an equality that held with another
+    /// constant; no reductions (libpcap makes them in a later pass).
+    Libpcap,
+}
+
+/// What libpcap's jump threading knows from fact `f` about `lhs op rhs`
+/// (optimize.c's `fold_edge`): the same comparison with the same operand
+/// has the same outcome; after an equality with a constant held, an
+/// equality with another constant fails.
+fn decide_libpcap(f: &Fact, op: CmpOp, rhs: Rhs) -> Option<bool> {
+    let fop = op_of(f.op);
+    if fop != op {
+        return None;
+    }
+    if f.rhs == rhs {
+        return Some(f.truth);
+    }
+    match (op, f.truth, f.rhs, rhs) {
+        (CmpOp::Eq, true, Rhs::K(_), Rhs::K(_)) => Some(false),
+        _ => None,
+    }
+}
+
 pub(crate) fn optimize(dag: &mut Dag) {
-    thread(dag);
-    merge(dag);
+    thread(dag, Rules::Sluice);
+    merge(dag, Collapse::IfSafe);
 }
 
 fn succ(node: &Node, d: bool) -> NodeId {
@@ -202,7 +239,7 @@ fn succ(node: &Node, d: bool) -> NodeId {
 }
 
 /// Jump threading, one pass in topological (decreasing id) order.
-fn thread(dag: &mut Dag) {
+pub(crate) fn thread(dag: &mut Dag, rules: Rules) {
     let n = dag.nodes.len();
     let mut pending: Vec<Option<Facts>> = vec![None; n];
     let mut fwd: Vec<NodeId> = vec![NONE; n];
@@ -227,9 +264,25 @@ fn thread(dag: &mut Dag) {
             continue;
         };
         gen += 1;
-        if let Some(d) = facts.decide(&test, gen) {
+        if let Some(d) = facts.decide(&test, gen, rules) {
             let target = if d { jt } else { jf };
             fwd[id] = target;
+            push(&mut pending, &dag.nodes, target, facts);
+            continue;
+        }
+        if let Some(d) = dag.known_outcome(&test).filter(|_| rules == Rules::Sluice) {
+            // Decided by constants: skipped if it cannot abort, else it
+            // still runs (its loads may abort) and goes one way.
+            let target = if d { jt } else { jf };
+            if dag.can_abort(&test) {
+                dag.nodes[id] = Node::Test {
+                    test,
+                    jt: target,
+                    jf: target,
+                };
+            } else {
+                fwd[id] = target;
+            }
             push(&mut pending, &dag.nodes, target, facts);
             continue;
         }
@@ -253,7 +306,7 @@ fn thread(dag: &mut Dag) {
                     break;
                 };
                 gen += 1;
-                let Some(d) = e.decide(tt, gen) else {
+                let Some(d) = e.decide(tt, gen, rules) else {
                     break;
                 };
                 t = succ(node, d);
@@ -290,8 +343,19 @@ fn thread(dag: &mut Dag) {
     dag.entry = resolve(&mut fwd, dag.entry);
 }
 
+/// When merging removes a test whose successors are the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Collapse {
+    /// When that cannot hide an abort (sluice's meaning).
+    IfSafe,
+    /// Always (libpcap's optimiser: loads do not count).
+    Always,
+    /// Never (libpcap's final merging of identical blocks).
+    Never,
+}
+
 /// Hash-consing in increasing id order (successors first).
-fn merge(dag: &mut Dag) {
+pub(crate) fn merge(dag: &mut Dag, collapse: Collapse) {
     let n = dag.nodes.len();
     let mut canon: Vec<NodeId> = (0..n as NodeId).collect();
     let mut seen: HashMap<Node, NodeId, FxBuild> =
@@ -303,9 +367,14 @@ fn merge(dag: &mut Dag) {
                 let (jt, jf) = (canon[jt as usize], canon[jf as usize]);
                 // Abort and reject both return 0: a test whose outcomes both
                 // reject can go even if it can abort.
-                if jt == jf
-                    && (!dag.can_abort(&test) || matches!(dag.nodes[jt as usize], Node::Leaf(0)))
-                {
+                let safe =
+                    || !dag.can_abort(&test) || matches!(dag.nodes[jt as usize], Node::Leaf(0));
+                let remove = match collapse {
+                    Collapse::IfSafe => safe(),
+                    Collapse::Always => true,
+                    Collapse::Never => false,
+                };
+                if jt == jf && remove {
                     canon[id] = jt;
                     dag.nodes[id] = Node::Test { test, jt, jf };
                     continue;

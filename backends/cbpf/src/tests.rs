@@ -43,6 +43,8 @@ fn check_on(f: &Filter, progs: &[(bool, Result<Vec<Insn>, LowerError>)], pkt: &[
                 let got = match prog {
                     Ok(prog) => run(prog, p, wirelen),
                     Err(LowerError::RejectsAll) if *opt => 0,
+                    // libpcap's optimiser refuses its arithmetic: no program.
+                    Err(LowerError::Refused(_)) if *opt => continue,
                     Err(e) => panic!("lowering failed: {e}"),
                 };
                 assert_eq!(
@@ -352,7 +354,10 @@ proptest! {
         let progs = both(&f);
         for (opt, p) in &progs {
             match p {
-                Err(e) => prop_assert!(*opt && *e == LowerError::RejectsAll, "{e}"),
+                Err(e) => prop_assert!(
+                    *opt && matches!(e, LowerError::RejectsAll | LowerError::Refused(_)),
+                    "{e}"
+                ),
                 Ok(p) => verify(p),
             }
         }
@@ -380,7 +385,10 @@ proptest! {
         let progs = both(&f);
         for (opt, p) in &progs {
             match p {
-                Err(e) => prop_assert!(*opt && *e == LowerError::RejectsAll, "{e}"),
+                Err(e) => prop_assert!(
+                    *opt && matches!(e, LowerError::RejectsAll | LowerError::Refused(_)),
+                    "{e}"
+                ),
                 Ok(p) => verify(p),
             }
         }

@@ -6,10 +6,18 @@
 //! (`libpcap.so.0.8` on Debian, which tcpdump pulls in) keeps sluice
 //! buildable everywhere and still compares against the real thing.
 //!
-//! Only five entry points are used: `pcap_open_dead`, `pcap_compile`,
-//! `pcap_freecode`, `pcap_close`/`pcap_geterr` and `bpf_filter`, plus
-//! `pcap_lib_version`. Programs are copied out of libpcap right after they
-//! are compiled, so a [`Program`] owns its instructions.
+//! Only a few entry points are used: `pcap_open_dead`, `pcap_open_offline`,
+//! `pcap_compile`, `pcap_freecode`, `pcap_close`/`pcap_geterr` and
+//! `bpf_filter`, plus `pcap_lib_version`. Programs are copied out of libpcap
+//! right after they are compiled, so a [`Program`] owns its instructions.
+//!
+//! Which libpcap: [`Libpcap::load`] takes the file named by the environment
+//! variable `SLUICE_LIBPCAP` when it is set (a libpcap built from its
+//! current source, for example, which is the reference for what an
+//! expression means), else the system's; [`Libpcap::load_from`] takes a
+//! path. A handle on a capture file ([`Libpcap::open_offline`]) compiles as
+//! `tcpdump -r` does, which differs from a handle without a file on the
+//! loopback link types (libpcap accepts every BSD's address family there).
 //!
 //! This crate holds the only `unsafe` outside the native back end and the
 //! buffer code: calling C through function pointers cannot be otherwise.
@@ -35,6 +43,9 @@ pub enum Error {
     /// libpcap refused the expression; its own message.
     #[error("libpcap: {0}")]
     Compile(String),
+    /// libpcap could not open a capture file; its own message.
+    #[error("libpcap: {0}")]
+    Open(String),
     /// The expression contains a NUL byte.
     #[error("the expression contains a NUL byte")]
     Nul,
@@ -58,6 +69,8 @@ struct RawProgram {
 }
 
 type OpenDead = unsafe extern "C" fn(c_int, c_int) -> *mut c_void;
+type OpenOffline = unsafe extern "C" fn(*const c_char, *mut c_char) -> *mut c_void;
+type Datalink = unsafe extern "C" fn(*mut c_void) -> c_int;
 type Compile =
     unsafe extern "C" fn(*mut c_void, *mut RawProgram, *const c_char, c_int, u32) -> c_int;
 type FreeCode = unsafe extern "C" fn(*mut RawProgram);
@@ -76,6 +89,8 @@ type Version = unsafe extern "C" fn() -> *const c_char;
 /// ```
 pub struct Libpcap {
     open_dead: OpenDead,
+    open_offline: OpenOffline,
+    datalink: Datalink,
     compile: Compile,
     free_code: FreeCode,
     close: Close,
@@ -97,13 +112,22 @@ const NAMES: &[&str] = &[
     "libpcap.dylib",
 ];
 
+/// The environment variable naming the libpcap shared library to load
+/// instead of the system's.
+pub const ENV: &str = "SLUICE_LIBPCAP";
+
 impl Libpcap {
-    /// Load the system libpcap, or say why not.
+    /// Load the libpcap named by `SLUICE_LIBPCAP` when it is set, else the
+    /// system libpcap, or say why not.
     ///
     /// ```
     /// let _maybe = sluice_libpcap::Libpcap::load();
     /// ```
     pub fn load() -> Result<Libpcap, Error> {
+        if let Some(path) = std::env::var_os(ENV).filter(|p| !p.is_empty()) {
+            return Libpcap::load_from(std::path::Path::new(&path))
+                .map_err(|e| Error::Unavailable(format!("{ENV}={}: {e}", path.to_string_lossy())));
+        }
         let mut last = String::from("no library name tried");
         for name in NAMES {
             // SAFETY: loading libpcap runs its initialisers, which only set
@@ -114,6 +138,32 @@ impl Libpcap {
             }
         }
         Err(Error::Unavailable(last))
+    }
+
+    /// Load the libpcap shared library at `path` (a build of libpcap's
+    /// current source, say). On Linux its own symbols come first
+    /// (`RTLD_DEEPBIND`), so that a process that also links the system
+    /// libpcap still runs this one's code throughout.
+    ///
+    /// ```
+    /// let e = sluice_libpcap::Libpcap::load_from("/nonexistent/libpcap.so".as_ref());
+    /// assert!(e.is_err());
+    /// ```
+    pub fn load_from(path: &std::path::Path) -> Result<Libpcap, Error> {
+        #[cfg(target_os = "linux")]
+        // SAFETY: as in `load`: loading runs libpcap's initialisers. The
+        // flags are dlopen(3)'s: RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND (8).
+        let lib = unsafe {
+            libloading::os::unix::Library::open(
+                Some(path),
+                libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL | 0x8,
+            )
+        }
+        .map(libloading::Library::from);
+        #[cfg(not(target_os = "linux"))]
+        // SAFETY: as in `load`.
+        let lib = unsafe { libloading::Library::new(path) };
+        Libpcap::from_library(lib.map_err(|e| Error::Unavailable(e.to_string()))?)
     }
 
     fn from_library(lib: libloading::Library) -> Result<Libpcap, Error> {
@@ -128,6 +178,8 @@ impl Libpcap {
         }
         Ok(Libpcap {
             open_dead: sym(&lib, b"pcap_open_dead\0")?,
+            open_offline: sym(&lib, b"pcap_open_offline\0")?,
+            datalink: sym(&lib, b"pcap_datalink\0")?,
             compile: sym(&lib, b"pcap_compile\0")?,
             free_code: sym(&lib, b"pcap_freecode\0")?,
             close: sym(&lib, b"pcap_close\0")?,
@@ -170,45 +222,53 @@ impl Libpcap {
         snaplen: u32,
         optimize: bool,
     ) -> Result<Program<'_>, Error> {
-        let text = CString::new(expr).map_err(|_| Error::Nul)?;
-        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.open_dead(dlt, snaplen)?.compile(expr, optimize)
+    }
+
+    /// A handle without a capture file for link type `dlt`
+    /// (`pcap_open_dead`): what `tcpdump -y DLT -d` compiles with.
+    ///
+    /// ```
+    /// if let Ok(pcap) = sluice_libpcap::Libpcap::load() {
+    ///     let h = pcap.open_dead(0, 65535).unwrap();
+    ///     assert_eq!(h.datalink(), 0);
+    ///     assert!(h.compile("ip6", true).is_ok());
+    /// }
+    /// ```
+    pub fn open_dead(&self, dlt: u32, snaplen: u32) -> Result<Handle<'_>, Error> {
         // SAFETY: pcap_open_dead takes plain integers and returns a handle or
-        // null; the handle is closed below on every path.
-        let handle =
-            unsafe { (self.open_dead)(dlt as c_int, snaplen.min(i32::MAX as u32) as c_int) };
-        if handle.is_null() {
+        // null; a handle is closed when the `Handle` is dropped.
+        let raw = unsafe { (self.open_dead)(dlt as c_int, snaplen.min(i32::MAX as u32) as c_int) };
+        if raw.is_null() {
             return Err(Error::Compile(format!(
                 "link type {dlt} is not known to libpcap"
             )));
         }
-        let mut raw = RawProgram {
-            len: 0,
-            insns: std::ptr::null_mut(),
-        };
-        // SAFETY: `handle` is live, `raw` is a valid out-parameter and `text`
-        // is NUL-terminated; 0xffffffff is PCAP_NETMASK_UNKNOWN.
-        let status =
-            unsafe { (self.compile)(handle, &mut raw, text.as_ptr(), optimize as c_int, u32::MAX) };
-        let result = if status < 0 {
-            // SAFETY: after a failed compile pcap_geterr gives a
-            // NUL-terminated message owned by the still-open handle.
-            let msg = unsafe { CStr::from_ptr((self.get_err)(handle)) };
-            Err(Error::Compile(msg.to_string_lossy().into_owned()))
-        } else {
-            let insns = if raw.insns.is_null() || raw.len == 0 {
-                Vec::new()
-            } else {
-                // SAFETY: a successful pcap_compile fills `raw` with `len`
-                // initialised instructions that stay valid until freed.
-                unsafe { std::slice::from_raw_parts(raw.insns, raw.len as usize) }.to_vec()
-            };
-            // SAFETY: `raw` came from pcap_compile and is freed once.
-            unsafe { (self.free_code)(&mut raw) };
-            Ok(Program { pcap: self, insns })
-        };
-        // SAFETY: the handle came from pcap_open_dead and is closed once.
-        unsafe { (self.close)(handle) };
-        result
+        Ok(Handle { pcap: self, raw })
+    }
+
+    /// A handle reading the capture file at `path` (`pcap_open_offline`,
+    /// pcap or pcapng): what `tcpdump -r FILE` compiles with. Its link type
+    /// and snapshot length are the file's (a pcapng file's first interface).
+    ///
+    /// ```
+    /// if let Ok(pcap) = sluice_libpcap::Libpcap::load() {
+    ///     assert!(pcap.open_offline("/nonexistent.pcap".as_ref()).is_err());
+    /// }
+    /// ```
+    pub fn open_offline(&self, path: &std::path::Path) -> Result<Handle<'_>, Error> {
+        let name = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| Error::Nul)?;
+        let mut errbuf = [0 as c_char; 256];
+        // SAFETY: `name` is NUL-terminated and `errbuf` has libpcap's
+        // PCAP_ERRBUF_SIZE (256) bytes; the result is a handle or null.
+        let raw = unsafe { (self.open_offline)(name.as_ptr(), errbuf.as_mut_ptr()) };
+        if raw.is_null() {
+            // SAFETY: on failure libpcap wrote a NUL-terminated message
+            // into `errbuf`, which is zeroed beyond it.
+            let msg = unsafe { CStr::from_ptr(errbuf.as_ptr()) };
+            return Err(Error::Open(msg.to_string_lossy().into_owned()));
+        }
+        Ok(Handle { pcap: self, raw })
     }
 
     /// Make a program that libpcap's `bpf_filter` runs from sluice's
@@ -233,6 +293,89 @@ impl Libpcap {
             })
             .collect();
         Program { pcap: self, insns }
+    }
+}
+
+/// An open libpcap handle (`pcap_t`), with or without a capture file; it
+/// is closed when dropped.
+///
+/// ```
+/// if let Ok(pcap) = sluice_libpcap::Libpcap::load() {
+///     let h = pcap.open_dead(1, 100).unwrap();
+///     assert!(h.compile("tcp port", true).is_err());
+///     assert_eq!(h.compile("ip", true).unwrap().run(&[0u8; 12], 12), 0);
+/// }
+/// ```
+pub struct Handle<'a> {
+    pcap: &'a Libpcap,
+    raw: *mut c_void,
+}
+
+impl<'a> Handle<'a> {
+    /// The handle's link type (`pcap_datalink`).
+    ///
+    /// ```
+    /// if let Ok(pcap) = sluice_libpcap::Libpcap::load() {
+    ///     assert_eq!(pcap.open_dead(12, 100).unwrap().datalink(), 12);
+    /// }
+    /// ```
+    pub fn datalink(&self) -> i32 {
+        // SAFETY: the handle is open for as long as `self` lives.
+        unsafe { (self.pcap.datalink)(self.raw) }
+    }
+
+    /// Compile `expr` on this handle (tcpdump's `optimize` unless `-O`;
+    /// netmask unknown).
+    ///
+    /// ```
+    /// if let Ok(pcap) = sluice_libpcap::Libpcap::load() {
+    ///     let h = pcap.open_dead(1, 100).unwrap();
+    ///     assert!(h.compile("udp", false).unwrap().len() > 2);
+    /// }
+    /// ```
+    pub fn compile(&self, expr: &str, optimize: bool) -> Result<Program<'a>, Error> {
+        let pcap = self.pcap;
+        let text = CString::new(expr).map_err(|_| Error::Nul)?;
+        let _guard = pcap.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut raw = RawProgram {
+            len: 0,
+            insns: std::ptr::null_mut(),
+        };
+        // SAFETY: the handle is live, `raw` is a valid out-parameter and
+        // `text` is NUL-terminated; 0xffffffff is PCAP_NETMASK_UNKNOWN.
+        let status = unsafe {
+            (pcap.compile)(
+                self.raw,
+                &mut raw,
+                text.as_ptr(),
+                optimize as c_int,
+                u32::MAX,
+            )
+        };
+        if status < 0 {
+            // SAFETY: after a failed compile pcap_geterr gives a
+            // NUL-terminated message owned by the still-open handle.
+            let msg = unsafe { CStr::from_ptr((pcap.get_err)(self.raw)) };
+            return Err(Error::Compile(msg.to_string_lossy().into_owned()));
+        }
+        let insns = if raw.insns.is_null() || raw.len == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: a successful pcap_compile fills `raw` with `len`
+            // initialised instructions that stay valid until freed.
+            unsafe { std::slice::from_raw_parts(raw.insns, raw.len as usize) }.to_vec()
+        };
+        // SAFETY: `raw` came from pcap_compile and is freed once.
+        unsafe { (pcap.free_code)(&mut raw) };
+        Ok(Program { pcap, insns })
+    }
+}
+
+impl Drop for Handle<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from pcap_open_dead or pcap_open_offline
+        // and is closed once, here.
+        unsafe { (self.pcap.close)(self.raw) };
     }
 }
 

@@ -114,7 +114,7 @@ fn compile(
     dlt: c_int,
     snaplen: c_int,
     optimize: bool,
-    big_endian: bool,
+    file: Option<bool>,
     netmask: BpfU32,
 ) -> Result<Arc<Program>, String> {
     let linktype = u32::try_from(dlt)
@@ -128,7 +128,10 @@ fn compile(
     let program = Program::builder(linktype)
         .snaplen(snaplen)
         .optimize(optimize)
-        .capture_big_endian(big_endian)
+        // A handle on a capture file compiles with libpcap's savefile rule
+        // (in the file's byte order), one without a file with this host's.
+        .offline(file.is_some())
+        .capture_big_endian(file.unwrap_or(cfg!(target_endian = "big")))
         .netmask((netmask != PCAP_NETMASK_UNKNOWN).then_some(netmask))
         .resolver(Arc::new(SystemResolver))
         .expression(text)
@@ -216,20 +219,20 @@ pub unsafe extern "C" fn pcap_compile(
         Ok(t) => t,
         Err(e) => return h.fail(PCAP_ERROR, &e),
     };
-    let big_endian = match &*h.source.borrow() {
+    let file = match &*h.source.borrow() {
         Source::Offline(o) => match o.reader.format() {
             CaptureFormat::Pcap { big_endian, .. } | CaptureFormat::PcapNg { big_endian, .. } => {
-                big_endian
+                Some(big_endian)
             }
         },
-        _ => cfg!(target_endian = "big"),
+        _ => None,
     };
     match compile(
         &text,
         h.dlt.get(),
         h.snapshot.get(),
         optimize != 0,
-        big_endian,
+        file,
         netmask,
     ) {
         // SAFETY: fp checked non-NULL and writable per the contract.
@@ -261,14 +264,7 @@ pub unsafe extern "C" fn pcap_compile_nopcap(
     let Ok(text) = (unsafe { expression(text) }) else {
         return PCAP_ERROR;
     };
-    match compile(
-        &text,
-        dlt,
-        snaplen,
-        optimize != 0,
-        cfg!(target_endian = "big"),
-        netmask,
-    ) {
+    match compile(&text, dlt, snaplen, optimize != 0, None, netmask) {
         // SAFETY: fp checked non-NULL.
         Ok(prog) => match unsafe { fill(fp, &prog) } {
             Ok(()) => 0,

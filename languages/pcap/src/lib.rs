@@ -107,3 +107,100 @@ pub fn compile_with_netmask(
     let e = parser::parse(text)?;
     gen::generate_with_netmask(&e, linktype, snaplen, capture_big_endian, resolver, netmask)
 }
+
+/// How an expression is compiled: `pcap_compile`'s handle and arguments.
+///
+/// `offline` says the packets come from a capture file (`tcpdump -r`,
+/// `pcap_open_offline`) rather than from a handle without one
+/// (`pcap_open_dead`, `tcpdump -y`): on the loopback links (NULL, LOOP,
+/// ENC, PFLOG) libpcap then accepts every BSD's IPv6 address family (24,
+/// 28 and 30), on NULL and ENC in either byte order, where without a file
+/// it compares with this host's (Linux's AF_INET6, 10, in this host's byte
+/// order).
+///
+/// ```
+/// use sluice_pcap::{compile_options, link::LinkType, Options};
+/// let live = compile_options("ip6", LinkType::NULL, &Options::new(1)).unwrap();
+/// let file = compile_options("ip6", LinkType::NULL, &Options { offline: true, ..Options::new(1) }).unwrap();
+/// let macos = [0x1e, 0, 0, 0]; // AF_INET6 on macOS, little-endian
+/// assert_eq!(live.filter.run(&macos, 4), 0);
+/// assert_eq!(file.filter.run(&macos, 4), 1);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// What an accepted packet returns.
+    pub snaplen: u32,
+    /// The capture file was written big-endian (NULL and ENC links keep
+    /// the address family in the capturing host's byte order).
+    pub capture_big_endian: bool,
+    /// The packets come from a capture file (see above).
+    pub offline: bool,
+    /// Turns host names into addresses (`None`: names are refused).
+    pub resolver: Option<std::sync::Arc<dyn resolve::Resolver>>,
+    /// The network's netmask for `ip broadcast` (`None`: unknown).
+    pub netmask: Option<u32>,
+    /// The program will be optimised (tcpdump's default; `-O` turns it
+    /// off). What libpcap's optimiser refuses (a division by an operand
+    /// that folds to zero, a program it reduces to `ret #0`) is decided
+    /// when the filter is lowered (sluice-cbpf's `libpcap_refusal`).
+    pub optimize: bool,
+}
+
+impl Options {
+    /// A handle without a file on this host, returning `snaplen`.
+    ///
+    /// ```
+    /// let o = sluice_pcap::Options::new(65535);
+    /// assert!(!o.offline && o.resolver.is_none());
+    /// ```
+    pub fn new(snaplen: u32) -> Options {
+        Options {
+            snaplen,
+            capture_big_endian: cfg!(target_endian = "big"),
+            offline: false,
+            resolver: None,
+            netmask: None,
+            optimize: true,
+        }
+    }
+}
+
+/// A compiled expression: the filter, and whether to optimise it.
+///
+/// libpcap turns its optimiser off for programs whose code it cannot
+/// optimise (any expression on a Prism link; 802.11 links when a primitive
+/// needs the network layer; `protochain`; `geneve`). There it neither folds
+/// constants nor reports "expression rejects all packets", and sluice does
+/// the same: `optimize` is [`Options::optimize`] unless libpcap would turn
+/// its optimiser off.
+///
+/// ```
+/// use sluice_pcap::{compile_options, link::LinkType, Options};
+/// let c = compile_options("tcp", LinkType::EN10MB, &Options::new(1)).unwrap();
+/// assert!(c.optimize);
+/// let c = compile_options("ip protochain 6", LinkType::EN10MB, &Options::new(1)).unwrap();
+/// assert!(!c.optimize);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// The filter.
+    pub filter: sluice_ir::Filter,
+    /// Lower it with the optimiser.
+    pub optimize: bool,
+}
+
+/// Compile an expression for a link type with the given options.
+///
+/// ```
+/// use sluice_pcap::{compile_options, link::LinkType, Options};
+/// let c = compile_options("udp port 53", LinkType::RAW, &Options::new(96)).unwrap();
+/// assert_eq!(c.filter.accept, 96);
+/// ```
+pub fn compile_options(
+    text: &str,
+    linktype: link::LinkType,
+    options: &Options,
+) -> Result<Compiled, CompileError> {
+    let e = parser::parse(text)?;
+    gen::generate_options(&e, linktype, options)
+}

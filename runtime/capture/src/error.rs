@@ -101,6 +101,10 @@ pub enum ErrorKind {
     /// An interface's `if_tsresol` option asks for an unusable resolution.
     #[error("unsupported timestamp resolution {0:#04x} (if_tsresol)")]
     BadTsResol(u8),
+    /// A pcapng file ends without describing any interface: nothing in it
+    /// says what its packets are (libpcap refuses it too).
+    #[error("the capture file has no Interface Description Blocks")]
+    NoInterfaces,
     /// More interfaces in one section than this reader keeps.
     #[error("too many interfaces in one section (limit {0})")]
     TooManyInterfaces(usize),

@@ -52,6 +52,9 @@ pub struct CaptureReader<R> {
     format: CaptureFormat,
     state: State,
     done: bool,
+    /// Every distinct (link type, snapshot length) declared so far: the
+    /// pcap header's, or each pcapng interface description's, in order.
+    declared: Vec<InterfaceInfo>,
 }
 
 impl<R> std::fmt::Debug for CaptureReader<R> {
@@ -149,7 +152,9 @@ impl<R: Read> CaptureReader<R> {
     ///
     /// Reads the file header (for pcapng also the blocks up to the first
     /// interface description), so the format is known on return. No extra
-    /// buffering is needed around `reader`.
+    /// buffering is needed around `reader`. A pcapng file that ends before
+    /// any interface description is refused ([`ErrorKind::NoInterfaces`]),
+    /// as libpcap refuses it.
     ///
     /// ```
     /// use sluice_capture::{CaptureFormat, CaptureReader};
@@ -177,6 +182,7 @@ impl<R: Read> CaptureReader<R> {
                 interfaces: Vec::new(),
             }),
             done: false,
+            declared: Vec::new(),
         };
         let have = r.fill(4)?;
         if have < 4 {
@@ -192,6 +198,11 @@ impl<R: Read> CaptureReader<R> {
             r.read_section_header()?;
             r.read_to_first_interface()?;
             r.update_ng_format();
+            // libpcap refuses a pcapng file that ends before describing
+            // an interface: its link type is unknown.
+            if r.format.linktype().is_none() && r.fill(1)? == 0 {
+                return Err(r.err(r.input.pos(), ErrorKind::NoInterfaces));
+            }
         } else {
             r.read_pcap_header(magic)?;
         }
@@ -204,8 +215,12 @@ impl<R: Read> CaptureReader<R> {
     /// write output in the same format as the input.
     ///
     /// ```
-    /// use sluice_capture::{CaptureFormat, CaptureReader, CaptureWriter};
-    /// let bytes = CaptureWriter::new(Vec::new(), "m", &CaptureFormat::pcapng())?.finish()?;
+    /// use sluice_capture::{CaptureFormat, CaptureReader, CaptureWriter, InterfaceInfo};
+    /// let ng = CaptureFormat::PcapNg {
+    ///     big_endian: false,
+    ///     first_interface: Some(InterfaceInfo { linktype: 1, snaplen: 0 }),
+    /// };
+    /// let bytes = CaptureWriter::new(Vec::new(), "m", &ng)?.finish()?;
     /// let r = CaptureReader::from_reader(&bytes[..], "m")?;
     /// assert!(matches!(r.format(), CaptureFormat::PcapNg { .. }));
     /// # Ok::<(), sluice_capture::CaptureError>(())
@@ -226,6 +241,23 @@ impl<R: Read> CaptureReader<R> {
     /// ```
     pub fn linktype(&self) -> Option<u16> {
         self.format.linktype()
+    }
+
+    /// Every distinct link type and snapshot length the file has declared
+    /// so far, in the order declared: a pcap file's header, or each
+    /// interface description block of a pcapng file read up to now (in
+    /// any section). A program can then be compiled for each as soon as
+    /// it is known, also where no packet ever uses it.
+    ///
+    /// ```
+    /// use sluice_capture::{CaptureFormat, CaptureReader, CaptureWriter, InterfaceInfo};
+    /// let bytes = CaptureWriter::new(Vec::new(), "m", &CaptureFormat::pcap(1, 1500))?.finish()?;
+    /// let r = CaptureReader::from_reader(&bytes[..], "m")?;
+    /// assert_eq!(r.declared_interfaces(), &[InterfaceInfo { linktype: 1, snaplen: 1500 }]);
+    /// # Ok::<(), sluice_capture::CaptureError>(())
+    /// ```
+    pub fn declared_interfaces(&self) -> &[InterfaceInfo] {
+        &self.declared
     }
 
     /// The name used in error messages.
@@ -448,6 +480,7 @@ impl<R: Read> CaptureReader<R> {
             _ => 0,
         };
         self.input.consume(24);
+        self.declared.push(InterfaceInfo { linktype, snaplen });
         self.format = CaptureFormat::Pcap {
             nanos,
             big_endian,
@@ -705,6 +738,10 @@ impl<R: Read> CaptureReader<R> {
     fn next_ng(&mut self) -> Result<Option<Found>, CaptureError> {
         loop {
             match self.next_ng_block()? {
+                // Sections without interfaces all the way to the end.
+                Block::End if self.declared.is_empty() => {
+                    return Err(self.err(self.input.pos(), ErrorKind::NoInterfaces))
+                }
                 Block::End => return Ok(None),
                 Block::Packet(f) => return Ok(Some(f)),
                 Block::Other => {}
@@ -884,6 +921,10 @@ impl<R: Read> CaptureReader<R> {
             return Err(self.err(at, ErrorKind::TooManyInterfaces(MAX_INTERFACES)));
         }
         ng.interfaces.push(iface);
+        let info = InterfaceInfo { linktype, snaplen };
+        if !self.declared.contains(&info) && self.declared.len() < MAX_INTERFACES {
+            self.declared.push(info);
+        }
         Ok(())
     }
 }

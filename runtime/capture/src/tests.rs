@@ -465,6 +465,16 @@ fn check_every_cut(file: &[u8], packet_ends: &[usize], block_ends: &[usize]) {
         let complete = packet_ends.iter().filter(|&&b| b <= cut).count();
         assert_eq!(v.len(), complete, "cut at {cut}");
         let at_boundary = block_ends.contains(&cut);
+        // A pcapng file cut before its first interface description ends
+        // without one: refused whole (at the end of what is there).
+        if let Some(e) = e
+            .as_ref()
+            .filter(|e| matches!(e.kind(), ErrorKind::NoInterfaces))
+        {
+            assert!(at_boundary, "{e} for cut at {cut}");
+            assert_eq!(e.offset(), cut as u64, "{e}");
+            continue;
+        }
         match e {
             None => assert!(at_boundary, "no error for cut at {cut}"),
             Some(e) => {
@@ -664,9 +674,38 @@ fn pcapng_versions() {
         (0, 1, false),
         (2, 0, false),
     ] {
-        let f = shb(false, major, minor, &[]);
+        let mut f = shb(false, major, minor, &[]);
+        f.extend(idb(false, 1, 0, &[]));
         let r = CaptureReader::from_reader(&f[..], "v");
         assert_eq!(r.is_ok(), ok, "{major}.{minor}");
+    }
+}
+
+#[test]
+fn pcapng_without_interfaces_is_refused() {
+    for be in [false, true] {
+        // A section header alone, two sections, or a section with a block
+        // of another kind: nothing says what a packet would be.
+        let one = shb(be, 1, 0, &[]);
+        let mut two = one.clone();
+        two.extend(shb(!be, 1, 0, &[]));
+        let mut other = one.clone();
+        other.extend(block(be, 0xBAD, &[0; 8]));
+        for f in [one, two, other] {
+            let e = match CaptureReader::from_reader(&f[..], "x.pcapng") {
+                Err(e) => e,
+                Ok(mut r) => r.next_packet().unwrap_err(),
+            };
+            assert!(matches!(e.kind(), ErrorKind::NoInterfaces), "{e}");
+            assert!(e.to_string().contains("no Interface Description Blocks"));
+        }
+        // One interface in a later section is enough.
+        let mut late = shb(be, 1, 0, &[]);
+        late.extend(shb(be, 1, 0, &[]));
+        late.extend(idb(be, 1, 0, &[]));
+        let mut r = CaptureReader::from_reader(&late[..], "x.pcapng").unwrap();
+        assert!(r.next_packet().unwrap().is_none());
+        assert_eq!(r.declared_interfaces().len(), 1);
     }
 }
 

@@ -53,6 +53,7 @@ fn compile(file: &str, lt: LinkType, big_endian: bool) -> Result<(Filters, Vec<S
         // Any language, as `sluice split` reads it.
         let p = Program::builder(lt)
             .snaplen(DEFAULT_SNAPLEN)
+            .offline(true)
             .capture_big_endian(big_endian)
             .dir(dir)
             .build(&l.expression)
@@ -309,7 +310,15 @@ pub(super) fn many(
         });
     }
     let lib = match libpcap {
-        Some(l) => libpcap_row(l, &texts, file, &f.programs, lt, budget, packets),
+        Some(l) => libpcap_row(
+            l,
+            &texts,
+            file,
+            &f.programs,
+            (lt, &args.read),
+            budget,
+            packets,
+        ),
         None => None,
     };
     Ok((rows, nf, lib))
@@ -321,14 +330,14 @@ fn libpcap_row(
     texts: &[String],
     file: &str,
     programs: &[Program],
-    lt: LinkType,
+    target: (LinkType, &str),
     budget: Duration,
     packets: &Packets,
 ) -> Option<Row> {
     let dir = std::path::Path::new(file).parent();
     let mut progs = Vec::with_capacity(texts.len());
     for (t, p) in texts.iter().zip(programs) {
-        match libpcap_program(l, t, dir, p, lt) {
+        match libpcap_program(l, t, dir, p, target) {
             Ok(p) => progs.push(p),
             Err(e) => {
                 eprintln!("sluice bench: libpcap could not compile {t}: {e}");

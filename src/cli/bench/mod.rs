@@ -36,8 +36,12 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1.0, value_name = "S")]
     seconds: f64,
     /// Leave libpcap out even when it is installed.
-    #[arg(long = "no-libpcap")]
+    #[arg(long = "no-libpcap", conflicts_with = "libpcap")]
     no_libpcap: bool,
+    /// The libpcap shared library to compare with (a build of libpcap
+    /// master, say); default: $SLUICE_LIBPCAP, else the system's.
+    #[arg(long, value_name = "LIBPCAP.so")]
+    libpcap: Option<std::path::PathBuf>,
     /// The filter expression (the words are joined with spaces).
     #[arg(trailing_var_arg = true)]
     expression: Vec<String>,
@@ -191,7 +195,11 @@ pub fn run(args: BenchArgs) -> Result<(), Fail> {
     let libpcap = if args.no_libpcap {
         None
     } else {
-        match sluice::libpcap::Libpcap::load() {
+        let loaded = match &args.libpcap {
+            Some(path) => sluice::libpcap::Libpcap::load_from(path),
+            None => sluice::libpcap::Libpcap::load(),
+        };
+        match loaded {
             Ok(l) => Some(l),
             Err(e) => {
                 eprintln!("sluice bench: {e}; no libpcap column");
@@ -336,6 +344,7 @@ fn one(
     let expr = args.expression.join(" ");
     let program = Program::builder(lt)
         .snaplen(DEFAULT_SNAPLEN)
+        .offline(true)
         .capture_big_endian(big_endian)
         .build(&expr)
         .map_err(|e| Fail(format!("{e} (in '{expr}')")))?;
@@ -405,7 +414,7 @@ fn one(
         floor = Some(ns);
     }
     let lib = match libpcap {
-        Some(l) => match libpcap_program(l, &expr, None, &program, lt) {
+        Some(l) => match libpcap_program(l, &expr, None, &program, (lt, &args.read)) {
             Ok(p) => {
                 let (ns, accepted) = time(budget, n, || {
                     packets.iter().filter(|&(d, w)| p.run(d, w) != 0).count() as u64
@@ -428,20 +437,28 @@ fn one(
 }
 
 /// What libpcap runs for a filter: its own compilation of a pcap
-/// expression (what tcpdump would run), or sluice's classic BPF for the
-/// other languages (libpcap's interpreter on the same program).
+/// expression (what tcpdump would run: compiled on the capture file itself
+/// when libpcap can open it, as `tcpdump -r` compiles, else for the link
+/// type), or sluice's classic BPF for the other languages (libpcap's
+/// interpreter on the same program).
 fn libpcap_program<'l>(
     l: &'l sluice::libpcap::Libpcap,
     text: &str,
     dir: Option<&std::path::Path>,
     program: &Program,
-    lt: LinkType,
+    (lt, capture): (LinkType, &str),
 ) -> Result<sluice::libpcap::Program<'l>, String> {
     let spec = sluice::Spec::parse(text, dir).map_err(|e| e.to_string())?;
     match spec.language {
-        sluice::Language::Pcap => l
-            .compile(&spec.text, lt.number(), DEFAULT_SNAPLEN, true)
-            .map_err(|e| e.to_string()),
+        sluice::Language::Pcap => {
+            let handle = match l.open_offline(std::path::Path::new(capture)) {
+                Ok(h) if h.datalink() as u32 == lt.dlt() => h,
+                _ => l
+                    .open_dead(lt.dlt(), DEFAULT_SNAPLEN)
+                    .map_err(|e| e.to_string())?,
+            };
+            handle.compile(&spec.text, true).map_err(|e| e.to_string())
+        }
         _ => Ok(l.program(program.bpf())),
     }
 }

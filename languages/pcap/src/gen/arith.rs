@@ -1,14 +1,35 @@
 //! Relations and arithmetic: `proto[index:size]`, `len`, operators.
 //!
 //! An arithmetic expression becomes a value plus the *guards* its loads need
-//! (`tcp[0]` needs "this is an unfragmented IPv4 TCP packet"). A relation
-//! runs all guards first, left side before right, then compares; like
-//! libpcap, no load happens unless every guard holds.
+//! (`tcp[0]` needs "this is an unfragmented IPv4 TCP packet"), with libpcap
+//! master's bookkeeping: a load's guards follow those of its index; a
+//! binary operator keeps only its left operand's guards (the right
+//! operand's loads run unguarded, as in libpcap); a relation runs the right
+//! side's guards, then the left side's, then compares.
+//!
+//! Division and modulus by zero and shifts by more than 31 bits are refused
+//! as libpcap's code generator refuses them: when the right operand's
+//! first instruction loads such a constant (`x / ppp[0:4]` divides by what
+//! `ld #0` starts, so it is refused; `x % (8 % 4)` is not). libpcap's
+//! optimiser refuses the rest when it folds them, and so does sluice's
+//! ([`crate::Compiled`]).
 
 use super::proto::{ethertype as et, ipproto};
 use super::{err, GResult, Gen};
 use crate::ast::{Arith, ArithOp, Proto, RelOp, Span};
 use sluice_ir::{BinOp, CmpOp, Pred, Size, Val};
+
+/// The constant libpcap's first instruction for `a` loads (`ld #k`), if
+/// it starts with one: a number, or an expression whose leftmost leaf (a
+/// load's index included) is one.
+fn first_constant(a: &Arith) -> Option<u32> {
+    match a {
+        Arith::Num(n, _) => Some(*n),
+        Arith::Len(_) => None,
+        Arith::Neg(x, _) | Arith::Bin(_, x, _, _) => first_constant(x),
+        Arith::Load { index, .. } => first_constant(index),
+    }
+}
 
 impl Gen {
     pub(crate) fn relation(
@@ -18,17 +39,22 @@ impl Gen {
         b: &Arith,
         _span: Span,
     ) -> GResult<Pred> {
+        let mut guards_a = Vec::new();
+        let va = self.arith(a, &mut guards_a)?;
         let mut guards = Vec::new();
-        let va = self.arith(a, &mut guards)?;
         let vb = self.arith(b, &mut guards)?;
+        // A comparison is never decided while the program is generated:
+        // libpcap's optimiser folds `1 = 1`, and only when it runs.
+        let cmp = |op, lhs, rhs| Pred::Cmp { op, lhs, rhs };
         let test = match op {
-            RelOp::Eq => Pred::cmp(CmpOp::Eq, va, vb),
-            RelOp::Ne => Pred::not(Pred::cmp(CmpOp::Eq, va, vb)),
-            RelOp::Gt => Pred::cmp(CmpOp::Gt, va, vb),
-            RelOp::Ge => Pred::cmp(CmpOp::Ge, va, vb),
-            RelOp::Lt => Pred::not(Pred::cmp(CmpOp::Ge, va, vb)),
-            RelOp::Le => Pred::not(Pred::cmp(CmpOp::Gt, va, vb)),
+            RelOp::Eq => cmp(CmpOp::Eq, va, vb),
+            RelOp::Ne => Pred::not(cmp(CmpOp::Eq, va, vb)),
+            RelOp::Gt => cmp(CmpOp::Gt, va, vb),
+            RelOp::Ge => cmp(CmpOp::Ge, va, vb),
+            RelOp::Lt => Pred::not(cmp(CmpOp::Ge, va, vb)),
+            RelOp::Le => Pred::not(cmp(CmpOp::Gt, va, vb)),
         };
+        guards.extend(guards_a);
         guards.push(test);
         Ok(Pred::and(guards))
     }
@@ -37,16 +63,14 @@ impl Gen {
         Ok(match a {
             Arith::Num(n, _) => Val::Const(*n),
             Arith::Len(_) => Val::Len,
-            Arith::Neg(x, _) => {
-                let v = self.arith(x, guards)?;
-                match v {
-                    Val::Const(c) => Val::Const(c.wrapping_neg()),
-                    v => Val::Neg(Box::new(v)),
-                }
-            }
+            // Nothing is folded here: libpcap folds arithmetic only in its
+            // optimiser's second pass, which decides less than its first
+            // (see sluice-cbpf's `refuse`); sluice's optimiser folds it.
+            Arith::Neg(x, _) => Val::Neg(Box::new(self.arith(x, guards)?)),
             Arith::Bin(op, x, y, span) => {
                 let vx = self.arith(x, guards)?;
-                let vy = self.arith(y, guards)?;
+                // libpcap drops the right operand's guards.
+                let vy = self.arith(y, &mut Vec::new())?;
                 let op = match op {
                     ArithOp::Add => BinOp::Add,
                     ArithOp::Sub => BinOp::Sub,
@@ -59,7 +83,7 @@ impl Gen {
                     ArithOp::Shl => BinOp::Shl,
                     ArithOp::Shr => BinOp::Shr,
                 };
-                if let Val::Const(c) = vy {
+                if let Some(c) = first_constant(y) {
                     match op {
                         BinOp::Div if c == 0 => return err(*span, "division by zero"),
                         BinOp::Mod if c == 0 => return err(*span, "modulus by zero"),
@@ -69,12 +93,7 @@ impl Gen {
                         _ => {}
                     }
                 }
-                // Keep a load even when the result is known (x & 0): it may abort.
-                if vx.can_abort() || vy.can_abort() {
-                    Val::Bin(op, Box::new(vx), Box::new(vy))
-                } else {
-                    Val::bin(op, vx, vy)
-                }
+                Val::Bin(op, Box::new(vx), Box::new(vy))
             }
             Arith::Load {
                 proto,
@@ -103,8 +122,7 @@ impl Gen {
         let net = self.off.net.clone();
         let at = |base: &Val| Gen::at(idx.clone(), base, 0, size);
         Ok(match proto {
-            Link if self.off.field == crate::link::ProtoField::Ieee80211 => at(&self.wlan_header()),
-            Link => at(&self.off.link.clone()),
+            Link => at(&self.link_header()),
             Radio => self.radio_load(idx, size, span)?,
             Ip | Arp | Rarp | Atalk | Decnet | Sca | Lat | Mopdl | Moprc | Ip6 => {
                 let ethertype = match proto {
@@ -123,8 +141,20 @@ impl Gen {
                 at(&net)
             }
             Tcp | Udp | Sctp | Icmp | Igmp | Igrp | Pim | Vrrp | Carp => {
+                // IPv4 only, as libpcap checks it: the IP protocol, and the
+                // first fragment.
+                let number = match proto {
+                    Tcp => ipproto::TCP,
+                    Udp => ipproto::UDP,
+                    Sctp => ipproto::SCTP,
+                    Icmp => ipproto::ICMP,
+                    Igmp => ipproto::IGMP,
+                    Igrp => ipproto::IGRP,
+                    Pim => ipproto::PIM,
+                    _ => ipproto::VRRP,
+                };
                 guards.push(self.linktype(et::IP));
-                guards.push(self.proto_abbrev(proto, span)?);
+                guards.push(Pred::eq(super::proto::ld(&net, 9, Size::Byte), number));
                 guards.push(self.ip_not_frag());
                 self.transport_load_at(idx, size)
             }

@@ -8,6 +8,7 @@
 //! ("does it carry protocol P", "where is the OSI protocol id", "which way
 //! did the packet go") for the links whose answer is not Ethernet's.
 
+use super::family::Field;
 use super::proto::{ethertype as et, ld, ppp_proto};
 use super::{err, GResult, Gen};
 use crate::ast::{Dir, Span};
@@ -123,32 +124,17 @@ impl Gen {
                 et::IPV6 => Pred::masked_eq(ld(&o.link, 0, Size::Byte), 0xf0, 0x60),
                 _ => Pred::False,
             },
-            ProtoField::FamilyByte => {
+            ProtoField::FamilyByte if o.dlt == LinkType::IPNET => {
+                // Solaris: AF_INET is 2, AF_INET6 26.
                 let f = ld(&at(), 0, Size::Byte);
-                let families: &[u32] = match (o.dlt, proto) {
-                    (LinkType::IPNET, et::IP) => &[2],
-                    (LinkType::IPNET, et::IPV6) => &[26],
-                    (_, et::IP) => &[2],
-                    // A capture file may come from any BSD: every AF_INET6.
-                    (_, et::IPV6) => &[30, 24, 28],
-                    _ => return Pred::False,
-                };
-                Pred::or(families.iter().map(|&v| Pred::eq(f.clone(), v)).collect())
+                match proto {
+                    et::IP => Pred::eq(f, 2),
+                    et::IPV6 => Pred::eq(f, 26),
+                    _ => Pred::False,
+                }
             }
-            ProtoField::EncFamily => {
-                let af: u32 = match proto {
-                    et::IP => 2,
-                    et::IPV6 => 10,
-                    _ => return Pred::False,
-                };
-                // The capturing host's byte order, like NULL.
-                let v = if self.capture_big_endian {
-                    af
-                } else {
-                    af.swap_bytes()
-                };
-                Pred::eq(ld(&at(), 0, Size::Word), v)
-            }
+            ProtoField::FamilyByte => self.family_linktype(proto, &at(), Field::Byte),
+            ProtoField::EncFamily => self.family_linktype(proto, &at(), Field::HostWord),
             ProtoField::Frelay => {
                 let f = ld(&at(), 0, Size::Half);
                 match proto {
@@ -199,6 +185,8 @@ impl Gen {
     pub(crate) fn link_osi_at(&self) -> Option<Val> {
         match self.off.field {
             ProtoField::Llc | ProtoField::SunAtm => Some(Val::plus(self.llc_start(), 3)),
+            // 802.11: after the 3-byte LLC header, as on the LANs.
+            ProtoField::Ieee80211 => Some(Val::plus(self.wlan_llc_at(), 3)),
             ProtoField::Frelay => Some(Val::Const(3)),
             ProtoField::PppBsdos | ProtoField::PlainEtherType => Some(self.off.net.clone()),
             ProtoField::JuniperCookie => Some(Val::Const(juniper_osi_at(self.off.dlt))),
@@ -210,7 +198,7 @@ impl Gen {
     pub(crate) fn link_direction(&self, outbound: bool, span: Span) -> GResult<Pred> {
         let b = |off: u32| ld(&Val::Const(0), off, Size::Byte);
         let pick = |inb: Pred, outb: Pred| if outbound { outb } else { inb };
-        Ok(match self.off.dlt {
+        Ok(match self.off.link_dlt {
             LinkType::SLIP | LinkType::PPP_PPPD => pick(Pred::eq(b(0), 0), Pred::eq(b(0), 1)),
             LinkType::IPNET => {
                 let h = ld(&Val::Const(0), 2, Size::Half);
@@ -284,7 +272,7 @@ impl Gen {
 
     /// `llc` on links of this module (`None`: the general rule).
     pub(crate) fn link_llc(&self, span: Span) -> Option<GResult<(Pred, Val)>> {
-        Some(Ok(match self.off.dlt {
+        Some(Ok(match self.off.link_dlt {
             LinkType::FDDI | LinkType::IEEE802 | LinkType::ATM_RFC1483 => {
                 (Pred::True, self.llc_start())
             }
@@ -297,7 +285,7 @@ impl Gen {
             | LinkType::NETANALYZER_TRANSPARENT => {
                 return Some(err(
                     span,
-                    format!("'llc' not supported on {}", self.off.dlt),
+                    format!("'llc' not supported on {}", self.off.link_dlt),
                 ))
             }
             _ => return None,

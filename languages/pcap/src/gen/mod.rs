@@ -14,6 +14,7 @@
 
 mod arith;
 mod atm;
+mod family;
 mod links;
 mod mtp;
 mod net;
@@ -46,6 +47,9 @@ pub(crate) struct Offsets {
     pub vlan_depth: u32,
     /// The link type of the capture.
     pub dlt: LinkType,
+    /// The link type of the current link header (libpcap's `linktype`):
+    /// the capture's, PPP after `pppoes`, Ethernet after `geneve`/`vxlan`.
+    pub link_dlt: LinkType,
 }
 
 impl Offsets {
@@ -63,6 +67,7 @@ impl Offsets {
             mpls_depth: 0,
             vlan_depth: 0,
             dlt,
+            link_dlt: dlt,
         }
     }
 }
@@ -82,6 +87,16 @@ pub(crate) struct Gen {
     /// The capture file was written big-endian: NULL and ENC links keep the
     /// address family in the capturing host's byte order.
     pub(crate) capture_big_endian: bool,
+    /// The packets come from a capture file: libpcap's rule for address
+    /// families on the loopback links ([`crate::Options::offline`]).
+    pub(crate) offline: bool,
+    /// Set where libpcap turns its optimiser off ([`crate::Compiled`]).
+    pub(crate) no_optimize: std::cell::Cell<bool>,
+    /// The 802.11 header is read at offset 0 (until a `pppoes`, `geneve`
+    /// or `vxlan`: see [`Gen::wlan_unset`]).
+    pub(crate) wlan_header_unset: bool,
+    /// The 802.11 payload is read at offset 0 (until a tunnel).
+    pub(crate) wlan_payload_unset: bool,
     /// Turns host names into addresses (none: names are refused).
     pub(crate) resolver: Option<std::sync::Arc<dyn crate::resolve::Resolver>>,
     /// The network's netmask for `ip broadcast` (`None`: not known, and
@@ -98,6 +113,10 @@ impl Gen {
             wlan_variant: wlan::Variant::default(),
             refusal: std::cell::RefCell::new(None),
             capture_big_endian: cfg!(target_endian = "big"),
+            offline: false,
+            no_optimize: std::cell::Cell::new(false),
+            wlan_header_unset: false,
+            wlan_payload_unset: false,
             resolver: None,
             netmask: None,
         }
@@ -169,15 +188,46 @@ pub fn generate_with_netmask(
     resolver: Option<std::sync::Arc<dyn crate::resolve::Resolver>>,
     netmask: Option<u32>,
 ) -> Result<Filter, CompileError> {
+    let options = crate::Options {
+        snaplen,
+        capture_big_endian,
+        offline: false,
+        resolver,
+        netmask,
+        optimize: false,
+    };
+    Ok(generate_options(e, dlt, &options)?.filter)
+}
+
+/// Compile a parsed expression with the given options: the filter, and
+/// whether libpcap would optimise it (see [`crate::Compiled`]).
+///
+/// ```
+/// use sluice_pcap::{parser::parse, gen::generate_options, link::LinkType, Options};
+/// let c = generate_options(&parse("ip").unwrap(), LinkType::RAW, &Options::new(9)).unwrap();
+/// assert_eq!(c.filter.run(&[0x45], 1), 9);
+/// ```
+pub fn generate_options(
+    e: &Expr,
+    dlt: LinkType,
+    options: &crate::Options,
+) -> Result<crate::Compiled, CompileError> {
     let mut g = Gen::new(Offsets::new(dlt));
-    g.capture_big_endian = capture_big_endian;
-    g.resolver = resolver;
-    g.netmask = netmask;
+    g.capture_big_endian = options.capture_big_endian;
+    g.offline = options.offline;
+    g.resolver = options.resolver.clone();
+    g.netmask = options.netmask;
+    g.wlan_unset(e);
     g.link_setup();
-    let pred = g.expr(e)?;
+    let pred = constants(g.expr(e)?);
     g.check_refusal(e.span())?;
     let pred = g.wlan_finish(pred, e)?;
-    Ok(Filter::new(pred, snaplen))
+    let pred = g.pflog_finish(pred);
+    let optimize = options.optimize && !g.no_optimize.get();
+    Ok(crate::Compiled {
+        filter: Filter::new(pred, options.snaplen),
+        optimize,
+    })
 }
 
 impl Gen {
@@ -195,6 +245,37 @@ impl Gen {
             Some(msg) => err(span, msg),
             None => Ok(()),
         }
+    }
+}
+
+/// libpcap's rule for the constant tests of its code generator (a link
+/// that never carries a protocol, `arp` on RAW, gives a constant false):
+/// `false and x` and `x and false` are false, `true or x` and `x or true`
+/// are true, whatever `x` would load. Sluice's generator makes constants
+/// only where libpcap's does (a comparison of two numbers is a test there,
+/// not a constant), so applying the rule to the whole predicate gives
+/// libpcap's program: `not (tcp[0] = 1 and arp[0] = 2)` on RAW is true
+/// without loading anything.
+pub(crate) fn constants(p: Pred) -> Pred {
+    match p {
+        Pred::Not(q) => Pred::not(constants(*q)),
+        Pred::And(ps) => {
+            let ps: Vec<Pred> = ps.into_iter().map(constants).collect();
+            if ps.contains(&Pred::False) {
+                Pred::False
+            } else {
+                Pred::and(ps)
+            }
+        }
+        Pred::Or(ps) => {
+            let ps: Vec<Pred> = ps.into_iter().map(constants).collect();
+            if ps.contains(&Pred::True) {
+                Pred::True
+            } else {
+                Pred::or(ps)
+            }
+        }
+        p => p,
     }
 }
 

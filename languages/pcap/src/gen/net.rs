@@ -50,7 +50,7 @@ enum PortProtos {
     All,
 }
 
-const PORT_PROTOS: [u32; 3] = [ipproto::SCTP, ipproto::TCP, ipproto::UDP];
+const PORT_PROTOS: [u32; 3] = [ipproto::TCP, ipproto::UDP, ipproto::SCTP];
 
 impl Gen {
     pub(crate) fn prim(&mut self, p: &Prim) -> GResult<Pred> {
@@ -420,41 +420,35 @@ impl Gen {
             PortProtos::One(x) => vec![x],
             PortProtos::All => PORT_PROTOS.to_vec(),
         };
+        // libpcap's shape: the transport protocols, then one test of the
+        // ports (what its optimiser can prove about the program, and so
+        // what it refuses, depends on it).
         let net = self.off.net.clone();
         let mut alts = Vec::new();
         if v6 {
             let nh = ld(&net, 6, Size::Byte);
-            let per: Vec<Pred> = list
-                .iter()
-                .map(|&x| {
-                    Pred::and(vec![
-                        Pred::eq(nh.clone(), x),
-                        by_dir(
-                            q.dir,
-                            || test(ld(&net, 40, Size::Half)),
-                            || test(ld(&net, 42, Size::Half)),
-                        ),
-                    ])
-                })
-                .collect();
-            alts.push(Pred::and(vec![self.linktype(et::IPV6), Pred::or(per)]));
+            alts.push(Pred::and(vec![
+                self.linktype(et::IPV6),
+                Pred::or(list.iter().map(|&x| Pred::eq(nh.clone(), x)).collect()),
+                by_dir(
+                    q.dir,
+                    || test(ld(&net, 40, Size::Half)),
+                    || test(ld(&net, 42, Size::Half)),
+                ),
+            ]));
         }
         if v4 {
-            let per: Vec<Pred> = list
-                .iter()
-                .map(|&x| {
-                    Pred::and(vec![
-                        Pred::eq(ld(&net, 9, Size::Byte), x),
-                        self.ip_not_frag(),
-                        by_dir(
-                            q.dir,
-                            || test(self.transport_load(0, Size::Half)),
-                            || test(self.transport_load(2, Size::Half)),
-                        ),
-                    ])
-                })
-                .collect();
-            alts.push(Pred::and(vec![self.linktype(et::IP), Pred::or(per)]));
+            let proto = ld(&net, 9, Size::Byte);
+            alts.push(Pred::and(vec![
+                self.linktype(et::IP),
+                Pred::or(list.iter().map(|&x| Pred::eq(proto.clone(), x)).collect()),
+                self.ip_not_frag(),
+                by_dir(
+                    q.dir,
+                    || test(self.transport_load(0, Size::Half)),
+                    || test(self.transport_load(2, Size::Half)),
+                ),
+            ]));
         }
         Ok(Pred::or(alts))
     }
@@ -562,6 +556,13 @@ impl Gen {
                 span,
                 "'protochain' not supported with variable length headers",
             );
+        }
+        // Its loop is a backward jump, which libpcap's optimiser cannot
+        // handle: libpcap turns it off, even where the link makes the
+        // test false (`ip6 protochain 6` on IPV4 rejects every packet
+        // without an error).
+        if matches!(p.qual.proto, None | Some(Proto::Ip) | Some(Proto::Ip6)) {
+            self.no_optimize.set(true);
         }
         let v4 = || {
             Pred::and(vec![

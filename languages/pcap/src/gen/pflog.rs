@@ -50,6 +50,22 @@ impl Gen {
         )
     }
 
+    /// libpcap computes the logged packet's offset in a prologue, before
+    /// anything else, when the filter uses it: a packet too short for the
+    /// header's length byte rejects whatever the rest says.
+    pub(crate) fn pflog_finish(&self, pred: Pred) -> Pred {
+        let payload = self.pflog_payload();
+        if self.off.dlt != LinkType::PFLOG || !uses(&pred, &payload) {
+            return pred;
+        }
+        let touch = Pred::cmp(
+            sluice_ir::CmpOp::Ge,
+            ld(&Val::Const(0), 0, Size::Byte),
+            Val::Const(0),
+        );
+        Pred::and(vec![touch, pred])
+    }
+
     /// A pflog primitive.
     pub(crate) fn pflog_field(&mut self, o: &Other, span: Span) -> GResult<Pred> {
         if self.off.dlt != LinkType::PFLOG {
@@ -77,5 +93,26 @@ impl Gen {
             Other::PfAction(n) => Ok(Pred::eq(ld(&z, ACTION_AT, Size::Byte), *n)),
             _ => err(span, "not a pflog primitive"),
         }
+    }
+}
+
+/// Whether `v` occurs in `p`.
+fn uses(p: &Pred, v: &Val) -> bool {
+    fn in_val(x: &Val, v: &Val) -> bool {
+        x == v
+            || match x {
+                Val::Load { base, .. } => in_val(base, v),
+                Val::Bin(_, a, b) => in_val(a, v) || in_val(b, v),
+                Val::Neg(a) => in_val(a, v),
+                Val::Const(_) | Val::Len => false,
+            }
+    }
+    match p {
+        Pred::True | Pred::False => false,
+        Pred::Cmp { lhs, rhs, .. } => in_val(lhs, v) || in_val(rhs, v),
+        Pred::Not(q) => uses(q, v),
+        Pred::And(ps) | Pred::Or(ps) => ps.iter().any(|q| uses(q, v)),
+        Pred::In { val, .. } => in_val(val, v),
+        Pred::ProtoChain { start, .. } => in_val(start, v),
     }
 }

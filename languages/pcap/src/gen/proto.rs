@@ -91,9 +91,10 @@ pub(crate) fn ppp_proto(ethertype: u32) -> u32 {
         et::ATALK => 0x0029,
         et::SAP_ISONS => 0x0023,
         et::SAP_IPX => 0x002b,
-        et::SAP_NETBEUI => 0x003f,
         et::SAP_8021D => 0x0031,
-        et::IPX => 0x002b,
+        // Xerox NS (Ethernet type 0x0600); NetBEUI's SAP and IPX's
+        // Ethernet type stay as they are, as in libpcap master.
+        0x0600 => 0x003f,
         other => other,
     }
 }
@@ -137,18 +138,12 @@ impl Gen {
                 Pred::eq(ld(&at, 0, Size::Half), v)
             }
             ProtoField::AddressFamily { network_order } => {
-                let af: u32 = match proto {
-                    et::IP => 2,
-                    et::IPV6 => 10,
-                    _ => return Pred::False,
-                };
-                // NULL: the capturing host's byte order (the file's).
-                let v = if network_order || self.capture_big_endian {
-                    af
+                let field = if network_order {
+                    super::family::Field::NetWord
                 } else {
-                    af.swap_bytes()
+                    super::family::Field::HostWord
                 };
-                Pred::eq(ld(&Val::Const(0), 0, Size::Word), v)
+                self.family_linktype(proto, &Val::Const(0), field)
             }
             ProtoField::IpVersion => match proto {
                 et::IP => Pred::masked_eq(ld(&o.net, 0, Size::Byte), 0xf0, 0x40),
@@ -302,20 +297,32 @@ impl Gen {
     }
 
     fn iso_proto(&self, nlpid: u32) -> Pred {
+        // Frame Relay: the UI control byte and the NLPID, in one test.
+        if self.off.field == ProtoField::Frelay {
+            return Pred::eq(ld(&Val::Const(2), 0, Size::Half), 0x0300 | nlpid);
+        }
         Pred::and(vec![
             self.linktype(et::SAP_ISONS),
             Pred::eq(self.osi_load(0), nlpid),
         ])
     }
 
+    /// IS-IS of the PDU types `types` (the type's low five bits, 4 bytes
+    /// into the IS-IS header; on Frame Relay libpcap reads it 4 bytes
+    /// into the frame).
     pub(crate) fn isis_pdu(&self, types: &[u32]) -> Pred {
+        let pdu = if self.off.field == ProtoField::Frelay {
+            ld(&self.off.net, 4, Size::Byte)
+        } else {
+            self.osi_load(4)
+        };
         Pred::or(
             types
                 .iter()
                 .map(|&t| {
                     Pred::and(vec![
                         self.iso_proto(ISO10589_ISIS),
-                        Pred::eq(self.osi_load(4), t),
+                        Pred::masked_eq(pdu.clone(), 0x1f, t),
                     ])
                 })
                 .collect(),
@@ -376,7 +383,7 @@ impl Gen {
                 if *v > 255 {
                     return err(span, format!("byte argument {v} greater than maximum 255"));
                 }
-                let b = ld(&self.off.link, *idx, Size::Byte);
+                let b = ld(&self.link_header(), *idx, Size::Byte);
                 Ok(match op {
                     ByteOp::Eq => Pred::eq(b, *v),
                     ByteOp::Lt => Pred::not(Pred::cmp(CmpOp::Ge, b, Val::Const(*v))),
@@ -407,7 +414,7 @@ impl Gen {
             Other::Vxlan(vni) => self.vxlan(*vni, span),
             Other::Inbound | Other::Outbound => {
                 let out = matches!(o, Other::Outbound);
-                let dir = match self.off.dlt {
+                let dir = match self.off.link_dlt {
                     LinkType::LINUX_SLL => ld(&Val::Const(0), 0, Size::Half),
                     LinkType::LINUX_SLL2 => ld(&Val::Const(0), 10, Size::Byte),
                     _ => return self.link_direction(out, span),
@@ -548,7 +555,7 @@ impl Gen {
                 }
                 ProtoField::Ppp
                     if !matches!(
-                        self.off.dlt,
+                        self.off.link_dlt,
                         LinkType::PPP_ETHER | LinkType::PPP_PPPD | LinkType::PPP_SERIAL
                     ) =>
                 {
@@ -571,12 +578,11 @@ impl Gen {
         Ok(Pred::and(parts))
     }
 
+    /// `pppoes [id]`: the link carries a PPPoE session (on any link that
+    /// names its payload: libpcap master tests the link for the PPPoE
+    /// session type, false where it cannot carry one). After it, the link
+    /// is PPP without address and control bytes.
     fn pppoes(&mut self, sess: Option<u32>, span: Span) -> GResult<Pred> {
-        // Juniper links test only their magic cookie for PPPoE, as for
-        // every protocol, and then read the PPPoE header at the payload.
-        if self.off.field != ProtoField::JuniperCookie {
-            self.require_ethernet_like("pppoes", span)?;
-        }
         if let Some(s) = sess {
             if s > 0xffff {
                 return err(
@@ -586,8 +592,9 @@ impl Gen {
             }
         }
         let mut parts = vec![self.linktype(et::PPPOES)];
+        self.wlan_header_unset = false;
         if let Some(s) = sess {
-            parts.push(Pred::masked_eq(ld(&self.off.net, 0, Size::Word), 0xffff, s));
+            parts.push(Pred::eq(ld(&self.off.net, 2, Size::Half), s));
         }
         // After the 6-byte PPPoE header comes a PPP header, which is now
         // the link header (`link[...]`, `byte` count from it).
@@ -596,6 +603,7 @@ impl Gen {
         self.off.proto_at = Some(Val::plus(self.off.net.clone(), 6));
         self.off.net = Val::plus(self.off.net.clone(), 8);
         self.off.macs = None;
+        self.off.link_dlt = LinkType::PPP;
         Ok(Pred::and(parts))
     }
 
@@ -620,7 +628,12 @@ impl Gen {
                 ])
             }
             ProtoField::Ieee80211 => return Ok(self.wlan_llc(sub)),
-            _ => return err(span, format!("'llc' not supported on {}", self.off.dlt)),
+            _ => {
+                return err(
+                    span,
+                    format!("'llc' not supported on {}", self.off.link_dlt),
+                )
+            }
         };
         let ctl = ld(&payload, 2, Size::Byte);
         let test = match sub {

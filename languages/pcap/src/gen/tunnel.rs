@@ -1,17 +1,25 @@
 //! `geneve` and `vxlan`: UDP tunnels after which every primitive looks at
-//! the inner packet.
+//! the inner packet, on every link type that carries IP (libpcap master
+//! compiles them wherever it can test for IPv4 and IPv6; the inner packet
+//! is always Ethernet, or for Geneve a bare network packet).
 //!
 //! Where the inner packet starts depends on the outer packet: on the IPv4
 //! header length, and for Geneve on its option length and payload type. The
 //! intermediate form has no "if" for values, so the offsets are computed with
 //! branch-free arithmetic from 0/1 indicators; every load they make is inside
 //! bytes the tunnel test already read (or reads, exactly as libpcap does).
+//!
+//! libpcap's Geneve code jumps inside a block, so it turns its optimiser
+//! off for any expression with `geneve` ([`crate::Compiled`]).
 
 use super::proto::{ethertype as et, ipproto, ld};
 use super::{err, GResult, Gen};
 use crate::ast::Span;
 use crate::link::ProtoField;
 use sluice_ir::{BinOp, CmpOp, Pred, Size, Val};
+
+/// VXLAN's flags byte: only the "VNI present" bit.
+const VXLAN_FLAGS: u32 = 0x08;
 
 const GENEVE_PORT: u32 = 6081;
 const VXLAN_PORT: u32 = 4789;
@@ -48,12 +56,81 @@ fn touch(v: Val) -> Pred {
     Pred::cmp(CmpOp::Ge, v, Val::Const(0))
 }
 
+/// 1 if `x` is not 0, else 0.
+fn nonzero(x: Val) -> Val {
+    let neg = bin(BinOp::Sub, Val::Const(0), x.clone());
+    bin(BinOp::Shr, bin(BinOp::Or, x, neg), Val::Const(31))
+}
+
+/// 1 if `a < b` (unsigned), else 0: the borrow out of `a - b`.
+fn below(a: Val, b: Val) -> Val {
+    let not = |v: Val| bin(BinOp::Xor, v, Val::Const(u32::MAX));
+    let borrow = bin(
+        BinOp::Or,
+        bin(BinOp::And, not(a.clone()), b.clone()),
+        bin(
+            BinOp::And,
+            not(bin(BinOp::Xor, a.clone(), b.clone())),
+            bin(BinOp::Sub, a, b),
+        ),
+    );
+    bin(BinOp::Shr, borrow, Val::Const(31))
+}
+
+/// `p` as a value, 1 when it holds and 0 when not, computed without
+/// branches (every load in `p` is made). `None` for a protocol chain.
+fn indicator(p: &Pred) -> Option<Val> {
+    let one = Val::Const(1);
+    Some(match p {
+        Pred::True => one,
+        Pred::False => Val::Const(0),
+        Pred::Cmp { op, lhs, rhs } => match op {
+            CmpOp::Eq => bin(
+                BinOp::Xor,
+                nonzero(bin(BinOp::Xor, lhs.clone(), rhs.clone())),
+                one,
+            ),
+            CmpOp::Set => nonzero(bin(BinOp::And, lhs.clone(), rhs.clone())),
+            CmpOp::Gt => below(rhs.clone(), lhs.clone()),
+            CmpOp::Ge => bin(BinOp::Xor, below(lhs.clone(), rhs.clone()), one),
+        },
+        Pred::Not(q) => bin(BinOp::Xor, indicator(q)?, one),
+        Pred::And(ps) | Pred::Or(ps) => {
+            let op = if matches!(p, Pred::And(_)) {
+                BinOp::And
+            } else {
+                BinOp::Or
+            };
+            let mut it = ps.iter();
+            let mut acc = indicator(it.next()?)?;
+            for q in it {
+                acc = bin(op, acc, indicator(q)?);
+            }
+            acc
+        }
+        Pred::In { val, keys } => {
+            let mut acc = Val::Const(0);
+            for &k in keys.iter() {
+                acc = bin(BinOp::Or, acc, indicator(&Pred::eq(val.clone(), k))?);
+            }
+            acc
+        }
+        Pred::ProtoChain { .. } => return None,
+    })
+}
+
 impl Gen {
     /// The UDP header's offset from the network header, as a value: the IPv4
-    /// header length on IPv4, 40 on IPv6.
+    /// header length where the link says IPv4, 40 (IPv6) elsewhere. The
+    /// tunnel test has read what the link's IPv4 test reads.
     fn udp_offset(&self) -> Val {
-        let at = self.off.proto_at.clone().expect("EtherType field");
-        let is_v4 = eq16(ld(&at, 0, Size::Half), et::IP);
+        let is_v4 = match &self.off.field {
+            ProtoField::EtherType => {
+                let at = self.off.proto_at.clone().expect("EtherType field");
+                eq16(ld(&at, 0, Size::Half), et::IP)
+            }
+            _ => indicator(&self.linktype(et::IP)).unwrap_or(Val::Const(1)),
+        };
         let hl = bin(
             BinOp::Shl,
             bin(
@@ -92,18 +169,23 @@ impl Gen {
         Pred::or(vec![Pred::and(v4), Pred::and(v6)])
     }
 
+    /// Refuse a tunnel after which the offsets cannot move (they are
+    /// always known on links that carry IP).
     fn require_tunnel_link(&self, what: &str, span: Span) -> GResult<()> {
-        let link_ok = matches!(
-            self.off.field,
-            ProtoField::EtherType | ProtoField::Ieee80211
-        );
-        if !link_ok || self.off.proto_at.is_none() {
+        if self.off.field == ProtoField::NoLinkType {
             return err(
                 span,
-                format!("'{what}' is not supported on {} yet", self.off.dlt),
+                format!("'{what}' is not supported on {}", self.off.dlt),
             );
         }
         Ok(())
+    }
+
+    /// The tunnel's own outer test is made: what follows reads its offsets
+    /// (see [`Gen::wlan_unset`]).
+    fn wlan_set(&mut self) {
+        self.wlan_header_unset = false;
+        self.wlan_payload_unset = false;
     }
 
     /// Move every offset to the inner Ethernet frame at `inner`.
@@ -114,6 +196,7 @@ impl Gen {
         self.off.net = net;
         self.off.field = ProtoField::EtherType;
         self.off.mpls_depth = 0;
+        self.off.link_dlt = crate::link::LinkType::EN10MB;
     }
 
     pub(crate) fn geneve(&mut self, vni: Option<u32>, span: Span) -> GResult<Pred> {
@@ -135,6 +218,7 @@ impl Gen {
             v
         });
         let start = Val::plus(bin(BinOp::Add, self.udp_offset(), self.off.net.clone()), 8);
+        self.wlan_set();
         let opt_len = ld(&start, 0, Size::Byte);
         let payload_type = ld(&start, 2, Size::Half);
         let inner = Val::plus(
@@ -163,6 +247,7 @@ impl Gen {
         // libpcap reads the option length and payload type right after the
         // tunnel test; a packet too short for them aborts the filter.
         let pred = Pred::and(vec![tunnel, touch(opt_len), touch(payload_type)]);
+        self.no_optimize.set(true);
         self.enter_ethernet(inner, proto_at, net);
         Ok(pred)
     }
@@ -174,12 +259,16 @@ impl Gen {
                 return err(span, format!("VXLAN VNI {v} greater than maximum 16777215"));
             }
         }
-        let tunnel = self.udp_tunnel(VXLAN_PORT, |at| match vni {
-            Some(vni) => vec![Pred::masked_eq(at(12, Size::Word), 0xffff_ff00, vni << 8)],
-            None => vec![],
+        let tunnel = self.udp_tunnel(VXLAN_PORT, |at| {
+            let mut v = vec![Pred::eq(at(8, Size::Byte), VXLAN_FLAGS)];
+            if let Some(vni) = vni {
+                v.push(Pred::masked_eq(at(12, Size::Word), 0xffff_ff00, vni << 8));
+            }
+            v
         });
         // UDP header (8) and VXLAN header (8), then an Ethernet frame.
         let inner = Val::plus(bin(BinOp::Add, self.udp_offset(), self.off.net.clone()), 16);
+        self.wlan_set();
         let proto_at = Val::plus(inner.clone(), 12);
         let net = Val::plus(inner.clone(), 14);
         self.enter_ethernet(inner, proto_at, net);

@@ -105,6 +105,7 @@ pub(crate) fn offsets(dlt: LinkType, v: Variant) -> Offsets {
         mpls_depth: 0,
         vlan_depth: 0,
         dlt,
+        link_dlt: dlt,
     }
 }
 
@@ -169,15 +170,65 @@ fn radiotap_padded(fc: &Val) -> Pred {
 
 impl Gen {
     /// The start of the 802.11 header, noting that the filter uses it.
+    ///
+    /// Before a `pppoes`, `geneve` or `vxlan` on a link with a radio header
+    /// libpcap reads it from a register its prologue never writes (the
+    /// prologue fills the registers those keywords moved the link header
+    /// to), so at offset 0 ([`Gen::wlan_unset`]).
     pub(crate) fn wlan_header(&self) -> Val {
         self.wlan_uses.header.set(true);
+        if self.wlan_header_unset {
+            return k(0);
+        }
         self.off.link.clone()
     }
 
+    /// Where libpcap reads the 802.11 offsets at 0 until the first
+    /// `pppoes`, `geneve` or `vxlan` of `e` (including that keyword's own
+    /// link test): the header start when it follows a radio header, and,
+    /// for the tunnels (which move the payload to new registers too), the
+    /// payload start. Sets the flags and the offsets accordingly.
+    pub(crate) fn wlan_unset(&mut self, e: &Expr) {
+        fn first(e: &Expr) -> Option<bool> {
+            match e {
+                Expr::And(v) | Expr::Or(v) => v.iter().find_map(first),
+                Expr::Not(x, _) => first(x),
+                Expr::Other(crate::ast::Other::Pppoes(_), _) => Some(false),
+                Expr::Other(crate::ast::Other::Geneve(_) | crate::ast::Other::Vxlan(_), _) => {
+                    Some(true)
+                }
+                _ => None,
+            }
+        }
+        let dlt = self.off.dlt;
+        let Some(tunnel) = first(e).filter(|_| is_wlan(dlt)) else {
+            return;
+        };
+        self.wlan_header_unset = dlt != LinkType::IEEE802_11;
+        if tunnel {
+            self.wlan_payload_unset = true;
+            self.off.proto_at = Some(k(6));
+            self.off.net = k(8);
+        }
+    }
+
+    /// The start of the current link header (`link[...]`, `byte`): on
+    /// 802.11 links after the radio header, noting that the filter uses it.
+    pub(crate) fn link_header(&self) -> Val {
+        if self.off.field == ProtoField::Ieee80211 {
+            self.wlan_header()
+        } else {
+            self.off.link.clone()
+        }
+    }
+
     /// The start of the LLC header, noting that the filter uses it.
-    fn wlan_llc_at(&self) -> Val {
+    pub(crate) fn wlan_llc_at(&self) -> Val {
         self.wlan_uses.header.set(true);
         self.wlan_uses.payload.set(true);
+        if self.wlan_payload_unset {
+            return k(4 * self.off.vlan_depth);
+        }
         Val::plus(
             payload_start(&self.off.link, self.wlan_variant.padded),
             4 * self.off.vlan_depth,
@@ -363,12 +414,13 @@ impl Gen {
     }
 
     /// `radio[i]`: a load in the radio header, from the start of the packet.
+    /// libpcap master reads it on radiotap, AVS and Prism links, not on
+    /// PPI, and not once a tunnel made the link Ethernet.
     pub(crate) fn radio_load(&self, idx: Val, size: Size, span: Span) -> GResult<Val> {
-        match self.off.dlt {
+        match self.off.link_dlt {
             LinkType::IEEE802_11_RADIO
             | LinkType::IEEE802_11_RADIO_AVS
-            | LinkType::PRISM_HEADER
-            | LinkType::PPI => Ok(Gen::at(idx, &k(0), 0, size)),
+            | LinkType::PRISM_HEADER => Ok(Gen::at(idx, &k(0), 0, size)),
             dlt => err(
                 span,
                 format!("radio information not present in capture ({dlt})"),
@@ -380,9 +432,14 @@ impl Gen {
     fn variant(&self, e: &Expr, v: Variant) -> GResult<Pred> {
         let mut g = Gen {
             wlan_variant: v,
+            capture_big_endian: self.capture_big_endian,
+            offline: self.offline,
+            resolver: self.resolver.clone(),
+            netmask: self.netmask,
             ..Gen::new(offsets(self.off.dlt, v))
         };
-        g.expr(e)
+        g.wlan_unset(e);
+        Ok(super::constants(g.expr(e)?))
     }
 
     /// Add libpcap's whole-program tests: PPI's "the packet is 802.11"
@@ -397,11 +454,19 @@ impl Gen {
             return Ok(pred);
         }
         let mut parts = Vec::new();
-        if dlt == LinkType::PPI {
+        // libpcap adds PPI's check when the current link is still PPI (not
+        // after `pppoes` or a tunnel).
+        if dlt == LinkType::PPI && self.off.link_dlt == LinkType::PPI {
             parts.push(Pred::eq(abs(4, Size::Word), PPI_DLT_80211));
         }
         let payload = self.wlan_uses.payload.get();
         let header = self.wlan_uses.header.get() || payload;
+        // libpcap's code for the Prism header's length (always) and for
+        // the 802.11 payload offset (when used) jumps inside a block,
+        // which its optimiser cannot handle: it turns the optimiser off.
+        if dlt == LinkType::PRISM_HEADER || payload {
+            self.no_optimize.set(true);
+        }
         let mut pred = pred;
         if header {
             match dlt {
