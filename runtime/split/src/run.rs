@@ -61,7 +61,8 @@ pub struct Report {
     pub counts: Vec<u64>,
     /// Each filter's output file (`None`: none written).
     pub files: Vec<Option<PathBuf>>,
-    /// Where reading started and stopped (for a range).
+    /// Where reading started and stopped (for a range); a run that
+    /// stopped with an error is `failed` and has no `next`.
     pub ends: RangeEnds,
     /// The capture's format.
     pub format: CaptureFormat,
@@ -192,11 +193,17 @@ pub fn split(
         },
         None => vec![None; n],
     };
+    let mut ends = range.finish();
+    if error.is_some() {
+        // Stopped early, whatever the cause: no exact stop to chain from.
+        ends.failed = true;
+        ends.next = None;
+    }
     Ok(Report {
         packets,
         counts,
         files,
-        ends: range.finish(),
+        ends,
         format,
         error,
     })
