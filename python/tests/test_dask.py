@@ -142,3 +142,14 @@ def test_without_a_client_threads_run_the_ranges(tmp_path):
     src = numbered_pcap(tmp_path / "t.pcap", 1000)
     got = sluice.dask._run([src], FILTERS, None, None, False, 30_000, False)["counts"]
     assert got == sluice.split(src, FILTERS, count=True)
+
+
+def test_prepare_compiles_on_every_worker(client, tmp_path):
+    src = numbered_pcap(tmp_path / "p.pcap", 300)
+    sluice.dask.prepare(FILTERS, client)
+    digest = sluice.dask._digest(list(FILTERS.items()), False)
+    kept = client.run(lambda: [k[0] for k in sluice.dask._SETS])
+    assert len(kept) == 2 and all(digest in v for v in kept.values())
+    assert sluice.dask.split_counts([src], FILTERS, client=client) == sluice.split(src, FILTERS, count=True)
+    with pytest.raises(sluice.FilterError):
+        sluice.dask.prepare({"bad": "tcp prt 1"}, client)
