@@ -10,7 +10,7 @@ use sluice_filter::{Language, LinkType, Program, Spec, SystemResolver};
 
 /// Frames run through the batch engine at once (its input stays in the
 /// caches).
-const CHUNK: usize = 256;
+const CHUNK: usize = 4096;
 
 /// A link type from its name (`"EN10MB"`, `"LINUX_SLL"`, ...) or number.
 pub fn linktype(value: &Bound<'_, PyAny>) -> PyResult<LinkType> {

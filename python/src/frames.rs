@@ -19,11 +19,26 @@ pub struct Frames<'py> {
 enum Kind<'py> {
     /// One `bytes` object per frame.
     List(Vec<Bound<'py, PyBytes>>),
-    /// One buffer (as a uint8 array) and offsets.
+    /// One buffer (`bytes`, or any buffer as a uint8 array) and offsets.
     Packed {
-        data: PyReadonlyArray1<'py, u8>,
+        data: Buffer<'py>,
         offsets: PyReadonlyArray1<'py, i64>,
     },
+}
+
+/// The buffer of packed frames.
+enum Buffer<'py> {
+    Bytes(Bound<'py, PyBytes>),
+    Array(PyReadonlyArray1<'py, u8>),
+}
+
+impl Buffer<'_> {
+    fn as_slice(&self) -> PyResult<&[u8]> {
+        Ok(match self {
+            Buffer::Bytes(b) => b.as_bytes(),
+            Buffer::Array(a) => a.as_slice()?,
+        })
+    }
 }
 
 /// `numpy.ascontiguousarray(obj, dtype)`: zero-copy for a matching array
@@ -45,6 +60,22 @@ fn readonly<'py, T: numpy::Element>(
         .cast_into::<numpy::PyArray1<T>>()
         .map_err(|_| PyTypeError::new_err(format!("{what} must be one-dimensional")))?;
     Ok(arr.readonly())
+}
+
+/// A one-dimensional contiguous array of `T` as it is (no numpy call), or
+/// converted by `numpy.ascontiguousarray(obj, dtype)`.
+fn array<'py, T: numpy::Element>(
+    obj: &Bound<'py, PyAny>,
+    dtype: &str,
+    what: &str,
+) -> PyResult<PyReadonlyArray1<'py, T>> {
+    if let Ok(a) = obj.cast::<numpy::PyArray1<T>>() {
+        let r = a.readonly();
+        if r.as_slice().is_ok() {
+            return Ok(r);
+        }
+    }
+    readonly::<T>(as_array(obj, dtype)?, what)
 }
 
 impl<'py> Frames<'py> {
@@ -71,14 +102,20 @@ impl<'py> Frames<'py> {
             );
         }
         let wirelens = match wirelens {
-            Some(w) if !w.is_none() => Some(readonly::<i64>(as_array(w, "int64")?, "wirelens")?),
+            Some(w) if !w.is_none() => Some(array::<i64>(w, "int64", "wirelens")?),
             _ => None,
         };
         let kind = match offsets {
             Some(o) if !o.is_none() => {
-                let data = readonly::<u8>(as_array(frames, "uint8")?, "the frame buffer")?;
-                let offsets = readonly::<i64>(as_array(o, "int64")?, "offsets")?;
-                check_offsets(offsets.as_slice()?, data.len())?;
+                let data = match frames.cast::<PyBytes>() {
+                    Ok(b) => Buffer::Bytes(b.clone()),
+                    Err(_) => Buffer::Array(readonly::<u8>(
+                        as_array(frames, "uint8")?,
+                        "the frame buffer",
+                    )?),
+                };
+                let offsets = array::<i64>(o, "int64", "offsets")?;
+                check_offsets(offsets.as_slice()?, data.as_slice()?.len())?;
                 Kind::Packed { data, offsets }
             }
             _ => {
@@ -241,6 +278,23 @@ impl<'a> View<'a> {
     /// engines.
     pub fn chunk(&self, start: usize, end: usize, out: &mut Vec<(&'a [u8], u32)>) {
         out.clear();
-        out.extend((start..end).map(|i| self.get(i)));
+        match (&self.slices, self.wirelens) {
+            // The common case, one pass over the offsets: each frame's
+            // start and end come from one window (checked on the way in).
+            (Slices::Packed { data, offsets }, None) => {
+                out.extend(offsets[start..=end].windows(2).map(|w| {
+                    let frame = &data[w[0] as usize..w[1] as usize];
+                    (frame, frame.len() as u32)
+                }));
+            }
+            (Slices::Packed { data, offsets }, Some(wirelens)) => {
+                let spans = offsets[start..=end].windows(2);
+                out.extend(spans.zip(&wirelens[start..end]).map(|(w, &wl)| {
+                    // Wire lengths were checked to fit a u32.
+                    (&data[w[0] as usize..w[1] as usize], wl as u32)
+                }));
+            }
+            _ => out.extend((start..end).map(|i| self.get(i))),
+        }
     }
 }
