@@ -135,8 +135,8 @@ def cli_native_batch(sluice_bin, path, expr, seconds):
 
 
 def filter_section(args, work):
-    generated = work / "filter-traffic.pcap"
     packets = 200_000 if args.quick else 1_000_000
+    generated = work / f"filter-traffic-{packets}.pcap"
     if not generated.exists():
         subprocess.run([args.gen, "traffic", str(packets), "7", str(generated), "1000"], check=True)
     corpus = work / "filter-corpus.pcap"

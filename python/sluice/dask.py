@@ -156,8 +156,10 @@ class _Runner:
         return self.pool.submit(fn, *args)
 
     def scatter(self, value: Any) -> Any:
+        """One object sent to every worker once (a list given alone would
+        be scattered element by element: a future per filter)."""
         if self.client is not None:
-            return self.client.scatter(value, broadcast=True, hash=False)
+            return self.client.scatter([value], broadcast=True, hash=False)[0]
         return value
 
     def wait(self, futures: List[Any], progress: bool) -> List[Any]:
@@ -285,10 +287,22 @@ def prepare(filters: Filters, client: Any = None, *, first_match: bool = False) 
 
     runner = _Runner(client)
     try:
-        if runner.client is not None:
-            runner.client.run(compile_here)
-        else:
+        c = runner.client
+        if c is None:
             compile_here()
+            return
+        # A task pinned to each worker (not client.run, which would hold the
+        # worker's event loop, and its heartbeats, for the whole compile).
+        try:
+            workers = c.scheduler_info(n_workers=-1)["workers"]
+        except TypeError:  # distributed before 2025 lists every worker
+            workers = c.scheduler_info()["workers"]
+        futures = [
+            c.submit(compile_here, key=f"sluice-prepare-{digest[:12]}-{i}", workers=[addr],
+                     allow_other_workers=False, pure=False)
+            for i, addr in enumerate(workers)
+        ]
+        c.gather(futures)
     finally:
         runner.close()
 
