@@ -187,6 +187,17 @@ def filter_section(args, work):
     return rows
 
 
+def worker_cpu(client):
+    """CPU seconds the workers' processes used so far (user + system)."""
+    def cpu():
+        import resource
+
+        u = resource.getrusage(resource.RUSAGE_SELF)
+        return u.ru_utime + u.ru_stime
+
+    return sum(client.run(cpu).values())
+
+
 def worker_rss(client):
     def rss():
         with open("/proc/self/statm") as f:
@@ -231,15 +242,19 @@ def split_section(args, work):
                 t0 = time.perf_counter()
                 sluice.dask.prepare(pairs, client)
                 compile_s = time.perf_counter() - t0
+                cpu0, load0 = worker_cpu(client), os.getloadavg()[0]
                 t0 = time.perf_counter()
                 counts = sluice.dask.split_counts([traffic], pairs, client=client)
                 run_s = time.perf_counter() - t0
+                cpu_s, load1 = worker_cpu(client) - cpu0, os.getloadavg()[0]
                 assert counts == cli_counts, "dask and the command disagree"
                 rows.append({
                     "filters": n, "workers": workers, "packets": total, "bytes": size,
                     "seconds": run_s, "pps": total / run_s, "ns_per_packet": run_s / total * 1e9,
                     "compile_s": compile_s, "cli_split_s": cli_s, "cli_pps": total / cli_s,
                     "worker_rss": worker_rss(client),
+                    "worker_cpu_ns_per_packet": cpu_s / total * 1e9,
+                    "load": (load0 + load1) / 2,
                 })
                 print(f"split N={n} workers={workers}: {total / run_s / 1e6:.2f} Mpps", file=sys.stderr)
     return rows
@@ -271,12 +286,12 @@ def main():
     if "split" in sections:
         result["split"] = split_section(args, args.work)
         base = {r["filters"]: r["pps"] for r in result["split"] if r["workers"] == 1}
-        print("| filters | workers | packets/s | ns/packet (wall / packets) | scaling | compile per worker (once) | worker peak RSS | `sluice split --count`, 1 process, compile included |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        print("| filters | workers | packets/s | wall ns/packet | scaling | worker CPU ns/packet | compile per worker (once) | worker peak RSS | load average | `sluice split --count`, 1 process, compile included |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for r in result["split"]:
             print(f"| {r['filters']:,} | {r['workers']} | {r['pps'] / 1e6:.2f} M | {r['ns_per_packet']:.0f} ns | "
-                  f"{r['pps'] / base[r['filters']]:.2f}x | {r['compile_s']:.1f} s | {r['worker_rss'] / 2**30:.1f} GiB | "
-                  f"{r['cli_pps'] / 1e6:.2f} M/s ({r['cli_split_s']:.1f} s) |")
+                  f"{r['pps'] / base[r['filters']]:.2f}x | {r['worker_cpu_ns_per_packet']:.0f} ns | {r['compile_s']:.1f} s | "
+                  f"{r['worker_rss'] / 2**30:.1f} GiB | {r['load']:.1f} | {r['cli_pps'] / 1e6:.2f} M/s ({r['cli_split_s']:.1f} s) |")
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
 

@@ -35,6 +35,7 @@ import hashlib
 import json
 import os
 import threading
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -176,10 +177,11 @@ class _Runner:
             self.pool.shutdown()
 
 
-def _task_key(kind: str, path: str, fi: int, ri: int, attempt: int) -> str:
-    tag = hashlib.blake2s(f"{path}/{os.getpid()}/{id(path)}".encode(), digest_size=4).hexdigest()
+def _task_key(kind: str, path: str, fi: int, ri: int, attempt: int, run: str) -> str:
+    """A task's name on the dashboard; `run` makes it unique to one call
+    (two splits of the same file at once must not share results)."""
     base = Path(path).name.replace(" ", "_")
-    return f"sluice-{kind}-{base}-{fi}.{ri}.{attempt}-{tag}"
+    return f"sluice-{kind}-{base}-{fi}.{ri}.{attempt}-{run}"
 
 
 def _run(
@@ -199,10 +201,11 @@ def _run(
     digest = _digest(pairs, first_match)
     out = None if out_dir is None else os.path.abspath(os.fspath(out_dir))
     runner = _Runner(client)
+    run = uuid.uuid4().hex[:12]
     try:
         shared = runner.scatter(pairs)
         sizes = runner.wait(
-            [runner.submit(_task_key("size", p, fi, 0, 0), _file_size, p) for fi, p in enumerate(files)],
+            [runner.submit(_task_key("size", p, fi, 0, 0, run), _file_size, p) for fi, p in enumerate(files)],
             False,
         )
         plan = [_cuts(size, range_bytes) for size in sizes]
@@ -210,7 +213,7 @@ def _run(
         def submit(fi: int, ri: int, resume: Optional[bytes], remove: Sequence[str], attempt: int) -> Any:
             start, end = plan[fi][ri]
             suffix = f".{fi:05d}.{ri:05d}"
-            key = _task_key("split", files[fi], fi, ri, attempt)
+            key = _task_key("split", files[fi], fi, ri, attempt, run)
             return runner.submit(
                 key, _run_range, files[fi], digest, shared, first_match, start, end, resume, out, suffix, remove
             )
@@ -262,7 +265,7 @@ def _run(
             ],
         }
         if out is not None:
-            where = runner.wait([runner.submit(_task_key("manifest", out, 0, 0, 0), _write_manifest, out, manifest)], False)
+            where = runner.wait([runner.submit(_task_key("manifest", out, 0, 0, 0, run), _write_manifest, out, manifest)], False)
             manifest["manifest"] = where[0]
         manifest["counts"] = counts
         return manifest
