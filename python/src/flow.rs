@@ -170,7 +170,7 @@ impl FlowGroup {
 /// >>> f = sluice.Flow('(file,examples/sample.pcap) -> (BPF,"udp") -> (bytecount,,8)')
 /// >>> r = f.run()
 /// >>> r["filters"][1]["class"], r["packets"] >= 0
-/// ('bpf', True)
+/// ('BPF', True)
 #[pyclass(module = "sluice", frozen)]
 pub struct Flow {
     flow: Mutex<sluice_flow::Flow>,
