@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test sluice has: formatting, lints, unit, property, corpus,
-# differential, live-capture and libpcap ABI tests. Installs the Debian
+# differential, live-capture and libpcap ABI tests, and the Python module's
+# (python/tests, in a venv under target/). Installs the Debian
 # packages the tests compare against (libpcap-dev for the reference libpcap,
 # tcpdump, ngrep, tshark, python3-pcapy...) when they are missing, and builds
 # libpcap master (the oracle of the differential tests) from
@@ -58,3 +59,15 @@ cargo clippy --workspace --all-targets -- -D warnings
 # As root the live tests can make network namespaces: they must run, not skip.
 [ "$(id -u)" = 0 ] && export SLUICE_LIVE_REQUIRED=1
 cargo test --workspace
+# The Python module (python/): built with maturin into a venv under target/
+# and tested with pytest against libpcap's verdicts (the corpus oracle),
+# dpkt's readers, the sluice command and a Dask LocalCluster of 2 workers.
+pyvenv="${CARGO_TARGET_DIR:-target}/python-venv"
+case "$pyvenv" in /*) ;; *) pyvenv="$PWD/$pyvenv" ;; esac
+if ! "$pyvenv/bin/python" -c 'import maturin, numpy, pytest, dpkt, distributed, pyarrow, pandas' >/dev/null 2>&1; then
+    /usr/bin/python3 -m venv "$pyvenv"
+    "$pyvenv/bin/python" -m pip install -q -r python/requirements-test.txt
+fi
+VIRTUAL_ENV="$pyvenv" PATH="$pyvenv/bin:$PATH" maturin develop --release -q -m python/Cargo.toml
+SLUICE_CORPUS_REQUIRED=1 SLUICE_BIN="$(dirname "$pyvenv")/debug/sluice" \
+    "$pyvenv/bin/python" -m pytest -q -p no:cacheprovider python/tests

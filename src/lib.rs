@@ -10,7 +10,7 @@
 //! | languages | [`pcap`], [`bpf`], [`cspf`], [`dpf`], [`fpl`] | tcpdump expressions, classic BPF (and MPF), CSPF, DPF, FPL-2 |
 //! | intermediate form | [`ir`] | the meaning every language compiles to |
 //! | back ends | [`cbpf`], [`native`], [`libpcap`] | classic BPF, machine code (Cranelift), the system libpcap as a yardstick |
-//! | many filters at once | [`classifier`], [`mpf`] | the merged classifier, MPF's shared-prefix sets |
+//! | many filters at once | [`classifier`], [`mpf`], [`split`] | the merged classifier, MPF's shared-prefix sets, one pass of a named filter set over a capture (or a byte range of it) |
 //! | runtime | [`capture`], [`live`], [`fragments`], [`flow`] | pcap/pcapng files, live interfaces and sending, IP fragments and TCP streams, FFPF flows |
 //! | the wire below IP | [`wire`] ([`LinkType`]) | link types and their headers, VLAN tags, finding the IP header |
 //!
@@ -48,6 +48,7 @@ pub use sluice_live as live;
 pub use sluice_mpf as mpf;
 pub use sluice_native as native;
 pub use sluice_pcap as pcap;
+pub use sluice_split as split;
 pub use sluice_wire as wire;
 
 pub use sluice_filter::{Error, Language, LinkType, Program, ProgramBuilder, Runner, Spec};

@@ -1,93 +1,13 @@
-//! Filters prepared for merging, compiled on every core.
-//!
-//! Compiling a filter for a merged classifier (the expression into a
-//! [`Program`](crate::Program), the program into the classifier's
-//! [`Compiled`] form: its accepting paths, with the tests its other paths
-//! make needless dropped) needs nothing but the filter, so a large set is
-//! compiled on all cores at once; only the inserts that follow touch the
-//! shared structure. `sluice split` and the merging benchmark compile
-//! their filters here.
+//! Filters prepared for merging, compiled on every core: the
+//! `sluice-split` crate's [`compile`](sluice_split::compile) module, kept
+//! under its old path.
 //!
 //! ```
 //! use sluice::{LinkType, Program};
 //! let builder = Program::builder(LinkType::EN10MB);
 //! let out = sluice::merge::compile_all(&builder, &["tcp port 80", "udp prt 53"]);
 //! assert!(out[0].is_ok());
-//! assert!(out[1].is_err()); // in input order, each with its own error
+//! assert!(out[1].is_err());
 //! ```
 
-use crate::classifier::merged::Compiled;
-use crate::{Error, ProgramBuilder};
-
-/// Below this many filters per thread, compiling on one thread is as fast.
-const PER_THREAD: usize = 64;
-
-/// Each text compiled with `builder` and prepared for merging, in input
-/// order; the threads used are at most the machine's cores.
-pub fn compile_all<S: AsRef<str> + Sync>(
-    builder: &ProgramBuilder,
-    texts: &[S],
-) -> Vec<Result<Compiled, Error>> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = cores.min(texts.len() / PER_THREAD).max(1);
-    if threads == 1 {
-        return texts.iter().map(|t| compile(builder, t.as_ref())).collect();
-    }
-    let chunk = texts.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        let parts: Vec<_> = texts
-            .chunks(chunk)
-            .map(|part| {
-                s.spawn(move || {
-                    part.iter()
-                        .map(|t| compile(builder, t.as_ref()))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        parts
-            .into_iter()
-            .flat_map(|h| match h.join() {
-                Ok(v) => v,
-                Err(panic) => std::panic::resume_unwind(panic),
-            })
-            .collect()
-    })
-}
-
-/// One text, as [`compile_all`] compiles it.
-pub fn compile(builder: &ProgramBuilder, text: &str) -> Result<Compiled, Error> {
-    let p = builder.build(text)?;
-    Ok(match p.ir() {
-        Some(ir) => Compiled::new(ir.clone()),
-        None => Compiled::from_bpf(p.bpf()),
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::{LinkType, Program};
-
-    #[test]
-    fn many_filters_keep_their_order_and_their_errors() {
-        let texts: Vec<String> = (0..300)
-            .map(|i| match i % 3 {
-                0 => format!("tcp port {i}"),
-                1 => format!("udp prt {i}"),
-                _ => format!("host 10.0.{}.{} or vlan {}", i / 256, i % 256, i % 4000),
-            })
-            .collect();
-        let builder = Program::builder(LinkType::EN10MB);
-        let all = compile_all(&builder, &texts);
-        assert_eq!(all.len(), texts.len());
-        for (t, c) in texts.iter().zip(&all) {
-            match (compile(&builder, t), c) {
-                (Ok(a), Ok(b)) => assert_eq!(a.paths(), b.paths(), "{t}"),
-                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{t}"),
-                _ => panic!("{t}: one by one and all at once differ"),
-            }
-        }
-        assert_eq!(all.iter().filter(|c| c.is_err()).count(), 100);
-    }
-}
+pub use sluice_split::compile::{compile, compile_all};

@@ -8,14 +8,10 @@ use super::{
 };
 use clap::ArgGroup;
 use sluice::capture::{CaptureFormat, Packet};
-use sluice::classifier::merged::Compiled;
-use sluice::classifier::merged::Merged;
-use sluice::classifier::tree::DecisionTree;
-use sluice::classifier::{Auto, Engine};
 use sluice::fragments::{Config, Counters, Dispatcher, Limits, Mode, Output, Source};
-use sluice::native::NativeAuto;
+use sluice::split::{FilterLine, Merging, MergingScratch};
 use sluice::{LinkType, Program};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -112,114 +108,6 @@ impl SplitArgs {
     }
 }
 
-/// One line of a filters file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FilterLine {
-    /// Line number, from 1.
-    pub line: usize,
-    /// The filter's name (also its output file's name).
-    pub name: String,
-    /// The pcap expression (empty: every packet).
-    pub expression: String,
-}
-
-/// Parse a filters file: `name<TAB>expression` per line, blank lines and
-/// `#` comments ignored. Returns the filters and one message per bad line
-/// (line number, `file:line: what`).
-pub fn parse_filters(text: &str, file: &str) -> (Vec<FilterLine>, Vec<(usize, String)>) {
-    let mut filters = Vec::new();
-    let mut errors = Vec::new();
-    let mut names = HashSet::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
-        let raw = raw.strip_suffix('\r').unwrap_or(raw);
-        if raw.trim().is_empty() || raw.trim_start().starts_with('#') {
-            continue;
-        }
-        let Some((name, expression)) = raw.split_once('\t') else {
-            errors.push((
-                line,
-                format!("{file}:{line}: expected name<TAB>expression, found no tab"),
-            ));
-            continue;
-        };
-        let name = name.trim();
-        if let Err(why) = check_name(name) {
-            errors.push((line, format!("{file}:{line}: bad name '{name}': {why}")));
-            continue;
-        }
-        if !names.insert(name.to_string()) {
-            errors.push((line, format!("{file}:{line}: duplicate name '{name}'")));
-            continue;
-        }
-        filters.push(FilterLine {
-            line,
-            name: name.to_string(),
-            // '#' starts a comment, except in CSPF, where it marks literals.
-            expression: match sluice::Language::split(expression).0 {
-                sluice::Language::Cspf => expression.trim().to_string(),
-                _ => super::strip_comment(expression).trim().to_string(),
-            },
-        });
-    }
-    (filters, errors)
-}
-
-/// Names become file names: no path separators, no `.`/`..`, no control
-/// characters, not too long.
-fn check_name(name: &str) -> Result<(), &'static str> {
-    if name.is_empty() {
-        Err("empty")
-    } else if name == "." || name == ".." {
-        Err("not a file name")
-    } else if name.contains(['/', '\\']) {
-        Err("contains a path separator")
-    } else if name.chars().any(char::is_control) {
-        Err("contains a control character")
-    } else if name.len() > 200 {
-        Err("longer than 200 bytes")
-    } else {
-        Ok(())
-    }
-}
-
-/// The merged filters of one link type: the default engine as machine
-/// code, or walked in Rust (`--engine interp`).
-enum Merging {
-    Native(NativeAuto),
-    Rust(Auto<Merged, DecisionTree>),
-}
-
-/// Per-reader memory of either engine.
-#[derive(Default)]
-struct MergingScratch {
-    native: <NativeAuto as Engine>::Scratch,
-    rust: <Auto<Merged, DecisionTree> as Engine>::Scratch,
-}
-
-impl Merging {
-    fn insert(&mut self, id: u32, c: Arc<Compiled>, priority: i32) {
-        match self {
-            Merging::Native(m) => m.insert(id, c, priority),
-            Merging::Rust(m) => m.insert(id, c, priority),
-        }
-    }
-
-    fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut MergingScratch, out: &mut Vec<u32>) {
-        match self {
-            Merging::Native(m) => m.classify(pkt, wirelen, &mut s.native, out),
-            Merging::Rust(m) => m.classify(pkt, wirelen, &mut s.rust, out),
-        }
-    }
-
-    fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut MergingScratch) -> Option<u32> {
-        match self {
-            Merging::Native(m) => m.classify_first(pkt, wirelen, &mut s.native),
-            Merging::Rust(m) => m.classify_first(pkt, wirelen, &mut s.rust),
-        }
-    }
-}
-
 /// All filters merged for one link type; earlier lines get higher
 /// priorities, so the first-match winner is the first line that matches.
 /// Errors name the line and the compile error's column.
@@ -233,49 +121,33 @@ fn build(
     file: &str,
     native: bool,
 ) -> Result<Merging, Vec<(usize, String)>> {
-    let mut merged = match native {
-        true => Merging::Native(NativeAuto::empty()),
-        false => Merging::Rust(Auto::empty()),
-    };
-    let mut errors = Vec::new();
-    let n = filters.len();
     // The same compilation as `sluice filter`, so the same expressions
     // are refused (including those that reject every packet). Any
     // language (a `pcap:`, `bpf:`, `cspf:` or `dpf:` prefix; `LANG:@path`
-    // relative to the filters file). On every core: only the inserts
-    // below touch the merged structure.
+    // relative to the filters file).
     let builder = Program::builder(lt)
         .snaplen(super::DEFAULT_SNAPLEN)
         .offline(capture.is_some())
         .capture_big_endian(capture.unwrap_or(cfg!(target_endian = "big")))
         .dir(Path::new(file).parent());
-    let texts: Vec<&str> = filters.iter().map(|f| f.expression.as_str()).collect();
-    let compiled = sluice::merge::compile_all(&builder, &texts);
-    for (i, (f, c)) in filters.iter().zip(compiled).enumerate() {
-        match c {
-            Ok(c) => {
-                let priority = i32::try_from(n - i).unwrap_or(i32::MAX);
-                merged.insert(i as u32, Arc::new(c), priority);
-            }
-            Err(e) => errors.push((
-                f.line,
-                format!(
-                    "{file}:{}: {}: {e} (link type {})",
+    Merging::build(filters, &builder, native).map_err(|rejected| {
+        rejected
+            .into_iter()
+            .map(|r| {
+                let f = &filters[r.index];
+                let e = r.error;
+                (
                     f.line,
-                    f.name,
-                    lt.name()
-                ),
-            )),
-        }
-    }
-    if let Merging::Native(m) = &mut merged {
-        m.update();
-    }
-    if errors.is_empty() {
-        Ok(merged)
-    } else {
-        Err(errors)
-    }
+                    format!(
+                        "{file}:{}: {}: {e} (link type {})",
+                        f.line,
+                        f.name,
+                        lt.name()
+                    ),
+                )
+            })
+            .collect()
+    })
 }
 
 /// Every bad line, in line order, one per line of the message.
@@ -477,7 +349,7 @@ fn run_mpf(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), F
 /// Run `sluice split`.
 pub fn run(args: SplitArgs) -> Result<(), Fail> {
     let file = args.filters.as_str();
-    let (filters, mut errors) = parse_filters(&read_text(file)?, file);
+    let (filters, mut errors) = sluice::split::parse_filters(&read_text(file)?, file);
     if args.mpf {
         if !errors.is_empty() {
             return Err(many(errors, true));
@@ -861,32 +733,6 @@ pub fn json_string(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_lines_and_reports_bad_ones() {
-        let text =
-            "# comment\n\nweb\ttcp port 80 # http\nall\t\nnotab\n\tip\nweb\tudp\na/b\tip\n..\tip\n";
-        let (f, e) = parse_filters(text, "f");
-        assert_eq!(
-            f,
-            vec![
-                FilterLine {
-                    line: 3,
-                    name: "web".into(),
-                    expression: "tcp port 80".into()
-                },
-                FilterLine {
-                    line: 4,
-                    name: "all".into(),
-                    expression: String::new()
-                },
-            ]
-        );
-        assert_eq!(e.len(), 5, "{e:?}");
-        for ((_, msg), line) in e.iter().zip([5, 6, 7, 8, 9]) {
-            assert!(msg.starts_with(&format!("f:{line}: ")), "{msg}");
-        }
-    }
 
     #[test]
     fn bits_rows() {

@@ -17,6 +17,11 @@ pub(crate) struct Input<R> {
 }
 
 impl<R> Input<R> {
+    /// The reader underneath (what was buffered from it is dropped).
+    pub(crate) fn into_inner(self) -> R {
+        self.inner
+    }
+
     /// File offset of the first unconsumed byte.
     pub(crate) fn pos(&self) -> u64 {
         self.pos
@@ -25,12 +30,18 @@ impl<R> Input<R> {
 
 impl<R: Read> Input<R> {
     pub(crate) fn new(inner: R) -> Self {
+        Input::at(inner, 0)
+    }
+
+    /// Input whose first byte is at file offset `pos` (a reader that was
+    /// moved there before).
+    pub(crate) fn at(inner: R, pos: u64) -> Self {
         Input {
             inner,
             buf: Vec::new(),
             start: 0,
             end: 0,
-            pos: 0,
+            pos,
             eof: false,
         }
     }

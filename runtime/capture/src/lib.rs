@@ -30,11 +30,15 @@
 mod error;
 mod format;
 mod input;
+mod range;
 mod reader;
 mod writer;
 
 pub use error::{CaptureError, ErrorKind};
 pub use format::{max_snaplen_for_linktype, CaptureFormat, InterfaceInfo};
+pub use range::{
+    open_range, verify_chain, BadCheckpoint, CaptureRange, ChainFault, Checkpoint, RangeEnds,
+};
 pub use reader::CaptureReader;
 pub use writer::CaptureWriter;
 

@@ -47,14 +47,17 @@ const MAX_INTERFACES: usize = 1 << 16;
 /// # Ok::<(), sluice_capture::CaptureError>(())
 /// ```
 pub struct CaptureReader<R> {
-    input: Input<R>,
-    name: String,
-    format: CaptureFormat,
-    state: State,
-    done: bool,
+    pub(crate) input: Input<R>,
+    pub(crate) name: String,
+    pub(crate) format: CaptureFormat,
+    pub(crate) state: State,
+    pub(crate) done: bool,
     /// Every distinct (link type, snapshot length) declared so far: the
     /// pcap header's, or each pcapng interface description's, in order.
-    declared: Vec<InterfaceInfo>,
+    pub(crate) declared: Vec<InterfaceInfo>,
+    /// Stop before a record or block that starts at or past this offset
+    /// ([`CaptureReader::stop_at`]).
+    pub(crate) stop: u64,
 }
 
 impl<R> std::fmt::Debug for CaptureReader<R> {
@@ -67,44 +70,47 @@ impl<R> std::fmt::Debug for CaptureReader<R> {
     }
 }
 
-enum State {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum State {
     Pcap(PcapState),
     PcapNg(NgState),
 }
 
-struct PcapState {
-    big_endian: bool,
-    nanos: bool,
-    linktype: u16,
-    snaplen: u32,
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PcapState {
+    pub(crate) big_endian: bool,
+    pub(crate) nanos: bool,
+    pub(crate) linktype: u16,
+    pub(crate) snaplen: u32,
     /// Effective snapshot length: longer records are cut to it (as libpcap does).
-    snapshot: u32,
+    pub(crate) snapshot: u32,
     /// Largest sane caplen.
-    max_caplen: u32,
+    pub(crate) max_caplen: u32,
     /// 0: never swap caplen/len, 1: swap when caplen > len, 2: always swap.
-    swap_lengths: u8,
+    pub(crate) swap_lengths: u8,
     /// 16, or 24 for the "Kuznetzov" modified format.
-    record_header: usize,
+    pub(crate) record_header: usize,
     /// The last record's time-stamp fields as written (seconds, fraction).
-    last_times: (u32, u32),
+    pub(crate) last_times: (u32, u32),
 }
 
-#[derive(Clone, Copy)]
-struct Interface {
-    linktype: u16,
-    snaplen: u32,
-    snapshot: u32,
-    units_per_sec: u64,
-    ts_offset: i64,
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Interface {
+    pub(crate) linktype: u16,
+    pub(crate) snaplen: u32,
+    pub(crate) snapshot: u32,
+    pub(crate) units_per_sec: u64,
+    pub(crate) ts_offset: i64,
 }
 
-struct NgState {
-    big_endian: bool,
-    interfaces: Vec<Interface>,
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct NgState {
+    pub(crate) big_endian: bool,
+    pub(crate) interfaces: Vec<Interface>,
 }
 
 /// Where the packet bytes are, captured before the buffer is released.
-struct Found {
+pub(crate) struct Found {
     range: (usize, usize),
     ts_sec: i64,
     ts_nsec: u32,
@@ -183,6 +189,7 @@ impl<R: Read> CaptureReader<R> {
             }),
             done: false,
             declared: Vec::new(),
+            stop: u64::MAX,
         };
         let have = r.fill(4)?;
         if have < 4 {
@@ -412,7 +419,7 @@ impl<R: Read> CaptureReader<R> {
         )
     }
 
-    fn fill(&mut self, n: usize) -> Result<usize, CaptureError> {
+    pub(crate) fn fill(&mut self, n: usize) -> Result<usize, CaptureError> {
         let pos = self.input.pos();
         self.input.fill(n).map_err(|e| self.err(pos, e.into()))
     }
@@ -508,6 +515,9 @@ impl<R: Read> CaptureReader<R> {
         };
         let (be, hl) = (st.big_endian, st.record_header);
         let at = self.input.pos();
+        if at >= self.stop {
+            return Ok(None);
+        }
         let have = self.fill(hl)?;
         if have == 0 {
             return Ok(None);
@@ -738,8 +748,9 @@ impl<R: Read> CaptureReader<R> {
     fn next_ng(&mut self) -> Result<Option<Found>, CaptureError> {
         loop {
             match self.next_ng_block()? {
-                // Sections without interfaces all the way to the end.
-                Block::End if self.declared.is_empty() => {
+                // Sections without interfaces all the way to the end (not
+                // a range's stop).
+                Block::End if self.declared.is_empty() && self.input.pos() < self.stop => {
                     return Err(self.err(self.input.pos(), ErrorKind::NoInterfaces))
                 }
                 Block::End => return Ok(None),
@@ -749,8 +760,11 @@ impl<R: Read> CaptureReader<R> {
         }
     }
 
-    fn next_ng_block(&mut self) -> Result<Block, CaptureError> {
+    pub(crate) fn next_ng_block(&mut self) -> Result<Block, CaptureError> {
         let at = self.input.pos();
+        if at >= self.stop {
+            return Ok(Block::End);
+        }
         let have = self.fill(8)?;
         if have == 0 {
             return Ok(Block::End);
@@ -929,7 +943,7 @@ impl<R: Read> CaptureReader<R> {
     }
 }
 
-enum Block {
+pub(crate) enum Block {
     End,
     Packet(Found),
     Other,

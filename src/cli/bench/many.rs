@@ -35,7 +35,7 @@ struct Filters {
 }
 
 fn compile(file: &str, lt: LinkType, big_endian: bool) -> Result<(Filters, Vec<String>), Fail> {
-    let (lines, errors) = crate::cli::split::parse_filters(&read_text(file)?, file);
+    let (lines, errors) = sluice::split::parse_filters(&read_text(file)?, file);
     if let Some((_, e)) = errors.into_iter().next() {
         return Err(Fail(e));
     }

@@ -1,0 +1,250 @@
+//! `sluice.open`: a pcap or pcapng file read as dpkt's readers read it,
+//! `(timestamp, frame)` per packet, or in batches of frames in one buffer
+//! (for `Filter.verdicts` and Arrow).
+
+use crate::errors::{capture_error, io_error};
+use numpy::PyArray1;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use sluice_capture::{CaptureFormat, CaptureReader};
+use std::fs::File;
+use std::io::BufReader;
+use std::sync::Mutex;
+
+/// A capture being read.
+type Inner = CaptureReader<BufReader<File>>;
+
+/// A pcap or pcapng file, read packet by packet.
+///
+/// Iterating gives ``(timestamp, frame)`` pairs as dpkt's readers do
+/// (``timestamp`` in seconds as a float, ``frame`` the captured bytes);
+/// ``read_batch`` gives many frames at once in one buffer. A truncated or
+/// corrupt file raises ``sluice.CaptureError`` after every packet before
+/// the problem.
+///
+/// >>> with sluice.open("examples/sample.pcap") as r:
+/// ...     ts, frame = next(iter(r))
+/// ...     r.linktype
+/// 1
+#[pyclass(module = "sluice", frozen)]
+pub struct Reader {
+    inner: Mutex<State>,
+    path: String,
+    format: CaptureFormat,
+}
+
+/// The reader, and an error met by a batch that is raised by the next
+/// call (the batch itself gave the packets before it).
+struct State {
+    reader: Option<Inner>,
+    error: Option<sluice_capture::CaptureError>,
+}
+
+impl Reader {
+    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut Inner) -> PyResult<T>) -> PyResult<T> {
+        let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = guard.error.take() {
+            return Err(capture_error(py, e));
+        }
+        match guard.reader.as_mut() {
+            Some(r) => f(r),
+            None => Err(PyValueError::new_err("I/O operation on closed capture")),
+        }
+    }
+}
+
+/// Open a capture file (pcap or pcapng, told apart by its first bytes).
+///
+/// >>> r = sluice.open("examples/sample.pcap")
+/// >>> sum(1 for _ in r) > 0
+/// True
+#[pyfunction]
+pub fn open(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Reader> {
+    let name = path.display().to_string();
+    let file = File::open(&path).map_err(|e| io_error(&e, &name))?;
+    let meta = file.metadata().map_err(|e| io_error(&e, &name))?;
+    if meta.is_dir() {
+        return Err(io_error(&std::io::Error::other("Is a directory"), &name));
+    }
+    let reader = CaptureReader::from_reader(BufReader::with_capacity(1 << 20, file), &name)
+        .map_err(|e| capture_error(py, e))?;
+    Ok(Reader {
+        format: reader.format(),
+        inner: Mutex::new(State {
+            reader: Some(reader),
+            error: None,
+        }),
+        path: name,
+    })
+}
+
+#[pymethods]
+impl Reader {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<(f64, Py<PyBytes>)>> {
+        self.with(py, |r| match r.next_packet() {
+            Ok(Some(p)) => {
+                let ts = p.ts_sec as f64 + f64::from(p.ts_nsec) / 1e9;
+                Ok(Some((ts, PyBytes::new(py, p.data).unbind())))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => Err(capture_error(py, e)),
+        })
+    }
+
+    /// Up to ``max_packets`` packets as one ``sluice.Batch`` (frames in one
+    /// buffer with offsets, wire lengths, time stamps, link types); an
+    /// empty batch at the end of the file.
+    ///
+    /// >>> r = sluice.open("examples/sample.pcap")
+    /// >>> b = r.read_batch(4)
+    /// >>> len(b), sluice.Filter("ip").verdicts(b).shape
+    /// (4, (4,))
+    #[pyo3(signature = (max_packets=65536))]
+    fn read_batch(&self, py: Python<'_>, max_packets: usize) -> PyResult<Batch> {
+        let mut data = Vec::new();
+        let mut offsets = vec![0i64];
+        let mut wirelens = Vec::new();
+        let mut ts = Vec::new();
+        let mut linktypes = Vec::new();
+        let failed = self.with(py, |r| {
+            while wirelens.len() < max_packets {
+                match r.next_packet() {
+                    Ok(Some(p)) => {
+                        data.extend_from_slice(p.data);
+                        offsets.push(data.len() as i64);
+                        wirelens.push(i64::from(p.wirelen));
+                        let ns = p.ts_sec.saturating_mul(1_000_000_000);
+                        ts.push(ns.saturating_add(i64::from(p.ts_nsec)));
+                        linktypes.push(p.linktype);
+                    }
+                    Ok(None) => break,
+                    Err(e) => return Ok(Some(e)),
+                }
+            }
+            Ok(None)
+        })?;
+        // An error after some packets: they come now, the error with the
+        // next call.
+        if let Some(e) = failed {
+            if wirelens.is_empty() {
+                return Err(capture_error(py, e));
+            }
+            self.inner.lock().unwrap_or_else(|x| x.into_inner()).error = Some(e);
+        }
+        Ok(Batch {
+            data: PyBytes::new(py, &data).unbind(),
+            offsets: PyArray1::from_vec(py, offsets).unbind(),
+            wirelens: PyArray1::from_vec(py, wirelens).unbind(),
+            timestamps_ns: PyArray1::from_vec(py, ts).unbind(),
+            linktypes: PyArray1::from_vec(py, linktypes).unbind(),
+        })
+    }
+
+    /// The link type of a pcap file, or of a pcapng file's first
+    /// interface (``None`` if it declares none before its first packet).
+    #[getter]
+    fn linktype(&self) -> Option<u16> {
+        self.format.linktype()
+    }
+
+    /// dpkt's name for ``linktype``.
+    fn datalink(&self) -> Option<u16> {
+        self.format.linktype()
+    }
+
+    /// ``"pcap"`` or ``"pcapng"``.
+    #[getter]
+    fn format(&self) -> &'static str {
+        if self.format.is_pcapng() {
+            "pcapng"
+        } else {
+            "pcap"
+        }
+    }
+
+    /// The snapshot length of a pcap file or of a pcapng file's first
+    /// interface.
+    #[getter]
+    fn snaplen(&self) -> Option<u32> {
+        match self.format {
+            CaptureFormat::Pcap { snaplen, .. } => Some(snaplen),
+            CaptureFormat::PcapNg {
+                first_interface, ..
+            } => first_interface.map(|i| i.snaplen),
+        }
+    }
+
+    /// Whether a pcap file keeps nanosecond time stamps.
+    #[getter]
+    fn nanoseconds(&self) -> bool {
+        matches!(self.format, CaptureFormat::Pcap { nanos: true, .. })
+    }
+
+    /// The file's path.
+    #[getter]
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Close the file (iteration then raises ``ValueError``).
+    fn close(&self) {
+        let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        guard.reader = None;
+        guard.error = None;
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        _ty: Option<&Bound<'_, PyAny>>,
+        _value: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> bool {
+        self.close();
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!("sluice.open({:?})", self.path)
+    }
+}
+
+/// Frames read together: ``data`` holds them one after another, frame i
+/// is ``data[offsets[i]:offsets[i+1]]``; ``wirelens``, ``timestamps_ns``
+/// (nanoseconds since 1970) and ``linktypes`` are numpy arrays, one entry
+/// per frame. ``Filter.verdicts`` and ``Classifier.classify_batch`` take a
+/// batch as it is; ``to_arrow()`` makes a pyarrow table of it without
+/// copying the frames.
+#[pyclass(module = "sluice", frozen, get_all)]
+pub struct Batch {
+    /// The frames, one after another.
+    pub data: Py<PyBytes>,
+    /// n + 1 byte positions in ``data`` (int64).
+    pub offsets: Py<PyArray1<i64>>,
+    /// Lengths on the wire (int64).
+    pub wirelens: Py<PyArray1<i64>>,
+    /// Time stamps in nanoseconds since 1970 (int64).
+    pub timestamps_ns: Py<PyArray1<i64>>,
+    /// Link types (uint16).
+    pub linktypes: Py<PyArray1<u16>>,
+}
+
+#[pymethods]
+impl Batch {
+    fn __len__(&self, py: Python<'_>) -> usize {
+        use numpy::PyUntypedArrayMethods;
+        self.wirelens.bind(py).len()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("<sluice.Batch of {} frames>", self.__len__(py))
+    }
+}

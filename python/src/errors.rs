@@ -1,0 +1,198 @@
+//! The module's exceptions: a bad filter is a `FilterError` (a
+//! `ValueError`) with its message and position as attributes and a caret
+//! line in its text; a bad capture is a `CaptureError` (a `ValueError`)
+//! naming the file and byte offset; a file that cannot be opened is the
+//! `OSError` subclass Python users expect (`FileNotFoundError`, ...).
+
+use pyo3::exceptions::{
+    PyFileNotFoundError, PyIsADirectoryError, PyKeyboardInterrupt, PyOSError, PyPermissionError,
+    PyValueError,
+};
+use pyo3::prelude::*;
+use sluice_capture::{CaptureError as RustCaptureError, ErrorKind};
+use sluice_split::SplitError;
+
+pyo3::create_exception!(
+    sluice,
+    FilterError,
+    PyValueError,
+    "A filter (or flow specification) that does not compile.\n\n\
+     Attributes: ``message`` (what is wrong), ``text`` (the filter as\n\
+     given), ``line`` and ``column`` (1-based, or None where the language\n\
+     reports no position), ``offset`` (0-based byte offset in a pcap\n\
+     expression, or None), ``name`` (the filter's name in a set, or None).\n\
+     ``str(e)`` is the message, then the text with a caret under the column."
+);
+
+pyo3::create_exception!(
+    sluice,
+    CaptureError,
+    PyValueError,
+    "A capture file that is not pcap or pcapng, or is truncated or corrupt.\n\n\
+     Attributes: ``message``, ``path`` and ``offset`` (the byte offset of\n\
+     the problem). Every packet before it was delivered."
+);
+
+/// The text with a caret under a 1-based column of its `line`.
+fn caret(text: &str, line: usize, column: usize) -> String {
+    let Some(l) = text.lines().nth(line.saturating_sub(1)) else {
+        return String::new();
+    };
+    let pad: String = l
+        .chars()
+        .take(column.saturating_sub(1))
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    format!("\n  {l}\n  {pad}^")
+}
+
+/// A `FilterError` from a message and a position in `text`.
+pub fn filter_error_at(
+    py: Python<'_>,
+    message: String,
+    text: &str,
+    line: Option<usize>,
+    column: Option<usize>,
+    offset: Option<usize>,
+    name: Option<&str>,
+) -> PyErr {
+    let shown = match (line, column) {
+        (Some(l), Some(c)) if l > 1 => {
+            format!("line {l}, column {c}: {message}{}", caret(text, l, c))
+        }
+        (_, Some(c)) => format!("column {c}: {message}{}", caret(text, 1, c)),
+        _ => message.clone(),
+    };
+    let err = FilterError::new_err(shown);
+    let value = err.value(py);
+    let set = || -> PyResult<()> {
+        value.setattr("message", message)?;
+        value.setattr("text", text)?;
+        value.setattr("line", line)?;
+        value.setattr("column", column)?;
+        value.setattr("offset", offset)?;
+        value.setattr("name", name)?;
+        Ok(())
+    };
+    match set() {
+        Ok(()) => err,
+        Err(e) => e,
+    }
+}
+
+/// A `FilterError` for a filter that does not compile (its cause is
+/// `sluice_filter::Error`, position included).
+pub fn filter_error(
+    py: Python<'_>,
+    e: &sluice_filter::Error,
+    text: &str,
+    name: Option<&str>,
+) -> PyErr {
+    // A filter read from a file: the caret would point into the file.
+    let (line, column) = match e.file() {
+        Some(_) => (None, None),
+        None => (e.line(), e.column()),
+    };
+    // The position is an attribute; the message says what is wrong.
+    let full = e.to_string();
+    let what = match column {
+        Some(c) => {
+            let lead = format!("column {c}: ");
+            match full.find(&lead) {
+                Some(at) => full[at + lead.len()..].to_string(),
+                None => full.clone(),
+            }
+        }
+        None => full.clone(),
+    };
+    let message = match name {
+        Some(n) => format!("{n}: {what}"),
+        None => what,
+    };
+    filter_error_at(py, message, text, line, column, e.offset(), name)
+}
+
+/// An I/O error as the `OSError` subclass Python has for it.
+pub fn io_error(e: &std::io::Error, path: &str) -> PyErr {
+    let msg = format!("{path}: {}", io_message(e));
+    match e.kind() {
+        std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
+        std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
+        _ if e.raw_os_error() == Some(21) => PyIsADirectoryError::new_err(msg),
+        _ if e.to_string() == "Is a directory" => PyIsADirectoryError::new_err(msg),
+        _ => PyOSError::new_err(msg),
+    }
+}
+
+/// An I/O error as the system words it, without Rust's `(os error N)`.
+fn io_message(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" (os error ") {
+        Some(at) if s.ends_with(')') => s[..at].to_string(),
+        _ => s,
+    }
+}
+
+/// A capture error: I/O as `OSError`, anything else as `CaptureError`.
+pub fn capture_error(py: Python<'_>, e: RustCaptureError) -> PyErr {
+    if let ErrorKind::Io(io) = e.kind() {
+        return io_error(io, e.file());
+    }
+    let err = CaptureError::new_err(e.to_string());
+    let value = err.value(py);
+    let set = || -> PyResult<()> {
+        value.setattr("message", e.kind().to_string())?;
+        value.setattr("path", e.file())?;
+        value.setattr("offset", e.offset())?;
+        Ok(())
+    };
+    match set() {
+        Ok(()) => err,
+        Err(x) => x,
+    }
+}
+
+/// A split's error as the matching Python exception (a set's first bad
+/// filter, with the others named in the message).
+pub fn split_error(py: Python<'_>, e: SplitError) -> PyErr {
+    match e {
+        SplitError::Filters(bad) => {
+            let Some(first) = bad.first() else {
+                return PyValueError::new_err("no filters");
+            };
+            let mut err = filter_error(
+                py,
+                &first.error,
+                &first.filter.expression,
+                Some(&first.filter.name),
+            );
+            if bad.len() > 1 {
+                let others: Vec<&str> = bad[1..].iter().map(|b| b.filter.name.as_str()).collect();
+                let note = format!(
+                    "{} (and {} more bad filters: {})",
+                    err.value(py),
+                    others.len(),
+                    others.join(", ")
+                );
+                let again = filter_error(
+                    py,
+                    &first.error,
+                    &first.filter.expression,
+                    Some(&first.filter.name),
+                );
+                let _ = again.value(py).setattr("args", (note,));
+                err = again;
+            }
+            err
+        }
+        SplitError::NoFilters => PyValueError::new_err("no filters"),
+        SplitError::LinkType(n) => {
+            PyValueError::new_err(format!("link type {n} is not supported yet"))
+        }
+        SplitError::Capture(c) => capture_error(py, c),
+        SplitError::Output { path, source } => {
+            io_error(&source, &format!("cannot write output {}", path.display()))
+        }
+        SplitError::Stopped => PyKeyboardInterrupt::new_err("split interrupted"),
+    }
+}

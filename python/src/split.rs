@@ -1,0 +1,317 @@
+//! `sluice.split` and `sluice.FilterSet`: many named filters over a
+//! capture in one pass (the `sluice split` command's library), and the
+//! per-range step that `sluice.dask` runs on its workers.
+
+use crate::errors::{filter_error_at, split_error};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use sluice_capture::{verify_chain, ChainFault, Checkpoint, RangeEnds};
+use sluice_split::{filter_pairs, Options, Outputs, Part, Report, SplitError, Splitter};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A named filter set, compiled once per link type met and reused by
+/// every split it runs (and by threads at once).
+///
+/// ``FilterSet(filters, first_match=False)``: ``filters`` is a dict of
+/// name to filter text (any language, by prefix), or a list of (name,
+/// text) pairs; names become file names. Filters compile when the first
+/// capture is split (``compile()`` does it now); a bad filter raises
+/// ``sluice.FilterError`` naming it.
+///
+/// >>> s = sluice.FilterSet({"web": "tcp port 80", "dns": "udp port 53"})
+/// >>> s.names
+/// ['web', 'dns']
+#[pyclass(module = "sluice", frozen)]
+pub struct FilterSet {
+    splitter: Arc<Splitter>,
+}
+
+impl FilterSet {
+    /// A filter set from what a Python caller gives: a `FilterSet`, a
+    /// dict or a list of pairs.
+    pub fn from_py(
+        py: Python<'_>,
+        filters: &Bound<'_, PyAny>,
+        first_match: bool,
+    ) -> PyResult<Arc<Splitter>> {
+        if let Ok(set) = filters.cast::<FilterSet>() {
+            let s = &set.get().splitter;
+            if s.options().first_match != first_match {
+                return Err(PyValueError::new_err(
+                    "first_match differs from the FilterSet's: give it to FilterSet()",
+                ));
+            }
+            return Ok(s.clone());
+        }
+        let pairs: Vec<(String, String)> = if let Ok(d) = filters.cast::<PyDict>() {
+            d.iter()
+                .map(|(k, v)| Ok((k.extract()?, v.extract()?)))
+                .collect::<PyResult<_>>()
+                .map_err(|_: PyErr| {
+                    PyTypeError::new_err("filters: a dict of name to filter text")
+                })?
+        } else {
+            filters.extract().map_err(|_| {
+                PyTypeError::new_err(
+                    "filters: a dict of name to filter text, or (name, text) pairs",
+                )
+            })?
+        };
+        let set =
+            filter_pairs(pairs.iter().map(|(n, e)| (n.as_str(), e.as_str()))).map_err(|bad| {
+                let (i, msg) = &bad[0];
+                let name = &pairs[i - 1].0;
+                filter_error_at(py, msg.clone(), name, None, None, None, Some(name))
+            })?;
+        Ok(Arc::new(Splitter::new(
+            set,
+            Options {
+                first_match,
+                ..Options::default()
+            },
+        )))
+    }
+}
+
+#[pymethods]
+impl FilterSet {
+    #[new]
+    #[pyo3(signature = (filters, first_match=false))]
+    fn new(py: Python<'_>, filters: &Bound<'_, PyAny>, first_match: bool) -> PyResult<FilterSet> {
+        Ok(FilterSet {
+            splitter: FilterSet::from_py(py, filters, first_match)?,
+        })
+    }
+
+    /// Compile the set for a link type now (name or number; Ethernet by
+    /// default), to see bad filters before any capture is read.
+    #[pyo3(signature = (linktype=None))]
+    fn compile(&self, py: Python<'_>, linktype: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let lt = match linktype {
+            Some(v) if !v.is_none() => crate::filter::linktype(v)?,
+            _ => sluice_filter::LinkType::EN10MB,
+        };
+        let splitter = self.splitter.clone();
+        let n = lt.number() as u16;
+        py.detach(move || splitter.merged(n, cfg!(target_endian = "big")).map(drop))
+            .map_err(|e| split_error(py, e))
+    }
+
+    /// The filters' names, in order.
+    #[getter]
+    fn names(&self) -> Vec<String> {
+        self.splitter
+            .filters()
+            .iter()
+            .map(|f| f.name.clone())
+            .collect()
+    }
+
+    /// The filters as a dict of name to text.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for f in self.splitter.filters() {
+            d.set_item(&f.name, &f.expression)?;
+        }
+        Ok(d)
+    }
+
+    /// Whether each packet goes to the first matching filter only.
+    #[getter]
+    fn first_match(&self) -> bool {
+        self.splitter.options().first_match
+    }
+
+    fn __len__(&self) -> usize {
+        self.splitter.filters().len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<sluice.FilterSet of {} filters>", self.__len__())
+    }
+}
+
+/// Run a split with the GIL released, checking for Ctrl-C (and letting
+/// other threads run Python) every 65,536 packets.
+fn run(
+    py: Python<'_>,
+    path: &std::path::Path,
+    splitter: &Splitter,
+    part: &Part,
+    outputs: Option<&Outputs>,
+) -> PyResult<Report> {
+    let mut interrupted: Option<PyErr> = None;
+    let result = py.detach(|| {
+        let mut progress = |_offset: u64| match Python::attach(|py| py.check_signals()) {
+            Ok(()) => true,
+            Err(e) => {
+                interrupted = Some(e);
+                false
+            }
+        };
+        sluice_split::split(path, splitter, part, outputs, &mut progress)
+    });
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
+    result.map_err(|e| split_error(py, e))
+}
+
+/// Split a capture by many named filters in one pass (one merged
+/// classifier), as ``sluice split`` does; returns each filter's packet
+/// count, as a dict in filter order.
+///
+/// ``filters``: a dict of name to filter text, (name, text) pairs or a
+/// ``sluice.FilterSet``. ``out_dir``: write each filter's packets to
+/// ``out_dir/NAME.pcap`` (``.pcapng`` for pcapng input; every file is
+/// written, empty ones too, and each replaces an existing one only when
+/// finished). ``count=True`` with no ``out_dir`` only counts (one of them
+/// is needed). ``first_match``: each packet goes to the first matching
+/// filter only.
+///
+/// >>> counts = sluice.split("examples/sample.pcap", {"tcp": "tcp", "udp": "udp"}, count=True)
+/// >>> sorted(counts)
+/// ['tcp', 'udp']
+#[pyfunction]
+#[pyo3(signature = (path, filters, out_dir=None, count=false, first_match=false))]
+pub fn split<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    filters: &Bound<'py, PyAny>,
+    out_dir: Option<PathBuf>,
+    count: bool,
+    first_match: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    if out_dir.is_none() && !count {
+        return Err(PyValueError::new_err(
+            "nothing to do: give out_dir, or count=True to count only",
+        ));
+    }
+    let splitter = FilterSet::from_py(py, filters, first_match)?;
+    let outputs = out_dir.map(|dir| Outputs {
+        dir,
+        suffix: String::new(),
+        eager: true,
+    });
+    let report = run(py, &path, &splitter, &Part::whole(), outputs.as_ref())?;
+    if let Some(e) = report.error {
+        return Err(split_error(py, e));
+    }
+    let d = PyDict::new(py);
+    for (f, c) in splitter.filters().iter().zip(&report.counts) {
+        d.set_item(&f.name, c)?;
+    }
+    Ok(d)
+}
+
+/// One range of one file, as ``sluice.dask`` runs it on a worker: the
+/// records of ``path`` that start in ``start..end`` (from the checkpoint
+/// ``resume`` when known), counted and written to
+/// ``out_dir/NAME{suffix}.pcap`` files (only filters that get packets).
+/// Returns a dict: ``packets``, ``counts`` (list), ``files`` (list of
+/// paths or None), ``ends`` (the range's ends, for ``verify_ranges``),
+/// ``error`` (``None`` or the exception the range stopped with: the
+/// file's error only if ``verify_ranges`` finds the range started right).
+#[pyfunction]
+#[pyo3(signature = (path, filters, start, end, resume=None, out_dir=None, suffix=String::new()))]
+#[allow(clippy::too_many_arguments)]
+pub fn split_range<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    filters: &Bound<'py, PyAny>,
+    start: u64,
+    end: u64,
+    resume: Option<&[u8]>,
+    out_dir: Option<PathBuf>,
+    suffix: String,
+) -> PyResult<Bound<'py, PyDict>> {
+    let set = filters
+        .cast::<FilterSet>()
+        .map_err(|_| PyTypeError::new_err("split_range takes a sluice.FilterSet"))?;
+    let splitter = set.get().splitter.clone();
+    let resume = match resume {
+        Some(b) => {
+            Some(Checkpoint::from_bytes(b).map_err(|e| PyValueError::new_err(e.to_string()))?)
+        }
+        None => None,
+    };
+    let part = Part { start, end, resume };
+    let outputs = out_dir.map(|dir| Outputs {
+        dir,
+        suffix,
+        eager: false,
+    });
+    let report = run(py, &path, &splitter, &part, outputs.as_ref())?;
+    let d = PyDict::new(py);
+    d.set_item("packets", report.packets)?;
+    d.set_item("counts", report.counts)?;
+    let files: Vec<Option<String>> = report
+        .files
+        .iter()
+        .map(|f| f.as_ref().map(|p| p.display().to_string()))
+        .collect();
+    d.set_item("files", files)?;
+    d.set_item("ends", ends_to_py(py, &report.ends))?;
+    let capture_error = matches!(report.error, Some(SplitError::Capture(_)));
+    d.set_item("capture_error", capture_error)?;
+    d.set_item(
+        "error",
+        report.error.map(|e| split_error(py, e).into_value(py)),
+    )?;
+    Ok(d)
+}
+
+/// A range's ends as plain Python values: (start, end, first, next,
+/// failed), checkpoints as bytes.
+fn ends_to_py<'py>(
+    py: Python<'py>,
+    e: &RangeEnds,
+) -> (
+    u64,
+    u64,
+    Option<Bound<'py, PyBytes>>,
+    Option<Bound<'py, PyBytes>>,
+    bool,
+) {
+    let bytes = |c: &Option<Checkpoint>| c.as_ref().map(|c| PyBytes::new(py, &c.to_bytes()));
+    (e.start, e.end, bytes(&e.first), bytes(&e.next), e.failed)
+}
+
+type EndsTuple = (u64, u64, Option<Vec<u8>>, Option<Vec<u8>>, bool);
+
+/// Check that a file's ranges (their ``ends``, in order) read every
+/// record exactly once. ``None``: they did. ``("redo", i, checkpoint)``:
+/// range ``i`` must be split again with ``resume=checkpoint`` (bytes, or
+/// None for the file's start), then check again. ``("failed", i)``: range
+/// ``i``'s error is the file's.
+#[pyfunction]
+pub fn verify_ranges<'py>(py: Python<'py>, ends: Vec<EndsTuple>) -> PyResult<Py<PyAny>> {
+    let parse = |b: &Option<Vec<u8>>| -> PyResult<Option<Checkpoint>> {
+        match b {
+            Some(b) => Checkpoint::from_bytes(b)
+                .map(Some)
+                .map_err(|e| PyValueError::new_err(e.to_string())),
+            None => Ok(None),
+        }
+    };
+    let mut ranges = Vec::with_capacity(ends.len());
+    for (start, end, first, next, failed) in &ends {
+        ranges.push(RangeEnds {
+            start: *start,
+            end: *end,
+            first: parse(first)?,
+            next: parse(next)?,
+            failed: *failed,
+        });
+    }
+    Ok(match verify_chain(&ranges) {
+        Ok(()) => py.None(),
+        Err(ChainFault::Redo(i, cp)) => {
+            let cp = cp.map(|c| PyBytes::new(py, &c.to_bytes()));
+            ("redo", i, cp).into_pyobject(py)?.into_any().unbind()
+        }
+        Err(ChainFault::Failed(i)) => ("failed", i).into_pyobject(py)?.into_any().unbind(),
+    })
+}

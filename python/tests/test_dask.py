@@ -1,0 +1,155 @@
+"""sluice.dask on a LocalCluster of 2 workers: the same counts and output
+files as one ``sluice split`` run per file, and byte ranges that lose and
+duplicate no packet."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import dpkt
+import pytest
+
+import sluice
+import sluice.dask
+from conftest import SAMPLE, run_cli
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def numbered_pcap(path, n, payload=lambda i: b""):
+    """A pcap of n Ethernet/IPv4/UDP frames, frame i carrying i as a
+    4-byte number (and `payload(i)` after it); sizes vary."""
+    out = bytearray(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    for i in range(n):
+        body = struct.pack(">I", i) + payload(i) + bytes((i * 7919) % 1400)
+        ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + 8 + len(body), i & 0xFFFF, 0, 64, 17, 0,
+                         bytes([10, 0, 0, i % 7]), bytes([10, 0, 1, 1]))
+        udp = struct.pack(">HHHH", 1000 + i % 5, 53 if i % 3 == 0 else 80, 8 + len(body), 0)
+        frame = bytes(6) + bytes([0, 1, 2, 3, 4, 5]) + b"\x08\x00" + ip + udp + body
+        out += struct.pack("<IIII", 1_700_000_000 + i // 100, (i * 37) % 1_000_000, len(frame), len(frame))
+        out += frame
+    path.write_bytes(bytes(out))
+    return path
+
+
+def as_pcapng(src, dst):
+    with open(dst, "wb") as f:
+        w = dpkt.pcapng.Writer(f, snaplen=65535, linktype=1)
+        for ts, frame in sluice.open(src):
+            w.writepkt(frame, ts=ts)
+    return dst
+
+
+FILTERS = {
+    "dns": "udp dst port 53",
+    "web": "udp dst port 80",
+    "host3": "src host 10.0.0.3",
+    "big": "greater 1000",
+    "all": "",
+}
+
+
+def cli_counts(sluice_bin, tmp_path, files, flags=()):
+    (tmp_path / "filters.txt").write_text("".join(f"{n}\t{e}\n" for n, e in FILTERS.items()))
+    total = dict.fromkeys(FILTERS, 0)
+    for f in files:
+        text = run_cli(sluice_bin, "split", "-r", str(f), "--filters", str(tmp_path / "filters.txt"), "--count", *flags)
+        for line in text.splitlines():
+            name, c = line.split("\t")
+            total[name] += int(c)
+    return total
+
+
+def test_counts_equal_the_command(client, tmp_path, sluice_bin, pcaps):
+    big = numbered_pcap(tmp_path / "big.pcap", 3000)
+    files = [big, as_pcapng(big, tmp_path / "big.pcapng"), SAMPLE] + pcaps[:20]
+    want = cli_counts(sluice_bin, tmp_path, files)
+    got = sluice.dask.split_counts(files, FILTERS, client=client, range_bytes=100_000)
+    assert got == want
+    first = sluice.dask.split_counts(files, FILTERS, client=client, first_match=True, range_bytes=100_000)
+    assert first == cli_counts(sluice_bin, tmp_path, files, ["--first-match"])
+
+
+def packets(path):
+    with sluice.open(path) as r:
+        return [(ts, frame) for ts, frame in r]
+
+
+@pytest.mark.parametrize("ext", ["pcap", "pcapng"])
+def test_files_equal_one_split_run(client, tmp_path, sluice_bin, ext):
+    src = numbered_pcap(tmp_path / "in.pcap", 4000)
+    if ext == "pcapng":
+        src = as_pcapng(src, tmp_path / "in.pcapng")
+    (tmp_path / "filters.txt").write_text("".join(f"{n}\t{e}\n" for n, e in FILTERS.items()))
+    cli_dir = tmp_path / "cli"
+    run_cli(sluice_bin, "split", "-r", str(src), "--filters", str(tmp_path / "filters.txt"), "--out-dir", str(cli_dir))
+    out = tmp_path / "dask"
+    manifest = sluice.dask.split([src], FILTERS, out, client=client, range_bytes=150_000)
+    assert len(manifest["inputs"][0]["ranges"]) > 10
+    on_disk = json.loads((out / "manifest.json").read_text())
+    assert on_disk["filters"] == manifest["filters"]
+    for entry in manifest["filters"]:
+        name = entry["name"]
+        single = cli_dir / f"{name}.{ext}"
+        shards = sluice.dask.shards(out, name)
+        joined = [p for s in shards for p in packets(s)]
+        assert joined == packets(single), name
+        assert entry["packets"] == len(joined) == manifest["counts"][name]
+        if ext == "pcap":
+            # The shards' records, joined under one header, are the file.
+            whole = single.read_bytes()
+            assert whole[:24] + b"".join(open(s, "rb").read()[24:] for s in shards) == whole
+
+
+def test_shards_at_range_boundaries_lose_and_duplicate_nothing(client, tmp_path):
+    # Tiny ranges, and payloads that hold pcap records themselves (the
+    # first bytes of the capture), so that some ranges guess their first
+    # record wrong and are read again from the exact place.
+    head = numbered_pcap(tmp_path / "head.pcap", 30).read_bytes()[24:2000]
+    src = numbered_pcap(tmp_path / "tricky.pcap", 2500, payload=lambda i: head if i % 2 else b"")
+    out = tmp_path / "out"
+    m = sluice.dask.split([src], {"all": ""}, out, client=client, range_bytes=20_000)
+    assert len(m["inputs"][0]["ranges"]) > 100
+    numbers = [struct.unpack(">I", frame[42:46])[0] for s in sluice.dask.shards(out, "all") for _, frame in packets(s)]
+    assert numbers == list(range(2500))
+    assert m["counts"] == {"all": 2500}
+
+
+def test_errors_reach_the_caller(client, tmp_path):
+    with pytest.raises(sluice.FilterError):
+        sluice.dask.split_counts([SAMPLE], {"bad": "tcp prt 1"}, client=client)
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(numbered_pcap(tmp_path / "whole.pcap", 500).read_bytes()[:-9])
+    with pytest.raises(sluice.CaptureError):
+        sluice.dask.split_counts([cut], {"all": ""}, client=client, range_bytes=50_000)
+    with pytest.raises(FileNotFoundError):
+        sluice.dask.split_counts([tmp_path / "missing.pcap"], {"all": ""}, client=client)
+
+
+def test_without_a_client_threads_run_the_ranges(tmp_path):
+    src = numbered_pcap(tmp_path / "t.pcap", 1000)
+    got = sluice.dask._run([src], FILTERS, None, None, False, 30_000, False)["counts"]
+    assert got == sluice.split(src, FILTERS, count=True)
+
+
+def test_prepare_compiles_on_every_worker(client, tmp_path):
+    src = numbered_pcap(tmp_path / "p.pcap", 300)
+    sluice.dask.prepare(FILTERS, client)
+    digest = sluice.dask._digest(list(FILTERS.items()), False)
+    kept = client.run(lambda: [k[0] for k in sluice.dask._SETS])
+    assert len(kept) == 2 and all(digest in v for v in kept.values())
+    assert sluice.dask.split_counts([src], FILTERS, client=client) == sluice.split(src, FILTERS, count=True)
+    with pytest.raises(sluice.FilterError):
+        sluice.dask.prepare({"bad": "tcp prt 1"}, client)

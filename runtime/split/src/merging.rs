@@ -1,0 +1,109 @@
+//! A filter set merged into one classifier for one link type: machine
+//! code (the default) or walked in Rust.
+
+use crate::{compile::compile_all, FilterLine};
+use sluice_classifier::merged::{Compiled, Merged};
+use sluice_classifier::tree::DecisionTree;
+use sluice_classifier::{Auto, Engine};
+use sluice_filter::ProgramBuilder;
+use sluice_native::NativeAuto;
+use std::sync::Arc;
+
+/// A filter of the set that does not compile: its position in the set
+/// and why (the error keeps the column).
+#[derive(Debug)]
+pub struct Rejected {
+    /// Position in the filter set, from 0.
+    pub index: usize,
+    /// The compile error.
+    pub error: sluice_filter::Error,
+}
+
+/// The filters of a set merged for one link type: the default engine as
+/// machine code, or walked in Rust.
+///
+/// ```
+/// use sluice_filter::{LinkType, Program};
+/// use sluice_split::{filter_pairs, Merging, MergingScratch};
+/// let set = filter_pairs([("v4", "ip"), ("tcp", "tcp")]).unwrap();
+/// let m = Merging::build(&set, &Program::builder(LinkType::EN10MB), true).unwrap();
+/// let mut frame = [0u8; 60];
+/// frame[12] = 8; // IPv4, protocol 0
+/// let (mut s, mut ids) = (MergingScratch::default(), Vec::new());
+/// m.classify(&frame, 60, &mut s, &mut ids);
+/// assert_eq!(ids, vec![0]);
+/// ```
+pub enum Merging {
+    /// Machine code (Cranelift).
+    Native(NativeAuto),
+    /// The same structure walked in Rust.
+    Rust(Auto<Merged, DecisionTree>),
+}
+
+/// Per-reader memory of either engine.
+#[derive(Default)]
+pub struct MergingScratch {
+    native: <NativeAuto as Engine>::Scratch,
+    rust: <Auto<Merged, DecisionTree> as Engine>::Scratch,
+}
+
+impl Merging {
+    /// All filters merged with `builder`'s link type and settings
+    /// (compiled on every core); earlier filters get higher priorities,
+    /// so the first-match winner is the first filter that matches. Every
+    /// filter that does not compile is reported.
+    pub fn build(
+        filters: &[FilterLine],
+        builder: &ProgramBuilder,
+        native: bool,
+    ) -> Result<Merging, Vec<Rejected>> {
+        let mut merged = match native {
+            true => Merging::Native(NativeAuto::empty()),
+            false => Merging::Rust(Auto::empty()),
+        };
+        let texts: Vec<&str> = filters.iter().map(|f| f.expression.as_str()).collect();
+        let mut rejected = Vec::new();
+        let n = filters.len();
+        for (index, c) in compile_all(builder, &texts).into_iter().enumerate() {
+            match c {
+                Ok(c) => {
+                    let priority = i32::try_from(n - index).unwrap_or(i32::MAX);
+                    merged.insert(index as u32, Arc::new(c), priority);
+                }
+                Err(error) => rejected.push(Rejected { index, error }),
+            }
+        }
+        if let Merging::Native(m) = &mut merged {
+            m.update();
+        }
+        if rejected.is_empty() {
+            Ok(merged)
+        } else {
+            Err(rejected)
+        }
+    }
+
+    fn insert(&mut self, id: u32, c: Arc<Compiled>, priority: i32) {
+        match self {
+            Merging::Native(m) => m.insert(id, c, priority),
+            Merging::Rust(m) => m.insert(id, c, priority),
+        }
+    }
+
+    /// Every filter accepting the packet, into `out` (in the engine's
+    /// order).
+    pub fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut MergingScratch, out: &mut Vec<u32>) {
+        match self {
+            Merging::Native(m) => m.classify(pkt, wirelen, &mut s.native, out),
+            Merging::Rust(m) => m.classify(pkt, wirelen, &mut s.rust, out),
+        }
+    }
+
+    /// The first filter (in set order) accepting the packet.
+    pub fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut MergingScratch) -> Option<u32> {
+        match self {
+            Merging::Native(m) => m.classify_first(pkt, wirelen, &mut s.native),
+            Merging::Rust(m) => m.classify_first(pkt, wirelen, &mut s.rust),
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! Which filters of a set accept each packet of a capture: one merged
+//! classifier per link type met (a pcapng file may have several), built
+//! the first time the link type is seen and then shared by every run and
+//! thread that uses the set.
+
+use crate::{BadFilter, FilterLine, Merging, MergingScratch, SplitError};
+use sluice_filter::{LinkType, Program};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// How a split compiles and delivers.
+///
+/// ```
+/// let o = sluice_split::Options::default();
+/// assert!(o.native && !o.first_match);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Each packet goes only to the first filter (in set order) that
+    /// accepts it.
+    pub first_match: bool,
+    /// The merged filters as machine code (else walked in Rust).
+    pub native: bool,
+    /// What an accepted packet returns when compiling (tcpdump's 262144).
+    pub snaplen: u32,
+    /// Where `LANG:@path` filter files are read from.
+    pub dir: Option<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            first_match: false,
+            native: true,
+            snaplen: 262_144,
+            dir: None,
+        }
+    }
+}
+
+/// A filter set, compiled for each link type (and capture byte order) the
+/// first time it is asked for; shared by threads.
+///
+/// ```
+/// use sluice_capture::Packet;
+/// use sluice_split::{filter_pairs, Options, Splitter};
+/// let set = filter_pairs([("v4", "ip"), ("all", "")]).unwrap();
+/// let all = Splitter::new(set.clone(), Options::default());
+/// let first = Splitter::new(set, Options { first_match: true, ..Options::default() });
+/// let mut frame = [0u8; 60];
+/// frame[12] = 8;
+/// let pkt = Packet::new(0, 0, 1, &frame);
+/// assert_eq!(all.classifier(false).classify(&pkt).unwrap(), &[0, 1]);
+/// assert_eq!(first.classifier(false).classify(&pkt).unwrap(), &[0]);
+/// ```
+pub struct Splitter {
+    filters: Vec<FilterLine>,
+    options: Options,
+    compiled: Mutex<HashMap<(u16, bool), Arc<Merging>>>,
+}
+
+impl Splitter {
+    /// A filter set to split with.
+    pub fn new(filters: Vec<FilterLine>, options: Options) -> Splitter {
+        Splitter {
+            filters,
+            options,
+            compiled: Mutex::default(),
+        }
+    }
+
+    /// The filter set.
+    pub fn filters(&self) -> &[FilterLine] {
+        &self.filters
+    }
+
+    /// How it splits.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// The set merged for a link type and a capture byte order (it
+    /// matters on NULL and ENC links), compiled on the first call.
+    pub fn merged(&self, linktype: u16, big_endian: bool) -> Result<Arc<Merging>, SplitError> {
+        if self.filters.is_empty() {
+            return Err(SplitError::NoFilters);
+        }
+        let mut compiled = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = compiled.get(&(linktype, big_endian)) {
+            return Ok(m.clone());
+        }
+        let lt =
+            LinkType::from_number(u32::from(linktype)).ok_or(SplitError::LinkType(linktype))?;
+        let builder = Program::builder(lt)
+            .snaplen(self.options.snaplen)
+            .capture_big_endian(big_endian)
+            .dir(self.options.dir.as_deref());
+        let merged = Merging::build(&self.filters, &builder, self.options.native).map_err(|r| {
+            SplitError::Filters(
+                r.into_iter()
+                    .map(|r| BadFilter {
+                        filter: self.filters[r.index].clone(),
+                        linktype: lt,
+                        error: r.error,
+                    })
+                    .collect(),
+            )
+        })?;
+        let merged = Arc::new(merged);
+        compiled.insert((linktype, big_endian), merged.clone());
+        Ok(merged)
+    }
+
+    /// A classifier for one run over a capture written in this byte order.
+    pub fn classifier(&self, big_endian: bool) -> Classify<'_> {
+        Classify {
+            splitter: self,
+            big_endian,
+            last: None,
+            scratch: MergingScratch::default(),
+            ids: Vec::new(),
+        }
+    }
+}
+
+/// One run's classifier: the set's merged filters with this run's memory.
+pub struct Classify<'a> {
+    splitter: &'a Splitter,
+    big_endian: bool,
+    last: Option<(u16, Arc<Merging>)>,
+    scratch: MergingScratch,
+    ids: Vec<u32>,
+}
+
+impl Classify<'_> {
+    /// The filters accepting a packet, in set order (with first match: the
+    /// first of them alone).
+    pub fn classify(&mut self, pkt: &sluice_capture::Packet<'_>) -> Result<&[u32], SplitError> {
+        let merged = match &self.last {
+            Some((lt, m)) if *lt == pkt.linktype => m,
+            _ => {
+                let m = self.splitter.merged(pkt.linktype, self.big_endian)?;
+                &self.last.insert((pkt.linktype, m)).1
+            }
+        };
+        self.ids.clear();
+        if self.splitter.options.first_match {
+            self.ids
+                .extend(merged.classify_first(pkt.data, pkt.wirelen, &mut self.scratch));
+        } else {
+            merged.classify(pkt.data, pkt.wirelen, &mut self.scratch, &mut self.ids);
+            self.ids.sort_unstable();
+        }
+        Ok(&self.ids)
+    }
+}
