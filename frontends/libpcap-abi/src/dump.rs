@@ -7,8 +7,10 @@
 use crate::handle::{handle_or, pcap_t};
 use crate::names::dlt_to_linktype;
 use crate::types::*;
+use std::cell::Cell;
 use std::collections::HashSet;
 use std::ffi::{c_char, c_int, c_long};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// libpcap's `pcap_dumper_t`: a stdio stream.
@@ -21,11 +23,33 @@ fn dumpers() -> std::sync::MutexGuard<'static, Option<HashSet<usize>>> {
     DUMPERS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// How many dumpers have been closed: a dumper this thread found in the
+/// registry stays known until the next close.
+static CLOSES: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The dumper this thread last found, and `CLOSES` then.
+    static LAST_KNOWN: Cell<(usize, u64)> = const { Cell::new((0, u64::MAX)) };
+}
+
+/// Whether `d` is an open dumper of this library. `pcap_dump` asks for
+/// every packet, so the answer for the dumper last asked about is kept
+/// per thread until a dumper is closed (no lock, no hash per packet).
 fn known(d: *mut pcap_dumper_t) -> bool {
-    !d.is_null()
-        && dumpers()
-            .as_ref()
-            .is_some_and(|s| s.contains(&(d as usize)))
+    if d.is_null() {
+        return false;
+    }
+    let closes = CLOSES.load(Ordering::Acquire);
+    if LAST_KNOWN.with(Cell::get) == (d as usize, closes) {
+        return true;
+    }
+    let found = dumpers()
+        .as_ref()
+        .is_some_and(|s| s.contains(&(d as usize)));
+    if found {
+        LAST_KNOWN.with(|l| l.set((d as usize, closes)));
+    }
+    found
 }
 
 extern "C" {
@@ -257,6 +281,8 @@ pub unsafe extern "C" fn pcap_dump_close(d: *mut pcap_dumper_t) {
     if d.is_null() || !dumpers().as_mut().is_some_and(|s| s.remove(&(d as usize))) {
         return;
     }
+    // Every thread's remembered dumper is asked about again.
+    CLOSES.fetch_add(1, Ordering::Release);
     // SAFETY: a stream this library registered, now unregistered.
     unsafe { libc::fclose(d) };
 }
