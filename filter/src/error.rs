@@ -144,3 +144,19 @@ impl Error {
         }
     }
 }
+
+/// A line of text with a caret under a 1-based column, indented two
+/// spaces and after a newline, as sluice's front ends append it to an
+/// error message (tabs before the column are kept, so the caret lines up).
+///
+/// ```
+/// assert_eq!(sluice_filter::caret_under("tcp port", 5), "\n  tcp port\n      ^");
+/// ```
+pub fn caret_under(line: &str, column: usize) -> String {
+    let pad: String = line
+        .chars()
+        .take(column.saturating_sub(1))
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    format!("\n  {line}\n  {pad}^")
+}

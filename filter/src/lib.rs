@@ -33,7 +33,7 @@ mod language;
 mod program;
 
 pub use builder::{ProgramBuilder, SystemResolver};
-pub use error::Error;
+pub use error::{caret_under, Error};
 pub use language::{Language, Spec};
 pub use program::{Program, Runner};
 pub use sluice_wire::link::LinkType;

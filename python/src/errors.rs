@@ -35,15 +35,9 @@ pyo3::create_exception!(
 
 /// The text with a caret under a 1-based column of its `line`.
 fn caret(text: &str, line: usize, column: usize) -> String {
-    let Some(l) = text.lines().nth(line.saturating_sub(1)) else {
-        return String::new();
-    };
-    let pad: String = l
-        .chars()
-        .take(column.saturating_sub(1))
-        .map(|c| if c == '\t' { '\t' } else { ' ' })
-        .collect();
-    format!("\n  {l}\n  {pad}^")
+    text.lines()
+        .nth(line.saturating_sub(1))
+        .map_or_else(String::new, |l| sluice_filter::caret_under(l, column))
 }
 
 /// A `FilterError` from a message and a position in `text`.

@@ -52,16 +52,6 @@ struct Output {
     error: Option<String>,
 }
 
-/// A spec with a caret under the column of an error.
-fn point(spec: &str, column: usize) -> String {
-    let pad: String = spec
-        .chars()
-        .take(column.saturating_sub(1))
-        .map(|c| if c == '\t' { '\t' } else { ' ' })
-        .collect();
-    format!("\n  {spec}\n  {pad}^")
-}
-
 fn text_report(i: usize, r: &FlowReport) -> String {
     let mut s = format!(
         "flow {}: {}\n  packets {}  drops {}\n",
@@ -128,9 +118,11 @@ pub fn run(args: FlowArgs) -> Result<(), Fail> {
     let mut outputs = Vec::new();
     for (i, spec) in args.specs.iter().enumerate() {
         let at = |e: sluice::flow::Error| match &e {
-            sluice::flow::Error::Spec(s) => {
-                Fail(format!("flow {}: {e}{}", i + 1, point(spec, s.column)))
-            }
+            sluice::flow::Error::Spec(s) => Fail(format!(
+                "flow {}: {e}{}",
+                i + 1,
+                sluice_filter::caret_under(spec, s.column)
+            )),
             _ => Fail(format!("flow {}: {e}", i + 1)),
         };
         let mut flow = Flow::create(&group);

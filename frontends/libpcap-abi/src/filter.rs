@@ -63,15 +63,11 @@ pub(crate) fn program_of(insns: Vec<Insn>) -> Result<Installed, String> {
 
 /// Whether an expression uses the `vlan` keyword.
 fn uses_vlan(text: &str) -> bool {
-    fn walk(e: &Expr) -> bool {
-        match e {
-            Expr::And(v) | Expr::Or(v) => v.iter().any(walk),
-            Expr::Not(x, _) => walk(x),
-            Expr::Other(Other::Vlan(_), _) => true,
-            _ => false,
-        }
-    }
-    sluice_pcap::parser::parse(text).is_ok_and(|e| walk(&e))
+    sluice_pcap::parser::parse(text).is_ok_and(|e| {
+        e.leaves()
+            .iter()
+            .any(|l| matches!(l, Expr::Other(Other::Vlan(_), _)))
+    })
 }
 
 /// The instructions of a C program, copied; `None` for NULL or empty.

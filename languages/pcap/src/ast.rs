@@ -103,6 +103,28 @@ impl Expr {
             },
         }
     }
+
+    /// The leaves under `and`, `or` and `not` (primitives, protocols,
+    /// relations, keywords, `true`), in the order of the text.
+    ///
+    /// ```
+    /// use sluice_pcap::{ast::Expr, parser::parse};
+    /// let e = parse("tcp and not (vlan or udp)").unwrap();
+    /// assert_eq!(e.leaves().len(), 3);
+    /// assert!(matches!(e.leaves()[1], Expr::Other(..)));
+    /// ```
+    pub fn leaves(&self) -> Vec<&Expr> {
+        fn walk<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+            match e {
+                Expr::And(v) | Expr::Or(v) => v.iter().for_each(|x| walk(x, out)),
+                Expr::Not(x, _) => walk(x, out),
+                leaf => out.push(leaf),
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, &mut out);
+        out
+    }
 }
 
 /// A primitive with its (inherited) qualifiers and value.

@@ -120,7 +120,11 @@ pub(crate) fn libpcap_message(text: &str, dlt: c_int, e: &CompileError) -> Strin
                 .unwrap_or_else(|| SYNTAX.into());
         }
     };
-    if uses(&expr, &|o| matches!(o, Other::Vxlan(_))) {
+    if expr
+        .leaves()
+        .iter()
+        .any(|l| matches!(l, Expr::Other(Other::Vxlan(_), _)))
+    {
         // A keyword libpcap 1.10.3 does not have (sluice follows master).
         return SYNTAX.into();
     }
@@ -157,36 +161,18 @@ fn prefix_refusal(text: &str, dlt: c_int, pe: &CompileError) -> Option<String> {
     }
 }
 
-/// The innermost leaf of `e` (a primitive, protocol, relation or other
-/// keyword) whose span holds `at`.
+/// The leaf of `e` (a primitive, protocol, relation or other keyword)
+/// whose span holds `at`.
 fn innermost(e: &Expr, at: Span) -> Option<&Expr> {
-    match e {
-        Expr::And(v) | Expr::Or(v) => v.iter().find_map(|x| innermost(x, at)),
-        Expr::Not(x, _) => innermost(x, at),
-        Expr::True(_) => None,
-        leaf => {
-            let s = leaf.span();
-            (s.start <= at.start && at.end <= s.end.max(at.start + 1)).then_some(leaf)
-        }
-    }
+    e.leaves().into_iter().find(|leaf| {
+        let s = leaf.span();
+        !matches!(leaf, Expr::True(_)) && s.start <= at.start && at.end <= s.end.max(at.start + 1)
+    })
 }
 
 /// Whether a `pppoes` keyword comes before `at` in `e`.
 fn pppoes_before(e: &Expr, at: Span) -> bool {
-    match e {
-        Expr::And(v) | Expr::Or(v) => v.iter().any(|x| pppoes_before(x, at)),
-        Expr::Not(x, _) => pppoes_before(x, at),
-        Expr::Other(Other::Pppoes(_), s) => s.end <= at.start,
-        _ => false,
-    }
-}
-
-/// Whether `e` uses a keyword `is`.
-fn uses(e: &Expr, is: &dyn Fn(&Other) -> bool) -> bool {
-    match e {
-        Expr::And(v) | Expr::Or(v) => v.iter().any(|x| uses(x, is)),
-        Expr::Not(x, _) => uses(x, is),
-        Expr::Other(o, _) => is(o),
-        _ => false,
-    }
+    e.leaves()
+        .iter()
+        .any(|l| matches!(l, Expr::Other(Other::Pppoes(_), s) if s.end <= at.start))
 }
