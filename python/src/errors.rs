@@ -108,7 +108,16 @@ pub fn filter_error(
 
 /// An I/O error as the `OSError` subclass Python has for it.
 pub fn io_error(e: &std::io::Error, path: &str) -> PyErr {
-    let msg = format!("{path}: {}", io_message(e));
+    os_error(e, format!("{path}: {}", io_message(e)))
+}
+
+/// An output that could not be written, in the command's words.
+fn output_error(e: &sluice_capture::sink::OutputError) -> PyErr {
+    os_error(e.io(), e.to_string())
+}
+
+/// `msg` as the `OSError` subclass Python has for `e`.
+fn os_error(e: &std::io::Error, msg: String) -> PyErr {
     match e.kind() {
         std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
         std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
@@ -118,14 +127,7 @@ pub fn io_error(e: &std::io::Error, path: &str) -> PyErr {
     }
 }
 
-/// An I/O error as the system words it, without Rust's `(os error N)`.
-fn io_message(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.rfind(" (os error ") {
-        Some(at) if s.ends_with(')') => s[..at].to_string(),
-        _ => s,
-    }
-}
+use sluice_capture::sink::io_message;
 
 /// A capture error: I/O as `OSError`, anything else as `CaptureError`.
 pub fn capture_error(py: Python<'_>, e: RustCaptureError) -> PyErr {
@@ -184,9 +186,7 @@ pub fn split_error(py: Python<'_>, e: SplitError) -> PyErr {
             PyValueError::new_err(format!("link type {n} is not supported yet"))
         }
         SplitError::Capture(c) => capture_error(py, c),
-        SplitError::Output { path, source } => {
-            io_error(&source, &format!("cannot write output {}", path.display()))
-        }
+        SplitError::Output(e) => output_error(&e),
         SplitError::Stopped => PyKeyboardInterrupt::new_err("split interrupted"),
     }
 }

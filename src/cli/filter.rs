@@ -1,12 +1,14 @@
 //! `sluice filter`: one filter over a capture, with tcpdump's options.
 
-use super::live::{Classify, Event, Live, LiveArgs, Make};
+use super::live::{Live, LiveArgs};
 use super::print::{Dump, Options, Printer};
-use super::rotate::{RotateArgs, RotatingOut};
+use super::rotate::RotateArgs;
 use super::{cached, for_each_packet_declaring, linktype_of, open_capture, print_out, read_text};
-use super::{usage, Fail, Stdout};
+use super::{out_fail, signals, usage, Fail, Stdout};
 use clap::ArgAction;
+use sluice::capture::sink::{Placement, Rotation};
 use sluice::capture::{CaptureFormat, Packet};
+use sluice::live::session::{Classify, Event, Make};
 use sluice::{LinkType, Program, Runner};
 use std::collections::HashMap;
 
@@ -282,6 +284,9 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
         return print_out(&dump(&prog, args.dump));
     }
 
+    // Interrupted (SIGINT, SIGTERM, SIGHUP), the run stops reading and
+    // keeps what it wrote, as tcpdump does.
+    signals::install(false)?;
     let (mut reader, size) = open_capture(args.read.as_deref())?;
     let format = reader.format();
     let big_endian = super::big_endian(&format);
@@ -327,9 +332,12 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
     let mut to = Accepted::new(&args, big_endian);
     let open_writer = |to: &mut Accepted| -> Result<(), Fail> {
         if let (None, Some(path)) = (&to.writer, &args.write) {
-            let mut w = RotatingOut::create(path, &out_format(&args, format), &args.rotate)?
+            let format = out_format(&args, format);
+            super::name_stale_temporaries(path);
+            let mut w = Rotation::create(path, &format, &args.rotate.rule(), Placement::Replace)
+                .map_err(out_fail)?
                 .truncate_to(args.snaplen.map(|_| args.snaplen()));
-            w.flush_each = args.unbuffered;
+            w.set_flush_each(args.unbuffered);
             to.writer = Some(w);
         }
         Ok(())
@@ -363,9 +371,14 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
             Ok(go_on)
         },
     );
-    // Whatever happened, keep everything processed so far.
+    // Whatever happened (the end, an interrupt, a bad record), keep
+    // everything processed so far.
     if status.is_ok() {
         open_writer(&mut to)?;
+    }
+    // An output that got no packet still declares the input's interface.
+    if let (Some(w), Some(info)) = (to.writer.as_mut(), reader.declared_interfaces().first()) {
+        w.declare(*info).map_err(out_fail)?;
     }
     let (accepted, mut out, finished) = to.finish();
     if let Err(e) = status.and(finished) {
@@ -388,7 +401,7 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
 /// Where accepted packets go: the `-w` file(s), printed lines, the count
 /// that `-c` stops at.
 struct Accepted {
-    writer: Option<RotatingOut>,
+    writer: Option<Rotation>,
     printer: Option<Printer>,
     out: Stdout,
     accepted: u64,
@@ -419,7 +432,10 @@ impl Accepted {
     /// should stop (`-c` reached, or `-G` with `-W` made its last file).
     fn take(&mut self, pkt: &Packet<'_>) -> Result<bool, Fail> {
         if let Some(w) = self.writer.as_mut() {
-            if !w.write(pkt)? {
+            if !w.write(pkt).map_err(out_fail)? {
+                if let Some(n) = w.limit_reached() {
+                    eprintln!("sluice: maximum file limit reached: {n}");
+                }
                 return Ok(false);
             }
         }
@@ -433,14 +449,14 @@ impl Accepted {
     /// Push buffered output to its file and to standard output.
     fn flush(&mut self) -> Result<(), Fail> {
         if let Some(w) = self.writer.as_mut() {
-            w.flush()?;
+            w.flush().map_err(out_fail)?;
         }
         self.out.flush()
     }
 
     /// Close the output file: the count, standard output, and how closing went.
     fn finish(self) -> (u64, Stdout, Result<(), Fail>) {
-        let finished = self.writer.map_or(Ok(()), RotatingOut::finish);
+        let finished = self.writer.map_or(Ok(()), |w| w.finish().map_err(out_fail));
         (self.accepted, self.out, finished)
     }
 }
@@ -473,8 +489,9 @@ fn run_live(
     // Compiled, the interface open: only now is an output file opened.
     let mut to = Accepted::new(args, big_endian);
     if let Some(path) = &args.write {
-        let mut w = RotatingOut::create_in_place(path, &format, &args.rotate)?;
-        w.flush_each = args.unbuffered;
+        let mut w = Rotation::create(path, &format, &args.rotate.rule(), Placement::InPlace)
+            .map_err(out_fail)?;
+        w.set_flush_each(args.unbuffered);
         to.writer = Some(w);
     }
     eprintln!("sluice: {}", live.banner());
@@ -499,6 +516,7 @@ fn run_live(
             to.out.packet_done()?;
             Ok(go_on)
         }
+        _ => Ok(true),
     });
     // Whatever happened, keep everything captured so far.
     let (accepted, mut out, finished) = to.finish();

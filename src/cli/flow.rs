@@ -2,8 +2,8 @@
 //! of their sources in one flow group (shared instances, one packet
 //! buffer), with what every flow and filter produced.
 
-use super::output::{out_dir, write_text, CaptureOut};
-use super::{print_out, Fail};
+use super::{out_fail, print_out, signals, Fail};
+use sluice::capture::sink::{out_dir, write_text, OutputFile, Placement};
 use sluice::capture::CaptureFormat;
 use sluice::flow::buffer::Preference;
 use sluice::flow::policy::{Credentials, Policy};
@@ -47,7 +47,7 @@ pub struct FlowArgs {
 /// Packets a flow writes with -w, and the first write error.
 #[derive(Default)]
 struct Output {
-    writer: Option<CaptureOut>,
+    writer: Option<OutputFile>,
     path: PathBuf,
     error: Option<String>,
 }
@@ -104,15 +104,10 @@ pub fn run(args: FlowArgs) -> Result<(), Fail> {
         None => Policy::allow_all(),
     };
     let cred = Credentials::current();
-    // A live source runs until SIGINT or SIGTERM (a second one ends the
-    // process at once); file sources end by themselves.
-    if args
-        .specs
-        .iter()
-        .any(|s| s.contains("(iface,") || s.contains("(device,"))
-    {
-        super::live::set_on_signals(&sluice::flow::source::stop_flag())?;
-    }
+    // Sources end at SIGINT, SIGTERM or SIGHUP as at their end (a live
+    // one runs until then), and every flow's file keeps what it got.
+    signals::install(false)?;
+    signals::also_stop(sluice::flow::source::stop_flag());
     let group = Group::new(cfg);
     let mut flows = Vec::new();
     let mut outputs = Vec::new();
@@ -150,14 +145,15 @@ pub fn run(args: FlowArgs) -> Result<(), Fail> {
                 let pkt = p.to_capture();
                 if o.writer.is_none() {
                     let format = CaptureFormat::pcap(pkt.linktype, pkt.snaplen.max(pkt.caplen));
-                    match CaptureOut::create(&o.path.to_string_lossy(), &format) {
+                    let path = o.path.to_string_lossy().into_owned();
+                    match OutputFile::create(&path, &format, Placement::Replace) {
                         Ok(w) => o.writer = Some(w),
-                        Err(e) => o.error = Some(e.0),
+                        Err(e) => o.error = Some(e.to_string()),
                     }
                 }
                 if let Some(w) = o.writer.as_mut() {
                     if let Err(e) = w.write(&pkt) {
-                        o.error = Some(e.0);
+                        o.error = Some(e.to_string());
                     }
                 }
             }
@@ -169,14 +165,15 @@ pub fn run(args: FlowArgs) -> Result<(), Fail> {
     }
     // Every flow is checked before the output directory is made.
     if let Some(dir) = &args.write {
-        out_dir("-w", dir)?;
+        out_dir("-w", dir).map_err(out_fail)?;
+        super::name_stale_in(dir);
     }
     for f in &mut flows {
         f.activate()?;
     }
     let run = group.run();
     if let Some(path) = &args.dot {
-        write_text(path, &group.dot())?;
+        write_text(path, &group.dot()).map_err(out_fail)?;
     }
     // Close the capture files (an empty flow still gets an empty file).
     for out in &outputs {
@@ -187,11 +184,14 @@ pub fn run(args: FlowArgs) -> Result<(), Fail> {
         if args.write.is_some() {
             let w = match o.writer.take() {
                 Some(w) => w,
-                None => {
-                    CaptureOut::create(&o.path.to_string_lossy(), &CaptureFormat::pcap(1, 65535))?
-                }
+                None => OutputFile::create(
+                    &o.path.to_string_lossy(),
+                    &CaptureFormat::pcap(1, 65535),
+                    Placement::Replace,
+                )
+                .map_err(out_fail)?,
             };
-            w.finish()?;
+            w.finish().map_err(out_fail)?;
         }
     }
     run?;

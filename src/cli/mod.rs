@@ -7,10 +7,10 @@ pub mod filter;
 pub mod flow;
 pub mod input;
 pub mod live;
-pub mod output;
 pub mod print;
 pub mod replay;
 pub mod rotate;
+pub mod signals;
 pub mod split;
 
 pub use input::open_capture;
@@ -53,16 +53,33 @@ pub fn usage(msg: &str) -> ! {
 }
 
 /// An I/O error as the system words it, without Rust's `(os error N)`.
-///
-/// ```ignore
-/// let e = std::io::Error::from_raw_os_error(2);
-/// assert_eq!(io_msg(&e), "No such file or directory");
-/// ```
-pub fn io_msg(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.rfind(" (os error ") {
-        Some(at) if s.ends_with(')') => s[..at].to_string(),
-        _ => s,
+pub use sluice::capture::sink::io_message as io_msg;
+
+/// The failure for an output that could not be written: standard output
+/// closed by its reader ends the run quietly, as for printed lines.
+pub fn out_fail(e: sluice::capture::sink::OutputError) -> Fail {
+    if e.name() == "<stdout>" {
+        return stdout_failed(e.io());
+    }
+    Fail(e.to_string())
+}
+
+/// Name, on standard error, the temporary files that killed runs left in
+/// the directory of `output` (see [`sluice::capture::sink::stale_temporaries`]).
+pub fn name_stale_temporaries(output: &str) {
+    if output == "-" {
+        return;
+    }
+    let dir = std::path::Path::new(output)
+        .parent()
+        .unwrap_or(std::path::Path::new(""));
+    name_stale_in(dir);
+}
+
+/// Name the stale temporary files of one directory.
+pub fn name_stale_in(dir: &std::path::Path) {
+    for t in sluice::capture::sink::stale_temporaries(dir) {
+        eprintln!("sluice: warning: {t}");
     }
 }
 
@@ -72,19 +89,6 @@ pub fn seconds(s: &str) -> Result<std::time::Duration, String> {
         .parse()
         .map_err(|_| format!("'{s}' is not a number of seconds"))?;
     std::time::Duration::try_from_secs_f64(v).map_err(|_| format!("'{s}' is not a duration"))
-}
-
-/// A count with thousands separators (`1,234`).
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Buffered standard output for per-packet lines: a closed pipe stops the
@@ -179,7 +183,9 @@ pub fn cached<K: Eq + Hash, T>(
 /// Run `each` on every packet of the capture, in order, with a progress bar
 /// on standard error for long files when it is a terminal. Stops at the
 /// first error of `each` or of the capture (a truncated or corrupt file:
-/// every complete packet before the problem has been handed to `each`).
+/// every complete packet before the problem has been handed to `each`),
+/// and, as at the end of the input, when the run is asked to stop
+/// ([`signals::stopping`]).
 pub fn for_each_packet(
     reader: &mut Reader,
     size: u64,
@@ -232,6 +238,9 @@ pub fn for_each_packet_declaring(
         if let Err(e) = announce(reader) {
             break Err(e);
         }
+        if signals::stopping() {
+            break Ok(());
+        }
         match reader.next_packet() {
             Ok(Some(pkt)) => match each(&pkt) {
                 Ok(true) => {}
@@ -275,9 +284,5 @@ mod tests {
     fn io_messages_and_counts() {
         let e = std::io::Error::from_raw_os_error(2);
         assert_eq!(io_msg(&e), "No such file or directory");
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1234), "1,234");
-        assert_eq!(thousands(1234567), "1,234,567");
     }
 }

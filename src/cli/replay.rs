@@ -47,7 +47,8 @@ pub fn run(args: ReplayArgs) -> Result<(), Fail> {
         super::usage("--loop reads the capture again: give a file, not standard input");
     }
     let mut sender = Sender::open(&args.interface, pace).map_err(|e| Fail(e.to_string()))?;
-    let stop = super::live::stop_on_signals()?;
+    super::signals::install(false)?;
+    let stop = super::signals::stop_flag();
     let start = Instant::now();
     let mut frames = Vec::with_capacity(BATCH);
     let mut bytes: Vec<u8> = Vec::new();

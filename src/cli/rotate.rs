@@ -1,29 +1,12 @@
-//! Output rotation for `sluice filter -w FILE`, as tcpdump's `-C`, `-G`
-//! and `-W` do it:
+//! tcpdump's rotation options for `-w FILE` (`-C`, `-G`, `-W`): how the
+//! command reads them and refuses combinations that mean nothing. The
+//! rotation itself is [`sluice::capture::sink::Rotation`].
 //!
-//! * `-C SIZE`: before a packet is written, a file already larger than
-//!   SIZE million bytes (its header counted) is closed and the next one
-//!   opened: `FILE`, `FILE1`, `FILE2`… With `-W N` the names are numbered
-//!   from 0 with the digits of N − 1 (`FILE0`…`FILE2` for `-W 3`, no number
-//!   at all for `-W 1`) and the numbers go round: the oldest is overwritten.
-//! * `-G SECS`: before a packet is written, once SECS seconds of wall-clock
-//!   time (whole seconds since 1970, as `time()` counts them) have passed
-//!   since the current file was opened, the next one is opened. FILE is then
-//!   a strftime pattern, formatted in local time for the second the file
-//!   starts. With `-C` too, the number restarts at each new period. With
-//!   `-W N` and no `-C`, the run ends when the N-th rotation comes due.
-//!
-//! Rotation happens only when a packet is written, as with tcpdump: a
-//! quiet link opens no new file. Every file is a complete capture with the
-//! input's header, written through [`CaptureOut`] (a temporary file renamed
-//! into place when it is closed).
+//! The rule: what `-C`, `-G` and `-W` mean is decided in the sink; this
+//! module only turns the command line into a [`Rule`].
 
-use super::output::CaptureOut;
-use super::{usage, Fail};
-use chrono::format::{Item, StrftimeItems};
-use chrono::{DateTime, Local, TimeZone, Utc};
-use sluice::capture::{CaptureFormat, Packet};
-use std::fmt::Write as _;
+use super::usage;
+use sluice::capture::sink::{valid_pattern, Rule};
 
 /// tcpdump's rotation options for `-w` (flattened into `sluice filter`).
 #[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
@@ -66,6 +49,15 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 impl RotateArgs {
+    /// The rotation rule these options ask for.
+    pub fn rule(&self) -> Rule {
+        Rule {
+            size: self.size,
+            seconds: self.seconds,
+            files: self.files,
+        }
+    }
+
     /// Whether any of `-C`, `-G`, `-W` was given.
     pub fn any(&self) -> bool {
         self.size.is_some() || self.seconds.is_some() || self.files.is_some()
@@ -107,248 +99,9 @@ impl RotateArgs {
     }
 }
 
-/// Whether chrono can format every `%` conversion of `pattern`.
-fn valid_pattern(pattern: &str) -> bool {
-    !StrftimeItems::new(pattern).any(|i| matches!(i, Item::Error))
-}
-
-/// How the files are named.
-#[derive(Clone, Debug)]
-struct Names {
-    /// `-w`'s argument.
-    pattern: String,
-    /// `-G`: the pattern is a strftime pattern.
-    timed: bool,
-    /// How many digits a file's number has at least (`-C` with `-W N`:
-    /// those of N - 1, so `-W 10` gives 0…9 and `-W 11` gives 00…10).
-    digits: usize,
-}
-
-impl Names {
-    fn new(path: &str, rule: &RotateArgs) -> Names {
-        let digits = match (rule.size, rule.files) {
-            (Some(_), Some(n)) => (n - 1).checked_ilog10().map_or(0, |d| d as usize + 1),
-            _ => 0,
-        };
-        Names {
-            pattern: path.to_string(),
-            timed: rule.seconds.is_some(),
-            digits,
-        }
-    }
-
-    /// The name of file number `n` of the period that began at `when`:
-    /// the (formatted) pattern, then the number unless it is 0 and there
-    /// are no digits to fill.
-    fn name<Tz: TimeZone>(&self, when: &DateTime<Tz>, n: u64) -> Result<String, Fail>
-    where
-        Tz::Offset: std::fmt::Display,
-    {
-        let mut name = String::new();
-        if self.timed {
-            write!(name, "{}", when.format(&self.pattern))
-                .map_err(|_| Fail(format!("-w {}: invalid strftime pattern", self.pattern)))?;
-        } else {
-            name.push_str(&self.pattern);
-        }
-        if n > 0 || self.digits > 0 {
-            let _ = write!(name, "{n:0width$}", width = self.digits);
-        }
-        Ok(name)
-    }
-}
-
-/// Seconds since 1970 now.
-fn wall_clock() -> i64 {
-    Utc::now().timestamp()
-}
-
-/// A second as a local date and time (the earlier one where a clock
-/// change makes it ambiguous).
-fn local(secs: i64) -> DateTime<Local> {
-    Local
-        .timestamp_opt(secs, 0)
-        .earliest()
-        .unwrap_or_else(|| Utc::now().with_timezone(&Local))
-}
-
-/// The `-w` output of `sluice filter`: one [`CaptureOut`], or a series of
-/// them with `-C`/`-G`/`-W` (see the module documentation). Without those
-/// options it writes FILE alone, as [`CaptureOut`] does.
-pub struct RotatingOut {
-    out: Option<CaptureOut>,
-    rule: RotateArgs,
-    names: Names,
-    format: CaptureFormat,
-    snaplen: Option<u32>,
-    /// Flush after every packet (`-U`), in every file.
-    pub flush_each: bool,
-    /// The current file's number in its `-C` series (0 at each `-G` period).
-    count: u64,
-    /// `-G` rotations so far.
-    rotations: u64,
-    /// The second the current `-G` period began.
-    since: i64,
-    /// Seconds since 1970 (the wall clock; a fake one in tests).
-    clock: fn() -> i64,
-    /// `-G` with `-W`: the last file is closed, nothing more is written.
-    ended: bool,
-    /// Write each file under its own name from the start (live captures).
-    in_place: bool,
-}
-
-impl RotatingOut {
-    /// Start writing: the first file is opened at once.
-    pub fn create(
-        path: &str,
-        format: &CaptureFormat,
-        rule: &RotateArgs,
-    ) -> Result<RotatingOut, Fail> {
-        RotatingOut::with_clock(path, format, rule, wall_clock, false)
-    }
-
-    /// Start writing files under their own names from the first byte, as
-    /// tcpdump does (live captures: a file is read while it grows).
-    pub fn create_in_place(
-        path: &str,
-        format: &CaptureFormat,
-        rule: &RotateArgs,
-    ) -> Result<RotatingOut, Fail> {
-        RotatingOut::with_clock(path, format, rule, wall_clock, true)
-    }
-
-    fn with_clock(
-        path: &str,
-        format: &CaptureFormat,
-        rule: &RotateArgs,
-        clock: fn() -> i64,
-        in_place: bool,
-    ) -> Result<RotatingOut, Fail> {
-        let mut out = RotatingOut {
-            out: None,
-            rule: rule.clone(),
-            names: Names::new(path, rule),
-            format: *format,
-            snaplen: None,
-            flush_each: false,
-            count: 0,
-            rotations: 0,
-            since: clock(),
-            clock,
-            ended: false,
-            in_place,
-        };
-        out.open()?;
-        Ok(out)
-    }
-
-    /// Cut every packet written to `snaplen` bytes (`-s`).
-    pub fn truncate_to(mut self, snaplen: Option<u32>) -> RotatingOut {
-        self.snaplen = snaplen;
-        self.out = self.out.map(|o| o.truncate_to(snaplen));
-        self
-    }
-
-    /// Open the file for the current period and number.
-    fn open(&mut self) -> Result<(), Fail> {
-        let name = if self.names.timed {
-            self.names.name(&local(self.since), self.count)?
-        } else {
-            self.names
-                .name(&Utc.timestamp_opt(0, 0).unwrap(), self.count)?
-        };
-        let out = match self.in_place {
-            true => CaptureOut::create_in_place(&name, &self.format)?,
-            false => CaptureOut::create(&name, &self.format)?,
-        };
-        let out = out.truncate_to(self.snaplen);
-        self.out = Some(out);
-        Ok(())
-    }
-
-    /// Close the current file (it takes its name now).
-    fn close(&mut self) -> Result<(), Fail> {
-        self.out.take().map_or(Ok(()), CaptureOut::finish)
-    }
-
-    /// Write one packet, in a new file first if one is due. `Ok(false)`:
-    /// `-G` with `-W N` has made its N files, the packet was not written
-    /// and the run should stop.
-    pub fn write(&mut self, pkt: &Packet<'_>) -> Result<bool, Fail> {
-        if self.ended {
-            return Ok(false);
-        }
-        if let Some(period) = self.rule.seconds {
-            let now = (self.clock)();
-            if now - self.since >= i64::from(period) {
-                self.since = now;
-                self.rotations += 1;
-                self.close()?;
-                let last = self.rule.files.filter(|_| self.rule.size.is_none());
-                if last.is_some_and(|n| self.rotations >= u64::from(n)) {
-                    self.ended = true;
-                    eprintln!("sluice: maximum file limit reached: {}", self.rotations);
-                    return Ok(false);
-                }
-                self.count = 0;
-                self.open()?;
-            }
-        }
-        if let Some(limit) = self.rule.size {
-            if self.out.as_ref().is_some_and(|o| o.offset() > limit) {
-                self.close()?;
-                self.count += 1;
-                if self.rule.files.is_some_and(|n| self.count >= u64::from(n)) {
-                    self.count = 0;
-                }
-                self.open()?;
-            }
-        }
-        match self.out.as_mut() {
-            Some(out) => {
-                out.flush_each = self.flush_each;
-                out.write(pkt)?;
-                Ok(true)
-            }
-            None => Ok(false),
-        }
-    }
-
-    /// Push what is buffered to the current file.
-    pub fn flush(&mut self) -> Result<(), Fail> {
-        self.out.as_mut().map_or(Ok(()), CaptureOut::flush)
-    }
-
-    /// Flush and close the current file.
-    pub fn finish(mut self) -> Result<(), Fail> {
-        self.close()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::FixedOffset;
-    use std::cell::Cell;
-    use std::path::{Path, PathBuf};
-
-    fn rule(size: Option<u64>, seconds: Option<u32>, files: Option<u32>) -> RotateArgs {
-        RotateArgs {
-            size,
-            seconds,
-            files,
-        }
-    }
-
-    /// The names of files 0..n of one period.
-    fn names(path: &str, r: &RotateArgs, n: u64) -> Vec<String> {
-        let at = FixedOffset::east_opt(3600)
-            .unwrap()
-            .with_ymd_and_hms(2024, 3, 9, 7, 5, 3)
-            .unwrap();
-        let names = Names::new(path, r);
-        (0..n).map(|i| names.name(&at, i).unwrap()).collect()
-    }
 
     #[test]
     fn sizes_are_millions_of_bytes() {
@@ -365,216 +118,16 @@ mod tests {
     }
 
     #[test]
-    fn names_with_c_alone_count_from_the_bare_name() {
-        let r = rule(Some(1), None, None);
-        assert_eq!(names("out", &r, 12)[..3], ["out", "out1", "out2"]);
-        assert_eq!(names("out", &r, 12)[11], "out11");
-        // Without -G, % is an ordinary character.
-        assert_eq!(names("a%Y", &r, 2), ["a%Y", "a%Y1"]);
-    }
-
-    #[test]
-    fn names_with_w_have_the_digits_of_n_minus_1() {
-        let digits = |w: u32| names("f", &rule(Some(1), None, Some(w)), 1)[0].len() - 1;
-        assert_eq!(digits(1), 0);
-        assert_eq!(digits(2), 1);
-        assert_eq!(digits(10), 1);
-        assert_eq!(digits(11), 2);
-        assert_eq!(digits(100), 2);
-        assert_eq!(digits(101), 3);
-        assert_eq!(
-            names("out", &rule(Some(1), None, Some(11)), 3),
-            ["out00", "out01", "out02"]
-        );
-        assert_eq!(names("out", &rule(Some(1), None, Some(1)), 1), ["out"]);
-    }
-
-    #[test]
-    fn names_with_g_are_strftime_patterns() {
-        let g = rule(None, Some(60), None);
-        assert_eq!(
-            names("out-%Y%m%d-%H%M%S.pcap", &g, 1),
-            ["out-20240309-070503.pcap"]
-        );
-        // -G with -W alone: no number (-W only counts the files).
-        assert_eq!(names("x-%M%%", &rule(None, Some(1), Some(3)), 1), ["x-05%"]);
-        // -G with -C: the number after the formatted name.
-        assert_eq!(
-            names("o-%S", &rule(Some(1), Some(1), None), 3),
-            ["o-03", "o-031", "o-032"]
-        );
-        assert_eq!(
-            names("o-%S", &rule(Some(1), Some(1), Some(3)), 2),
-            ["o-030", "o-031"]
-        );
-        assert!(valid_pattern("out-%Y%m%d-%H%M%S.pcap"));
-        assert!(!valid_pattern("out-%Q"));
-        assert!(!valid_pattern("out-%"));
-    }
-
-    fn dir(test: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("sluice-rotate-{}-{test}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
-    /// The files of a directory, by name, with their packet counts.
-    fn files(d: &Path) -> Vec<(String, usize)> {
-        let mut v: Vec<(String, usize)> = std::fs::read_dir(d)
-            .unwrap()
-            .map(|e| {
-                let p = e.unwrap().path();
-                let bytes = std::fs::read(&p).unwrap();
-                let mut r = sluice::capture::CaptureReader::from_reader(&bytes[..], "t").unwrap();
-                let mut n = 0;
-                while r.next_packet().unwrap().is_some() {
-                    n += 1;
-                }
-                (p.file_name().unwrap().to_string_lossy().into_owned(), n)
-            })
-            .collect();
-        v.sort();
-        v
-    }
-
-    /// The size limit of these tests, in bytes (less than -C 1 so that
-    /// one packet, which readers take up to 262,144 bytes, can fill it).
-    const LIMIT: u64 = 100_000;
-
-    /// Packet data that makes a new pcap file of exactly LIMIT bytes
-    /// (with the file's header and the packet's): not larger.
-    fn exact() -> Vec<u8> {
-        vec![0u8; LIMIT as usize - 40]
-    }
-
-    /// One byte more: the file is then larger than LIMIT.
-    fn over() -> Vec<u8> {
-        vec![0u8; LIMIT as usize - 39]
-    }
-
-    #[test]
-    fn the_ring_overwrites_the_oldest() {
-        let d = dir("ring");
-        let path = d.join("out");
-        let fmt = CaptureFormat::pcap(1, 65535);
-        let data = over();
-        let mut w = RotatingOut::create(
-            path.to_str().unwrap(),
-            &fmt,
-            &rule(Some(LIMIT), None, Some(3)),
-        )
-        .unwrap();
-        // One packet per file: out0, out1, out2, out0 again…
-        for t in 1..7 {
-            assert!(w.write(&Packet::new(t, 0, 1, &data)).unwrap());
-        }
-        assert!(w.write(&Packet::new(7, 0, 1, &[0; 10])).unwrap());
-        w.finish().unwrap();
-        assert_eq!(
-            files(&d),
-            [("out0".into(), 1), ("out1".into(), 1), ("out2".into(), 1)]
-        );
-        let first_ts = |name: &str| {
-            let b = std::fs::read(d.join(name)).unwrap();
-            u32::from_le_bytes(b[24..28].try_into().unwrap())
-        };
-        assert_eq!(
-            [first_ts("out0"), first_ts("out1"), first_ts("out2")],
-            [7, 5, 6]
-        );
-    }
-
-    #[test]
-    fn c_without_w_counts_up() {
-        let d = dir("count");
-        let path = d.join("out");
-        let fmt = CaptureFormat::pcap(1, 65535);
-        let data = exact();
-        let mut w =
-            RotatingOut::create(path.to_str().unwrap(), &fmt, &rule(Some(LIMIT), None, None))
-                .unwrap();
-        // A file of exactly LIMIT bytes takes one more packet.
-        for t in 0..4 {
-            w.write(&Packet::new(t, 0, 1, &data)).unwrap();
-            w.write(&Packet::new(t, 0, 1, &[0; 100])).unwrap();
-        }
-        w.finish().unwrap();
-        let want = [("out", 2), ("out1", 2), ("out2", 2), ("out3", 2)];
-        let want: Vec<(String, usize)> = want.iter().map(|(n, c)| (n.to_string(), *c)).collect();
-        assert_eq!(files(&d), want);
-    }
-
-    thread_local! {
-        static NOW: Cell<i64> = const { Cell::new(0) };
-    }
-
-    fn fake_clock() -> i64 {
-        NOW.with(|n| n.get())
-    }
-
-    #[test]
-    fn g_with_w_stops_after_n_files() {
-        let d = dir("g");
-        let pattern = d.join("g-%s");
-        let fmt = CaptureFormat::pcap(1, 65535);
-        let r = rule(None, Some(10), Some(2));
-        NOW.with(|n| n.set(1_000));
-        let mut w = RotatingOut::with_clock(pattern.to_str().unwrap(), &fmt, &r, fake_clock, false)
-            .unwrap();
-        let mut written = 0;
-        for t in 0..40 {
-            NOW.with(|n| n.set(1_000 + t));
-            if !w.write(&Packet::new(t, 0, 1, &[1; 60])).unwrap() {
-                break;
-            }
-            written += 1;
-        }
-        assert_eq!(written, 20);
-        assert!(!w.write(&Packet::new(99, 0, 1, &[1; 60])).unwrap());
-        w.finish().unwrap();
-        assert_eq!(files(&d), [("g-1000".into(), 10), ("g-1010".into(), 10)]);
-    }
-
-    #[test]
-    fn g_with_c_numbers_within_each_period() {
-        let d = dir("gc");
-        let pattern = d.join("p%s-");
-        let fmt = CaptureFormat::pcap(1, 65535);
-        let r = rule(Some(LIMIT), Some(5), None);
-        let data = exact();
-        NOW.with(|n| n.set(50));
-        let mut w = RotatingOut::with_clock(pattern.to_str().unwrap(), &fmt, &r, fake_clock, false)
-            .unwrap();
-        for t in 0..3 {
-            w.write(&Packet::new(t, 0, 1, &data)).unwrap();
-            w.write(&Packet::new(t, 0, 1, &[0; 10])).unwrap();
-        }
-        NOW.with(|n| n.set(56));
-        w.write(&Packet::new(9, 0, 1, &data)).unwrap();
-        w.write(&Packet::new(9, 0, 1, &[0; 10])).unwrap();
-        w.write(&Packet::new(9, 0, 1, &data)).unwrap();
-        w.finish().unwrap();
-        // p50- gets two packets (exactly LIMIT bytes, then larger),
-        // p50-1 the next two…, and the next period starts at p56- again.
-        assert_eq!(
-            files(&d),
-            [
-                ("p50-".into(), 2),
-                ("p50-1".into(), 2),
-                ("p50-2".into(), 2),
-                ("p56-".into(), 2),
-                ("p56-1".into(), 1),
-            ]
-        );
-    }
-
-    #[test]
     fn usage_rules() {
         // (The refusals exit; they are run as commands in tests/cli.)
         assert!(!RotateArgs::default().any());
-        assert!(rule(None, None, Some(2)).any());
+        let r = RotateArgs {
+            size: Some(1),
+            seconds: Some(1),
+            files: Some(1),
+        };
+        assert!(r.rule().any());
         RotateArgs::default().check(None);
-        rule(Some(1), Some(1), Some(1)).check(Some("out-%H"));
+        r.check(Some("out-%H"));
     }
 }

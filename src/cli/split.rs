@@ -1,14 +1,16 @@
 //! `sluice split`: many named filters over a capture in one pass, with one
 //! merged classifier per link type (not one program per filter).
 
-use super::live::{Classify, Event, Live, LiveArgs};
-use super::output::{out_dir, CaptureOut};
+use super::live::{Live, LiveArgs};
 use super::{
-    cached, for_each_packet, for_each_packet_declaring, linktype_of, open_capture, read_text, Fail,
+    cached, for_each_packet, for_each_packet_declaring, linktype_of, open_capture, out_fail,
+    read_text, signals, Fail, Reader,
 };
 use clap::ArgGroup;
+use sluice::capture::sink::{FileSet, Placement};
 use sluice::capture::{CaptureFormat, Packet};
 use sluice::fragments::{Config, Counters, Dispatcher, Limits, Mode, Output, Source};
+use sluice::live::session::{Classify, Event};
 use sluice::split::{FilterLine, Merging, MergingScratch};
 use sluice::{LinkType, Program};
 use std::collections::HashMap;
@@ -164,48 +166,30 @@ fn many(mut errors: Vec<(usize, String)>, before_output: bool) -> Fail {
     Fail(lines.join("\nsluice: "))
 }
 
-/// The per-filter output files.
-struct Outputs {
-    writers: Vec<CaptureOut>,
+/// The per-filter output files, one in `dir` for each filter, created
+/// now (each gets a file, packets or not); `placement` says how they are
+/// put in place (live captures write in place).
+fn outputs(
+    dir: &Path,
+    filters: &[FilterLine],
+    format: &CaptureFormat,
+    placement: Placement,
+) -> Result<FileSet, Fail> {
+    super::name_stale_in(dir);
+    let names: Vec<&str> = filters.iter().map(|f| f.name.as_str()).collect();
+    FileSet::create(dir, &names, format, "", true, placement).map_err(out_fail)
 }
 
-impl Outputs {
-    /// One file per filter in `dir`; `in_place` writes each under its own
-    /// name from the start (live captures).
-    fn create(
-        dir: &Path,
-        filters: &[FilterLine],
-        format: &CaptureFormat,
-        in_place: bool,
-    ) -> Result<Outputs, Fail> {
-        out_dir("--out-dir", dir)?;
-        let ext = if format.is_pcapng() { "pcapng" } else { "pcap" };
-        let writers = filters
-            .iter()
-            .map(|f| {
-                let path = dir.join(format!("{}.{ext}", f.name));
-                let path = path.to_string_lossy();
-                match in_place {
-                    true => CaptureOut::create_in_place(&path, format),
-                    false => CaptureOut::create(&path, format),
-                }
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(Outputs { writers })
+/// Close every output file and put them in place (all or none), each
+/// declaring the input's interface when it got no packet.
+fn finish(outputs: Option<FileSet>, reader: Option<&Reader>) -> Result<(), Fail> {
+    let Some(mut o) = outputs else {
+        return Ok(());
+    };
+    if let Some(info) = reader.and_then(|r| r.declared_interfaces().first().copied()) {
+        o.declare(info).map_err(out_fail)?;
     }
-
-    /// Flush and close every file; the first error, if any.
-    fn finish(self) -> Result<(), Fail> {
-        let mut first = Ok(());
-        for w in self.writers {
-            if let Err(e) = w.finish() {
-                if first.is_ok() {
-                    first = Err(e);
-                }
-            }
-        }
-        first
-    }
+    o.finish().map(|_| ()).map_err(out_fail)
 }
 
 /// One bit per packet.
@@ -293,10 +277,11 @@ fn run_mpf(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), F
     if filters.is_empty() {
         return Err(Fail(format!("{file}: no filters")));
     }
+    signals::install(false)?;
     let (mut reader, size) = open_capture(args.read.as_deref())?;
     let format = reader.format();
     let mut outputs = match &args.out_dir {
-        Some(dir) => Some(Outputs::create(dir, filters, &format, false)?),
+        Some(dir) => Some(outputs(dir, filters, &format, Placement::Replace)?),
         None => None,
     };
     let mut counts = vec![0u64; filters.len()];
@@ -332,7 +317,7 @@ fn run_mpf(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), F
         seen += 1;
         Ok(())
     });
-    let finished = outputs.map_or(Ok(()), Outputs::finish);
+    let finished = finish(outputs, Some(&reader));
     let s = set.stats();
     let dropped = s.pending_expired + s.pending_dropped_full;
     if (dropped > 0 || s.pending > 0) && !args.json {
@@ -362,6 +347,9 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
         }
         return run_live(&args, &filters, file);
     }
+    // Interrupted (SIGINT, SIGTERM, SIGHUP), the run stops reading and
+    // keeps what it wrote, as tcpdump does.
+    signals::install(false)?;
     let (mut reader, size) = open_capture(args.read.as_deref())?;
     let name = reader.name().to_string();
     let format = reader.format();
@@ -392,10 +380,10 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
         return Err(Fail(format!("{file}: no filters")));
     }
 
-    let mut outputs: Option<Outputs> = None;
-    let open_outputs = |outputs: &mut Option<Outputs>| -> Result<(), Fail> {
+    let mut outputs: Option<FileSet> = None;
+    let open_outputs = |outputs: &mut Option<FileSet>| -> Result<(), Fail> {
         if let (None, Some(dir)) = (&outputs, &args.out_dir) {
-            *outputs = Some(Outputs::create(dir, &filters, &format, false)?);
+            *outputs = Some(self::outputs(dir, &filters, &format, Placement::Replace)?);
         }
         Ok(())
     };
@@ -492,8 +480,9 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
         build(&filters, LinkType::EN10MB, file).map_err(|e| many(e, true))?;
         open_outputs(&mut outputs)?;
     }
-    // Whatever happened, keep everything processed so far.
-    let finished = outputs.map_or(Ok(()), Outputs::finish);
+    // Whatever happened (the end, an interrupt, a bad record), keep
+    // everything processed so far.
+    let finished = finish(outputs, Some(&reader));
     let frag = dispatcher.as_ref().map(|d| *d.counters());
     // A failed run prints no counts.
     status.and(finished)?;
@@ -549,7 +538,7 @@ fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), 
         fcs_len: None,
     };
     let mut outputs = match &args.out_dir {
-        Some(dir) => Some(Outputs::create(dir, filters, &format, true)?),
+        Some(dir) => Some(outputs(dir, filters, &format, Placement::InPlace)?),
         None => None,
     };
     eprintln!("sluice: {}", live.banner());
@@ -569,13 +558,15 @@ fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), 
     };
     let mut counts = vec![0u64; filters.len()];
     let (report_, status) = live.run(outputs.is_some(), make, |event| {
-        let Event::Packet(pkt, ids) = event else {
-            if let Some(o) = outputs.as_mut() {
-                for w in &mut o.writers {
-                    w.flush()?;
+        let (pkt, ids) = match event {
+            Event::Packet(pkt, ids) => (pkt, ids),
+            Event::Flush => {
+                if let Some(o) = outputs.as_mut() {
+                    o.flush().map_err(out_fail)?;
                 }
+                return Ok(true);
             }
-            return Ok(true);
+            _ => return Ok(true),
         };
         let mut to = Deliver {
             counts: &mut counts,
@@ -585,7 +576,7 @@ fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), 
         to.deliver(0, pkt, ids)?;
         Ok(true)
     });
-    let finished = outputs.take().map_or(Ok(()), Outputs::finish);
+    let finished = finish(outputs.take(), None);
     eprint!("{}", report_.text(args.json));
     status.and(finished)?;
     if args.count {
@@ -598,7 +589,7 @@ fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), 
 struct Deliver<'a> {
     counts: &'a mut [u64],
     bits: Option<&'a mut Vec<Bits>>,
-    outputs: Option<&'a mut Outputs>,
+    outputs: Option<&'a mut FileSet>,
 }
 
 impl Deliver<'_> {
@@ -611,7 +602,7 @@ impl Deliver<'_> {
                 b[i].set(index);
             }
             if let Some(o) = self.outputs.as_deref_mut() {
-                o.writers[i].write(pkt)?;
+                o.write(i, pkt).map_err(out_fail)?;
             }
         }
         Ok(())

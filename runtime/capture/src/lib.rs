@@ -7,6 +7,10 @@
 //! * [`CaptureWriter`] writes pcap or pcapng, mirroring a reader's
 //!   [`CaptureFormat`] when asked to.
 //! * [`CaptureError`] names the file, the byte offset and the problem.
+//! * [`Packet`] is a packet borrowed from a buffer, [`OwnedPacket`] one
+//!   that owns its bytes: the two packet types of every stage after this.
+//! * [`sink`] writes accepted packets to files safely: no clobbering, no
+//!   half-written files, rotation, one file per filter.
 //!
 //! ```
 //! use sluice_capture::{CaptureReader, CaptureWriter, CaptureFormat, Packet};
@@ -30,12 +34,15 @@
 mod error;
 mod format;
 mod input;
+mod owned;
 mod range;
 mod reader;
+pub mod sink;
 mod writer;
 
 pub use error::{CaptureError, ErrorKind};
 pub use format::{max_snaplen_for_linktype, CaptureFormat, InterfaceInfo};
+pub use owned::OwnedPacket;
 pub use range::{
     open_range, verify_chain, BadCheckpoint, CaptureRange, ChainFault, Checkpoint, RangeEnds,
 };
@@ -75,6 +82,17 @@ pub struct Packet<'a> {
 }
 
 impl<'a> Packet<'a> {
+    /// A copy that owns its bytes.
+    ///
+    /// ```
+    /// use sluice_capture::Packet;
+    /// let p = Packet::new(1, 2, 1, b"abc");
+    /// assert_eq!(p.to_owned_packet().as_packet(), p);
+    /// ```
+    pub fn to_owned_packet(&self) -> OwnedPacket {
+        OwnedPacket::from(self)
+    }
+
     /// A packet with these timestamp, link type and bytes; `caplen` and
     /// `wirelen` are `data.len()`, `snaplen` is 262144 and `interface` 0.
     ///

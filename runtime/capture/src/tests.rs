@@ -923,20 +923,30 @@ fn mirror_input_format() {
 }
 
 #[test]
-fn writer_rejects_unwritable_packets() {
+fn writer_copies_times_as_libpcap_dumps_them() {
+    // libpcap's dumper writes the seconds' low 32 bits and the fraction
+    // as it is, in or out of range: tcpdump -w copies such records.
     let mut w = CaptureWriter::new(Vec::new(), "w", &CaptureFormat::pcap(1, 0)).unwrap();
-    let e = w.write_packet(&Packet::new(-1, 0, 1, b"x")).unwrap_err();
-    assert!(matches!(e.kind(), ErrorKind::Unwritable(_)));
-    let e = w
-        .write_packet(&Packet::new(1, 1_000_000_000, 1, b"x"))
-        .unwrap_err();
-    assert!(matches!(e.kind(), ErrorKind::Unwritable(_)));
+    w.write_packet(&Packet::new(-1, 0, 1, b"x")).unwrap();
+    w.write_packet(&Packet::new(1 << 32 | 7, 1_500_000_000, 1, b"y"))
+        .unwrap();
+    let b = w.finish().unwrap();
+    let field = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    assert_eq!((field(24), field(28)), (u32::MAX, 0));
+    assert_eq!((field(24 + 17), field(28 + 17)), (7, 1_500_000));
     let mut w = CaptureWriter::new(Vec::new(), "w", &CaptureFormat::pcapng()).unwrap();
-    let e = w
-        .write_packet(&Packet::new(i64::MAX, 0, 1, b"x"))
-        .unwrap_err();
-    assert!(matches!(e.kind(), ErrorKind::Unwritable(_)));
-    assert_eq!(e.offset(), 28);
+    w.write_packet(&Packet::new(i64::MAX, 0, 1, b"x")).unwrap();
+    assert!(w.finish().is_ok());
+}
+
+#[test]
+fn empty_pcapng_outputs_declare_an_interface() {
+    let out = CaptureWriter::new(Vec::new(), "w", &CaptureFormat::pcapng())
+        .unwrap()
+        .finish()
+        .unwrap();
+    let r = CaptureReader::from_reader(&out[..], "w").unwrap();
+    assert_eq!(r.linktype(), Some(1));
 }
 
 #[test]

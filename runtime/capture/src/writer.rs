@@ -1,5 +1,6 @@
 //! Buffered pcap and pcapng writers.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -41,6 +42,12 @@ pub struct CaptureWriter<W: Write> {
     name: String,
     pos: u64,
     kind: Kind,
+    /// Packets written (buffered ones included).
+    packets: u64,
+    /// Packets whose every byte the inner writer has taken.
+    packets_out: u64,
+    /// Where each packet still (partly) in the buffer ends.
+    pending: VecDeque<u64>,
 }
 
 impl<W: Write> std::fmt::Debug for CaptureWriter<W> {
@@ -122,6 +129,9 @@ impl<W: Write> CaptureWriter<W> {
                 nanos: false,
                 linktype: 0,
             },
+            packets: 0,
+            packets_out: 0,
+            pending: VecDeque::new(),
         };
         match *format {
             CaptureFormat::Pcap {
@@ -247,9 +257,6 @@ impl<W: Write> CaptureWriter<W> {
         let Ok(caplen) = u32::try_from(p.data.len()) else {
             return Err(self.err(ErrorKind::Unwritable("packet longer than 4 GiB")));
         };
-        if p.ts_nsec >= 1_000_000_000 {
-            return Err(self.err(ErrorKind::Unwritable("ts_nsec is 1 second or more")));
-        }
         match self.kind {
             Kind::Pcap {
                 be,
@@ -262,11 +269,9 @@ impl<W: Write> CaptureWriter<W> {
                         packet: p.linktype,
                     }));
                 }
-                let Ok(secs) = u32::try_from(p.ts_sec) else {
-                    return Err(self.err(ErrorKind::Unwritable(
-                        "timestamp outside the pcap range (1970..2106)",
-                    )));
-                };
+                // The header's 32 bits of seconds, as libpcap's dumper
+                // writes them (a time out of range wraps, it is not refused).
+                let secs = p.ts_sec as u32;
                 let frac = if nanos { p.ts_nsec } else { p.ts_nsec / 1000 };
                 let mut h = [0u8; 16];
                 h[0..4].copy_from_slice(&e32(be, secs));
@@ -284,15 +289,10 @@ impl<W: Write> CaptureWriter<W> {
                 else {
                     return Err(self.err(ErrorKind::Unwritable("packet too long for a block")));
                 };
-                let Some(ts) = u64::try_from(p.ts_sec)
-                    .ok()
-                    .and_then(|s| s.checked_mul(1_000_000_000))
-                    .and_then(|n| n.checked_add(u64::from(p.ts_nsec)))
-                else {
-                    return Err(self.err(ErrorKind::Unwritable(
-                        "timestamp outside the pcapng nanosecond range (1970..2554)",
-                    )));
-                };
+                // 64 bits of nanoseconds (a time out of range wraps).
+                let ts = (p.ts_sec as u64)
+                    .wrapping_mul(1_000_000_000)
+                    .wrapping_add(u64::from(p.ts_nsec));
                 let id = self.declare_interface(InterfaceInfo {
                     linktype: p.linktype,
                     snaplen: p.snaplen,
@@ -311,7 +311,48 @@ impl<W: Write> CaptureWriter<W> {
                 self.put(&e32(be, len))?;
             }
         }
+        self.packets += 1;
+        self.pending.push_back(self.pos);
+        self.settle();
         Ok(())
+    }
+
+    /// Count the packets whose bytes have all left the buffer.
+    fn settle(&mut self) {
+        let taken = self.pos - self.out.buffer().len() as u64;
+        while self.pending.front().is_some_and(|&end| end <= taken) {
+            self.pending.pop_front();
+            self.packets_out += 1;
+        }
+    }
+
+    /// Packets written so far, buffered ones included.
+    ///
+    /// ```
+    /// use sluice_capture::{CaptureFormat, CaptureWriter, Packet};
+    /// let mut w = CaptureWriter::new(Vec::new(), "mem", &CaptureFormat::pcap(1, 0))?;
+    /// w.write_packet(&Packet::new(1, 0, 1, &[0u8; 4]))?;
+    /// assert_eq!((w.packets(), w.packets_out()), (1, 0));
+    /// w.flush()?;
+    /// assert_eq!(w.packets_out(), 1);
+    /// # Ok::<(), sluice_capture::CaptureError>(())
+    /// ```
+    pub fn packets(&self) -> u64 {
+        self.packets
+    }
+
+    /// Packets whose every byte the underlying writer has taken (what a
+    /// file holds whole when a later write fails).
+    pub fn packets_out(&self) -> u64 {
+        self.packets_out
+    }
+
+    /// Interfaces declared so far (pcapng; 1 for pcap).
+    pub fn interfaces_declared(&self) -> usize {
+        match &self.kind {
+            Kind::Pcap { .. } => 1,
+            Kind::PcapNg { interfaces, .. } => interfaces.len(),
+        }
     }
 
     /// Number of bytes written so far (including buffered ones).
@@ -338,7 +379,9 @@ impl<W: Write> CaptureWriter<W> {
     /// # Ok::<(), sluice_capture::CaptureError>(())
     /// ```
     pub fn flush(&mut self) -> Result<(), CaptureError> {
-        match self.out.flush() {
+        let r = self.out.flush();
+        self.settle();
+        match r {
             Ok(()) => Ok(()),
             Err(e) => Err(self.err(e.into())),
         }
@@ -352,7 +395,15 @@ impl<W: Write> CaptureWriter<W> {
     /// assert_eq!(bytes.len(), 24);
     /// # Ok::<(), sluice_capture::CaptureError>(())
     /// ```
-    pub fn finish(self) -> Result<W, CaptureError> {
+    pub fn finish(mut self) -> Result<W, CaptureError> {
+        // A pcapng file without an interface description is one no reader
+        // takes: an output that got no packet declares Ethernet.
+        if self.interfaces_declared() == 0 {
+            self.declare_interface(InterfaceInfo {
+                linktype: 1,
+                snaplen: 0,
+            })?;
+        }
         let (name, pos) = (self.name, self.pos);
         let mut inner = self
             .out

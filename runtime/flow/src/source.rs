@@ -15,7 +15,8 @@
 //! * `(iface,NAME[,SECONDS][,PACKETS])` (also `device`): live capture on
 //!   an interface (`any` for all of them), through the kernel's packet
 //!   ring, until SECONDS have passed, PACKETS were captured, or
-//!   [`stop_flag`] is set (the command sets it on SIGINT and SIGTERM).
+//!   [`stop_flag`] is set (the command sets it on SIGINT, SIGTERM and
+//!   SIGHUP; file sources end there too).
 
 use crate::class::{number, ArgError, OwnedPacket, Source, SourceClass};
 use crate::value::Value;
@@ -41,6 +42,10 @@ fn big_endian(f: &CaptureFormat) -> bool {
 }
 
 fn fill(r: &mut Reader, out: &mut OwnedPacket) -> Result<bool, String> {
+    // Asked to stop: the file ends here, as if it had no more packets.
+    if stopped() {
+        return Ok(false);
+    }
     let be = big_endian(&r.format());
     match r.next_packet().map_err(|e| e.to_string())? {
         None => Ok(false),
@@ -291,16 +296,23 @@ impl Source for Replay {
     }
 }
 
-/// Set to end every live source at its next packet boundary (the `sluice
-/// flow` command sets it on SIGINT and SIGTERM).
+/// Whether [`stop_flag`] is set.
+fn stopped() -> bool {
+    STOP.get().is_some_and(|f| f.load(Ordering::Relaxed))
+}
+
+static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// Set to end every source at its next packet boundary, as if its input
+/// had ended (the `sluice flow` command sets it on SIGINT, SIGTERM and
+/// SIGHUP, so files keep what was written).
 ///
 /// ```
 /// let f = sluice_flow::source::stop_flag();
 /// assert!(!f.load(std::sync::atomic::Ordering::Relaxed));
 /// ```
 pub fn stop_flag() -> Arc<AtomicBool> {
-    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-    FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)))
+    STOP.get_or_init(|| Arc::new(AtomicBool::new(false)))
         .clone()
 }
 

@@ -8,6 +8,11 @@
 //!   [`sluice_capture::Packet`]s, what capture files give, with VLAN tags
 //!   the kernel took off put back where libpcap puts them and the `any`
 //!   device's frames under a Linux cooked v2 header.
+//! * [`session::Session`] runs a whole capture: a worker per ring joined
+//!   by fanout, each classifying, the accepted packets merged back into
+//!   timestamp order for one sink, a filter swapped while capturing, the
+//!   kernel's counts, and the ways a capture ends. Every front end that
+//!   captures live (the command, flows, the daemon) runs through it.
 //! * [`Sender`] sends frames out of an interface, paced.
 //! * [`interfaces()`] lists interfaces as tcpdump's `-D` does.
 //!
@@ -37,6 +42,7 @@ mod kernel;
 mod retag;
 mod ring;
 mod send;
+pub mod session;
 mod sys;
 
 pub use capture::{Capture, Config, Direction, Dispatched, KernelStats};

@@ -3,7 +3,6 @@
 use crate::FilterLine;
 use sluice_capture::CaptureError;
 use sluice_filter::LinkType;
-use std::path::PathBuf;
 
 /// A filter of the set that does not compile for a link type.
 #[derive(Debug)]
@@ -50,14 +49,10 @@ pub enum SplitError {
     /// record: every packet before it was processed).
     #[error(transparent)]
     Capture(#[from] CaptureError),
-    /// An output file could not be written.
-    #[error("cannot write output {}: {source}", .path.display())]
-    Output {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
+    /// An output file could not be written (the message names it, and
+    /// how many packets it holds).
+    #[error(transparent)]
+    Output(#[from] sluice_capture::sink::OutputError),
     /// The caller's progress callback asked to stop (an interrupt).
     #[error("stopped")]
     Stopped,

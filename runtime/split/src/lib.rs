@@ -9,8 +9,8 @@
 //! * [`Splitter`]: the set compiled once per link type met and shared by
 //!   threads; [`Classify`] gives each packet's filters (all of them, or
 //!   the first in set order).
-//! * [`OutputFiles`]: one capture file per filter, renamed into place
-//!   when finished.
+//! * Output files are written by [`sluice_capture::sink::FileSet`]: one
+//!   capture file per filter, all put in place when finished, or none.
 //! * [`split`]: one pass over a file, or over the records that start in
 //!   one byte range of it ([`Part`]), so that workers can share a large
 //!   file (with [`sluice_capture::verify_chain`] proving the cuts exact).
@@ -30,14 +30,12 @@
 
 pub mod compile;
 mod error;
-mod files;
 mod filters;
 mod merging;
 mod run;
 mod splitter;
 
 pub use error::{BadFilter, SplitError};
-pub use files::OutputFiles;
 pub use filters::{check_name, filter_pairs, parse_filters, FilterLine};
 pub use merging::{Merging, MergingScratch, Rejected};
 pub use run::{split, Outputs, Part, Report};

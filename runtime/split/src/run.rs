@@ -2,7 +2,8 @@
 //! start in one byte range of it: counts per filter, and per-filter
 //! capture files.
 
-use crate::{OutputFiles, SplitError, Splitter};
+use crate::{SplitError, Splitter};
+use sluice_capture::sink::{FileSet, Placement};
 use sluice_capture::{open_range, CaptureFormat, Checkpoint, RangeEnds};
 use std::path::{Path, PathBuf};
 
@@ -134,13 +135,25 @@ pub fn split(
     }
     let n = splitter.filters().len();
     let mut files = match outputs {
-        Some(o) => Some(OutputFiles::create(
-            &o.dir,
-            splitter.filters(),
-            &format,
-            &o.suffix,
-            o.eager,
-        )?),
+        Some(o) => {
+            let names: Vec<&str> = splitter.filters().iter().map(|f| f.name.as_str()).collect();
+            let mut set = FileSet::create(
+                &o.dir,
+                &names,
+                &format,
+                &o.suffix,
+                o.eager,
+                Placement::Replace,
+            )?;
+            if let CaptureFormat::PcapNg {
+                first_interface: Some(info),
+                ..
+            } = format
+            {
+                set.declare(info)?;
+            }
+            Some(set)
+        }
         None => None,
     };
     let mut classify = splitter.classifier(big_endian);
@@ -168,7 +181,7 @@ pub fn split(
             counts[id as usize] += 1;
             if let Some(f) = files.as_mut() {
                 if let Err(e) = f.write(id as usize, &pkt) {
-                    failed = Some(e);
+                    failed = Some(SplitError::Output(e));
                     break;
                 }
             }
@@ -187,7 +200,7 @@ pub fn split(
         Some(f) => match f.finish() {
             Ok(v) => v,
             Err(e) => {
-                error = error.or(Some(e));
+                error = error.or(Some(SplitError::Output(e)));
                 vec![None; n]
             }
         },

@@ -6,53 +6,52 @@
 //! horizon), so one output file is in timestamp order whatever ring each
 //! packet came through.
 
-use super::Fail;
 use std::collections::VecDeque;
 
 /// Packets a worker hands over at once: one ring block's accepted ones.
-pub(super) struct Batch {
-    pub(super) worker: usize,
+pub(crate) struct Batch {
+    pub(crate) worker: usize,
     /// No packet of this worker still to come is older than this
     /// (nanoseconds since 1970).
-    pub(super) horizon: i128,
+    pub(crate) horizon: i128,
     /// Packets the worker saw (accepted or not) since its last batch.
-    pub(super) seen: u64,
-    pub(super) bytes: Vec<u8>,
-    pub(super) items: Vec<Item>,
-    pub(super) ids: Vec<u32>,
+    pub(crate) seen: u64,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) items: Vec<Item>,
+    pub(crate) ids: Vec<u32>,
 }
 
 /// One accepted packet of a [`Batch`].
 #[derive(Clone, Copy)]
-pub(super) struct Item {
-    pub(super) ts_sec: i64,
-    pub(super) ts_nsec: u32,
-    pub(super) wirelen: u32,
-    pub(super) data: (u32, u32),
-    pub(super) ids: (u32, u32),
+pub(crate) struct Item {
+    pub(crate) ts_sec: i64,
+    pub(crate) ts_nsec: u32,
+    pub(crate) wirelen: u32,
+    pub(crate) data: (u32, u32),
+    pub(crate) ids: (u32, u32),
 }
 
 impl Item {
-    pub(super) fn ts(&self) -> i128 {
+    pub(crate) fn ts(&self) -> i128 {
         i128::from(self.ts_sec) * 1_000_000_000 + i128::from(self.ts_nsec)
     }
 }
 
 /// Per-worker queues of accepted packets, merged by timestamp.
-pub(super) struct Merge {
+pub(crate) struct Merge {
     queues: Vec<VecDeque<(Batch, usize)>>,
     horizons: Vec<i128>,
 }
 
 impl Merge {
-    pub(super) fn new(n: usize) -> Merge {
+    pub(crate) fn new(n: usize) -> Merge {
         Merge {
             queues: (0..n).map(|_| VecDeque::new()).collect(),
             horizons: vec![i128::MIN; n],
         }
     }
 
-    pub(super) fn push(&mut self, b: Batch) {
+    pub(crate) fn push(&mut self, b: Batch) {
         let w = b.worker;
         self.horizons[w] = self.horizons[w].max(b.horizon);
         if !b.items.is_empty() {
@@ -61,17 +60,17 @@ impl Merge {
     }
 
     /// A worker has ended: nothing more comes from it.
-    pub(super) fn done(&mut self, w: usize) {
+    pub(crate) fn done(&mut self, w: usize) {
         self.horizons[w] = i128::MAX;
     }
 
     /// Hand `out` every packet no worker can still precede (all of them
     /// with `all`), oldest first.
-    pub(super) fn drain(
+    pub(crate) fn drain<E>(
         &mut self,
         all: bool,
-        mut out: impl FnMut(&Item, &[u8], &[u32]) -> Result<(), Fail>,
-    ) -> Result<(), Fail> {
+        mut out: impl FnMut(&Item, &[u8], &[u32]) -> Result<(), E>,
+    ) -> Result<(), E> {
         let limit = if all {
             i128::MAX
         } else {
@@ -132,7 +131,7 @@ mod tests {
         let mut got = Vec::new();
         m.drain(all, |i, _, _| {
             got.push(i.ts_sec);
-            Ok(())
+            Ok::<(), ()>(())
         })
         .unwrap();
         got
