@@ -5,6 +5,8 @@
 mod common;
 
 mod basics;
+mod full_disk;
+mod interrupt;
 mod readme;
 mod rotate;
 mod safety;
