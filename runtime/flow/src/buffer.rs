@@ -4,9 +4,15 @@
 //!
 //! # Layout
 //!
-//! Every buffer is one flat array of atomic words plus a few atomic
-//! counters; positions are offsets into that array, never pointers, so the
-//! same layout can later be placed in memory shared between processes.
+//! Every buffer is one flat array of atomic words, its counters included
+//! in a header at the start; positions are offsets into that array, never
+//! pointers. The array lives on this process's heap ([`PBuf::new`],
+//! [`IBuf::new`]) or in a region shared with other processes
+//! ([`PBuf::in_region`], [`PBuf::attach`], [`IBuf::in_region`],
+//! [`IBuf::attach`]): the sluice daemon writes a group's buffers and each
+//! client process reads its own with the same [`Reader`]. Values read from
+//! a region another process can write are never trusted to stay in range:
+//! lengths and counts taken from there are clamped before use.
 //!
 //! * [`PBuf`]: `slots` fixed-size slots. Slot `i` starts at word
 //!   `i * slot_words`; its first [`HEADER_WORDS`] words are the header
@@ -57,7 +63,9 @@
 //!   lock), so [`MBuf::snapshot`] and [`MBuf::load_u64`] read consistent
 //!   values while the filter runs.
 
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use sluice_shm::Region;
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::Arc;
 
 mod mbuf;
 
@@ -68,6 +76,79 @@ pub const HEADER_WORDS: usize = 4;
 /// Readers one IBuf can have at once.
 pub const MAX_READERS: usize = 32;
 const FREE: u64 = u64::MAX;
+
+/// Where a buffer's words live.
+#[derive(Clone, Debug)]
+enum Storage {
+    /// This process's heap.
+    Heap(Arc<[AtomicU64]>),
+    /// A region shared with other processes.
+    Shared(Arc<Region>),
+}
+
+impl Storage {
+    fn heap(words: usize) -> Storage {
+        Storage::Heap((0..words).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    fn words(&self) -> &[AtomicU64] {
+        match self {
+            Storage::Heap(w) => w,
+            Storage::Shared(r) => r.words(),
+        }
+    }
+}
+
+/// A buffer's magic word: what it is and the layout's version.
+const PBUF_MAGIC: u64 = u64::from_be_bytes(*b"SLPBUF01");
+const IBUF_MAGIC: u64 = u64::from_be_bytes(*b"SLIBUF01");
+
+// The PBuf's header words.
+const P_MAGIC: usize = 0;
+const P_SLOTS: usize = 1;
+const P_SLOT_BYTES: usize = 2;
+const P_PREF: usize = 3;
+const P_HEAD: usize = 4;
+const P_W: usize = 5;
+const P_DROPS: usize = 6;
+/// Words before the first slot.
+const P_HEADER: usize = 8;
+
+// The IBuf's header words.
+const I_MAGIC: usize = 0;
+const I_CAP: usize = 1;
+const I_PREF: usize = 2;
+const I_HEAD: usize = 3;
+const I_W: usize = 4;
+const I_USED: usize = 5;
+const I_DROPS: usize = 6;
+const I_DONE: usize = 7;
+const I_ACCEPTED: usize = 8;
+const I_SLEEPING: usize = 9;
+/// The reader slots.
+const I_READERS: usize = 16;
+/// Words before the first entry.
+const I_HEADER: usize = I_READERS + MAX_READERS;
+
+fn pref_word(p: Preference) -> u64 {
+    match p {
+        Preference::Slow => 0,
+        Preference::Fast => 1,
+    }
+}
+
+fn pref_of(w: u64) -> Option<Preference> {
+    match w {
+        0 => Some(Preference::Slow),
+        1 => Some(Preference::Fast),
+        _ => None,
+    }
+}
+
+/// Why a shared region is not a buffer of the expected kind.
+fn bad_region(what: &str) -> std::io::Error {
+    std::io::Error::other(format!("the shared region is not a {what}"))
+}
 
 /// What the writer does when readers fall behind (FFPF's buffer management
 /// systems).
@@ -168,10 +249,7 @@ pub struct PBuf {
     slot_words: usize,
     slot_bytes: usize,
     pref: Preference,
-    words: Box<[AtomicU64]>,
-    head: AtomicU64,
-    w: AtomicU64,
-    drops: AtomicU64,
+    store: Storage,
 }
 
 impl PBuf {
@@ -183,19 +261,103 @@ impl PBuf {
     /// assert_eq!(p.slots(), 8);
     /// ```
     pub fn new(slots: usize, slot_bytes: usize, pref: Preference) -> PBuf {
-        let slots = slots.max(1);
-        let slot_words = HEADER_WORDS + slot_bytes.div_ceil(8);
-        let words = (0..slots * slot_words).map(|_| AtomicU64::new(0)).collect();
-        PBuf {
+        let (slots, slot_words) = PBuf::shape(slots, slot_bytes);
+        let store = Storage::heap(P_HEADER + slots * slot_words);
+        PBuf::laid_out(store, slots, slot_bytes, pref)
+    }
+
+    /// A buffer like [`PBuf::new`]'s, in a new region shared with other
+    /// processes (the region is what they map, read-only).
+    ///
+    /// ```
+    /// use sluice_flow::buffer::{PBuf, Preference};
+    /// let p = PBuf::in_region(4, 64, Preference::Slow)?;
+    /// let seen = PBuf::attach(std::sync::Arc::new(sluice_shm::Region::map(p.region().unwrap().read_only_fd()?, false)?))?;
+    /// assert_eq!((seen.slots(), seen.slot_bytes()), (4, 64));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn in_region(slots: usize, slot_bytes: usize, pref: Preference) -> std::io::Result<PBuf> {
+        let (slots, slot_words) = PBuf::shape(slots, slot_bytes);
+        let words = slots
+            .checked_mul(slot_words)
+            .and_then(|w| w.checked_add(P_HEADER))
+            .ok_or_else(|| std::io::Error::other("packet buffer too large"))?;
+        let region = Region::create("pbuf", words.saturating_mul(8))?;
+        Ok(PBuf::laid_out(
+            Storage::Shared(Arc::new(region)),
+            slots,
+            slot_bytes,
+            pref,
+        ))
+    }
+
+    /// The buffer another process laid out in `region` (the reading side:
+    /// its header is checked against the region's size).
+    pub fn attach(region: Arc<Region>) -> std::io::Result<PBuf> {
+        let w = region.words();
+        let word = |i: usize| w.get(i).map_or(0, |x| x.load(Ordering::Acquire));
+        if w.len() < P_HEADER || word(P_MAGIC) != PBUF_MAGIC {
+            return Err(bad_region("packet buffer"));
+        }
+        let slots = usize::try_from(word(P_SLOTS)).unwrap_or(0);
+        let slot_bytes = usize::try_from(word(P_SLOT_BYTES)).unwrap_or(usize::MAX);
+        let pref = pref_of(word(P_PREF)).ok_or_else(|| bad_region("packet buffer"))?;
+        let slot_words = slot_bytes
+            .checked_add(7)
+            .map(|b| b / 8 + HEADER_WORDS)
+            .ok_or_else(|| bad_region("packet buffer"))?;
+        let need = slots
+            .checked_mul(slot_words)
+            .and_then(|n| n.checked_add(P_HEADER));
+        if slots == 0 || need.map_or(true, |n| n > w.len()) {
+            return Err(bad_region("packet buffer"));
+        }
+        Ok(PBuf {
             slots: slots as u64,
             slot_words,
             slot_bytes,
             pref,
-            words,
-            head: AtomicU64::new(0),
-            w: AtomicU64::new(0),
-            drops: AtomicU64::new(0),
+            store: Storage::Shared(region),
+        })
+    }
+
+    /// The region the buffer lives in, if it is shared.
+    pub fn region(&self) -> Option<&Arc<Region>> {
+        match &self.store {
+            Storage::Shared(r) => Some(r),
+            Storage::Heap(_) => None,
         }
+    }
+
+    fn shape(slots: usize, slot_bytes: usize) -> (usize, usize) {
+        (slots.max(1), HEADER_WORDS + slot_bytes.div_ceil(8))
+    }
+
+    fn laid_out(store: Storage, slots: usize, slot_bytes: usize, pref: Preference) -> PBuf {
+        let w = store.words();
+        w[P_SLOTS].store(slots as u64, Ordering::Relaxed);
+        w[P_SLOT_BYTES].store(slot_bytes as u64, Ordering::Relaxed);
+        w[P_PREF].store(pref_word(pref), Ordering::Relaxed);
+        w[P_MAGIC].store(PBUF_MAGIC, Ordering::Release);
+        PBuf {
+            slots: slots as u64,
+            slot_words: HEADER_WORDS + slot_bytes.div_ceil(8),
+            slot_bytes,
+            pref,
+            store,
+        }
+    }
+
+    fn words(&self) -> &[AtomicU64] {
+        self.store.words()
+    }
+
+    fn w_word(&self) -> &AtomicU64 {
+        &self.words()[P_W]
+    }
+
+    fn head_word(&self) -> &AtomicU64 {
+        &self.words()[P_HEAD]
     }
 
     /// Number of slots.
@@ -220,10 +382,10 @@ impl PBuf {
     ///
     /// ```
     /// let p = sluice_flow::buffer::PBuf::new(2, 8, sluice_flow::buffer::Preference::Slow);
-    /// assert_eq!(p.memory_bytes(), 2 * (4 + 1) * 8);
+    /// assert_eq!(p.memory_bytes(), (8 + 2 * (4 + 1)) * 8);
     /// ```
     pub fn memory_bytes(&self) -> usize {
-        self.words.len() * 8
+        self.words().len() * 8
     }
 
     /// The buffer management system.
@@ -242,7 +404,7 @@ impl PBuf {
     /// assert_eq!(sluice_flow::buffer::PBuf::new(1, 1, sluice_flow::buffer::Preference::Slow).written(), 0);
     /// ```
     pub fn written(&self) -> u64 {
-        self.w.load(Ordering::Acquire)
+        self.w_word().load(Ordering::Acquire)
     }
 
     /// How many times `W` has wrapped to slot 0.
@@ -267,7 +429,7 @@ impl PBuf {
     /// assert_eq!(p.drops(), 1);
     /// ```
     pub fn drops(&self) -> u64 {
-        self.drops.load(Ordering::Relaxed)
+        self.words()[P_DROPS].load(Ordering::Relaxed)
     }
 
     /// Store a packet (writer side; one writer at a time). `oldest` is the
@@ -283,45 +445,49 @@ impl PBuf {
     /// assert_eq!((meta.caplen, meta.wirelen, &data[..]), (4, 6, &b"abcd"[..]));
     /// ```
     pub fn store(&self, meta: &Meta, data: &[u8], oldest: u64) -> Option<u64> {
-        let pos = self.w.load(Ordering::Relaxed);
+        let words = self.words();
+        let pos = words[P_W].load(Ordering::Relaxed);
         let len = data.len().min(self.slot_bytes);
         let mut meta = *meta;
         meta.caplen = len as u32;
-        let base = (pos % self.slots) as usize * self.slot_words;
+        let base = self.slot_base(pos);
         let header = meta.encode();
         match self.pref {
             Preference::Slow => {
                 if pos.saturating_sub(oldest) >= self.slots {
-                    self.drops.fetch_add(1, Ordering::Relaxed);
+                    words[P_DROPS].fetch_add(1, Ordering::Relaxed);
                     return None;
                 }
                 for (i, h) in header.iter().enumerate() {
-                    self.words[base + i].store(*h, Ordering::Relaxed);
+                    words[base + i].store(*h, Ordering::Relaxed);
                 }
                 let dst = (base + HEADER_WORDS) * 8;
-                // SAFETY: `dst .. dst + len` lies inside `self.words` (the
-                // slot has `slot_bytes >= len` data bytes). Under SRP no
-                // reader reads this slot now: readers only read positions
-                // in `oldest .. W`, and `pos - oldest < slots` means slot
-                // `pos % slots` holds no such position; readers that read it
-                // earlier published their `R` with Release, loaded by the
-                // caller (Acquire) to compute `oldest`. The words are
-                // `AtomicU64` (interior mutability), so writing through a
-                // pointer derived from a shared reference is allowed, and a
-                // `u8` copy has no alignment requirement.
+                // SAFETY: `dst .. dst + len` lies inside `words` (the slot
+                // has `slot_bytes >= len` data bytes), and `words` is
+                // writable here: only the writer stores, and the writer
+                // made the buffer (heap, or a region it mapped read-write).
+                // Under SRP no reader reads this slot now: readers only
+                // read positions in `oldest .. W`, and `pos - oldest <
+                // slots` means slot `pos % slots` holds no such position;
+                // readers that read it earlier published their `R` with
+                // Release, loaded by the caller (Acquire) to compute
+                // `oldest`. The words are `AtomicU64` (interior
+                // mutability), so writing through a pointer derived from a
+                // shared reference is allowed, and a `u8` copy has no
+                // alignment requirement.
                 unsafe {
-                    let p = (self.words.as_ptr() as *mut u8).add(dst);
+                    let p = (words.as_ptr() as *mut u8).add(dst);
                     std::ptr::copy_nonoverlapping(data.as_ptr(), p, len);
                 }
-                self.w.store(pos + 1, Ordering::Release);
+                words[P_W].store(pos + 1, Ordering::Release);
             }
             Preference::Fast => {
-                self.head.store(pos + 1, Ordering::Relaxed);
+                words[P_HEAD].store(pos + 1, Ordering::Relaxed);
                 fence(Ordering::Release);
                 for (i, h) in header.iter().enumerate() {
-                    self.words[base + i].store(*h, Ordering::Relaxed);
+                    words[base + i].store(*h, Ordering::Relaxed);
                 }
-                let body = &self.words[base + HEADER_WORDS..];
+                let body = &words[base + HEADER_WORDS..];
                 let mut chunks = data[..len].chunks_exact(8);
                 let mut i = 0;
                 for c in &mut chunks {
@@ -336,21 +502,22 @@ impl PBuf {
                     b[..rest.len()].copy_from_slice(rest);
                     body[i].store(u64::from_ne_bytes(b), Ordering::Relaxed);
                 }
-                self.w.store(pos + 1, Ordering::Release);
+                words[P_W].store(pos + 1, Ordering::Release);
             }
         }
         Some(pos)
     }
 
     fn slot_base(&self, pos: u64) -> usize {
-        (pos % self.slots) as usize * self.slot_words
+        P_HEADER + (pos % self.slots) as usize * self.slot_words
     }
 
     fn header(&self, pos: u64) -> Meta {
         let base = self.slot_base(pos);
+        let words = self.words();
         let mut w = [0u64; HEADER_WORDS];
         for (i, x) in w.iter_mut().enumerate() {
-            *x = self.words[base + i].load(Ordering::Relaxed);
+            *x = words[base + i].load(Ordering::Relaxed);
         }
         Meta::decode(w)
     }
@@ -358,10 +525,10 @@ impl PBuf {
     /// True while position `pos` has not been (and is not being)
     /// overwritten.
     fn intact(&self, pos: u64) -> bool {
-        self.head
+        self.head_word()
             .load(Ordering::Relaxed)
-            .max(self.w.load(Ordering::Relaxed))
-            <= pos + self.slots
+            .max(self.w_word().load(Ordering::Relaxed))
+            <= pos.saturating_add(self.slots)
     }
 
     /// Copy the packet at `pos` out of the buffer with atomic loads and
@@ -383,14 +550,14 @@ impl PBuf {
     }
 
     pub(crate) fn read_into(&self, pos: u64, out: &mut Vec<u8>) -> Option<Meta> {
-        if pos >= self.w.load(Ordering::Acquire) {
+        if pos >= self.w_word().load(Ordering::Acquire) {
             return None;
         }
         let meta = self.header(pos);
         let len = (meta.caplen as usize).min(self.slot_bytes);
         let base = self.slot_base(pos) + HEADER_WORDS;
         out.clear();
-        for w in &self.words[base..base + len.div_ceil(8)] {
+        for w in &self.words()[base..base + len.div_ceil(8)] {
             out.extend_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
         }
         out.truncate(len);
@@ -410,13 +577,14 @@ impl PBuf {
         let meta = self.header(pos);
         let len = (meta.caplen as usize).min(self.slot_bytes);
         let start = (self.slot_base(pos) + HEADER_WORDS) * 8;
-        // SAFETY: `start .. start + len` lies inside `self.words`. The
-        // writer stored these bytes before its Release store of `W`, which
-        // the caller observed (Acquire) before reaching `pos`; by the
-        // caller's contract it does not write the slot again while the
-        // slice lives, so no write races with these non-atomic reads.
+        // SAFETY: `start .. start + len` lies inside the words (`len` is
+        // clamped to the slot). The writer stored these bytes before its
+        // Release store of `W`, which the caller observed (Acquire) before
+        // reaching `pos`; by the caller's contract it does not write the
+        // slot again while the slice lives, so no write races with these
+        // non-atomic reads (which a read-only mapping allows).
         let data = unsafe {
-            std::slice::from_raw_parts((self.words.as_ptr() as *const u8).add(start), len)
+            std::slice::from_raw_parts((self.words().as_ptr() as *const u8).add(start), len)
         };
         (meta, data)
     }
@@ -436,15 +604,7 @@ impl PBuf {
 pub struct IBuf {
     cap: u64,
     pref: Preference,
-    entries: Box<[AtomicU64]>,
-    head: AtomicU64,
-    w: AtomicU64,
-    readers: Box<[AtomicU64]>,
-    /// One past the highest reader slot ever registered (the writer scans
-    /// only these).
-    used: AtomicUsize,
-    drops: AtomicU64,
-    done: AtomicBool,
+    store: Storage,
 }
 
 impl IBuf {
@@ -455,17 +615,119 @@ impl IBuf {
     /// ```
     pub fn new(capacity: usize, pref: Preference) -> IBuf {
         let cap = capacity.max(1);
+        IBuf::laid_out(Storage::heap(I_HEADER + 2 * cap), cap, pref)
+    }
+
+    /// An index buffer like [`IBuf::new`]'s, in a new region shared with
+    /// another process (its reader, which maps it read-write to publish
+    /// its read position).
+    ///
+    /// ```
+    /// use sluice_flow::buffer::{IBuf, Preference};
+    /// let ib = IBuf::in_region(8, Preference::Slow)?;
+    /// let fd = ib.region().unwrap().fd().try_clone_to_owned()?;
+    /// let seen = IBuf::attach(std::sync::Arc::new(sluice_shm::Region::map(fd, true)?))?;
+    /// ib.push(3, 1);
+    /// assert_eq!((seen.capacity(), seen.written()), (8, 1));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn in_region(capacity: usize, pref: Preference) -> std::io::Result<IBuf> {
+        let cap = capacity.max(1);
+        let words = cap
+            .checked_mul(2)
+            .and_then(|w| w.checked_add(I_HEADER))
+            .ok_or_else(|| std::io::Error::other("index buffer too large"))?;
+        let region = Region::create("ibuf", words.saturating_mul(8))?;
+        Ok(IBuf::laid_out(Storage::Shared(Arc::new(region)), cap, pref))
+    }
+
+    /// The index buffer another process laid out in `region` (checked
+    /// against the region's size).
+    pub fn attach(region: Arc<Region>) -> std::io::Result<IBuf> {
+        let w = region.words();
+        let word = |i: usize| w.get(i).map_or(0, |x| x.load(Ordering::Acquire));
+        if w.len() < I_HEADER || word(I_MAGIC) != IBUF_MAGIC {
+            return Err(bad_region("index buffer"));
+        }
+        let cap = usize::try_from(word(I_CAP)).unwrap_or(0);
+        let pref = pref_of(word(I_PREF)).ok_or_else(|| bad_region("index buffer"))?;
+        let need = cap.checked_mul(2).and_then(|n| n.checked_add(I_HEADER));
+        if cap == 0 || need.map_or(true, |n| n > w.len()) {
+            return Err(bad_region("index buffer"));
+        }
+        Ok(IBuf {
+            cap: cap as u64,
+            pref,
+            store: Storage::Shared(region),
+        })
+    }
+
+    /// The region the buffer lives in, if it is shared.
+    pub fn region(&self) -> Option<&Arc<Region>> {
+        match &self.store {
+            Storage::Shared(r) => Some(r),
+            Storage::Heap(_) => None,
+        }
+    }
+
+    fn laid_out(store: Storage, cap: usize, pref: Preference) -> IBuf {
+        let w = store.words();
+        w[I_CAP].store(cap as u64, Ordering::Relaxed);
+        w[I_PREF].store(pref_word(pref), Ordering::Relaxed);
+        for r in &w[I_READERS..I_READERS + MAX_READERS] {
+            r.store(FREE, Ordering::Relaxed);
+        }
+        w[I_MAGIC].store(IBUF_MAGIC, Ordering::Release);
         IBuf {
             cap: cap as u64,
             pref,
-            entries: (0..2 * cap).map(|_| AtomicU64::new(0)).collect(),
-            head: AtomicU64::new(0),
-            w: AtomicU64::new(0),
-            readers: (0..MAX_READERS).map(|_| AtomicU64::new(FREE)).collect(),
-            used: AtomicUsize::new(0),
-            drops: AtomicU64::new(0),
-            done: AtomicBool::new(false),
+            store,
         }
+    }
+
+    fn words(&self) -> &[AtomicU64] {
+        self.store.words()
+    }
+
+    fn readers(&self) -> &[AtomicU64] {
+        &self.words()[I_READERS..I_READERS + MAX_READERS]
+    }
+
+    /// The reader slots in use: one past the highest ever registered
+    /// (clamped: a reader in another process writes this word).
+    fn used(&self) -> usize {
+        (self.words()[I_USED].load(Ordering::Acquire) as usize).min(MAX_READERS)
+    }
+
+    /// Packets the flow's filters accepted (the writer counts them; each
+    /// is delivered, dropped by the writer ([`IBuf::drops`]) or lost to a
+    /// reader that fell behind ([`Reader::lost`])).
+    ///
+    /// ```
+    /// let ib = sluice_flow::buffer::IBuf::new(2, sluice_flow::buffer::Preference::Fast);
+    /// ib.count_accepted();
+    /// assert_eq!(ib.accepted(), 1);
+    /// ```
+    pub fn accepted(&self) -> u64 {
+        self.words()[I_ACCEPTED].load(Ordering::Relaxed)
+    }
+
+    /// Count a packet the flow's filters accepted (writer side).
+    pub fn count_accepted(&self) {
+        self.words()[I_ACCEPTED].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The reader says it is about to sleep on its wake-up: the writer
+    /// wakes it after its next push ([`IBuf::take_sleeper`]).
+    pub fn set_sleeping(&self) {
+        self.words()[I_SLEEPING].store(1, Ordering::SeqCst);
+    }
+
+    /// Writer side, after a push: whether a reader is asleep and must be
+    /// woken (the flag is cleared).
+    pub fn take_sleeper(&self) -> bool {
+        let s = &self.words()[I_SLEEPING];
+        s.load(Ordering::SeqCst) != 0 && s.swap(0, Ordering::SeqCst) != 0
     }
 
     /// Entries it holds.
@@ -480,10 +742,10 @@ impl IBuf {
     /// Bytes of memory it occupies.
     ///
     /// ```
-    /// assert_eq!(sluice_flow::buffer::IBuf::new(4, sluice_flow::buffer::Preference::Fast).memory_bytes(), 4 * 16 + 32 * 8);
+    /// assert_eq!(sluice_flow::buffer::IBuf::new(4, sluice_flow::buffer::Preference::Fast).memory_bytes(), 4 * 16 + 48 * 8);
     /// ```
     pub fn memory_bytes(&self) -> usize {
-        (self.entries.len() + self.readers.len()) * 8
+        self.words().len() * 8
     }
 
     /// Entries written so far (`W`).
@@ -492,7 +754,7 @@ impl IBuf {
     /// assert_eq!(sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Fast).written(), 0);
     /// ```
     pub fn written(&self) -> u64 {
-        self.w.load(Ordering::Acquire)
+        self.words()[I_W].load(Ordering::Acquire)
     }
 
     /// Entries dropped because the buffer (or the group's PBuf) was full.
@@ -505,11 +767,13 @@ impl IBuf {
     /// assert_eq!(ib.drops(), 1);
     /// ```
     pub fn drops(&self) -> u64 {
-        self.drops.load(Ordering::Relaxed)
+        self.words()[I_DROPS].load(Ordering::Relaxed)
     }
 
-    pub(crate) fn count_drop(&self) {
-        self.drops.fetch_add(1, Ordering::Relaxed);
+    /// Count an entry the writer could not store (its packet is lost to
+    /// this flow's readers).
+    pub fn count_drop(&self) {
+        self.words()[I_DROPS].fetch_add(1, Ordering::Relaxed);
     }
 
     /// Mark the stream finished (sources exhausted or flow closed): waiting
@@ -521,7 +785,7 @@ impl IBuf {
     /// assert!(ib.finished());
     /// ```
     pub fn finish(&self) {
-        self.done.store(true, Ordering::Release);
+        self.words()[I_DONE].store(1, Ordering::Release);
     }
 
     /// Whether [`IBuf::finish`] was called (and not undone by a restart).
@@ -530,11 +794,11 @@ impl IBuf {
     /// assert!(!sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow).finished());
     /// ```
     pub fn finished(&self) -> bool {
-        self.done.load(Ordering::Acquire)
+        self.words()[I_DONE].load(Ordering::Acquire) != 0
     }
 
     pub(crate) fn restart(&self) {
-        self.done.store(false, Ordering::Release);
+        self.words()[I_DONE].store(0, Ordering::Release);
     }
 
     /// Register a reader starting at the current write position; `None`
@@ -545,15 +809,15 @@ impl IBuf {
     /// assert_eq!(ib.register(), Some(0));
     /// ```
     pub fn register(&self) -> Option<usize> {
-        let w = self.w.load(Ordering::Acquire);
-        for (i, r) in self.readers.iter().enumerate() {
+        let w = self.written();
+        for (i, r) in self.readers().iter().enumerate() {
             if r.compare_exchange(FREE, w, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
                 // A writer that misses this slot for a moment is harmless:
                 // the reader starts at the current `W` and needs nothing
                 // older.
-                self.used.fetch_max(i + 1, Ordering::AcqRel);
+                self.words()[I_USED].fetch_max(i as u64 + 1, Ordering::AcqRel);
                 return Some(i);
             }
         }
@@ -569,20 +833,28 @@ impl IBuf {
     /// assert_eq!(ib.register(), Some(r));
     /// ```
     pub fn unregister(&self, reader: usize) {
-        if let Some(r) = self.readers.get(reader) {
+        if let Some(r) = self.readers().get(reader) {
+            r.store(FREE, Ordering::Release);
+        }
+    }
+
+    /// Take every reader slot back (writer side, when a reader's process
+    /// is gone and cannot give its own back).
+    pub fn unregister_all(&self) {
+        for r in self.readers() {
             r.store(FREE, Ordering::Release);
         }
     }
 
     fn publish(&self, reader: usize, r: u64) {
-        self.readers[reader].store(r, Ordering::Release);
+        self.readers()[reader].store(r, Ordering::Release);
     }
 
-    /// The slowest registered reader's position (`W` when there is none).
+    /// The slowest registered reader's position (`W` when there is none;
+    /// never past `W`, whatever a reader wrote).
     fn slowest(&self) -> u64 {
-        let mut m = self.w.load(Ordering::Relaxed);
-        let used = self.used.load(Ordering::Acquire);
-        for r in &self.readers[..used] {
+        let mut m = self.words()[I_W].load(Ordering::Relaxed);
+        for r in &self.readers()[..self.used()] {
             let v = r.load(Ordering::Acquire);
             if v != FREE {
                 m = m.min(v);
@@ -593,26 +865,35 @@ impl IBuf {
 
     /// The oldest PBuf position a reader of this IBuf still needs (writer
     /// side), or `None` when every reader is up to date.
-    pub(crate) fn oldest_needed(&self) -> Option<u64> {
+    pub fn oldest_needed(&self) -> Option<u64> {
         let r = self.slowest();
-        let w = self.w.load(Ordering::Relaxed);
+        let w = self.words()[I_W].load(Ordering::Relaxed);
         (r < w).then(|| self.entry(r).0)
     }
 
+    /// The slowest reader's position (writer side), for telling whether a
+    /// reader has moved since the last look.
+    pub fn slowest_reader(&self) -> u64 {
+        self.slowest()
+    }
+
     fn entry(&self, i: u64) -> (u64, u32) {
-        let k = (i % self.cap) as usize * 2;
+        let k = I_HEADER + (i % self.cap) as usize * 2;
+        let words = self.words();
         (
-            self.entries[k].load(Ordering::Relaxed),
-            self.entries[k + 1].load(Ordering::Relaxed) as u32,
+            words[k].load(Ordering::Relaxed),
+            words[k + 1].load(Ordering::Relaxed) as u32,
         )
     }
 
     /// Whether an entry can be pushed now without dropping (SRP: the
     /// slowest reader is less than a full buffer behind; FRP: always).
-    pub(crate) fn has_room(&self) -> bool {
+    pub fn has_room(&self) -> bool {
         match self.pref {
             Preference::Fast => true,
-            Preference::Slow => self.w.load(Ordering::Relaxed) - self.slowest() < self.cap,
+            Preference::Slow => {
+                self.words()[I_W].load(Ordering::Relaxed) - self.slowest() < self.cap
+            }
         }
     }
 
@@ -635,33 +916,35 @@ impl IBuf {
     }
 
     fn push_inner(&self, pos: u64, result: u32, check: bool) -> bool {
-        let w = self.w.load(Ordering::Relaxed);
-        let k = (w % self.cap) as usize * 2;
+        let words = self.words();
+        let w = words[I_W].load(Ordering::Relaxed);
+        let k = I_HEADER + (w % self.cap) as usize * 2;
         match self.pref {
             Preference::Slow => {
                 if check && w - self.slowest() >= self.cap {
                     self.count_drop();
                     return false;
                 }
-                self.entries[k].store(pos, Ordering::Relaxed);
-                self.entries[k + 1].store(result as u64, Ordering::Relaxed);
+                words[k].store(pos, Ordering::Relaxed);
+                words[k + 1].store(result as u64, Ordering::Relaxed);
             }
             Preference::Fast => {
-                self.head.store(w + 1, Ordering::Relaxed);
+                words[I_HEAD].store(w + 1, Ordering::Relaxed);
                 fence(Ordering::Release);
-                self.entries[k].store(pos, Ordering::Relaxed);
-                self.entries[k + 1].store(result as u64, Ordering::Relaxed);
+                words[k].store(pos, Ordering::Relaxed);
+                words[k + 1].store(result as u64, Ordering::Relaxed);
             }
         }
-        self.w.store(w + 1, Ordering::Release);
+        words[I_W].store(w + 1, Ordering::Release);
         true
     }
 
     fn intact(&self, i: u64) -> bool {
-        self.head
+        let words = self.words();
+        words[I_HEAD]
             .load(Ordering::Relaxed)
-            .max(self.w.load(Ordering::Relaxed))
-            <= i + self.cap
+            .max(words[I_W].load(Ordering::Relaxed))
+            <= i.saturating_add(self.cap)
     }
 }
 
@@ -751,7 +1034,7 @@ impl Reader {
         batch: u64,
     ) -> Option<Reader> {
         let slot = ibuf.register()?;
-        let r = ibuf.readers[slot].load(Ordering::Acquire);
+        let r = ibuf.readers()[slot].load(Ordering::Acquire);
         Some(Reader {
             pbuf,
             ibuf,
@@ -776,7 +1059,7 @@ impl Reader {
     /// assert_eq!(r.available(), 1);
     /// ```
     pub fn available(&self) -> u64 {
-        self.ibuf.written() - self.r
+        self.ibuf.written().saturating_sub(self.r)
     }
 
     /// Packets delivered so far.

@@ -13,8 +13,8 @@ use rustix::io::Errno;
 use rustix::net::{
     accept_with, bind, connect, listen, recvmsg, sendmsg, socket_with, socketpair,
     sockopt::socket_peercred, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags,
-    ReturnFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketAddrUnix,
-    SocketFlags, SocketType,
+    ReturnFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketAddrUnix, SocketFlags,
+    SocketType,
 };
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
