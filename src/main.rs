@@ -38,6 +38,8 @@ enum Cmd {
     Split(cli::split::SplitArgs),
     /// Run FFPF flows (`(file,in.pcap) -> (sampler,2,4) -> (BPF,"tcp") -> (packetcount,,8)`) and report what each produced.
     Flow(cli::flow::FlowArgs),
+    /// Share live capture with many client processes (one capture, one merged classifier, shared-memory buffers, a policy).
+    Daemon(cli::daemon::DaemonArgs),
     /// List the interfaces `-i` can capture on (tcpdump's -D).
     #[command(name = "list-interfaces")]
     ListInterfaces {
@@ -98,6 +100,7 @@ fn main() -> ExitCode {
         Cmd::Filter(args) => cli::filter::run(args),
         Cmd::Split(args) => cli::split::run(args),
         Cmd::Flow(args) => cli::flow::run(args),
+        Cmd::Daemon(args) => cli::daemon::run(args),
         Cmd::Bench(args) => cli::bench::run(args),
         Cmd::ListInterfaces { json } => cli::live::list_interfaces(json),
         Cmd::Replay(args) => cli::replay::run(args),

@@ -42,6 +42,17 @@ pub struct FlowArgs {
     /// Deliver packets to each flow in batches of N (the flow's callback interval).
     #[arg(long, value_name = "N", default_value_t = 64)]
     every: u64,
+    /// Open the flows in the sluice daemon listening at PATH (live
+    /// sources only: `(iface,NAME) -> (BPF,"expression")`) and read their
+    /// packets from its shared buffers, until SIGINT or SIGTERM.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["policy", "dot"])]
+    daemon: Option<PathBuf>,
+    /// With --daemon: stop after this many seconds.
+    #[arg(long, value_name = "SECS", requires = "daemon", value_parser = super::seconds)]
+    duration: Option<std::time::Duration>,
+    /// With --daemon: stop when every flow has read this many packets.
+    #[arg(short = 'c', value_name = "N", requires = "daemon")]
+    count: Option<u64>,
 }
 
 /// Packets a flow writes with -w, and the first write error.
@@ -80,6 +91,16 @@ fn text_report(i: usize, r: &FlowReport) -> String {
 
 /// Run `sluice flow`.
 pub fn run(args: FlowArgs) -> Result<(), Fail> {
+    if let Some(path) = args.daemon.clone() {
+        return super::flow_daemon::run(
+            &args.specs,
+            &path,
+            args.write.as_deref(),
+            args.json,
+            args.duration,
+            args.count,
+        );
+    }
     let preference: Preference = args.preference.parse().map_err(Fail)?;
     if args.slots == 0 || args.slot_bytes == 0 || args.every == 0 {
         return Err(Fail(

@@ -82,7 +82,7 @@ fn fail(e: LiveError) -> Fail {
 
 /// What SIGHUP runs: a new filter (its classifiers, and the classic BPF
 /// the kernel pre-filter is made from), or why there is none.
-pub type Reload = Box<dyn Fn() -> Result<(Make, Vec<sluice::bpf::Insn>), Fail>>;
+pub type Reload = Box<dyn Fn() -> Result<(Make, Vec<sluice::bpf::Insn>), Fail> + Send>;
 
 /// Open rings on an interface, ready to run.
 pub struct Live {

@@ -2,9 +2,11 @@
 //! captures, walking their packets with a progress bar, standard output.
 
 pub mod bench;
+pub mod daemon;
 pub mod exec;
 pub mod filter;
 pub mod flow;
+pub mod flow_daemon;
 pub mod input;
 pub mod live;
 pub mod print;

@@ -252,6 +252,18 @@ pub struct PBuf {
     store: Storage,
 }
 
+impl std::fmt::Debug for PBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PBuf")
+            .field("slots", &self.slots)
+            .field("slot_bytes", &self.slot_bytes)
+            .field("preference", &self.pref)
+            .field("written", &self.written())
+            .field("shared", &self.region().is_some())
+            .finish()
+    }
+}
+
 impl PBuf {
     /// A buffer of `slots` slots (at least 1) holding up to `slot_bytes`
     /// bytes of each packet.
@@ -607,6 +619,17 @@ pub struct IBuf {
     store: Storage,
 }
 
+impl std::fmt::Debug for IBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IBuf")
+            .field("capacity", &self.cap)
+            .field("preference", &self.pref)
+            .field("written", &self.written())
+            .field("shared", &self.region().is_some())
+            .finish()
+    }
+}
+
 impl IBuf {
     /// An index buffer of `capacity` entries (at least 1).
     ///
@@ -721,13 +744,18 @@ impl IBuf {
     /// wakes it after its next push ([`IBuf::take_sleeper`]).
     pub fn set_sleeping(&self) {
         self.words()[I_SLEEPING].store(1, Ordering::SeqCst);
+        // With the writer's fence in `take_sleeper`: either the reader's
+        // next look at `W` sees the writer's push, or the writer sees this
+        // flag (no wake-up is lost).
+        fence(Ordering::SeqCst);
     }
 
     /// Writer side, after a push: whether a reader is asleep and must be
     /// woken (the flag is cleared).
     pub fn take_sleeper(&self) -> bool {
+        fence(Ordering::SeqCst);
         let s = &self.words()[I_SLEEPING];
-        s.load(Ordering::SeqCst) != 0 && s.swap(0, Ordering::SeqCst) != 0
+        s.load(Ordering::Relaxed) != 0 && s.swap(0, Ordering::SeqCst) != 0
     }
 
     /// Entries it holds.
@@ -1035,6 +1063,44 @@ impl Reader {
     ) -> Option<Reader> {
         let slot = ibuf.register()?;
         let r = ibuf.readers()[slot].load(Ordering::Acquire);
+        Some(Reader {
+            pbuf,
+            ibuf,
+            slot,
+            r,
+            published: r,
+            batch: batch.max(1),
+            delivered: 0,
+            lost: 0,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// A reader on a slot of `ibuf` someone else registered for it (the
+    /// daemon registers its client's slot when it opens the flow, so that
+    /// no packet falls between opening and reading); `None` when `slot`
+    /// is not a registered reader slot.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
+    /// let ib = Arc::new(IBuf::new(4, Preference::Slow));
+    /// let slot = ib.register().unwrap();
+    /// ib.push(0, 1);
+    /// let r = Reader::adopt(Arc::new(PBuf::new(1, 8, Preference::Slow)), ib, slot, 1).unwrap();
+    /// assert_eq!(r.available(), 1);
+    /// ```
+    pub fn adopt(
+        pbuf: std::sync::Arc<PBuf>,
+        ibuf: std::sync::Arc<IBuf>,
+        slot: usize,
+        batch: u64,
+    ) -> Option<Reader> {
+        let r = ibuf.readers().get(slot)?.load(Ordering::Acquire);
+        if r == FREE {
+            return None;
+        }
+        let r = r.min(ibuf.written());
         Some(Reader {
             pbuf,
             ibuf,

@@ -95,6 +95,13 @@ impl Channel {
         Ok((Channel { fd: a }, Channel { fd: b }))
     }
 
+    /// Send one message with descriptors beside it without waiting: a
+    /// peer that does not read (its socket buffer full) gets an error
+    /// instead of holding the sender up.
+    pub fn send_now(&self, msg: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+        self.send_with(msg, fds, SendFlags::NOSIGNAL | SendFlags::DONTWAIT)
+    }
+
     /// Send one message with descriptors beside it.
     ///
     /// ```
@@ -107,6 +114,10 @@ impl Channel {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn send(&self, msg: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+        self.send_with(msg, fds, SendFlags::NOSIGNAL)
+    }
+
+    fn send_with(&self, msg: &[u8], fds: &[BorrowedFd<'_>], flags: SendFlags) -> io::Result<()> {
         if msg.len() > MAX_MESSAGE || fds.len() > MAX_FDS {
             return Err(io::Error::other("message too long"));
         }
@@ -115,12 +126,7 @@ impl Channel {
         if !fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(fds)) {
             return Err(io::Error::other("too many descriptors"));
         }
-        let n = sendmsg(
-            &self.fd,
-            &[IoSlice::new(msg)],
-            &mut control,
-            SendFlags::NOSIGNAL,
-        )?;
+        let n = sendmsg(&self.fd, &[IoSlice::new(msg)], &mut control, flags)?;
         match n == msg.len() {
             true => Ok(()),
             false => Err(io::Error::other("message cut short")),

@@ -55,7 +55,7 @@ pub type Make = Arc<dyn Fn() -> Classify + Send + Sync>;
 
 /// What a reload runs: a new filter (its classifiers, and the classic BPF
 /// the kernel pre-filter is made from), or why there is none.
-pub type Reload = Box<dyn Fn() -> Result<(Make, Vec<Insn>), String>>;
+pub type Reload = Box<dyn Fn() -> Result<(Make, Vec<Insn>), String> + Send>;
 
 /// A filter put in place while capturing, for the workers to pick up: its
 /// number (from 1), its classifiers, its kernel program.
