@@ -69,6 +69,12 @@ pub fn run(
             packets: 0,
         });
     }
+    eprintln!(
+        "sluice: listening on the daemon at {} ({} flow{})",
+        socket.display(),
+        flows.len(),
+        if flows.len() == 1 { "" } else { "s" }
+    );
     let deadline = duration.map(|d| Instant::now() + d);
     let mut status = Ok(());
     let mut flushed = Instant::now();

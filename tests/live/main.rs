@@ -7,6 +7,7 @@
 mod abi;
 #[path = "../common/mod.rs"]
 mod common;
+mod daemon;
 mod net;
 
 use net::{frames, libpcap_filter, stamps, Bg, Net};
