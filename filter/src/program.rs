@@ -159,6 +159,23 @@ impl Program {
         self.ir.as_ref()
     }
 
+    /// The filter prepared for a merged classifier: its intermediate form
+    /// to merge, with its BPF program to run it whole if it cannot be
+    /// merged (a program without an intermediate form runs whole).
+    ///
+    /// ```
+    /// use sluice_filter::{LinkType, Program};
+    /// let c = Program::builder(LinkType::EN10MB).build("tcp port 80").unwrap().for_merging();
+    /// assert!(c.paths().is_some());
+    /// ```
+    pub fn for_merging(&self) -> sluice_classifier::merged::Compiled {
+        use sluice_classifier::merged::Compiled;
+        match &self.ir {
+            Some(ir) => Compiled::with_program(ir.clone(), &self.bpf),
+            None => Compiled::from_bpf(&self.bpf),
+        }
+    }
+
     /// Run the filter on one packet (captured bytes and wire length): the
     /// return value, 0 for reject.
     ///

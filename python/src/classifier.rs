@@ -8,7 +8,6 @@ use crate::frames::Frames;
 use numpy::PyArray1;
 use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::prelude::*;
-use sluice_classifier::merged::Compiled;
 use sluice_filter::{LinkType, Program};
 use sluice_native::{AutoClassifier, NativeAuto};
 use std::collections::HashSet;
@@ -121,10 +120,7 @@ impl Classifier {
                 .build(&text)
                 .map_err(|e| filter_error(py, &e, &text, None))?
         };
-        let compiled = match program.ir() {
-            Some(ir) => Compiled::new(ir.clone()),
-            None => Compiled::from_bpf(program.bpf()),
-        };
+        let compiled = program.for_merging();
         let mut s = self.lock();
         let id = s.writer.insert_compiled(Arc::new(compiled), priority);
         s.live.insert(id.0);

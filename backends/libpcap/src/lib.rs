@@ -29,6 +29,9 @@
 //! }
 //! ```
 
+// Loading libpcap and calling it is foreign code: each call is an
+// `unsafe` block with its SAFETY note.
+#![allow(unsafe_code)]
 #![warn(missing_docs)]
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};

@@ -14,6 +14,9 @@
 //! native) and as pcap compiled by sluice (classic BPF interpreter, native
 //! code from the IR), after checking that all four accept the same packets.
 
+// criterion's macros make public functions without documentation.
+#![allow(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use sluice_fpl::{Externs, Program};
 use sluice_native::fpl::NativeFpl;

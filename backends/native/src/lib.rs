@@ -66,6 +66,9 @@
 //! ```
 
 #![warn(missing_docs)]
+// Machine code is called through function pointers: each call is an
+// `unsafe` block with its SAFETY note.
+#![allow(unsafe_code)]
 
 mod batch;
 mod codegen;

@@ -1,10 +1,14 @@
 //! A filter prepared for insertion into [`Merged`](super::Merged): its
-//! accepting paths, or, for a filter with too many to merge, the classic
-//! BPF program it runs whole as.
+//! accepting paths, or, for a filter with too many to merge, how it runs
+//! whole ([`Whole`]): the classic BPF program its front end made, or its
+//! intermediate form under the reference interpreter.
 //!
 //! The rule: what can be done for a filter alone (simplifying, splitting
-//! into paths, lowering to BPF) is done here, outside any lock, so that an
-//! insert only places the result.
+//! into paths) is done here, outside any lock, so that an insert only
+//! places the result; the classifier never compiles a filter to another
+//! form itself (back ends do: a [`Program`]'s BPF comes in with it).
+//!
+//! [`Program`]: https://docs.rs/sluice-filter
 
 use crate::path::{paths, Path};
 use sluice_bpf::Insn;
@@ -25,7 +29,42 @@ pub struct Compiled {
     /// paths make needless dropped ([`crate::absorb`]), as the decision
     /// tree takes them.
     absorbed: Option<Vec<Path>>,
-    pub(super) program: Arc<[Insn]>,
+    pub(super) whole: Whole,
+}
+
+/// How a filter that cannot be merged runs whole.
+///
+/// ```
+/// use sluice_classifier::merged::Whole;
+/// let f = Whole::Ir(std::sync::Arc::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 7)));
+/// assert_eq!(f.run(&[], 0), 7);
+/// assert!(f.program().is_empty());
+/// ```
+#[derive(Clone, Debug)]
+pub enum Whole {
+    /// Its classic BPF program, run by the BPF interpreter.
+    Bpf(Arc<[Insn]>),
+    /// Its intermediate form, run by the reference interpreter (a filter
+    /// that came without a program).
+    Ir(Arc<Filter>),
+}
+
+impl Whole {
+    /// Run it on one packet: the accept value, or 0.
+    pub fn run(&self, pkt: &[u8], wirelen: u32) -> u32 {
+        match self {
+            Whole::Bpf(p) => sluice_bpf::run(p, pkt, wirelen),
+            Whole::Ir(f) => f.run(pkt, wirelen),
+        }
+    }
+
+    /// Its BPF program (empty for one that runs its intermediate form).
+    pub fn program(&self) -> &[Insn] {
+        match self {
+            Whole::Bpf(p) => p,
+            Whole::Ir(_) => &[],
+        }
+    }
 }
 
 /// The paths with needless tests dropped, when there are several.
@@ -37,8 +76,10 @@ fn absorbed(paths: &Option<Vec<Path>>) -> Option<Vec<Path>> {
 }
 
 impl Compiled {
-    /// Prepare an IR filter: its paths, or, when it has too many to merge, a
-    /// BPF program for running it whole.
+    /// Prepare an IR filter: its paths, or, when it has too many to merge,
+    /// the filter itself to run whole by the reference interpreter (a
+    /// front end that has the filter's BPF program gives it with
+    /// [`Compiled::with_program`], for speed).
     ///
     /// ```
     /// use sluice_ir::{Filter, Pred};
@@ -46,31 +87,32 @@ impl Compiled {
     /// assert_eq!(c.paths().unwrap().len(), 0);
     /// ```
     pub fn new(filter: Filter) -> Compiled {
+        let whole = Whole::Ir(Arc::new(filter.clone()));
+        Compiled::prepare(filter, whole)
+    }
+
+    /// Prepare an IR filter with the classic BPF program its front end
+    /// compiled from it: what the filter runs as when it cannot be merged.
+    ///
+    /// ```
+    /// use sluice_bpf::{Insn, op};
+    /// use sluice_ir::{Filter, Pred};
+    /// let ret = [Insn::stmt(op::BPF_RET | op::BPF_K, 1)];
+    /// let c = sluice_classifier::merged::Compiled::with_program(Filter::new(Pred::True, 1), &ret);
+    /// assert_eq!(c.paths().unwrap().len(), 1);
+    /// ```
+    pub fn with_program(filter: Filter, program: &[Insn]) -> Compiled {
+        Compiled::prepare(filter, Whole::Bpf(program.into()))
+    }
+
+    fn prepare(filter: Filter, whole: Whole) -> Compiled {
         let pred = sluice_ir::simplify::fast_disjunctions(filter.pred.clone());
         let paths = paths(&pred, filter.accept).ok();
-        // Only a filter that runs whole needs its BPF program.
-        let program: Arc<[Insn]> = if paths.is_some() {
-            Arc::from([])
-        } else {
-            let lowered = sluice_cbpf::lower_with(
-                &Filter::new(pred, filter.accept),
-                sluice_cbpf::Options { optimize: true },
-            );
-            match lowered {
-                Ok(p) => p.into(),
-                // Rejects everything: a program that says so.
-                Err(_) => vec![Insn::stmt(
-                    sluice_bpf::op::BPF_RET | sluice_bpf::op::BPF_K,
-                    0,
-                )]
-                .into(),
-            }
-        };
         Compiled {
             filter,
             absorbed: absorbed(&paths),
             paths,
-            program,
+            whole,
         }
     }
 
@@ -94,14 +136,14 @@ impl Compiled {
                     absorbed: absorbed(&paths),
                     paths,
                     filter,
-                    program: prog.into(),
+                    whole: Whole::Bpf(prog.into()),
                 }
             }
             Err(_) => Compiled {
                 filter: Filter::new(Pred::False, 0),
                 paths: None,
                 absorbed: None,
-                program: prog.into(),
+                whole: Whole::Bpf(prog.into()),
             },
         }
     }
@@ -132,15 +174,14 @@ impl Compiled {
         self.absorbed.as_deref().or(self.paths.as_deref())
     }
 
-    /// The classic BPF program a filter that cannot be merged runs as
-    /// (empty for one that merges).
+    /// How the filter runs when it cannot be merged.
     ///
     /// ```
     /// let c = sluice_classifier::merged::Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 3));
-    /// assert!(c.program().is_empty());
+    /// assert_eq!(c.whole().run(&[], 0), 3);
     /// ```
-    pub fn program(&self) -> Arc<[Insn]> {
-        self.program.clone()
+    pub fn whole(&self) -> &Whole {
+        &self.whole
     }
 
     /// The filter this was made from (for expressions).

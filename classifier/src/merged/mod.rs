@@ -34,7 +34,7 @@ mod compiled;
 mod group;
 mod view;
 
-pub use compiled::Compiled;
+pub use compiled::{Compiled, Whole};
 pub use view::{better, FieldRead, GroupView, GuardView, Slot};
 
 use crate::field::{FieldId, Fields, Memo};
@@ -42,7 +42,6 @@ use crate::id_map::IdMap;
 use crate::path::{Atom, Path, Test};
 use crate::table::{hash, KeyTable};
 use group::{Entry, Group, Guard, Plan, MAX_DIRECT_KEY, MULTI};
-use sluice_bpf::Insn;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -55,10 +54,10 @@ type Shape = (Vec<Atom>, Vec<sluice_ir::Val>);
 
 /// A filter that runs whole.
 #[derive(Clone, Debug)]
-struct Whole {
+struct WholeFilter {
     filter: u32,
     priority: i32,
-    program: Arc<[Insn]>,
+    whole: Whole,
 }
 
 /// Where a filter is, for removal.
@@ -83,7 +82,7 @@ pub struct Merged {
     fields: Fields,
     groups: Vec<Group>,
     shapes: HashMap<Shape, u32>,
-    whole: Vec<Whole>,
+    whole: Vec<WholeFilter>,
     filters: IdMap<(i32, Placement)>,
 }
 
@@ -339,11 +338,11 @@ impl Merged {
             None => {
                 // Kept in winning order (priority, then insertion), so the
                 // first-match search can stop at the first that accepts.
-                let rank = |w: &Whole| (std::cmp::Reverse(w.priority), w.filter);
-                let new = Whole {
+                let rank = |w: &WholeFilter| (std::cmp::Reverse(w.priority), w.filter);
+                let new = WholeFilter {
                     filter: id,
                     priority,
-                    program: c.program.clone(),
+                    whole: c.whole.clone(),
                 };
                 let at = self.whole.partition_point(|w| rank(w) < rank(&new));
                 self.whole.insert(at, new);
@@ -658,7 +657,7 @@ impl Merged {
         out.clear();
         self.each_keyed_match(pkt, wirelen, s, |e| out.push(e.filter));
         for w in &self.whole {
-            if sluice_bpf::run(&w.program, pkt, wirelen) != 0 {
+            if w.whole.run(pkt, wirelen) != 0 {
                 out.push(w.filter);
             }
         }
@@ -705,7 +704,7 @@ impl Merged {
                     break;
                 }
             }
-            if sluice_bpf::run(&w.program, pkt, wirelen) != 0 {
+            if w.whole.run(pkt, wirelen) != 0 {
                 consider(&mut best, e);
                 break;
             }
@@ -766,7 +765,7 @@ impl Merged {
         }
         for (i, (pkt, wirelen)) in pkts.iter().enumerate() {
             for w in &self.whole {
-                if sluice_bpf::run(&w.program, pkt, *wirelen) != 0 {
+                if w.whole.run(pkt, *wirelen) != 0 {
                     out[i].push(w.filter);
                 }
             }

@@ -89,6 +89,7 @@ fn shared_keys_match_a_model() {
 #[test]
 fn first_match_over_whole_filters_follows_priority_then_insertion() {
     use sluice_bpf::op::{BPF_ABS, BPF_B, BPF_LD, BPF_RET};
+    use sluice_bpf::Insn;
     // `ret A` after loading byte 0: accepts when byte 0 is non-zero; not
     // liftable, so these filters run whole.
     let prog = [
@@ -120,4 +121,34 @@ fn first_match_over_whole_filters_follows_priority_then_insertion() {
     let mut out = Vec::new();
     m.classify(&[2], 1, &mut s, &mut out);
     assert_eq!(out, vec![0]);
+}
+
+#[test]
+fn a_filter_too_branchy_to_merge_runs_whole_with_its_meaning() {
+    // 2^18 accepting paths: too many to merge, and no BPF program given,
+    // so it runs its intermediate form (it used to reject everything when
+    // it could not be lowered).
+    let b = |i: u32| Val::load_abs(i, Size::Byte);
+    let f = Filter::new(
+        Pred::and(
+            (0..18)
+                .map(|i| Pred::or(vec![Pred::eq(b(i), 1), Pred::eq(b(i), 2)]))
+                .collect(),
+        ),
+        5,
+    );
+    let whole = Compiled::new(f.clone());
+    assert!(whole.paths().is_none());
+    let mut m = Merged::default();
+    m.insert(0, &whole, 0);
+    let mut s = Scratch::default();
+    for pkt in [vec![1u8; 18], vec![2u8; 18], vec![1, 3, 1], vec![2u8; 17]] {
+        let mut out = Vec::new();
+        m.classify(&pkt, pkt.len() as u32, &mut s, &mut out);
+        assert_eq!(
+            !out.is_empty(),
+            f.run(&pkt, pkt.len() as u32) != 0,
+            "{pkt:?}"
+        );
+    }
 }

@@ -13,9 +13,9 @@
 use super::group::{Group, Guard, MAX_DIRECT_KEY, MULTI};
 use super::{Merged, Scratch};
 use crate::field::{Direct, FieldId};
+use crate::merged::Whole;
 use crate::path::Test;
 use crate::table::{hash, KeyTable};
-use sluice_bpf::Insn;
 use sluice_ir::Pred;
 
 /// How a group's field is read, for code generators: a [`Direct`] read
@@ -284,15 +284,13 @@ impl Merged {
         })
     }
 
-    /// The filters that run whole, in winning order: (id, priority, program).
+    /// The filters that run whole, in winning order: (id, priority, how).
     ///
     /// ```
     /// assert_eq!(sluice_classifier::merged::Merged::default().whole_filters().count(), 0);
     /// ```
-    pub fn whole_filters(&self) -> impl Iterator<Item = (u32, i32, &[Insn])> {
-        self.whole
-            .iter()
-            .map(|w| (w.filter, w.priority, &w.program[..]))
+    pub fn whole_filters(&self) -> impl Iterator<Item = (u32, i32, &Whole)> {
+        self.whole.iter().map(|w| (w.filter, w.priority, &w.whole))
     }
 
     /// Call `f(filter, priority)` for every filter of a group's slot (as
@@ -363,7 +361,7 @@ impl Merged {
     /// ```
     pub fn whole_matches(&self, pkt: &[u8], wirelen: u32, out: &mut Vec<u32>) {
         for w in &self.whole {
-            if sluice_bpf::run(&w.program, pkt, wirelen) != 0 {
+            if w.whole.run(pkt, wirelen) != 0 {
                 out.push(w.filter);
             }
         }
@@ -391,7 +389,7 @@ impl Merged {
                     break;
                 }
             }
-            if sluice_bpf::run(&w.program, pkt, wirelen) != 0 {
+            if w.whole.run(pkt, wirelen) != 0 {
                 if better(best, w.filter, w.priority) {
                     best = Some((w.filter, w.priority));
                 }

@@ -52,11 +52,11 @@ pub use run::Scratch;
 
 use crate::id_map::IdMap;
 use crate::merged::Compiled;
+use crate::merged::Whole;
 use crate::path::{Atom, Path, Test};
 use field::{FieldId, Fields, Source};
 use label::Label;
 use node::{Entry, Item, Nodes, Subst};
-use sluice_bpf::Insn;
 use std::sync::Arc;
 
 /// Key-only inserts of at least this many keys at once go into tables of
@@ -101,10 +101,10 @@ struct Info {
 
 /// A filter that runs whole, as classic BPF.
 #[derive(Clone, Debug)]
-struct Whole {
+struct WholeFilter {
     filter: u32,
     priority: i32,
-    program: Arc<[Insn]>,
+    whole: Whole,
 }
 
 /// The merged decision tree (see the module doc).
@@ -123,7 +123,7 @@ pub struct DecisionTree {
     /// Priority of each slot.
     prios: Vec<i32>,
     free_slots: Vec<u32>,
-    whole: Vec<Whole>,
+    whole: Vec<WholeFilter>,
 }
 
 /// Statistics of a [`DecisionTree`].
@@ -396,11 +396,11 @@ impl DecisionTree {
         match (c.paths(), c.absorbed_paths()) {
             (Some(paths), Some(simple)) => self.insert_paths(id, paths, simple, priority),
             _ => {
-                let rank = |w: &Whole| (std::cmp::Reverse(w.priority), w.filter);
-                let new = Whole {
+                let rank = |w: &WholeFilter| (std::cmp::Reverse(w.priority), w.filter);
+                let new = WholeFilter {
                     filter: id,
                     priority,
-                    program: c.program(),
+                    whole: c.whole().clone(),
                 };
                 let at = self.whole.partition_point(|w| rank(w) < rank(&new));
                 self.whole.insert(at, new);
@@ -678,7 +678,7 @@ impl DecisionTree {
             }
         }
         for w in &self.whole {
-            if sluice_bpf::run(&w.program, pkt, wirelen) != 0 {
+            if w.whole.run(pkt, wirelen) != 0 {
                 out.push(w.filter);
             }
         }
@@ -699,7 +699,7 @@ impl DecisionTree {
     pub fn report_distinct(&self, pkt: &[u8], wirelen: u32, slots: &[u32], out: &mut Vec<u32>) {
         out.extend(slots.iter().map(|&s| self.ids[s as usize]));
         for w in &self.whole {
-            if sluice_bpf::run(&w.program, pkt, wirelen) != 0 {
+            if w.whole.run(pkt, wirelen) != 0 {
                 out.push(w.filter);
             }
         }
@@ -744,7 +744,7 @@ impl DecisionTree {
             if best.is_some_and(|b| r < b) {
                 break;
             }
-            if sluice_bpf::run(&w.program, pkt, wirelen) != 0 {
+            if w.whole.run(pkt, wirelen) != 0 {
                 best = Some(r);
                 break;
             }

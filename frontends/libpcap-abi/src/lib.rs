@@ -33,6 +33,9 @@
 
 #![allow(non_camel_case_types)]
 #![deny(unsafe_op_in_unsafe_fn)]
+// libpcap's C ABI takes raw pointers: every entry point is `unsafe`, each
+// dereference in a block with its SAFETY note.
+#![allow(unsafe_code)]
 
 mod dlt_table;
 pub mod dump;
@@ -43,6 +46,9 @@ pub mod names;
 pub mod nametoaddr;
 pub mod offline;
 pub mod read;
+// libpcap's types and constants, named and valued as in <pcap/pcap.h>;
+// their meaning is libpcap's documentation.
+#[allow(missing_docs)]
 pub mod types;
 mod wording;
 

@@ -95,7 +95,9 @@ pub type pcap_handler =
 /// Size of libpcap's error buffers (`PCAP_ERRBUF_SIZE`).
 pub const PCAP_ERRBUF_SIZE: usize = 256;
 
+/// libpcap's generic failure (`PCAP_ERROR`).
 pub const PCAP_ERROR: c_int = -1;
+/// A loop ended by `pcap_breakloop` (`PCAP_ERROR_BREAK`).
 pub const PCAP_ERROR_BREAK: c_int = -2;
 pub const PCAP_ERROR_NOT_ACTIVATED: c_int = -3;
 pub const PCAP_ERROR_ACTIVATED: c_int = -4;

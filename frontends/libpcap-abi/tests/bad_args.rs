@@ -6,6 +6,9 @@
 //! them keep working. Generated inputs come from seeded generators, so a
 //! failure reproduces from its seed.
 
+// These tests call the library's C entry points.
+#![allow(unsafe_code)]
+
 use pcap::*;
 use sluice_testsupport::{corpus, Rng};
 use std::ffi::{c_char, c_int, CStr, CString};

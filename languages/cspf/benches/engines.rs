@@ -5,6 +5,9 @@
 //! session MPF Appendix C's example selects), or synthetic TCP packets
 //! when the corpus is absent.
 
+// criterion's macros make public functions without documentation.
+#![allow(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 #[path = "../../bench_engines.rs"]

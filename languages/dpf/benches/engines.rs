@@ -4,6 +4,9 @@
 //! ../shared/conformance/pcaps/mptcp-v0.pcap (whose session the examples
 //! select), or synthetic TCP packets when the corpus is absent.
 
+// criterion's macros make public functions without documentation.
+#![allow(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 #[path = "../../bench_engines.rs"]

@@ -18,6 +18,9 @@
 //!
 //! `cargo bench -p sluice-flow --bench flow`
 
+// criterion's macros make public functions without documentation.
+#![allow(missing_docs)]
+
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use sluice_flow::buffer::{IBuf, MBuf, Meta, PBuf, Preference};
 use sluice_flow::class::{

@@ -33,13 +33,18 @@
 //! ```
 
 #![warn(missing_docs)]
+#![deny(unsafe_code)]
 
 pub mod bpf;
+// The shared packet buffer copies and lends packet bytes (SAFETY notes there).
+#[allow(unsafe_code)]
 pub mod buffer;
 pub mod class;
 pub mod fpl;
 mod group;
 pub mod net;
+// Credentials come from getuid/getgroups (SAFETY notes there).
+#[allow(unsafe_code)]
 pub mod policy;
 pub mod source;
 pub mod spec;

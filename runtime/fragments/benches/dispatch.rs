@@ -16,6 +16,9 @@
 //! * `mixed`: the same with every 20th packet replaced by a datagram in 3
 //!   fragments (first fragment first), so 10% of the packets are fragments.
 
+// criterion's macros make public functions without documentation.
+#![allow(missing_docs)]
+
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use sluice_capture::Packet;
 use sluice_classifier::Classifier;

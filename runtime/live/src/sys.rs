@@ -38,8 +38,8 @@ impl PacketSocket {
         // SAFETY: socket(2) takes no pointers; a non-negative result is a
         // fresh descriptor that nothing else owns.
         let fd = check(unsafe { libc::socket(libc::AF_PACKET, kind | libc::SOCK_CLOEXEC, 0) })?;
-        // SAFETY: `fd` was just returned by socket(2) and is owned here only.
         Ok(PacketSocket {
+            // SAFETY: `fd` was just returned by socket(2) and is owned here only.
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
         })
     }

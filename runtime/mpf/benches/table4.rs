@@ -16,6 +16,9 @@
 //! Criterion reports the time per packet. `SLUICE_MPF_SIZES="1 10"`
 //! chooses the sizes; `SLUICE_BENCH_QUICK=1` shortens the measurement.
 
+// criterion's macros make public functions without documentation.
+#![allow(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use sluice_bpf::mpf::MpfProgram;
 use sluice_bpf::Validated;

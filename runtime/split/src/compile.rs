@@ -58,10 +58,7 @@ pub fn compile_all<S: AsRef<str> + Sync>(
 /// One text, as [`compile_all`] compiles it.
 pub fn compile(builder: &ProgramBuilder, text: &str) -> Result<Compiled, Error> {
     let p = builder.build(text)?;
-    Ok(match p.ir() {
-        Some(ir) => Compiled::new(ir.clone()),
-        None => Compiled::from_bpf(p.bpf()),
-    })
+    Ok(p.for_merging())
 }
 
 #[cfg(test)]

@@ -58,10 +58,7 @@ fn compile(file: &str, lt: LinkType, big_endian: bool) -> Result<(Filters, Vec<S
             .dir(dir)
             .build(&l.expression)
             .map_err(|e| Fail(format!("{file}:{}: {}: {e}", l.line, l.name)))?;
-        f.compiled.push(match p.ir() {
-            Some(ir) => Compiled::new(ir.clone()),
-            None => Compiled::from_bpf(p.bpf()),
-        });
+        f.compiled.push(p.for_merging());
         f.priorities.push(i32::try_from(nf - i).unwrap_or(i32::MAX));
         f.programs.push(p);
     }

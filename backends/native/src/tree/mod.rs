@@ -374,9 +374,6 @@ impl NativeTree {
         match (&self.code, self.fresh) {
             (Some(c), true) if c.root.function.is_some() => {
                 let root = c.root.function.as_ref().expect("checked");
-                // SAFETY: `c` was built for a tree of this shape (it is
-                // fresh) and `descs` describes this tree's tables by the
-                // code's numbers (`install`).
                 let target = run::Target {
                     func: root.func,
                     fns: c.chunk_ptrs.as_ptr(),
@@ -384,6 +381,9 @@ impl NativeTree {
                     sets: &c.sets,
                     tables: &self.descs,
                 };
+                // SAFETY: `c` was built for a tree of this shape (it is
+                // fresh) and `descs` describes this tree's tables by the
+                // code's numbers (`install`).
                 unsafe {
                     run::call(
                         &target,

@@ -1,5 +1,8 @@
 //! Interpreter speed: ns per packet for a few typical programs.
 
+// criterion's macros make public functions without documentation.
+#![allow(missing_docs)]
+
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use sluice_bpf::{parse_program, run};
 
