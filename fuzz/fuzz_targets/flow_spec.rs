@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
             slot_bytes: 1,
             ibuf_entries: 1,
             ..Default::default()
-        });
+        }).unwrap();
         let mut flow = sluice_flow::Flow::create(&group);
         if let Err(sluice_flow::Error::Spec(e)) = flow.populate(text) {
             assert!(e.column >= 1, "{e}");

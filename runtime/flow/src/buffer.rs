@@ -56,7 +56,17 @@
 //!   for one packet are bracketed by a version counter (again a sequence
 //!   lock), so [`MBuf::snapshot`] and [`MBuf::load_u64`] read consistent
 //!   values while the filter runs.
+//!
+//! # Sizes
+//!
+//! Sizes come from users (`sluice flow --slots`, Python's `FlowGroup`),
+//! so they are bounded and allocated without aborting: a PBuf has at most
+//! [`MAX_SLOTS`] slots of at most [`MAX_SLOT_BYTES`] bytes and takes at
+//! most [`MAX_PBUF_BYTES`]; an IBuf has at most [`MAX_SLOTS`] entries.
+//! Beyond a limit, or when the memory cannot be had (`try_reserve`), the
+//! constructors return [`crate::Error::Config`] naming the limit.
 
+use crate::Error;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 mod mbuf;
@@ -67,6 +77,27 @@ pub use mbuf::MBuf;
 pub const HEADER_WORDS: usize = 4;
 /// Readers one IBuf can have at once.
 pub const MAX_READERS: usize = 32;
+/// Most slots a PBuf, or entries an IBuf, may have: 16,777,216.
+pub const MAX_SLOTS: usize = 1 << 24;
+/// Most bytes of packet one PBuf slot may hold: 262,144 (libpcap's
+/// largest snapshot length; no packet sluice reads is longer).
+pub const MAX_SLOT_BYTES: usize = 262_144;
+/// Most memory one PBuf may take: 4 GiB.
+pub const MAX_PBUF_BYTES: usize = 4 << 30;
+
+/// `n` atomic words set to `value`, or an error naming `what` when the
+/// memory cannot be had (never an abort).
+fn words(n: usize, value: u64, what: &str) -> Result<Box<[AtomicU64]>, Error> {
+    let mut v: Vec<AtomicU64> = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        Error::Config(format!(
+            "cannot allocate {} bytes of memory for {what}",
+            n.saturating_mul(8)
+        ))
+    })?;
+    v.extend((0..n).map(|_| AtomicU64::new(value)));
+    Ok(v.into_boxed_slice())
+}
 const FREE: u64 = u64::MAX;
 
 /// What the writer does when readers fall behind (FFPF's buffer management
@@ -157,7 +188,7 @@ impl Meta {
 ///
 /// ```
 /// use sluice_flow::buffer::{PBuf, Preference, Meta};
-/// let p = PBuf::new(4, 64, Preference::Slow);
+/// let p = PBuf::new(4, 64, Preference::Slow).unwrap();
 /// let meta = Meta { caplen: 3, wirelen: 3, ..Meta::default() };
 /// let pos = p.store(&meta, b"abc", p.written()).unwrap();
 /// assert_eq!(pos, 0);
@@ -176,17 +207,40 @@ pub struct PBuf {
 
 impl PBuf {
     /// A buffer of `slots` slots (at least 1) holding up to `slot_bytes`
-    /// bytes of each packet.
+    /// bytes of each packet; refused past [`MAX_SLOTS`], [`MAX_SLOT_BYTES`]
+    /// or [`MAX_PBUF_BYTES`], or when the memory cannot be had.
     ///
     /// ```
-    /// let p = sluice_flow::buffer::PBuf::new(8, 1514, sluice_flow::buffer::Preference::Fast);
+    /// use sluice_flow::buffer::{PBuf, Preference};
+    /// let p = PBuf::new(8, 1514, Preference::Fast).unwrap();
     /// assert_eq!(p.slots(), 8);
+    /// let e = PBuf::new(1_000_000, 65535, Preference::Slow).err().unwrap();
+    /// assert!(e.to_string().contains("more than the limit of 4 GiB"), "{e}");
+    /// assert!(PBuf::new(1 << 40, 1, Preference::Slow).is_err());
+    /// assert!(PBuf::new(1, u32::MAX as usize, Preference::Slow).is_err());
     /// ```
-    pub fn new(slots: usize, slot_bytes: usize, pref: Preference) -> PBuf {
+    pub fn new(slots: usize, slot_bytes: usize, pref: Preference) -> Result<PBuf, Error> {
         let slots = slots.max(1);
+        if slots > MAX_SLOTS {
+            return Err(Error::Config(format!(
+                "a packet buffer of {slots} slots is more than the limit of {MAX_SLOTS}"
+            )));
+        }
+        if slot_bytes > MAX_SLOT_BYTES {
+            return Err(Error::Config(format!(
+                "packet buffer slots of {slot_bytes} bytes are more than the limit of {MAX_SLOT_BYTES}"
+            )));
+        }
         let slot_words = HEADER_WORDS + slot_bytes.div_ceil(8);
-        let words = (0..slots * slot_words).map(|_| AtomicU64::new(0)).collect();
-        PBuf {
+        let bytes = slots * slot_words * 8;
+        if bytes > MAX_PBUF_BYTES {
+            return Err(Error::Config(format!(
+                "a packet buffer of {slots} slots of {slot_bytes} bytes takes {bytes} bytes, more than the limit of {} GiB",
+                MAX_PBUF_BYTES >> 30
+            )));
+        }
+        let words = words(slots * slot_words, 0, "the packet buffer")?;
+        Ok(PBuf {
             slots: slots as u64,
             slot_words,
             slot_bytes,
@@ -195,13 +249,13 @@ impl PBuf {
             head: AtomicU64::new(0),
             w: AtomicU64::new(0),
             drops: AtomicU64::new(0),
-        }
+        })
     }
 
     /// Number of slots.
     ///
     /// ```
-    /// assert_eq!(sluice_flow::buffer::PBuf::new(0, 1, sluice_flow::buffer::Preference::Slow).slots(), 1);
+    /// assert_eq!(sluice_flow::buffer::PBuf::new(0, 1, sluice_flow::buffer::Preference::Slow).unwrap().slots(), 1);
     /// ```
     pub fn slots(&self) -> usize {
         self.slots as usize
@@ -210,7 +264,7 @@ impl PBuf {
     /// Bytes of packet data a slot holds.
     ///
     /// ```
-    /// assert_eq!(sluice_flow::buffer::PBuf::new(1, 100, sluice_flow::buffer::Preference::Slow).slot_bytes(), 100);
+    /// assert_eq!(sluice_flow::buffer::PBuf::new(1, 100, sluice_flow::buffer::Preference::Slow).unwrap().slot_bytes(), 100);
     /// ```
     pub fn slot_bytes(&self) -> usize {
         self.slot_bytes
@@ -219,7 +273,7 @@ impl PBuf {
     /// Bytes of memory the buffer occupies.
     ///
     /// ```
-    /// let p = sluice_flow::buffer::PBuf::new(2, 8, sluice_flow::buffer::Preference::Slow);
+    /// let p = sluice_flow::buffer::PBuf::new(2, 8, sluice_flow::buffer::Preference::Slow).unwrap();
     /// assert_eq!(p.memory_bytes(), 2 * (4 + 1) * 8);
     /// ```
     pub fn memory_bytes(&self) -> usize {
@@ -230,7 +284,7 @@ impl PBuf {
     ///
     /// ```
     /// use sluice_flow::buffer::{PBuf, Preference};
-    /// assert_eq!(PBuf::new(1, 1, Preference::Fast).preference(), Preference::Fast);
+    /// assert_eq!(PBuf::new(1, 1, Preference::Fast).unwrap().preference(), Preference::Fast);
     /// ```
     pub fn preference(&self) -> Preference {
         self.pref
@@ -239,7 +293,7 @@ impl PBuf {
     /// Positions written so far (`W`; the wrap counter is `W / slots`).
     ///
     /// ```
-    /// assert_eq!(sluice_flow::buffer::PBuf::new(1, 1, sluice_flow::buffer::Preference::Slow).written(), 0);
+    /// assert_eq!(sluice_flow::buffer::PBuf::new(1, 1, sluice_flow::buffer::Preference::Slow).unwrap().written(), 0);
     /// ```
     pub fn written(&self) -> u64 {
         self.w.load(Ordering::Acquire)
@@ -249,7 +303,7 @@ impl PBuf {
     ///
     /// ```
     /// use sluice_flow::buffer::{PBuf, Preference, Meta};
-    /// let p = PBuf::new(2, 8, Preference::Fast);
+    /// let p = PBuf::new(2, 8, Preference::Fast).unwrap();
     /// for _ in 0..5 { p.store(&Meta::default(), &[], 0); }
     /// assert_eq!(p.wraps(), 2);
     /// ```
@@ -261,7 +315,7 @@ impl PBuf {
     ///
     /// ```
     /// use sluice_flow::buffer::{PBuf, Preference, Meta};
-    /// let p = PBuf::new(1, 8, Preference::Slow);
+    /// let p = PBuf::new(1, 8, Preference::Slow).unwrap();
     /// assert!(p.store(&Meta::default(), &[], 0).is_some());
     /// assert!(p.store(&Meta::default(), &[], 0).is_none()); // nobody read position 0
     /// assert_eq!(p.drops(), 1);
@@ -276,7 +330,7 @@ impl PBuf {
     ///
     /// ```
     /// use sluice_flow::buffer::{PBuf, Preference, Meta};
-    /// let p = PBuf::new(2, 4, Preference::Slow);
+    /// let p = PBuf::new(2, 4, Preference::Slow).unwrap();
     /// let m = Meta { caplen: 6, wirelen: 6, ..Meta::default() };
     /// let pos = p.store(&m, b"abcdef", 0).unwrap();
     /// let (meta, data) = p.read_copy(pos).unwrap();
@@ -370,7 +424,7 @@ impl PBuf {
     ///
     /// ```
     /// use sluice_flow::buffer::{PBuf, Preference, Meta};
-    /// let p = PBuf::new(1, 8, Preference::Fast);
+    /// let p = PBuf::new(1, 8, Preference::Fast).unwrap();
     /// p.store(&Meta::default(), b"a", 0);
     /// p.store(&Meta::default(), b"b", 0);
     /// assert!(p.read_copy(0).is_none());
@@ -427,7 +481,7 @@ impl PBuf {
 ///
 /// ```
 /// use sluice_flow::buffer::{IBuf, Preference};
-/// let ib = IBuf::new(4, Preference::Slow);
+/// let ib = IBuf::new(4, Preference::Slow).unwrap();
 /// let r = ib.register().unwrap();
 /// assert!(ib.push(7, 1));
 /// assert_eq!(ib.written(), 1);
@@ -448,30 +502,38 @@ pub struct IBuf {
 }
 
 impl IBuf {
-    /// An index buffer of `capacity` entries (at least 1).
+    /// An index buffer of `capacity` entries (at least 1, at most
+    /// [`MAX_SLOTS`]).
     ///
     /// ```
-    /// assert_eq!(sluice_flow::buffer::IBuf::new(16, sluice_flow::buffer::Preference::Fast).capacity(), 16);
+    /// use sluice_flow::buffer::{IBuf, Preference};
+    /// assert_eq!(IBuf::new(16, Preference::Fast).unwrap().capacity(), 16);
+    /// assert!(IBuf::new(1 << 40, Preference::Fast).is_err());
     /// ```
-    pub fn new(capacity: usize, pref: Preference) -> IBuf {
+    pub fn new(capacity: usize, pref: Preference) -> Result<IBuf, Error> {
         let cap = capacity.max(1);
-        IBuf {
+        if cap > MAX_SLOTS {
+            return Err(Error::Config(format!(
+                "an index buffer of {cap} entries is more than the limit of {MAX_SLOTS}"
+            )));
+        }
+        Ok(IBuf {
             cap: cap as u64,
             pref,
-            entries: (0..2 * cap).map(|_| AtomicU64::new(0)).collect(),
+            entries: words(2 * cap, 0, "an index buffer")?,
             head: AtomicU64::new(0),
             w: AtomicU64::new(0),
-            readers: (0..MAX_READERS).map(|_| AtomicU64::new(FREE)).collect(),
+            readers: words(MAX_READERS, FREE, "an index buffer")?,
             used: AtomicUsize::new(0),
             drops: AtomicU64::new(0),
             done: AtomicBool::new(false),
-        }
+        })
     }
 
     /// Entries it holds.
     ///
     /// ```
-    /// assert_eq!(sluice_flow::buffer::IBuf::new(0, sluice_flow::buffer::Preference::Fast).capacity(), 1);
+    /// assert_eq!(sluice_flow::buffer::IBuf::new(0, sluice_flow::buffer::Preference::Fast).unwrap().capacity(), 1);
     /// ```
     pub fn capacity(&self) -> usize {
         self.cap as usize
@@ -480,7 +542,7 @@ impl IBuf {
     /// Bytes of memory it occupies.
     ///
     /// ```
-    /// assert_eq!(sluice_flow::buffer::IBuf::new(4, sluice_flow::buffer::Preference::Fast).memory_bytes(), 4 * 16 + 32 * 8);
+    /// assert_eq!(sluice_flow::buffer::IBuf::new(4, sluice_flow::buffer::Preference::Fast).unwrap().memory_bytes(), 4 * 16 + 32 * 8);
     /// ```
     pub fn memory_bytes(&self) -> usize {
         (self.entries.len() + self.readers.len()) * 8
@@ -489,7 +551,7 @@ impl IBuf {
     /// Entries written so far (`W`).
     ///
     /// ```
-    /// assert_eq!(sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Fast).written(), 0);
+    /// assert_eq!(sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Fast).unwrap().written(), 0);
     /// ```
     pub fn written(&self) -> u64 {
         self.w.load(Ordering::Acquire)
@@ -498,7 +560,7 @@ impl IBuf {
     /// Entries dropped because the buffer (or the group's PBuf) was full.
     ///
     /// ```
-    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow);
+    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow).unwrap();
     /// let _r = ib.register();
     /// ib.push(0, 1);
     /// assert!(!ib.push(1, 1));
@@ -516,7 +578,7 @@ impl IBuf {
     /// readers return.
     ///
     /// ```
-    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow);
+    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow).unwrap();
     /// ib.finish();
     /// assert!(ib.finished());
     /// ```
@@ -527,7 +589,7 @@ impl IBuf {
     /// Whether [`IBuf::finish`] was called (and not undone by a restart).
     ///
     /// ```
-    /// assert!(!sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow).finished());
+    /// assert!(!sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow).unwrap().finished());
     /// ```
     pub fn finished(&self) -> bool {
         self.done.load(Ordering::Acquire)
@@ -541,7 +603,7 @@ impl IBuf {
     /// when [`MAX_READERS`] are registered.
     ///
     /// ```
-    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow);
+    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow).unwrap();
     /// assert_eq!(ib.register(), Some(0));
     /// ```
     pub fn register(&self) -> Option<usize> {
@@ -563,7 +625,7 @@ impl IBuf {
     /// Give a reader slot back.
     ///
     /// ```
-    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow);
+    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow).unwrap();
     /// let r = ib.register().unwrap();
     /// ib.unregister(r);
     /// assert_eq!(ib.register(), Some(r));
@@ -620,7 +682,7 @@ impl IBuf {
     /// drop when the slowest reader is a full buffer behind.
     ///
     /// ```
-    /// let ib = sluice_flow::buffer::IBuf::new(2, sluice_flow::buffer::Preference::Fast);
+    /// let ib = sluice_flow::buffer::IBuf::new(2, sluice_flow::buffer::Preference::Fast).unwrap();
     /// for i in 0..5 { assert!(ib.push(i, 1)); }
     /// assert_eq!(ib.written(), 5);
     /// ```
@@ -712,8 +774,8 @@ impl<'a> PacketRef<'a> {
 /// ```
 /// use std::sync::Arc;
 /// use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader, Meta};
-/// let pbuf = Arc::new(PBuf::new(4, 16, Preference::Slow));
-/// let ibuf = Arc::new(IBuf::new(4, Preference::Slow));
+/// let pbuf = Arc::new(PBuf::new(4, 16, Preference::Slow).unwrap());
+/// let ibuf = Arc::new(IBuf::new(4, Preference::Slow).unwrap());
 /// let mut r = Reader::new(pbuf.clone(), ibuf.clone(), 2).unwrap();
 /// let pos = pbuf.store(&Meta { caplen: 2, wirelen: 2, ..Meta::default() }, b"hi", 0).unwrap();
 /// ibuf.push(pos, 9);
@@ -742,7 +804,7 @@ impl Reader {
     /// ```
     /// use std::sync::Arc;
     /// use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
-    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), Arc::new(IBuf::new(1, Preference::Fast)), 64);
+    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast).unwrap()), Arc::new(IBuf::new(1, Preference::Fast).unwrap()), 64);
     /// assert!(r.is_some());
     /// ```
     pub fn new(
@@ -770,8 +832,8 @@ impl Reader {
     /// ```
     /// use std::sync::Arc;
     /// use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
-    /// let ib = Arc::new(IBuf::new(4, Preference::Fast));
-    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), ib.clone(), 1).unwrap();
+    /// let ib = Arc::new(IBuf::new(4, Preference::Fast).unwrap());
+    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast).unwrap()), ib.clone(), 1).unwrap();
     /// ib.push(0, 1);
     /// assert_eq!(r.available(), 1);
     /// ```
@@ -784,7 +846,7 @@ impl Reader {
     /// ```
     /// # use std::sync::Arc;
     /// # use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
-    /// # let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), Arc::new(IBuf::new(1, Preference::Fast)), 1).unwrap();
+    /// # let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast).unwrap()), Arc::new(IBuf::new(1, Preference::Fast).unwrap()), 1).unwrap();
     /// assert_eq!(r.delivered(), 0);
     /// ```
     pub fn delivered(&self) -> u64 {
@@ -796,7 +858,7 @@ impl Reader {
     /// ```
     /// # use std::sync::Arc;
     /// # use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
-    /// # let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), Arc::new(IBuf::new(1, Preference::Fast)), 1).unwrap();
+    /// # let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast).unwrap()), Arc::new(IBuf::new(1, Preference::Fast).unwrap()), 1).unwrap();
     /// assert_eq!(r.lost(), 0);
     /// ```
     pub fn lost(&self) -> u64 {
@@ -808,7 +870,7 @@ impl Reader {
     /// ```
     /// # use std::sync::Arc;
     /// # use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
-    /// # let mut r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), Arc::new(IBuf::new(1, Preference::Fast)), 1).unwrap();
+    /// # let mut r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast).unwrap()), Arc::new(IBuf::new(1, Preference::Fast).unwrap()), 1).unwrap();
     /// r.commit();
     /// ```
     pub fn commit(&mut self) {
@@ -825,8 +887,8 @@ impl Reader {
     /// ```
     /// use std::sync::Arc;
     /// use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader, Meta};
-    /// let pbuf = Arc::new(PBuf::new(2, 8, Preference::Fast));
-    /// let ibuf = Arc::new(IBuf::new(8, Preference::Fast));
+    /// let pbuf = Arc::new(PBuf::new(2, 8, Preference::Fast).unwrap());
+    /// let ibuf = Arc::new(IBuf::new(8, Preference::Fast).unwrap());
     /// let mut r = Reader::new(pbuf.clone(), ibuf.clone(), 1).unwrap();
     /// for i in 0..3u8 {
     ///     let pos = pbuf.store(&Meta { caplen: 1, ..Meta::default() }, &[i], 0).unwrap();
@@ -897,8 +959,8 @@ impl Reader {
     /// use std::sync::Arc;
     /// use std::time::Duration;
     /// use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
-    /// let ib = Arc::new(IBuf::new(4, Preference::Fast));
-    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), ib.clone(), 1).unwrap();
+    /// let ib = Arc::new(IBuf::new(4, Preference::Fast).unwrap());
+    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast).unwrap()), ib.clone(), 1).unwrap();
     /// assert_eq!(r.wait_for(1, Duration::from_millis(1)), 0);
     /// ```
     pub fn wait_for(&self, n: u64, timeout: std::time::Duration) -> u64 {
@@ -925,8 +987,8 @@ impl Reader {
     /// ```
     /// # use std::sync::Arc;
     /// # use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
-    /// let ib = Arc::new(IBuf::new(1, Preference::Fast));
-    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), ib.clone(), 1).unwrap();
+    /// let ib = Arc::new(IBuf::new(1, Preference::Fast).unwrap());
+    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast).unwrap()), ib.clone(), 1).unwrap();
     /// ib.finish();
     /// assert!(r.at_end());
     /// ```
