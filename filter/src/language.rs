@@ -134,7 +134,7 @@ impl Spec {
     /// assert!(e.to_string().contains("32 MiB"));
     /// ```
     pub fn parse(text: &str, dir: Option<&Path>) -> Result<Spec, Error> {
-        Spec::parse_with(text, dir, |p| crate::read_text_file(p))
+        Spec::parse_with(text, dir, crate::read_text_file)
     }
 
     /// [`Spec::parse`] with `read` reading the file of a `LANG:@path`

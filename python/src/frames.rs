@@ -13,7 +13,7 @@
 //! bytes written into it meanwhile give new verdicts, never a bad index.
 
 use crate::capture::Batch;
-use numpy::{PyArrayMethods, PyReadonlyArray1, PyUntypedArrayMethods};
+use numpy::{PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyBytesMethods};

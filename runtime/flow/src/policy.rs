@@ -985,4 +985,116 @@ mod tests {
             assert!(e.message.contains(msg), "{text}: {e}");
         }
     }
+
+    /// A directory tree for path rules: data/{a.pcap,private/x,Caps/x},
+    /// out/y and symlinks data/in -> data/private/x, data/out -> out/y.
+    fn tree(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("sluice-policy-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        for sub in ["data/private", "data/Caps", "out"] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        for f in ["data/a.pcap", "data/private/x", "data/Caps/x", "out/y"] {
+            std::fs::write(d.join(f), b"").unwrap();
+        }
+        std::os::unix::fs::symlink(d.join("data/private/x"), d.join("data/in")).unwrap();
+        std::os::unix::fs::symlink(d.join("out/y"), d.join("data/out")).unwrap();
+        std::fs::canonicalize(d).unwrap()
+    }
+
+    fn file_at(path: &Path) -> FlowShape {
+        let mut e = ElemShape::new("file", true, &[path.to_str().unwrap()]);
+        e.file = Some(canonical(path).unwrap());
+        FlowShape {
+            stages: vec![vec![e]],
+            callback_every: None,
+        }
+    }
+
+    #[test]
+    fn paths_are_compared_canonically_and_by_component() {
+        let d = tree("paths");
+        let r = d.display();
+        let p = Policy::parse(
+            &format!("deny source=file:{r}/data/private\ndeny source=file:{r}/data/Caps\nallow source=file:{r}/data/\n"),
+            "p",
+        )
+        .unwrap();
+        let me = user(1, &[]);
+        let rule = |path: PathBuf| p.check(&file_at(&path), &me).map_err(|e| e.rule);
+        assert_eq!(rule(d.join("data/a.pcap")), Ok(()));
+        // `..`, `.`, `//` and a symlink are what the kernel makes of them.
+        assert_eq!(rule(d.join("data/../out/y")), Err(None));
+        assert_eq!(rule(d.join("data/./private/x")), Err(Some("p:1".into())));
+        assert_eq!(
+            rule(PathBuf::from(format!("{r}/data//private/x"))),
+            Err(Some("p:1".into()))
+        );
+        assert_eq!(rule(d.join("data/in")), Err(Some("p:1".into())));
+        assert_eq!(rule(d.join("data/out")), Err(None));
+        // No case folding: the capitalised deny matches its directory.
+        assert_eq!(rule(d.join("data/Caps/x")), Err(Some("p:2".into())));
+        // Components, not text: a rule on data/a does not cover data/a.pcap.
+        let q = Policy::parse(&format!("allow source=file:{r}/data/a\n"), "q").unwrap();
+        assert!(q.check(&file_at(&d.join("data/a.pcap")), &me).is_err());
+        // A rule's own `..` and `//` resolve the same way.
+        let q = Policy::parse(
+            &format!("deny source=file:{r}/out/..//data/./private\nallow source=*\n"),
+            "q",
+        )
+        .unwrap();
+        assert!(q.check(&file_at(&d.join("data/in")), &me).is_err());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn relative_rule_paths_are_taken_from_the_current_directory() {
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            rule_path(Path::new("a/./b//c/../d")),
+            cwd.canonicalize().unwrap().join("a/b/d")
+        );
+    }
+
+    #[test]
+    fn at_files_need_a_read_rule() {
+        let d = tree("reads");
+        let r = d.display();
+        let p = Policy::parse(
+            &format!("allow source=* class=*\nallow read={r}/data\n"),
+            "p",
+        )
+        .unwrap();
+        let flow = |reads: Vec<PathBuf>| {
+            let mut e = ElemShape::new("bpf", false, &["@x"]);
+            e.reads = reads;
+            FlowShape {
+                stages: vec![vec![ElemShape::new("file", true, &["a"])], vec![e]],
+                callback_every: None,
+            }
+        };
+        let me = user(1, &[]);
+        assert!(p.check(&flow(vec![d.join("data/a.pcap")]), &me).is_ok());
+        let e = p
+            .check(&flow(vec![canonical(&d.join("data/out")).unwrap()]), &me)
+            .unwrap_err();
+        assert!(e.message.contains("no rule allows reading"), "{e}");
+        let all = Policy::parse("allow source=* class=* read=*\n", "p").unwrap();
+        assert!(all.check(&flow(vec![d.join("out/y")]), &me).is_ok());
+        let none = Policy::parse("allow source=* class=*\n", "p").unwrap();
+        assert!(none.check(&flow(vec![d.join("data/a.pcap")]), &me).is_err());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn other_sources_are_matched_by_name() {
+        let p = Policy::parse("allow source=iface:eth1 class=*\n", "p").unwrap();
+        let iface = |name: &str| FlowShape {
+            stages: vec![vec![ElemShape::new("iface", true, &[name])]],
+            callback_every: None,
+        };
+        assert!(p.check(&iface("eth1"), &user(1, &[])).is_ok());
+        assert!(p.check(&iface("eth10"), &user(1, &[])).is_err());
+        assert!(p.check(&iface("ETH1"), &user(1, &[])).is_err());
+    }
 }

@@ -455,6 +455,50 @@ fn authorisation_refuses_with_the_rule_and_frees_nothing_twice() {
 }
 
 #[test]
+fn at_files_are_read_after_the_policy_and_their_externs_checked() {
+    let s = sample();
+    let examples = format!("{}/../../examples", env!("CARGO_MANIFEST_DIR"));
+    let fig7 = format!("{examples}/fpl-figure7.fpl");
+    let g = Group::new(GroupConfig::default()).unwrap();
+    let me = Credentials::current();
+    let run = |policy: &str, spec: &str| {
+        let p = Policy::parse(policy, "p").unwrap();
+        let mut f = Flow::create(&g);
+        f.populate(spec)?;
+        f.instantiate(&p, &me).map(|_| f)
+    };
+    // The program calls GetDynTCPDPortFromRTSP: known only once the file
+    // is read, and still checked before anything runs.
+    let spec = format!("(file,{s}) -> (FPL-2,@{fig7})");
+    let read = format!("allow source=* class=* read={examples}\n");
+    let e = run(&read, &spec).err().unwrap();
+    assert!(
+        e.to_string()
+            .contains("external function GetDynTCPDPortFromRTSP"),
+        "{e}"
+    );
+    assert!(run(
+        &format!("{read}allow extern=GetDynTCPDPortFromRTSP\n"),
+        &spec
+    )
+    .is_ok());
+    // No read= rule: refused before the file is opened.
+    let e = run("allow source=* class=*\n", &spec).err().unwrap();
+    assert!(e.to_string().contains("no rule allows reading"), "{e}");
+    // Populate never reads a file; a missing one is an error with the
+    // column of its argument when the flow is checked.
+    let mut f = Flow::create(&g);
+    f.populate(&format!("(file,{s}) -> (BPF,@/nonexistent/prog)"))
+        .unwrap();
+    let e = f.instantiate_unchecked().err().unwrap();
+    assert!(
+        matches!(&e, Error::Spec(x) if x.column > 1 && x.message.contains("/nonexistent/prog")),
+        "{e}"
+    );
+    assert_eq!(g.instance_count(), 0);
+}
+
+#[test]
 fn spec_errors_carry_columns_through_populate() {
     let g = Group::new(GroupConfig::default()).unwrap();
     let mut f = Flow::create(&g);
