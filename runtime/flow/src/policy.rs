@@ -334,14 +334,14 @@ struct SourceItem {
 
 impl SourceItem {
     fn parse(item: &str) -> SourceItem {
-        match item.split_once(':') {
+        match item.split_once(':').filter(|(_, t)| !t.is_empty()) {
             Some((c, t)) => SourceItem {
                 class: c.to_ascii_lowercase(),
                 name: Some(t.to_string()),
                 path: Some(rule_path(Path::new(t))),
             },
             None => SourceItem {
-                class: item.to_ascii_lowercase(),
+                class: item.trim_end_matches(':').to_ascii_lowercase(),
                 name: None,
                 path: None,
             },
