@@ -78,7 +78,7 @@ fn bpf_flow_counters_equal_libpcap_verdicts_on_the_corpus() {
             .iter()
             .filter(|(n, _)| opt.contains_key(&key(*n)))
             .collect();
-        let g = Group::new(GroupConfig::default());
+        let g = Group::new(GroupConfig::default()).unwrap();
         let mut flows = Vec::new();
         for (n, e) in &chosen {
             let spec = format!(

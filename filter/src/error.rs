@@ -46,14 +46,32 @@ pub enum Error {
         /// Why it could not be read.
         source: std::io::Error,
     },
-    /// A `LANG:@file` filter whose text is in error.
-    #[error("{path}: {source}")]
+    /// A filter read from a file (`LANG:@file`, `-F`, `--bpf-file`) whose
+    /// text is in error. The message names the file, the line and the
+    /// column, and repeats nothing of the file ([`crate::redact`]): the
+    /// parser's own message is kept in `source`, with the file's words
+    /// taken out of it too.
+    #[error("{path}: {}{message}", position(*line, *column))]
     InFile {
         /// The file the text came from.
         path: String,
-        /// The error in it.
+        /// 1-based line in the file, where the language reports one.
+        line: Option<usize>,
+        /// 1-based column (characters) in that line.
+        column: Option<usize>,
+        /// What is wrong, without the file's words.
+        message: String,
+        /// The error in it (its message redacted the same way).
         source: Box<Error>,
     },
+}
+
+fn position(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(l), Some(c)) => format!("line {l}, column {c}: "),
+        (Some(l), None) => format!("line {l}: "),
+        _ => String::new(),
+    }
 }
 
 impl Error {
@@ -99,6 +117,9 @@ impl Error {
     /// assert_eq!(e.line(), Some(3));
     /// ```
     pub fn line(&self) -> Option<usize> {
+        if let Error::InFile { line, .. } = self {
+            return *line;
+        }
         match self.innermost() {
             Error::Expression(_) => Some(1),
             Error::BpfText(e) => Some(e.line),
@@ -120,6 +141,9 @@ impl Error {
     /// assert!(e.to_string().contains("column 16"));
     /// ```
     pub fn column(&self) -> Option<usize> {
+        if let Error::InFile { column, .. } = self {
+            return *column;
+        }
         match self.innermost() {
             Error::Expression(e) => Some(e.span.column()),
             Error::BpfText(e) => Some(e.column),
@@ -130,7 +154,8 @@ impl Error {
     }
 
     /// The byte offset in the text where the error starts, where the
-    /// language reports one (pcap expressions).
+    /// language reports one (pcap expressions given as text; for a file,
+    /// [`Error::line`] and [`Error::column`] say where).
     ///
     /// ```
     /// use sluice_filter::{LinkType, Program};
@@ -138,7 +163,7 @@ impl Error {
     /// assert_eq!(e.offset(), Some(8));
     /// ```
     pub fn offset(&self) -> Option<usize> {
-        match self.innermost() {
+        match self {
             Error::Expression(e) => Some(e.span.start),
             _ => None,
         }

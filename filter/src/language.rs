@@ -124,13 +124,37 @@ pub struct Spec {
 
 impl Spec {
     /// Resolve a filter text: its prefix, and `@path` (read relative to
-    /// `dir` when given and the path is relative).
+    /// `dir` when given and the path is relative, with
+    /// [`read_text_file`](crate::read_text_file): at most 32 MiB).
     ///
     /// ```
     /// let e = sluice_filter::Spec::parse("dpf:@/nonexistent/x.dpf", None).unwrap_err();
     /// assert!(e.to_string().contains("/nonexistent/x.dpf"));
+    /// let e = sluice_filter::Spec::parse("bpf:@/dev/zero", None).unwrap_err();
+    /// assert!(e.to_string().contains("32 MiB"));
     /// ```
     pub fn parse(text: &str, dir: Option<&Path>) -> Result<Spec, Error> {
+        Spec::parse_with(text, dir, crate::read_text_file)
+    }
+
+    /// [`Spec::parse`] with `read` reading the file of a `LANG:@path`
+    /// text: for front ends whose files are read by someone else first
+    /// (an authorised flow reads its `@FILE` programs before anything
+    /// runs).
+    ///
+    /// ```
+    /// use sluice_filter::{Language, Spec};
+    /// let s = Spec::parse_with("dpf:@prog", None, |p| {
+    ///     assert_eq!(p, std::path::Path::new("prog"));
+    ///     Ok("(12:16 == 0x800)".to_string())
+    /// }).unwrap();
+    /// assert_eq!((s.language, s.file.as_deref()), (Language::Dpf, Some("prog")));
+    /// ```
+    pub fn parse_with(
+        text: &str,
+        dir: Option<&Path>,
+        read: impl FnOnce(&Path) -> std::io::Result<String>,
+    ) -> Result<Spec, Error> {
         let (language, rest, prefix) = Language::split(text);
         if let Some(path) = rest.trim().strip_prefix('@') {
             let path = path.trim();
@@ -138,7 +162,7 @@ impl Spec {
                 Some(d) if Path::new(path).is_relative() => d.join(path),
                 _ => Path::new(path).to_path_buf(),
             };
-            let body = std::fs::read_to_string(&full).map_err(|source| Error::File {
+            let body = read(&full).map_err(|source| Error::File {
                 path: full.display().to_string(),
                 source,
             })?;
@@ -154,6 +178,49 @@ impl Spec {
             text: rest.to_string(),
             file: None,
             column_offset: text[..prefix].chars().count(),
+        })
+    }
+
+    /// A filter file as `tcpdump -F` reads one (`#` comments, lines
+    /// joined), or, with `language`, a program in that language
+    /// (`--bpf-file`). Without `language` a `bpf:`, `cspf:` or `dpf:`
+    /// prefix at the start of the file picks the language. Read with
+    /// [`read_text_file`](crate::read_text_file); errors in it name the
+    /// file, line and column and quote nothing of it.
+    ///
+    /// ```
+    /// use sluice_filter::{Language, LinkType, Program, Spec};
+    /// let dir = std::env::temp_dir().join(format!("sluice-spec-read-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).unwrap();
+    /// let f = dir.join("expr");
+    /// std::fs::write(&f, "tcp # web\n and port secret\n").unwrap();
+    /// let spec = Spec::read(&f, None).unwrap();
+    /// let e = spec.compile(&Program::builder(LinkType::EN10MB)).unwrap_err();
+    /// // "unknown port name 'secret'": the file's words are taken out.
+    /// assert!(e.to_string().ends_with("expr: line 2, column 11: unknown … name '…'"), "{e}");
+    /// assert_eq!((e.line(), e.column()), (Some(2), Some(11)));
+    /// assert_eq!(Spec::read(&f, Some(Language::Bpf)).unwrap().language, Language::Bpf);
+    /// std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
+    pub fn read(path: &Path, language: Option<Language>) -> Result<Spec, Error> {
+        let shown = path.display().to_string();
+        let body = crate::read_text_file(path).map_err(|source| Error::File {
+            path: shown.clone(),
+            source,
+        })?;
+        let (language, text, column_offset) = match language {
+            Some(l) => (l, body, 0),
+            None => {
+                let (l, rest, prefix) = Language::split(&body);
+                let offset = body[..prefix].chars().count();
+                (l, rest.to_string(), offset)
+            }
+        };
+        Ok(Spec {
+            language,
+            text,
+            file: Some(shown),
+            column_offset,
         })
     }
 
@@ -209,14 +276,86 @@ impl Spec {
         !self.text.trim_end().contains('\n')
     }
 
+    /// An error about this filter's text as front ends show it: for text
+    /// read from a file, [`Error::InFile`] with the file's line and column
+    /// and nothing of the file in the message ([`crate::redact`]); for
+    /// text given directly, the error as it is.
+    ///
+    /// ```
+    /// use sluice_filter::{Error, Language, Spec};
+    /// let spec = Spec { language: Language::Bpf, text: "ld [12]\nfrob x\n".into(), file: Some("p.bpf".into()), column_offset: 0 };
+    /// let e = spec.check().unwrap_err();
+    /// assert!(matches!(e, Error::InFile { line: Some(2), column: Some(1), .. }));
+    /// assert_eq!(e.to_string(), "p.bpf: line 2, column 1: unknown mnemonic `…`");
+    /// ```
+    pub fn locate(&self, e: Error) -> Error {
+        self.located(e)
+    }
+
     /// An error in the text, with the file it came from.
     fn located(&self, e: Error) -> Error {
-        match &self.file {
-            Some(path) => Error::InFile {
-                path: path.clone(),
-                source: Box::new(e),
-            },
-            None => e,
+        let Some(path) = &self.file else {
+            return e;
+        };
+        if matches!(e, Error::InFile { .. } | Error::File { .. }) {
+            return e;
+        }
+        let (line, column) = self.position(&e);
+        let e = redacted(e, &self.text);
+        let message = crate::redact(&bare_message(&e), &self.text);
+        Error::InFile {
+            path: path.clone(),
+            line,
+            column,
+            message,
+            source: Box::new(e),
+        }
+    }
+
+    /// Line and column in the file of an error in its text.
+    fn position(&self, e: &Error) -> (Option<usize>, Option<usize>) {
+        let first = |line: usize, col: usize| {
+            if line == 1 {
+                col + self.column_offset
+            } else {
+                col
+            }
+        };
+        match e {
+            Error::Expression(c) if self.language == Language::Pcap => {
+                // pcap_text joined the lines (comments cut) with spaces.
+                let mut at = 0usize;
+                let mut last = (1, 1);
+                for (i, raw) in self.text.lines().enumerate() {
+                    let piece = raw.split('#').next().unwrap_or("");
+                    let start = c.span.start;
+                    if start <= at + piece.len() {
+                        let col = piece
+                            .get(..start.saturating_sub(at))
+                            .map_or(piece.chars().count(), |s| s.chars().count())
+                            + 1;
+                        return (Some(i + 1), Some(first(i + 1, col)));
+                    }
+                    last = (i + 1, piece.chars().count() + 1);
+                    at += piece.len() + 1;
+                }
+                (Some(last.0), Some(first(last.0, last.1)))
+            }
+            Error::BpfText(p) if self.one_line() => {
+                // One line: `;` separated the instructions.
+                let pieces: Vec<&str> = self.text.split(';').collect();
+                let before: usize = pieces
+                    .iter()
+                    .take(p.line.saturating_sub(1))
+                    .map(|s| s.chars().count() + 1)
+                    .sum();
+                (Some(1), Some(first(1, before + p.column)))
+            }
+            Error::BpfText(p) => (Some(p.line), Some(first(p.line, p.column))),
+            // The CSPF and DPF columns were shifted by the prefix already.
+            Error::Cspf(sluice_cspf::Error::Asm(a)) => (Some(a.line), Some(a.column)),
+            Error::Dpf(d) => (Some(d.line), Some(d.column)),
+            _ => (None, None),
         }
     }
 
@@ -268,5 +407,39 @@ impl Spec {
             }
             Error::Dpf(e)
         })
+    }
+}
+
+/// The error with the words of `text` taken out of its message.
+fn redacted(e: Error, text: &str) -> Error {
+    match e {
+        Error::Expression(mut c) => {
+            c.message = crate::redact(&c.message, text);
+            Error::Expression(c)
+        }
+        Error::BpfText(mut p) => {
+            p.message = crate::redact(&p.message, text);
+            Error::BpfText(p)
+        }
+        Error::Cspf(sluice_cspf::Error::Asm(mut a)) => {
+            a.message = crate::redact(&a.message, text);
+            Error::Cspf(sluice_cspf::Error::Asm(a))
+        }
+        Error::Dpf(mut d) => {
+            d.message = crate::redact(&d.message, text);
+            Error::Dpf(d)
+        }
+        e => e,
+    }
+}
+
+/// What is wrong, without the position the error's own text puts first.
+fn bare_message(e: &Error) -> String {
+    match e {
+        Error::Expression(c) => c.message.clone(),
+        Error::BpfText(p) => p.message.clone(),
+        Error::Cspf(sluice_cspf::Error::Asm(a)) => format!("cspf: {}", a.message),
+        Error::Dpf(d) => format!("dpf: {}", d.message),
+        e => e.to_string(),
     }
 }

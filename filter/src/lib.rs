@@ -10,7 +10,11 @@
 //!   optimisation, the capture's byte order), made by [`Program::builder`].
 //! * [`Program`]: the compiled filter: its intermediate form, its classic
 //!   BPF program and, on demand, native code; [`Runner`] picks the engine.
-//! * [`Error`]: why a filter could not be built.
+//! * [`Error`]: why a filter could not be built; for text read from a
+//!   file it names the file, line and column and repeats nothing of the
+//!   file ([`redact`]).
+//! * [`read_text_file`]: every filter, program, filter-set and policy file
+//!   is read through it, up to [`MAX_TEXT_FILE_BYTES`].
 //!
 //! Every language goes through sluice's pipeline: the language crate
 //! ([`sluice_pcap`], [`sluice_bpf`], [`sluice_cspf`], [`sluice_dpf`]) →
@@ -31,9 +35,13 @@ mod builder;
 mod error;
 mod language;
 mod program;
+mod redact;
+mod textfile;
 
 pub use builder::{ProgramBuilder, SystemResolver};
 pub use error::{caret_under, Error};
 pub use language::{Language, Spec};
 pub use program::{Program, Runner};
+pub use redact::redact;
 pub use sluice_wire::link::LinkType;
+pub use textfile::{read_text, read_text_file, MAX_TEXT_FILE_BYTES};

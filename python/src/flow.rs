@@ -3,7 +3,7 @@
 //! produced as dicts.
 
 use crate::errors::filter_error_at;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyRuntimeWarning, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use sluice_flow::buffer::Preference;
@@ -60,9 +60,15 @@ fn report_to_py<'py>(py: Python<'py>, r: &FlowReport) -> PyResult<Bound<'py, PyD
 
 fn flow_error(py: Python<'_>, e: sluice_flow::Error, spec: &str) -> PyErr {
     match &e {
-        sluice_flow::Error::Spec(s) => {
-            filter_error_at(py, e.to_string(), spec, Some(1), Some(s.column), None, None)
-        }
+        sluice_flow::Error::Spec(s) => filter_error_at(
+            py,
+            s.message.clone(),
+            spec,
+            Some(1),
+            Some(s.column),
+            None,
+            None,
+        ),
         sluice_flow::Error::Config(_)
         | sluice_flow::Error::Refused(_)
         | sluice_flow::Error::Policy(_) => PyValueError::new_err(e.to_string()),
@@ -95,6 +101,7 @@ impl FlowGroup {
     #[new]
     #[pyo3(signature = (slots=1024, slot_bytes=65535, preference="srp", policy=None, every=64))]
     fn new(
+        py: Python<'_>,
         slots: usize,
         slot_bytes: usize,
         preference: &str,
@@ -111,14 +118,22 @@ impl FlowGroup {
             Some(p) => Policy::load(p).map_err(|e| PyValueError::new_err(e.to_string()))?,
             None => Policy::allow_all(),
         };
+        for w in policy.warnings() {
+            let cat = py.get_type::<PyRuntimeWarning>();
+            PyErr::warn(py, &cat, &std::ffi::CString::new(w.as_str())?, 1)?;
+        }
+        // Sizes past the buffers' limits are refused (ValueError naming
+        // the limit), never allocated.
+        let group = Group::new(GroupConfig {
+            slots,
+            slot_bytes,
+            ibuf_entries: slots,
+            preference,
+            ..GroupConfig::default()
+        })
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(FlowGroup {
-            group: Group::new(GroupConfig {
-                slots,
-                slot_bytes,
-                ibuf_entries: slots,
-                preference,
-                ..GroupConfig::default()
-            }),
+            group,
             policy,
             every,
         })
@@ -191,7 +206,7 @@ impl Flow {
     ) -> PyResult<Flow> {
         let group = Bound::new(
             py,
-            FlowGroup::new(slots, slot_bytes, preference, policy, 64)?,
+            FlowGroup::new(py, slots, slot_bytes, preference, policy, 64)?,
         )?;
         FlowGroup::flow(&group, spec)
     }

@@ -2,9 +2,18 @@
 //! contiguous buffer with `n + 1` offsets (Arrow's binary layout: frame
 //! `i` is `data[offsets[i]:offsets[i+1]]`), with optional wire lengths;
 //! or a [`Batch`](crate::capture::Batch) read from a capture.
+//!
+//! The rule: what the native call indexes with is *copied* before it is
+//! checked. The call runs with the GIL released, so another Python thread
+//! may rewrite a numpy array meanwhile: the offsets and wire lengths are
+//! copied into Rust memory first and only the copies are checked and used,
+//! so a rewrite can change nothing the bounds depend on. The frame buffer
+//! itself is not copied: its length cannot change while it is held (numpy
+//! and `bytearray` refuse to resize a buffer that is exported), and new
+//! bytes written into it meanwhile give new verdicts, never a bad index.
 
 use crate::capture::Batch;
-use numpy::{PyArrayMethods, PyReadonlyArray1, PyUntypedArrayMethods};
+use numpy::{PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyBytesMethods};
@@ -13,16 +22,18 @@ use pyo3::types::{PyBytes, PyBytesMethods};
 /// they come from are held, so the GIL can be released meanwhile).
 pub struct Frames<'py> {
     kind: Kind<'py>,
-    wirelens: Option<PyReadonlyArray1<'py, i64>>,
+    /// Copied from the caller's array, then checked.
+    wirelens: Option<Vec<i64>>,
 }
 
 enum Kind<'py> {
     /// One `bytes` object per frame.
     List(Vec<Bound<'py, PyBytes>>),
-    /// One buffer (`bytes`, or any buffer as a uint8 array) and offsets.
+    /// One buffer (`bytes`, or any buffer as a uint8 array) and offsets
+    /// (copied from the caller's array, then checked).
     Packed {
         data: Buffer<'py>,
-        offsets: PyReadonlyArray1<'py, i64>,
+        offsets: Vec<i64>,
     },
 }
 
@@ -101,8 +112,11 @@ impl<'py> Frames<'py> {
                 wl.as_ref(),
             );
         }
+        // Copies: another thread may rewrite the arrays during the call.
         let wirelens = match wirelens {
-            Some(w) if !w.is_none() => Some(array::<i64>(w, "int64", "wirelens")?),
+            Some(w) if !w.is_none() => {
+                Some(array::<i64>(w, "int64", "wirelens")?.as_slice()?.to_vec())
+            }
             _ => None,
         };
         let kind = match offsets {
@@ -114,8 +128,8 @@ impl<'py> Frames<'py> {
                         "the frame buffer",
                     )?),
                 };
-                let offsets = array::<i64>(o, "int64", "offsets")?;
-                check_offsets(offsets.as_slice()?, data.as_slice()?.len())?;
+                let offsets = array::<i64>(o, "int64", "offsets")?.as_slice()?.to_vec();
+                check_offsets(&offsets, data.as_slice()?.len())?;
                 Kind::Packed { data, offsets }
             }
             _ => {
@@ -163,11 +177,7 @@ impl<'py> Frames<'py> {
                     f.len()
                 )));
             }
-            if let Some(bad) = w
-                .as_slice()?
-                .iter()
-                .find(|&&x| !(0..=u32::MAX as i64).contains(&x))
-            {
+            if let Some(bad) = w.iter().find(|&&x| !(0..=u32::MAX as i64).contains(&x)) {
                 return Err(PyValueError::new_err(format!(
                     "wire length {bad} out of range"
                 )));
@@ -187,10 +197,7 @@ impl<'py> Frames<'py> {
     /// The frames as slices, valid while `self` lives: what the GIL-free
     /// part of a call works on.
     pub fn view(&self) -> PyResult<View<'_>> {
-        let wirelens = match &self.wirelens {
-            Some(w) => Some(w.as_slice()?),
-            None => None,
-        };
+        let wirelens = self.wirelens.as_deref();
         Ok(match &self.kind {
             Kind::List(l) => View {
                 slices: Slices::List(l.iter().map(|b| b.as_bytes()).collect()),
@@ -199,7 +206,7 @@ impl<'py> Frames<'py> {
             Kind::Packed { data, offsets } => View {
                 slices: Slices::Packed {
                     data: data.as_slice()?,
-                    offsets: offsets.as_slice()?,
+                    offsets,
                 },
                 wirelens,
             },

@@ -3,7 +3,7 @@
 use super::live::{Live, LiveArgs};
 use super::print::{Dump, Options, Printer};
 use super::rotate::RotateArgs;
-use super::{cached, for_each_packet_declaring, linktype_of, open_capture, print_out, read_text};
+use super::{cached, for_each_packet_declaring, linktype_of, open_capture, print_out};
 use super::{out_fail, signals, usage, Fail, Stdout};
 use clap::ArgAction;
 use sluice::capture::sink::{Placement, Rotation};
@@ -140,6 +140,9 @@ pub enum Precision {
 enum Source {
     /// Filter text, and whether host names in it are resolved.
     Expression(String, bool),
+    /// A `-F` file (its errors name the file, line and column and quote
+    /// nothing of it), and whether host names in it are resolved.
+    File(sluice::Spec, bool),
     Bpf(Program),
 }
 
@@ -158,7 +161,7 @@ impl Source {
         match self {
             Source::Bpf(p) => Ok(p.clone()),
             // Any language, named by its prefix (pcap by default).
-            Source::Expression(e, resolve) => {
+            Source::Expression(_, resolve) | Source::File(_, resolve) => {
                 let mut b = Program::builder(lt)
                     .snaplen(snaplen)
                     .optimize(optimize)
@@ -167,7 +170,13 @@ impl Source {
                 if *resolve {
                     b = b.resolver(std::sync::Arc::new(sluice::filter::SystemResolver));
                 }
-                b.build(e).map_err(|err| Fail(format!("{err} (in '{e}')")))
+                match self {
+                    Source::File(spec, _) => spec.compile(&b).map_err(|err| Fail(err.to_string())),
+                    Source::Expression(e, _) => {
+                        b.build(e).map_err(|err| Fail(format!("{err} (in '{e}')")))
+                    }
+                    Source::Bpf(_) => unreachable!("matched above"),
+                }
             }
         }
     }
@@ -254,10 +263,11 @@ fn out_format(args: &FilterArgs, input: CaptureFormat) -> CaptureFormat {
 pub fn run(args: FilterArgs) -> Result<(), Fail> {
     args.check();
     let source = if let Some(path) = &args.bpf_file {
-        Source::Bpf(Program::from_bpf_text(&read_text(path)?)?)
+        let spec = read_spec(path, Some(sluice::Language::Bpf))?;
+        Source::Bpf(spec.compile(&Program::builder(LinkType::EN10MB))?)
     } else if let Some(path) = &args.expr_file {
         // tcpdump ignores '#' comments in -F files.
-        Source::Expression(expression_file(&read_text(path)?), !args.no_resolve)
+        Source::File(read_spec(path, None)?, !args.no_resolve)
     } else {
         Source::Expression(args.expression.join(" "), !args.no_resolve)
     };
@@ -499,8 +509,8 @@ fn run_live(
     if let Some(path) = args.expr_file.clone() {
         let resolve = !args.no_resolve;
         live.on_sighup(Box::new(move || {
-            let text = expression_file(&read_text(&path)?);
-            let p = Source::Expression(text, resolve)
+            let spec = read_spec(&path, None)?;
+            let p = Source::File(spec, resolve)
                 .program(lt, snaplen, optimize, None)
                 .map_err(|e| Fail(format!("{path}: {}", e.0)))?;
             let bpf = p.bpf().to_vec();
@@ -541,15 +551,14 @@ fn classifier(program: std::sync::Arc<Program>, runner: Runner) -> Make {
     })
 }
 
-/// The expression of a `-F` file: its lines without `#` comments, joined;
-/// a file that starts with another language's prefix (`cspf:`...) is
-/// taken whole, line breaks and all.
-pub fn expression_file(text: &str) -> String {
-    if sluice::Language::split(text).0 != sluice::Language::Pcap {
-        return text.to_string();
-    }
-    let lines: Vec<&str> = text.lines().map(super::strip_comment).collect();
-    lines.join(" ").trim().to_string()
+/// A `-F` or `--bpf-file` file, read with a bound.
+fn read_spec(path: &str, language: Option<sluice::Language>) -> Result<sluice::Spec, Fail> {
+    sluice::Spec::read(path.as_ref(), language).map_err(|e| match e {
+        sluice::Error::File { source, .. } => {
+            Fail(format!("cannot open {path}: {}", super::io_msg(&source)))
+        }
+        e => Fail(e.to_string()),
+    })
 }
 
 fn dump(p: &Program, level: u8) -> String {

@@ -124,25 +124,37 @@ pub fn run(args: FlowArgs) -> Result<(), Fail> {
         Some(p) => Policy::load(p)?,
         None => Policy::allow_all(),
     };
+    for w in policy.warnings() {
+        eprintln!("sluice: warning: {w}");
+    }
     let cred = Credentials::current();
     // Sources end at SIGINT, SIGTERM or SIGHUP as at their end (a live
     // one runs until then), and every flow's file keeps what it got.
     signals::install(false)?;
     signals::also_stop(sluice::flow::source::stop_flag());
-    let group = Group::new(cfg);
+    let group = Group::new(cfg).map_err(|e| Fail(format!("--slots, --slot-bytes: {e}")))?;
+    let at = |i: usize, e: sluice::flow::Error| match &e {
+        sluice::flow::Error::Spec(s) => Fail(format!(
+            "flow {}: {e}{}",
+            i + 1,
+            sluice_filter::caret_under(&args.specs[i], s.column)
+        )),
+        _ => Fail(format!("flow {}: {e}", i + 1)),
+    };
+    // Every flow is checked against the policy before any of them opens
+    // or reads anything.
     let mut flows = Vec::new();
-    let mut outputs = Vec::new();
     for (i, spec) in args.specs.iter().enumerate() {
-        let at = |e: sluice::flow::Error| match &e {
-            sluice::flow::Error::Spec(s) => Fail(format!(
-                "flow {}: {e}{}",
-                i + 1,
-                sluice_filter::caret_under(spec, s.column)
-            )),
-            _ => Fail(format!("flow {}: {e}", i + 1)),
-        };
         let mut flow = Flow::create(&group);
-        flow.populate(spec).map_err(at)?;
+        flow.populate(spec).map_err(|e| at(i, e))?;
+        flows.push(flow);
+    }
+    for (i, flow) in flows.iter().enumerate() {
+        flow.authorise(&policy, &cred).map_err(|e| at(i, e))?;
+    }
+    let mut outputs = Vec::new();
+    for (i, flow) in flows.iter_mut().enumerate() {
+        let at = |e| at(i, e);
         let out = Arc::new(Mutex::new(Output {
             path: args
                 .write
@@ -181,7 +193,6 @@ pub fn run(args: FlowArgs) -> Result<(), Fail> {
         })
         .map_err(at)?;
         flow.instantiate(&policy, &cred).map_err(at)?;
-        flows.push(flow);
         outputs.push(out);
     }
     // Every flow is checked before the output directory is made.

@@ -117,6 +117,7 @@ impl Live {
             capture: config,
             workers: args.workers.unwrap_or_else(sluice::live::cores),
             kernel_filter: !args.no_kernel_filter,
+            ..SessionConfig::new(name)
         })
         .map_err(fail)?;
         Ok(Live {

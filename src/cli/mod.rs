@@ -143,15 +143,11 @@ pub type Reader = CaptureReader<Box<dyn Read + Send>>;
 /// The snapshot length filters return when the capture gives none.
 pub const DEFAULT_SNAPLEN: u32 = 262144;
 
-/// The whole text of a file, with the file name in the error.
+/// The whole text of a file (at most [`sluice::filter::MAX_TEXT_FILE_BYTES`]),
+/// with the file name in the error.
 pub fn read_text(path: &str) -> Result<String, Fail> {
-    std::fs::read_to_string(path).map_err(|e| Fail(format!("cannot open {path}: {}", io_msg(&e))))
-}
-
-/// A line of filter text without its `#` comment (tcpdump's `-F` rule; the
-/// pcap language never uses `#`).
-pub fn strip_comment(line: &str) -> &str {
-    line.split('#').next().unwrap_or("")
+    sluice::filter::read_text_file(path.as_ref())
+        .map_err(|e| Fail(format!("cannot open {path}: {}", io_msg(&e))))
 }
 
 /// The link type of a capture's link-type number, if sluice supports it.

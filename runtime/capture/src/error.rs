@@ -19,8 +19,11 @@ pub enum ErrorKind {
     /// The underlying reader or writer failed.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
-    /// The first four bytes are neither a pcap nor a pcapng magic number.
-    #[error("not a pcap or pcapng file (magic number {0:#010x})")]
+    /// The first four bytes are neither a pcap nor a pcapng magic number
+    /// (kept here; the message does not quote them: the file may be one
+    /// its reader should learn nothing about, as tcpdump says only
+    /// "unknown file format").
+    #[error("not a pcap or pcapng file")]
     BadMagic(u32),
     /// The file ends in the middle of a header, record or block.
     #[error("file ends inside the {what}: {need} bytes needed, only {have} present")]
@@ -79,8 +82,10 @@ pub enum ErrorKind {
         /// Length from the block trailer.
         trailer: u32,
     },
-    /// A pcapng section header has an unknown byte-order magic.
-    #[error("bad byte-order magic {0:#010x} in section header block")]
+    /// A pcapng section header has an unknown byte-order magic (kept
+    /// here, not quoted in the message: in a file that is not a capture
+    /// they are just bytes of it).
+    #[error("bad byte-order magic in section header block")]
     BadByteOrderMagic(u32),
     /// A packet block names an interface that has not been described.
     #[error("packet block refers to interface {id}, but the section declares only {count}")]

@@ -13,6 +13,8 @@ use crate::input::Input;
 use crate::Packet;
 use sluice_wire::bytes::{u16_at, u32_at, u64_at};
 
+/// The longest first section header block libpcap accepts: 1 MiB.
+const FIRST_SHB_MAX: u32 = 1024 * 1024;
 /// Most interfaces kept for one pcapng section (keeps memory bounded).
 const MAX_INTERFACES: usize = 1 << 16;
 
@@ -202,7 +204,7 @@ impl<R: Read> CaptureReader<R> {
             r.input.bytes()[3],
         ]);
         if magic == BLOCK_SHB {
-            r.read_section_header()?;
+            r.read_section_header(true)?;
             r.read_to_first_interface()?;
             r.update_ng_format();
             // libpcap refuses a pcapng file that ends before describing
@@ -597,8 +599,13 @@ impl<R: Read> CaptureReader<R> {
         }
     }
 
-    /// Reads a section header block at the current position.
-    fn read_section_header(&mut self) -> Result<(), CaptureError> {
+    /// Reads a section header block at the current position: the file's
+    /// first (`first`) or one that starts a later section.
+    ///
+    /// As libpcap reads them: the first must be version 1.0 or 1.2, at
+    /// most 1 MiB long, and its trailer is not checked; a later one must
+    /// be version 1.x (any minor version), with a trailer that matches.
+    fn read_section_header(&mut self, first: bool) -> Result<(), CaptureError> {
         let at = self.input.pos();
         self.need(12, "section header block")?;
         let h = self.input.bytes();
@@ -610,11 +617,22 @@ impl<R: Read> CaptureReader<R> {
         };
         let len = u32_at(h, 4, be).unwrap_or(0);
         self.check_block_len(at, BLOCK_SHB, len, 28)?;
-        let body = self.read_block(at, len, be, "section header block")?;
+        if first && len > FIRST_SHB_MAX {
+            return Err(self.err(
+                at + 4,
+                ErrorKind::BadBlockLength {
+                    block_type: BLOCK_SHB,
+                    len,
+                    reason: "larger than the 1 MiB limit for a first section header",
+                },
+            ));
+        }
+        let body = self.read_block_trailer(at, len, be, "section header block", !first)?;
         let b = self.input.slice(body);
         let major = u16_at(b, 4, be).unwrap_or(0);
         let minor = u16_at(b, 6, be).unwrap_or(0);
-        if !(major == 1 && (minor == 0 || minor == 2)) {
+        let supported = major == 1 && (!first || minor == 0 || minor == 2);
+        if !supported {
             return Err(self.err(
                 at + 12,
                 ErrorKind::UnsupportedVersion {
@@ -664,6 +682,19 @@ impl<R: Read> CaptureReader<R> {
         be: bool,
         what: &'static str,
     ) -> Result<(usize, usize), CaptureError> {
+        self.read_block_trailer(at, len, be, what, true)
+    }
+
+    /// [`Self::read_block`], checking the trailer only when `trailer`
+    /// (libpcap does not check the first section header's).
+    fn read_block_trailer(
+        &mut self,
+        at: u64,
+        len: u32,
+        be: bool,
+        what: &'static str,
+        trailer: bool,
+    ) -> Result<(usize, usize), CaptureError> {
         if len > MAX_BLOCK_LEN {
             return Err(self.err(
                 at + 4,
@@ -679,13 +710,13 @@ impl<R: Read> CaptureReader<R> {
         if have < n {
             return Err(self.truncated(at, what, have, n));
         }
-        let trailer = u32_at(self.input.bytes(), n - 4, be).unwrap_or(0);
-        if trailer != len {
+        let found = u32_at(self.input.bytes(), n - 4, be).unwrap_or(0);
+        if trailer && found != len {
             return Err(self.err(
                 at + u64::from(len) - 4,
                 ErrorKind::BlockLengthMismatch {
                     header: len,
-                    trailer,
+                    trailer: found,
                 },
             ));
         }
@@ -724,7 +755,10 @@ impl<R: Read> CaptureReader<R> {
 
     /// After the first section header: read on up to the first interface
     /// description, so that `format()` can name the first link type. Stops
-    /// before any packet block or new section.
+    /// before any packet block. As libpcap does, a section header block
+    /// met before the first interface description is skipped like a block
+    /// of an unknown type (its length and trailer checked, nothing else):
+    /// the section goes on.
     fn read_to_first_interface(&mut self) -> Result<(), CaptureError> {
         loop {
             if self.fill(8)? < 8 {
@@ -733,7 +767,13 @@ impl<R: Read> CaptureReader<R> {
             let be = self.ng().big_endian;
             let t = u32_at(self.input.bytes(), 0, be).unwrap_or(0);
             match t {
-                BLOCK_SHB | BLOCK_EPB | BLOCK_SPB | BLOCK_OPB => return Ok(()),
+                BLOCK_SHB => {
+                    let at = self.input.pos();
+                    let len = u32_at(self.input.bytes(), 4, be).unwrap_or(0);
+                    self.check_block_len(at, t, len, 12)?;
+                    self.skip_block(at, len, be)?;
+                }
+                BLOCK_EPB | BLOCK_SPB | BLOCK_OPB => return Ok(()),
                 BLOCK_IDB => {
                     self.next_ng_block()?;
                     return Ok(());
@@ -773,7 +813,7 @@ impl<R: Read> CaptureReader<R> {
             return Err(self.truncated(at, "block header", have, 8));
         }
         if u32_at(self.input.bytes(), 0, false) == Some(BLOCK_SHB) {
-            self.read_section_header()?;
+            self.read_section_header(false)?;
             return Ok(Block::Other);
         }
         let be = self.ng().big_endian;

@@ -665,6 +665,56 @@ fn pcapng_sections_with_different_byte_orders() {
     assert_eq!(e.offset(), at);
 }
 
+/// Section headers as libpcap reads them (issue 36: sluice read 0 packets
+/// where tcpdump read them all): one with an odd version, a bad trailer or
+/// only 12 bytes before the first interface is skipped; after it, a new
+/// section must be version 1.x of any minor version.
+#[test]
+fn pcapng_section_headers_as_libpcap_reads_them() {
+    for be in [false, true] {
+        let head = || {
+            let mut f = shb(be, 1, 0, &[]);
+            f.extend(idb(be, 1, 0, &[]));
+            f.extend(epb(be, 0, 0, 1, b"a", &[]));
+            f
+        };
+        let short = block(be, 0x0A0D_0D0A, &[]);
+        let mut bad_trailer = shb(be, 1, 0, &[]);
+        let n = bad_trailer.len();
+        bad_trailer[n - 4..].copy_from_slice(&w32(be, 999));
+        // Before the first interface: skipped, whatever it says.
+        for (what, extra, ok) in [
+            ("version 0.0", shb(be, 0, 0, &[]), true),
+            ("version 2.0", shb(be, 2, 0, &[]), true),
+            ("12 bytes", short.clone(), true),
+            ("bad trailer", bad_trailer.clone(), false),
+        ] {
+            let mut f = shb(be, 1, 0, &[]);
+            f.extend(extra);
+            f.extend(idb(be, 1, 0, &[]));
+            f.extend(epb(be, 0, 0, 1, b"a", &[]));
+            let (v, e) = read_all(&f);
+            assert_eq!((v.len(), e.is_none()), (ok as usize, ok), "{what}: {e:?}");
+        }
+        // A new section after packets.
+        for (what, extra, ok) in [
+            ("version 1.1", shb(be, 1, 1, &[]), true),
+            ("version 1.2", shb(be, 1, 2, &[]), true),
+            ("version 0.0", shb(be, 0, 0, &[]), false),
+            ("version 2.0", shb(be, 2, 0, &[]), false),
+            ("12 bytes", short.clone(), false),
+        ] {
+            let mut f = head();
+            f.extend(extra);
+            f.extend(idb(be, 1, 0, &[]));
+            f.extend(epb(be, 0, 0, 1, b"b", &[]));
+            let (v, e) = read_all(&f);
+            let want = if ok { 2 } else { 1 };
+            assert_eq!((v.len(), e.is_none()), (want, ok), "{what}: {e:?}");
+        }
+    }
+}
+
 #[test]
 fn pcapng_versions() {
     for (major, minor, ok) in [
@@ -688,10 +738,10 @@ fn pcapng_without_interfaces_is_refused() {
         // of another kind: nothing says what a packet would be.
         let one = shb(be, 1, 0, &[]);
         let mut two = one.clone();
-        two.extend(shb(!be, 1, 0, &[]));
+        two.extend(shb(be, 1, 0, &[]));
         let mut other = one.clone();
         other.extend(block(be, 0xBAD, &[0; 8]));
-        for f in [one, two, other] {
+        for f in [one.clone(), two, other] {
             let e = match CaptureReader::from_reader(&f[..], "x.pcapng") {
                 Err(e) => e,
                 Ok(mut r) => r.next_packet().unwrap_err(),
@@ -699,6 +749,12 @@ fn pcapng_without_interfaces_is_refused() {
             assert!(matches!(e.kind(), ErrorKind::NoInterfaces), "{e}");
             assert!(e.to_string().contains("no Interface Description Blocks"));
         }
+        // A second section header in the other byte order, before any
+        // interface: libpcap reads its length in the first one's order,
+        // so does sluice (an error, not a section).
+        let mut swapped = one.clone();
+        swapped.extend(shb(!be, 1, 0, &[]));
+        assert!(read_all(&swapped).1.is_some());
         // One interface in a later section is enough.
         let mut late = shb(be, 1, 0, &[]);
         late.extend(shb(be, 1, 0, &[]));
@@ -787,10 +843,23 @@ fn pcapng_corrupt_block_lengths() {
         }
     ));
 
+    // libpcap does not check the first section header's trailer; a later
+    // one's it does.
     let mut f = shb(be, 1, 0, &[]);
     f[24..28].copy_from_slice(&0u32.to_le_bytes());
-    let e = CaptureReader::from_reader(&f[..], "shb").err().unwrap();
-    assert!(matches!(e.kind(), ErrorKind::BlockLengthMismatch { .. }));
+    f.extend(idb(be, 1, 0, &[]));
+    f.extend(epb(be, 0, 0, 1, b"a", &[]));
+    let mut later = f.clone();
+    later.extend(shb(be, 1, 0, &[]));
+    let n = later.len();
+    later[n - 4..].copy_from_slice(&0u32.to_le_bytes());
+    assert_eq!(read_ok(&f).len(), 1);
+    let (v, e) = read_all(&later);
+    assert_eq!(v.len(), 1);
+    assert!(matches!(
+        e.unwrap().kind(),
+        ErrorKind::BlockLengthMismatch { .. }
+    ));
 
     // Bad byte-order magic.
     let mut f = shb(be, 1, 0, &[]);

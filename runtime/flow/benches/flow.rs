@@ -111,7 +111,7 @@ fn classes(pkts: &Arc<Vec<OwnedPacket>>) -> Classes {
 
 /// Time to run `specs` over `passes` copies of the packets, per packet.
 fn run_flows(pkts: &Arc<Vec<OwnedPacket>>, specs: &[String], every: u64) -> Duration {
-    let g = Group::with_classes(GroupConfig::default(), classes(pkts));
+    let g = Group::with_classes(GroupConfig::default(), classes(pkts)).unwrap();
     let mut flows = Vec::new();
     for s in specs {
         let mut f = Flow::create(&g);
@@ -147,7 +147,8 @@ fn memory_per_flow(pkts: &Arc<Vec<OwnedPacket>>) {
             ..GroupConfig::default()
         },
         classes(pkts),
-    );
+    )
+    .unwrap();
     let before = rss_kib();
     let n = 1000;
     let flows: Vec<Flow> = (0..n)
@@ -203,7 +204,7 @@ fn bench(c: &mut Criterion) {
     });
 
     // IBuf: saving one index.
-    let ib = IBuf::new(1024, Preference::Fast);
+    let ib = IBuf::new(1024, Preference::Fast).unwrap();
     let mut i = 0u64;
     g.bench_function("saving_index_in_ibuf", |b| {
         b.iter(|| {
@@ -221,7 +222,7 @@ fn bench(c: &mut Criterion) {
         ..Meta::default()
     };
     for pref in [Preference::Slow, Preference::Fast] {
-        let pb = PBuf::new(1024, 1514, pref);
+        let pb = PBuf::new(1024, 1514, pref).unwrap();
         g.bench_function(format!("storing_1500B_in_pbuf_{pref}"), |b| {
             b.iter(|| {
                 let w = pb.written();

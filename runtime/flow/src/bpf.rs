@@ -8,8 +8,11 @@
 //! taken as BPF program text instead when it looks like one: tcpdump's
 //! `-d` (`(000) ldh [12]`), `-dd` (`{ 0x28, … }`) or `-ddd` (a count, then
 //! `code jt jf k` lines; on a command line the lines may be separated by
-//! commas: `"4,40 0 0 12,21 0 1 2048,6 0 0 65535,6 0 0 0"`). `@FILE` reads
-//! the argument from a file. Programs must pass the userland verifier; they
+//! commas: `"4,40 0 0 12,21 0 1 2048,6 0 0 65535,6 0 0 0"`). `@FILE` takes
+//! the argument from a file (an expression as `tcpdump -F` reads one, `#`
+//! comments and all, or a program): the group reads it once the policy's
+//! `read=` rules allowed it ([`crate::class::Files`]), and errors in it
+//! name the file, line and column without quoting it. Programs must pass the userland verifier; they
 //! run as native code when they lift into the IR, in `sluice-bpf`'s
 //! interpreter otherwise.
 //!
@@ -25,7 +28,7 @@
 //! are run together through one merged classifier (`sluice-classifier`).
 
 use crate::buffer::MBuf;
-use crate::class::{ArgError, BuildEnv, ClassInfo, Element, FilterClass, Pkt};
+use crate::class::{ArgError, BuildEnv, ClassInfo, Element, Files, FilterClass, Pkt};
 use crate::value::Value;
 use sluice_filter::{Error, Language, LinkType, Program, Spec};
 use sluice_ir::Filter;
@@ -50,21 +53,33 @@ pub struct BpfClass;
 enum Text {
     /// A pcap expression, compiled for each link type the sources deliver.
     Expr(String),
+    /// A pcap expression from a file, likewise (errors name the file).
+    File(Spec),
     /// A CSPF or DPF program (no link type needed; compiled when built).
     Other(Spec),
     /// A classic BPF program.
     Code(Program),
 }
 
+/// The file a `BPF` argument names: `@FILE`, `cspf:@FILE` or
+/// `dpf:@FILE` (the path as written).
+fn file_ref(raw: &str) -> Option<String> {
+    let rest = match Language::split(raw) {
+        (Language::Cspf | Language::Dpf, rest, _) => rest,
+        _ => raw,
+    };
+    rest.trim().strip_prefix('@').map(|p| p.trim().to_string())
+}
+
 /// A CSPF or DPF program (the text after its `cspf:` or `dpf:` prefix,
 /// or `@FILE`), checked; `None` when the text has no such prefix.
-fn other_language(raw: &str) -> Option<Result<Spec, ArgError>> {
+fn other_language(raw: &str, files: &Files) -> Option<Result<Spec, ArgError>> {
     let name = match Language::split(raw).0 {
         Language::Cspf => "CSPF",
         Language::Dpf => "DPF",
         _ => return None,
     };
-    let checked = Spec::parse(raw, None).and_then(|mut spec| {
+    let checked = Spec::parse_with(raw, None, |p| files.read(p)).and_then(|mut spec| {
         // Columns count within the program, after its prefix.
         spec.column_offset = 0;
         spec.check()?;
@@ -73,9 +88,13 @@ fn other_language(raw: &str) -> Option<Result<Spec, ArgError>> {
     Some(checked.map_err(|e| ArgError::at(0, language_error(name, e))))
 }
 
-/// A CSPF or DPF error as the `BPF` class reports it: `DPF: message`
-/// (without the file name of a `@FILE` program).
+/// A CSPF or DPF error as the `BPF` class reports it: `DPF: message`, or
+/// for a `@FILE` program the file, line and column and a message that
+/// quotes nothing of the file.
 fn language_error(name: &str, e: Error) -> String {
+    if e.file().is_some() {
+        return e.to_string();
+    }
     match e.innermost() {
         Error::Cspf(c) => format!("{name}: {c}"),
         Error::Dpf(d) => format!("{name}: {d}"),
@@ -144,6 +163,12 @@ impl FilterClass for LanguageClass {
     fn check(&self, args: &[String]) -> Result<ClassInfo, ArgError> {
         BpfClass.check(&self.prefixed(args))
     }
+    fn files(&self, args: &[String]) -> Vec<String> {
+        BpfClass.files(&self.prefixed(args))
+    }
+    fn check_loaded(&self, args: &[String], files: &Files) -> Result<ClassInfo, ArgError> {
+        BpfClass.check_loaded(&self.prefixed(args), files)
+    }
     fn build(&self, args: &[String], env: &BuildEnv) -> Result<Box<dyn Element>, ArgError> {
         BpfClass.build(&self.prefixed(args), env)
     }
@@ -163,7 +188,9 @@ fn looks_like_program(t: &str) -> bool {
     }
 }
 
-fn load(args: &[String]) -> Result<Text, ArgError> {
+/// The argument, checked; `None` when it names a file and `files` is
+/// `None` (at populate: the file is read only once authorised).
+fn load(args: &[String], files: Option<&Files>) -> Result<Option<Text>, ArgError> {
     crate::class::at_most(
         args,
         1,
@@ -172,15 +199,19 @@ fn load(args: &[String]) -> Result<Text, ArgError> {
     let raw = args
         .first()
         .ok_or_else(|| ArgError::element("BPF needs an expression or a program: (BPF,\"tcp\")"))?;
-    if let Some(spec) = other_language(raw) {
-        return Ok(Text::Other(spec?));
-    }
-    let text = match raw.strip_prefix('@') {
-        Some(path) => {
-            std::fs::read_to_string(path).map_err(|e| ArgError::at(0, format!("{path}: {e}")))?
-        }
-        None => raw.clone(),
+    let file = file_ref(raw);
+    let files = match (files, &file) {
+        (Some(f), _) => f,
+        (None, Some(_)) => return Ok(None),
+        (None, None) => &Files::default(),
     };
+    if let Some(spec) = other_language(raw, files) {
+        return Ok(Some(Text::Other(spec?)));
+    }
+    if let Some(path) = file {
+        return from_file(&path, files).map(Some);
+    }
+    let text = raw.clone();
     if looks_like_program(&text) {
         let t = if !text.contains('\n') && !text.trim_start().starts_with('{') {
             text.replace(',', "\n")
@@ -196,7 +227,7 @@ fn load(args: &[String]) -> Result<Text, ArgError> {
                 },
             )
         })?;
-        Ok(Text::Code(prog))
+        Ok(Some(Text::Code(prog)))
     } else {
         if text.trim().is_empty() {
             return Err(ArgError::at(0, "empty filter expression"));
@@ -210,7 +241,7 @@ fn load(args: &[String]) -> Result<Text, ArgError> {
         if let Err(e) = spec.check() {
             // The offset counts characters of the argument as written.
             let offset = match e.offset() {
-                Some(at) if !raw.starts_with('@') => text[..at.min(text.len())].chars().count(),
+                Some(at) => text[..at.min(text.len())].chars().count(),
                 _ => 0,
             };
             let message = match e {
@@ -223,8 +254,45 @@ fn load(args: &[String]) -> Result<Text, ArgError> {
                 message,
             });
         }
-        Ok(Text::Expr(text))
+        Ok(Some(Text::Expr(text)))
     }
+}
+
+/// A `@FILE` argument: a program or an expression, from the text the
+/// group read. Errors name the file, line and column and repeat nothing
+/// of it.
+fn from_file(path: &str, files: &Files) -> Result<Text, ArgError> {
+    let text = files
+        .read(std::path::Path::new(path))
+        .map_err(|e| ArgError::at(0, format!("{path}: {e}")))?;
+    if looks_like_program(&text) {
+        let t = if !text.contains('\n') && !text.trim_start().starts_with('{') {
+            text.replace(',', "\n")
+        } else {
+            text
+        };
+        let spec = Spec {
+            language: Language::Bpf,
+            text: t,
+            file: Some(path.to_string()),
+            column_offset: 0,
+        };
+        let prog = spec
+            .compile(&Program::builder(LinkType::EN10MB))
+            .map_err(|e| ArgError::at(0, format!("BPF program: {e}")))?;
+        return Ok(Text::Code(prog));
+    }
+    if text.trim().is_empty() {
+        return Err(ArgError::at(0, format!("{path}: empty filter expression")));
+    }
+    let spec = Spec {
+        language: Language::Pcap,
+        text,
+        file: Some(path.to_string()),
+        column_offset: 0,
+    };
+    spec.check().map_err(|e| ArgError::at(0, e.to_string()))?;
+    Ok(Text::File(spec))
 }
 
 /// A compiled program, with its native code built up front.
@@ -260,11 +328,21 @@ impl Bpf {
     fn code(&mut self, linktype: u16, big_endian: bool) -> Result<&Program, String> {
         let key = match self.text {
             Text::Code(_) | Text::Other(_) => (0, false),
-            Text::Expr(_) => (linktype, big_endian),
+            Text::Expr(_) | Text::File(_) => (linktype, big_endian),
         };
         if !self.codes.contains_key(&key) {
             let c = match &self.text {
                 Text::Expr(t) => expression(t, linktype, big_endian)?,
+                Text::File(spec) => {
+                    let lt = LinkType::from_number(linktype as u32)
+                        .ok_or_else(|| format!("link type {linktype} is not supported"))?;
+                    let b = Program::builder(lt)
+                        .snaplen(SNAPLEN)
+                        .capture_big_endian(big_endian);
+                    spec.compile(&b)
+                        .map(ready)
+                        .map_err(|e| format!("{e} (link type {})", lt.name()))?
+                }
                 Text::Code(p) => ready(p.clone()),
                 // CSPF and DPF read the frame whatever the link type.
                 Text::Other(spec) => spec
@@ -287,12 +365,21 @@ impl FilterClass for BpfClass {
         &["pcap", "tcpdump"]
     }
     fn check(&self, args: &[String]) -> Result<ClassInfo, ArgError> {
-        load(args)?;
+        load(args, None)?;
+        Ok(ClassInfo::default())
+    }
+    fn files(&self, args: &[String]) -> Vec<String> {
+        args.first().and_then(|a| file_ref(a)).into_iter().collect()
+    }
+    fn check_loaded(&self, args: &[String], files: &Files) -> Result<ClassInfo, ArgError> {
+        load(args, Some(files))?;
         Ok(ClassInfo::default())
     }
     fn build(&self, args: &[String], env: &BuildEnv) -> Result<Box<dyn Element>, ArgError> {
+        let text = load(args, Some(&env.files))?
+            .ok_or_else(|| ArgError::at(0, "the program's file was not read"))?;
         let mut b = Bpf {
-            text: load(args)?,
+            text,
             codes: HashMap::new(),
             last: (u16::MAX, false),
             accepted: 0,
@@ -313,7 +400,7 @@ impl Element for Bpf {
     fn run(&mut self, pkt: &Pkt<'_>, _: &MBuf) -> Result<u32, String> {
         let key = match self.text {
             Text::Code(_) | Text::Other(_) => (0, false),
-            Text::Expr(_) => (pkt.linktype, pkt.big_endian),
+            Text::Expr(_) | Text::File(_) => (pkt.linktype, pkt.big_endian),
         };
         let r = if key == self.last {
             self.codes[&key].run_native(pkt.data, pkt.wirelen)
@@ -369,6 +456,7 @@ mod tests {
     fn runs_expression_and_program_alike() {
         let env = BuildEnv {
             linktypes: vec![(1, false)],
+            ..Default::default()
         };
         let mut ip = vec![0u8; 34];
         ip[12] = 0x08;

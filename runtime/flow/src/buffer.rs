@@ -62,7 +62,18 @@
 //!   for one packet are bracketed by a version counter (again a sequence
 //!   lock), so [`MBuf::snapshot`] and [`MBuf::load_u64`] read consistent
 //!   values while the filter runs.
+//!
+//! # Sizes
+//!
+//! Sizes come from users (`sluice flow --slots`, Python's `FlowGroup`,
+//! the daemon's `--pbuf-mib`), so they are bounded and allocated without
+//! aborting: a PBuf has at most [`MAX_SLOTS`] slots of at most
+//! [`MAX_SLOT_BYTES`] bytes and takes at most [`MAX_PBUF_BYTES`]; an IBuf
+//! has at most [`MAX_SLOTS`] entries. Beyond a limit, or when the memory
+//! cannot be had (`try_reserve`), the constructors return
+//! [`crate::Error::Config`] naming the limit.
 
+use crate::Error;
 use sluice_shm::Region;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -75,6 +86,13 @@ pub use mbuf::MBuf;
 pub const HEADER_WORDS: usize = 4;
 /// Readers one IBuf can have at once.
 pub const MAX_READERS: usize = 32;
+/// Most slots a PBuf, or entries an IBuf, may have: 16,777,216.
+pub const MAX_SLOTS: usize = 1 << 24;
+/// Most bytes of packet one PBuf slot may hold: 262,144 (libpcap's
+/// largest snapshot length; no packet sluice reads is longer).
+pub const MAX_SLOT_BYTES: usize = 262_144;
+/// Most memory one PBuf may take: 4 GiB.
+pub const MAX_PBUF_BYTES: usize = 4 << 30;
 const FREE: u64 = u64::MAX;
 
 /// Where a buffer's words live.
@@ -87,8 +105,18 @@ enum Storage {
 }
 
 impl Storage {
-    fn heap(words: usize) -> Storage {
-        Storage::Heap((0..words).map(|_| AtomicU64::new(0)).collect())
+    /// `n` zeroed words on the heap, or an error naming `what` when the
+    /// memory cannot be had (never an abort).
+    fn heap(n: usize, what: &str) -> Result<Storage, Error> {
+        let mut v: Vec<AtomicU64> = Vec::new();
+        v.try_reserve_exact(n).map_err(|_| {
+            Error::Config(format!(
+                "cannot allocate {} bytes of memory for {what}",
+                n.saturating_mul(8)
+            ))
+        })?;
+        v.extend((0..n).map(|_| AtomicU64::new(0)));
+        Ok(Storage::Heap(v.into()))
     }
 
     fn words(&self) -> &[AtomicU64] {
@@ -238,7 +266,7 @@ impl Meta {
 ///
 /// ```
 /// use sluice_flow::buffer::{PBuf, Preference, Meta};
-/// let p = PBuf::new(4, 64, Preference::Slow);
+/// let p = PBuf::new(4, 64, Preference::Slow).unwrap();
 /// let meta = Meta { caplen: 3, wirelen: 3, ..Meta::default() };
 /// let pos = p.store(&meta, b"abc", p.written()).unwrap();
 /// assert_eq!(pos, 0);
@@ -266,16 +294,46 @@ impl std::fmt::Debug for PBuf {
 
 impl PBuf {
     /// A buffer of `slots` slots (at least 1) holding up to `slot_bytes`
-    /// bytes of each packet.
+    /// bytes of each packet; refused past [`MAX_SLOTS`], [`MAX_SLOT_BYTES`]
+    /// or [`MAX_PBUF_BYTES`], or when the memory cannot be had.
     ///
     /// ```
-    /// let p = sluice_flow::buffer::PBuf::new(8, 1514, sluice_flow::buffer::Preference::Fast);
+    /// use sluice_flow::buffer::{PBuf, Preference};
+    /// let p = PBuf::new(8, 1514, Preference::Fast).unwrap();
     /// assert_eq!(p.slots(), 8);
+    /// let e = PBuf::new(1_000_000, 65535, Preference::Slow).err().unwrap();
+    /// assert!(e.to_string().contains("more than the limit of 4 GiB"), "{e}");
+    /// assert!(PBuf::new(1 << 40, 1, Preference::Slow).is_err());
+    /// assert!(PBuf::new(1, u32::MAX as usize, Preference::Slow).is_err());
     /// ```
-    pub fn new(slots: usize, slot_bytes: usize, pref: Preference) -> PBuf {
-        let (slots, slot_words) = PBuf::shape(slots, slot_bytes);
-        let store = Storage::heap(P_HEADER + slots * slot_words);
-        PBuf::laid_out(store, slots, slot_bytes, pref)
+    pub fn new(slots: usize, slot_bytes: usize, pref: Preference) -> Result<PBuf, Error> {
+        let (slots, slot_words) = PBuf::checked_shape(slots, slot_bytes)?;
+        let store = Storage::heap(P_HEADER + slots * slot_words, "the packet buffer")?;
+        Ok(PBuf::laid_out(store, slots, slot_bytes, pref))
+    }
+
+    /// The slots and words per slot of a buffer, within the limits.
+    fn checked_shape(slots: usize, slot_bytes: usize) -> Result<(usize, usize), Error> {
+        let slots = slots.max(1);
+        if slots > MAX_SLOTS {
+            return Err(Error::Config(format!(
+                "a packet buffer of {slots} slots is more than the limit of {MAX_SLOTS}"
+            )));
+        }
+        if slot_bytes > MAX_SLOT_BYTES {
+            return Err(Error::Config(format!(
+                "packet buffer slots of {slot_bytes} bytes are more than the limit of {MAX_SLOT_BYTES}"
+            )));
+        }
+        let slot_words = HEADER_WORDS + slot_bytes.div_ceil(8);
+        let bytes = (P_HEADER + slots * slot_words) * 8;
+        if bytes > MAX_PBUF_BYTES {
+            return Err(Error::Config(format!(
+                "a packet buffer of {slots} slots of {slot_bytes} bytes takes {bytes} bytes, more than the limit of {} GiB",
+                MAX_PBUF_BYTES >> 30
+            )));
+        }
+        Ok((slots, slot_words))
     }
 
     /// A buffer like [`PBuf::new`]'s, in a new region shared with other
@@ -289,12 +347,9 @@ impl PBuf {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn in_region(slots: usize, slot_bytes: usize, pref: Preference) -> std::io::Result<PBuf> {
-        let (slots, slot_words) = PBuf::shape(slots, slot_bytes);
-        let words = slots
-            .checked_mul(slot_words)
-            .and_then(|w| w.checked_add(P_HEADER))
-            .ok_or_else(|| std::io::Error::other("packet buffer too large"))?;
-        let region = Region::create("pbuf", words.saturating_mul(8))?;
+        let (slots, slot_words) = PBuf::checked_shape(slots, slot_bytes)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let region = Region::create("pbuf", (P_HEADER + slots * slot_words) * 8)?;
         Ok(PBuf::laid_out(
             Storage::Shared(Arc::new(region)),
             slots,
@@ -341,10 +396,6 @@ impl PBuf {
         }
     }
 
-    fn shape(slots: usize, slot_bytes: usize) -> (usize, usize) {
-        (slots.max(1), HEADER_WORDS + slot_bytes.div_ceil(8))
-    }
-
     fn laid_out(store: Storage, slots: usize, slot_bytes: usize, pref: Preference) -> PBuf {
         let w = store.words();
         w[P_SLOTS].store(slots as u64, Ordering::Relaxed);
@@ -375,7 +426,7 @@ impl PBuf {
     /// Number of slots.
     ///
     /// ```
-    /// assert_eq!(sluice_flow::buffer::PBuf::new(0, 1, sluice_flow::buffer::Preference::Slow).slots(), 1);
+    /// assert_eq!(sluice_flow::buffer::PBuf::new(0, 1, sluice_flow::buffer::Preference::Slow).unwrap().slots(), 1);
     /// ```
     pub fn slots(&self) -> usize {
         self.slots as usize
@@ -384,7 +435,7 @@ impl PBuf {
     /// Bytes of packet data a slot holds.
     ///
     /// ```
-    /// assert_eq!(sluice_flow::buffer::PBuf::new(1, 100, sluice_flow::buffer::Preference::Slow).slot_bytes(), 100);
+    /// assert_eq!(sluice_flow::buffer::PBuf::new(1, 100, sluice_flow::buffer::Preference::Slow).unwrap().slot_bytes(), 100);
     /// ```
     pub fn slot_bytes(&self) -> usize {
         self.slot_bytes
@@ -393,7 +444,7 @@ impl PBuf {
     /// Bytes of memory the buffer occupies.
     ///
     /// ```
-    /// let p = sluice_flow::buffer::PBuf::new(2, 8, sluice_flow::buffer::Preference::Slow);
+    /// let p = sluice_flow::buffer::PBuf::new(2, 8, sluice_flow::buffer::Preference::Slow).unwrap();
     /// assert_eq!(p.memory_bytes(), (8 + 2 * (4 + 1)) * 8);
     /// ```
     pub fn memory_bytes(&self) -> usize {
@@ -404,7 +455,7 @@ impl PBuf {
     ///
     /// ```
     /// use sluice_flow::buffer::{PBuf, Preference};
-    /// assert_eq!(PBuf::new(1, 1, Preference::Fast).preference(), Preference::Fast);
+    /// assert_eq!(PBuf::new(1, 1, Preference::Fast).unwrap().preference(), Preference::Fast);
     /// ```
     pub fn preference(&self) -> Preference {
         self.pref
@@ -413,7 +464,7 @@ impl PBuf {
     /// Positions written so far (`W`; the wrap counter is `W / slots`).
     ///
     /// ```
-    /// assert_eq!(sluice_flow::buffer::PBuf::new(1, 1, sluice_flow::buffer::Preference::Slow).written(), 0);
+    /// assert_eq!(sluice_flow::buffer::PBuf::new(1, 1, sluice_flow::buffer::Preference::Slow).unwrap().written(), 0);
     /// ```
     pub fn written(&self) -> u64 {
         self.w_word().load(Ordering::Acquire)
@@ -423,7 +474,7 @@ impl PBuf {
     ///
     /// ```
     /// use sluice_flow::buffer::{PBuf, Preference, Meta};
-    /// let p = PBuf::new(2, 8, Preference::Fast);
+    /// let p = PBuf::new(2, 8, Preference::Fast).unwrap();
     /// for _ in 0..5 { p.store(&Meta::default(), &[], 0); }
     /// assert_eq!(p.wraps(), 2);
     /// ```
@@ -435,7 +486,7 @@ impl PBuf {
     ///
     /// ```
     /// use sluice_flow::buffer::{PBuf, Preference, Meta};
-    /// let p = PBuf::new(1, 8, Preference::Slow);
+    /// let p = PBuf::new(1, 8, Preference::Slow).unwrap();
     /// assert!(p.store(&Meta::default(), &[], 0).is_some());
     /// assert!(p.store(&Meta::default(), &[], 0).is_none()); // nobody read position 0
     /// assert_eq!(p.drops(), 1);
@@ -450,7 +501,7 @@ impl PBuf {
     ///
     /// ```
     /// use sluice_flow::buffer::{PBuf, Preference, Meta};
-    /// let p = PBuf::new(2, 4, Preference::Slow);
+    /// let p = PBuf::new(2, 4, Preference::Slow).unwrap();
     /// let m = Meta { caplen: 6, wirelen: 6, ..Meta::default() };
     /// let pos = p.store(&m, b"abcdef", 0).unwrap();
     /// let (meta, data) = p.read_copy(pos).unwrap();
@@ -549,7 +600,7 @@ impl PBuf {
     ///
     /// ```
     /// use sluice_flow::buffer::{PBuf, Preference, Meta};
-    /// let p = PBuf::new(1, 8, Preference::Fast);
+    /// let p = PBuf::new(1, 8, Preference::Fast).unwrap();
     /// p.store(&Meta::default(), b"a", 0);
     /// p.store(&Meta::default(), b"b", 0);
     /// assert!(p.read_copy(0).is_none());
@@ -607,7 +658,7 @@ impl PBuf {
 ///
 /// ```
 /// use sluice_flow::buffer::{IBuf, Preference};
-/// let ib = IBuf::new(4, Preference::Slow);
+/// let ib = IBuf::new(4, Preference::Slow).unwrap();
 /// let r = ib.register().unwrap();
 /// assert!(ib.push(7, 1));
 /// assert_eq!(ib.written(), 1);
@@ -631,14 +682,28 @@ impl std::fmt::Debug for IBuf {
 }
 
 impl IBuf {
-    /// An index buffer of `capacity` entries (at least 1).
+    /// An index buffer of `capacity` entries (at least 1, at most
+    /// [`MAX_SLOTS`]).
     ///
     /// ```
-    /// assert_eq!(sluice_flow::buffer::IBuf::new(16, sluice_flow::buffer::Preference::Fast).capacity(), 16);
+    /// use sluice_flow::buffer::{IBuf, Preference};
+    /// assert_eq!(IBuf::new(16, Preference::Fast).unwrap().capacity(), 16);
+    /// assert!(IBuf::new(1 << 40, Preference::Fast).is_err());
     /// ```
-    pub fn new(capacity: usize, pref: Preference) -> IBuf {
+    pub fn new(capacity: usize, pref: Preference) -> Result<IBuf, Error> {
+        let cap = IBuf::checked_capacity(capacity)?;
+        let store = Storage::heap(I_HEADER + 2 * cap, "an index buffer")?;
+        Ok(IBuf::laid_out(store, cap, pref))
+    }
+
+    fn checked_capacity(capacity: usize) -> Result<usize, Error> {
         let cap = capacity.max(1);
-        IBuf::laid_out(Storage::heap(I_HEADER + 2 * cap), cap, pref)
+        if cap > MAX_SLOTS {
+            return Err(Error::Config(format!(
+                "an index buffer of {cap} entries is more than the limit of {MAX_SLOTS}"
+            )));
+        }
+        Ok(cap)
     }
 
     /// An index buffer like [`IBuf::new`]'s, in a new region shared with
@@ -655,12 +720,9 @@ impl IBuf {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn in_region(capacity: usize, pref: Preference) -> std::io::Result<IBuf> {
-        let cap = capacity.max(1);
-        let words = cap
-            .checked_mul(2)
-            .and_then(|w| w.checked_add(I_HEADER))
-            .ok_or_else(|| std::io::Error::other("index buffer too large"))?;
-        let region = Region::create("ibuf", words.saturating_mul(8))?;
+        let cap =
+            IBuf::checked_capacity(capacity).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let region = Region::create("ibuf", (I_HEADER + 2 * cap) * 8)?;
         Ok(IBuf::laid_out(Storage::Shared(Arc::new(region)), cap, pref))
     }
 
@@ -727,7 +789,7 @@ impl IBuf {
     /// reader that fell behind ([`Reader::lost`])).
     ///
     /// ```
-    /// let ib = sluice_flow::buffer::IBuf::new(2, sluice_flow::buffer::Preference::Fast);
+    /// let ib = sluice_flow::buffer::IBuf::new(2, sluice_flow::buffer::Preference::Fast).unwrap();
     /// ib.count_accepted();
     /// assert_eq!(ib.accepted(), 1);
     /// ```
@@ -761,7 +823,7 @@ impl IBuf {
     /// Entries it holds.
     ///
     /// ```
-    /// assert_eq!(sluice_flow::buffer::IBuf::new(0, sluice_flow::buffer::Preference::Fast).capacity(), 1);
+    /// assert_eq!(sluice_flow::buffer::IBuf::new(0, sluice_flow::buffer::Preference::Fast).unwrap().capacity(), 1);
     /// ```
     pub fn capacity(&self) -> usize {
         self.cap as usize
@@ -770,7 +832,7 @@ impl IBuf {
     /// Bytes of memory it occupies.
     ///
     /// ```
-    /// assert_eq!(sluice_flow::buffer::IBuf::new(4, sluice_flow::buffer::Preference::Fast).memory_bytes(), 4 * 16 + 48 * 8);
+    /// assert_eq!(sluice_flow::buffer::IBuf::new(4, sluice_flow::buffer::Preference::Fast).unwrap().memory_bytes(), 4 * 16 + 48 * 8);
     /// ```
     pub fn memory_bytes(&self) -> usize {
         self.words().len() * 8
@@ -779,7 +841,7 @@ impl IBuf {
     /// Entries written so far (`W`).
     ///
     /// ```
-    /// assert_eq!(sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Fast).written(), 0);
+    /// assert_eq!(sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Fast).unwrap().written(), 0);
     /// ```
     pub fn written(&self) -> u64 {
         self.words()[I_W].load(Ordering::Acquire)
@@ -788,7 +850,7 @@ impl IBuf {
     /// Entries dropped because the buffer (or the group's PBuf) was full.
     ///
     /// ```
-    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow);
+    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow).unwrap();
     /// let _r = ib.register();
     /// ib.push(0, 1);
     /// assert!(!ib.push(1, 1));
@@ -808,7 +870,7 @@ impl IBuf {
     /// readers return.
     ///
     /// ```
-    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow);
+    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow).unwrap();
     /// ib.finish();
     /// assert!(ib.finished());
     /// ```
@@ -819,7 +881,7 @@ impl IBuf {
     /// Whether [`IBuf::finish`] was called (and not undone by a restart).
     ///
     /// ```
-    /// assert!(!sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow).finished());
+    /// assert!(!sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow).unwrap().finished());
     /// ```
     pub fn finished(&self) -> bool {
         self.words()[I_DONE].load(Ordering::Acquire) != 0
@@ -833,7 +895,7 @@ impl IBuf {
     /// when [`MAX_READERS`] are registered.
     ///
     /// ```
-    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow);
+    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow).unwrap();
     /// assert_eq!(ib.register(), Some(0));
     /// ```
     pub fn register(&self) -> Option<usize> {
@@ -855,7 +917,7 @@ impl IBuf {
     /// Give a reader slot back.
     ///
     /// ```
-    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow);
+    /// let ib = sluice_flow::buffer::IBuf::new(1, sluice_flow::buffer::Preference::Slow).unwrap();
     /// let r = ib.register().unwrap();
     /// ib.unregister(r);
     /// assert_eq!(ib.register(), Some(r));
@@ -929,7 +991,7 @@ impl IBuf {
     /// drop when the slowest reader is a full buffer behind.
     ///
     /// ```
-    /// let ib = sluice_flow::buffer::IBuf::new(2, sluice_flow::buffer::Preference::Fast);
+    /// let ib = sluice_flow::buffer::IBuf::new(2, sluice_flow::buffer::Preference::Fast).unwrap();
     /// for i in 0..5 { assert!(ib.push(i, 1)); }
     /// assert_eq!(ib.written(), 5);
     /// ```
@@ -1023,8 +1085,8 @@ impl<'a> PacketRef<'a> {
 /// ```
 /// use std::sync::Arc;
 /// use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader, Meta};
-/// let pbuf = Arc::new(PBuf::new(4, 16, Preference::Slow));
-/// let ibuf = Arc::new(IBuf::new(4, Preference::Slow));
+/// let pbuf = Arc::new(PBuf::new(4, 16, Preference::Slow).unwrap());
+/// let ibuf = Arc::new(IBuf::new(4, Preference::Slow).unwrap());
 /// let mut r = Reader::new(pbuf.clone(), ibuf.clone(), 2).unwrap();
 /// let pos = pbuf.store(&Meta { caplen: 2, wirelen: 2, ..Meta::default() }, b"hi", 0).unwrap();
 /// ibuf.push(pos, 9);
@@ -1053,7 +1115,7 @@ impl Reader {
     /// ```
     /// use std::sync::Arc;
     /// use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
-    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), Arc::new(IBuf::new(1, Preference::Fast)), 64);
+    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast).unwrap()), Arc::new(IBuf::new(1, Preference::Fast).unwrap()), 64);
     /// assert!(r.is_some());
     /// ```
     pub fn new(
@@ -1084,10 +1146,10 @@ impl Reader {
     /// ```
     /// use std::sync::Arc;
     /// use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
-    /// let ib = Arc::new(IBuf::new(4, Preference::Slow));
+    /// let ib = Arc::new(IBuf::new(4, Preference::Slow).unwrap());
     /// let slot = ib.register().unwrap();
     /// ib.push(0, 1);
-    /// let r = Reader::adopt(Arc::new(PBuf::new(1, 8, Preference::Slow)), ib, slot, 1).unwrap();
+    /// let r = Reader::adopt(Arc::new(PBuf::new(1, 8, Preference::Slow).unwrap()), ib, slot, 1).unwrap();
     /// assert_eq!(r.available(), 1);
     /// ```
     pub fn adopt(
@@ -1119,8 +1181,8 @@ impl Reader {
     /// ```
     /// use std::sync::Arc;
     /// use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
-    /// let ib = Arc::new(IBuf::new(4, Preference::Fast));
-    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), ib.clone(), 1).unwrap();
+    /// let ib = Arc::new(IBuf::new(4, Preference::Fast).unwrap());
+    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast).unwrap()), ib.clone(), 1).unwrap();
     /// ib.push(0, 1);
     /// assert_eq!(r.available(), 1);
     /// ```
@@ -1133,7 +1195,7 @@ impl Reader {
     /// ```
     /// # use std::sync::Arc;
     /// # use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
-    /// # let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), Arc::new(IBuf::new(1, Preference::Fast)), 1).unwrap();
+    /// # let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast).unwrap()), Arc::new(IBuf::new(1, Preference::Fast).unwrap()), 1).unwrap();
     /// assert_eq!(r.delivered(), 0);
     /// ```
     pub fn delivered(&self) -> u64 {
@@ -1145,7 +1207,7 @@ impl Reader {
     /// ```
     /// # use std::sync::Arc;
     /// # use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
-    /// # let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), Arc::new(IBuf::new(1, Preference::Fast)), 1).unwrap();
+    /// # let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast).unwrap()), Arc::new(IBuf::new(1, Preference::Fast).unwrap()), 1).unwrap();
     /// assert_eq!(r.lost(), 0);
     /// ```
     pub fn lost(&self) -> u64 {
@@ -1157,7 +1219,7 @@ impl Reader {
     /// ```
     /// # use std::sync::Arc;
     /// # use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
-    /// # let mut r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), Arc::new(IBuf::new(1, Preference::Fast)), 1).unwrap();
+    /// # let mut r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast).unwrap()), Arc::new(IBuf::new(1, Preference::Fast).unwrap()), 1).unwrap();
     /// r.commit();
     /// ```
     pub fn commit(&mut self) {
@@ -1174,8 +1236,8 @@ impl Reader {
     /// ```
     /// use std::sync::Arc;
     /// use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader, Meta};
-    /// let pbuf = Arc::new(PBuf::new(2, 8, Preference::Fast));
-    /// let ibuf = Arc::new(IBuf::new(8, Preference::Fast));
+    /// let pbuf = Arc::new(PBuf::new(2, 8, Preference::Fast).unwrap());
+    /// let ibuf = Arc::new(IBuf::new(8, Preference::Fast).unwrap());
     /// let mut r = Reader::new(pbuf.clone(), ibuf.clone(), 1).unwrap();
     /// for i in 0..3u8 {
     ///     let pos = pbuf.store(&Meta { caplen: 1, ..Meta::default() }, &[i], 0).unwrap();
@@ -1246,8 +1308,8 @@ impl Reader {
     /// use std::sync::Arc;
     /// use std::time::Duration;
     /// use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
-    /// let ib = Arc::new(IBuf::new(4, Preference::Fast));
-    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), ib.clone(), 1).unwrap();
+    /// let ib = Arc::new(IBuf::new(4, Preference::Fast).unwrap());
+    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast).unwrap()), ib.clone(), 1).unwrap();
     /// assert_eq!(r.wait_for(1, Duration::from_millis(1)), 0);
     /// ```
     pub fn wait_for(&self, n: u64, timeout: std::time::Duration) -> u64 {
@@ -1274,8 +1336,8 @@ impl Reader {
     /// ```
     /// # use std::sync::Arc;
     /// # use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
-    /// let ib = Arc::new(IBuf::new(1, Preference::Fast));
-    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast)), ib.clone(), 1).unwrap();
+    /// let ib = Arc::new(IBuf::new(1, Preference::Fast).unwrap());
+    /// let r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast).unwrap()), ib.clone(), 1).unwrap();
     /// ib.finish();
     /// assert!(r.at_end());
     /// ```

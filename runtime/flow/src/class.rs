@@ -138,17 +138,70 @@ pub trait Element: Send {
     fn merged_result(&mut self, _result: u32) {}
 }
 
-/// The link types an element will see (from the sources upstream), to
-/// compile for them at instantiation.
+/// The text of the files a flow's elements name with `@FILE`, read by the
+/// group once the policy allowed them (with
+/// [`sluice_filter::read_text_file`]), by the path as written after the `@`.
+/// Classes take `@FILE` text from here and never read files themselves.
 ///
 /// ```
-/// let e = sluice_flow::class::BuildEnv { linktypes: vec![(1, false)] };
+/// let mut f = sluice_flow::class::Files::default();
+/// f.insert("prog.bpf", "ret #1\n".into());
+/// assert_eq!(f.get("prog.bpf"), Some("ret #1\n"));
+/// assert!(f.get("other").is_none());
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Files {
+    texts: HashMap<String, Arc<str>>,
+}
+
+impl Files {
+    /// Record the text of the file named `path`.
+    ///
+    /// ```
+    /// let mut f = sluice_flow::class::Files::default();
+    /// f.insert("a", "x".into());
+    /// assert_eq!(f.get("a"), Some("x"));
+    /// ```
+    pub fn insert(&mut self, path: &str, text: String) {
+        self.texts.insert(path.to_string(), text.into());
+    }
+
+    /// The text of the file named `path`, if it was read.
+    ///
+    /// ```
+    /// assert!(sluice_flow::class::Files::default().get("a").is_none());
+    /// ```
+    pub fn get(&self, path: &str) -> Option<&str> {
+        self.texts.get(path).map(|t| &**t)
+    }
+
+    /// The text of `path` for [`sluice_filter::Spec::parse_with`].
+    pub(crate) fn read(&self, path: &std::path::Path) -> std::io::Result<String> {
+        path.to_str()
+            .and_then(|p| self.get(p))
+            .map(str::to_string)
+            .ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "not read: the flow names it, but it was not authorised and read",
+                )
+            })
+    }
+}
+
+/// The link types an element will see (from the sources upstream), to
+/// compile for them at instantiation, and the text of the files it names.
+///
+/// ```
+/// let e = sluice_flow::class::BuildEnv { linktypes: vec![(1, false)], ..Default::default() };
 /// assert_eq!(e.linktypes.len(), 1);
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct BuildEnv {
     /// `(link type, capture big-endian)` pairs.
     pub linktypes: Vec<(u16, bool)>,
+    /// The `@FILE` texts of the flow being instantiated.
+    pub files: Files,
 }
 
 /// A kind of filter element.
@@ -159,9 +212,24 @@ pub trait FilterClass: Send + Sync {
     fn aliases(&self) -> &[&str] {
         &[]
     }
-    /// Check the arguments (at populate).
+    /// Check the arguments (at populate). Never reads a file: an argument
+    /// naming one (`@FILE`, see [`FilterClass::files`]) is checked by
+    /// [`FilterClass::check_loaded`] once the file is authorised and read.
     fn check(&self, args: &[String]) -> Result<ClassInfo, ArgError>;
-    /// Build an instance (at instantiate).
+    /// The files the arguments name with `@FILE` (the path as written),
+    /// which the group authorises (the policy's `read=` rules) and reads
+    /// before the element is checked again and built. Default: none.
+    fn files(&self, _args: &[String]) -> Vec<String> {
+        Vec::new()
+    }
+    /// Check the arguments with the text of their files (at instantiate,
+    /// before anything runs); the external functions it returns are
+    /// authorised too. Default: [`FilterClass::check`].
+    fn check_loaded(&self, args: &[String], _files: &Files) -> Result<ClassInfo, ArgError> {
+        self.check(args)
+    }
+    /// Build an instance (at instantiate); `@FILE` text is in
+    /// [`BuildEnv::files`].
     fn build(&self, args: &[String], env: &BuildEnv) -> Result<Box<dyn Element>, ArgError>;
 }
 
@@ -199,6 +267,13 @@ pub trait SourceClass: Send + Sync {
     fn name(&self) -> &str;
     /// Check the arguments (at populate).
     fn check(&self, args: &[String]) -> Result<(), ArgError>;
+    /// The file the source reads, if it reads one (the path as written):
+    /// the policy compares it, made canonical, with its `source=` paths,
+    /// and [`SourceClass::open`] gets the canonical path in its place.
+    /// Default: none (the policy matches the first argument as a name).
+    fn file(&self, _args: &[String]) -> Option<String> {
+        None
+    }
     /// Open the source (at instantiate).
     fn open(&self, args: &[String]) -> Result<Box<dyn Source>, ArgError>;
 }

@@ -3,8 +3,11 @@
 //! in `sluice-fpl`'s interpreter otherwise.
 //!
 //! `(FPL-2,"PROGRAM"[,MBUF_BYTES])`, also spelled `FPL` or `FPL2`;
-//! `@FILE` reads the program from a file. Compile-time checks (bounded
-//! loops, MBuf ranges, EXTERN ranges) happen when the flow is populated,
+//! `@FILE` takes the program from a file, which the group reads once the
+//! policy's `read=` rules allowed it ([`crate::class::Files`]); errors in
+//! it give the file, line and column and quote nothing of it.
+//! Compile-time checks (bounded loops, MBuf ranges, EXTERN ranges) happen
+//! when the flow is populated (for a `@FILE`, when it is instantiated),
 //! with the error's position turned into a column of the specification
 //! (for a one-line program). `MBUF_BYTES` sets the program's MBuf size (the
 //! compiler refuses programs that could reach past it); without it, the
@@ -20,7 +23,7 @@
 //! reported to authorisation (`extern=` in a policy).
 
 use crate::buffer::MBuf;
-use crate::class::{ArgError, BuildEnv, ClassInfo, Element, FilterClass, Pkt};
+use crate::class::{ArgError, BuildEnv, ClassInfo, Element, Files, FilterClass, Pkt};
 use crate::value::Value;
 use sluice_fpl::{Externs, Limits, Program};
 use sluice_native::fpl::NativeFpl;
@@ -67,18 +70,20 @@ impl FplClass {
         FplClass { externs }
     }
 
-    fn compile(&self, args: &[String]) -> Result<Program, ArgError> {
+    /// The program; `None` when it is a `@FILE` and `files` is `None` (at
+    /// populate: the file is read only once the policy allowed it).
+    fn compile(&self, args: &[String], files: Option<&Files>) -> Result<Option<Program>, ArgError> {
         crate::class::at_most(args, 2, "(FPL-2,PROGRAM[,MBUF_BYTES])")?;
         let raw = args
             .first()
             .ok_or_else(|| ArgError::element("FPL-2 needs a program: (FPL-2,\"RETURN 1;\")"))?;
-        let (src, from_file) = match raw.strip_prefix('@') {
-            Some(path) => (
-                std::fs::read_to_string(path)
-                    .map_err(|e| ArgError::at(0, format!("{path}: {e}")))?,
-                true,
-            ),
-            None => (raw.clone(), false),
+        let path = file_ref(raw);
+        let src = match (&path, files) {
+            (Some(p), Some(f)) => f
+                .read(std::path::Path::new(p))
+                .map_err(|e| ArgError::at(0, format!("{p}: {e}")))?,
+            (Some(_), None) => String::new(),
+            (None, _) => raw.clone(),
         };
         let mut limits = Limits::default();
         if let Some(b) = args.get(1).filter(|s| !s.is_empty()) {
@@ -93,23 +98,51 @@ impl FplClass {
             }
             limits.mem_words = Some(bytes / 4);
         }
-        Program::compile_with(&src, &self.externs, &limits).map_err(|e| {
-            let offset = if from_file {
-                0
-            } else {
-                let line_start: usize = src
-                    .split_inclusive('\n')
-                    .take(e.line.saturating_sub(1) as usize)
-                    .map(|l| l.chars().count())
-                    .sum();
-                line_start + e.col.saturating_sub(1) as usize
-            };
-            ArgError {
-                arg: Some(0),
-                offset,
-                message: format!("FPL line {}, column {}: {}", e.line, e.col, e.message),
-            }
-        })
+        if path.is_some() && files.is_none() {
+            return Ok(None);
+        }
+        Program::compile_with(&src, &self.externs, &limits)
+            .map(Some)
+            .map_err(|e| {
+                if let Some(p) = &path {
+                    // Where in the file, and nothing of it.
+                    return ArgError::at(
+                        0,
+                        format!(
+                            "{p}: line {}, column {}: FPL: {}",
+                            e.line,
+                            e.col,
+                            sluice_filter::redact(&e.message, &src)
+                        ),
+                    );
+                }
+                let offset = {
+                    let line_start: usize = src
+                        .split_inclusive('\n')
+                        .take(e.line.saturating_sub(1) as usize)
+                        .map(|l| l.chars().count())
+                        .sum();
+                    line_start + e.col.saturating_sub(1) as usize
+                };
+                ArgError {
+                    arg: Some(0),
+                    offset,
+                    message: format!("FPL line {}, column {}: {}", e.line, e.col, e.message),
+                }
+            })
+    }
+}
+
+/// The file an `FPL-2` program argument names (`@FILE`), as written.
+fn file_ref(raw: &str) -> Option<String> {
+    raw.trim().strip_prefix('@').map(|p| p.trim().to_string())
+}
+
+/// What authorisation and the MBuf need to know of a program.
+fn info(p: Program) -> ClassInfo {
+    ClassInfo {
+        mbuf_words: p.mem_words(),
+        externs: p.externs().iter().map(|e| e.name.clone()).collect(),
     }
 }
 
@@ -129,14 +162,21 @@ impl FilterClass for FplClass {
         &["fpl", "fpl2"]
     }
     fn check(&self, args: &[String]) -> Result<ClassInfo, ArgError> {
-        let p = self.compile(args)?;
-        Ok(ClassInfo {
-            mbuf_words: p.mem_words(),
-            externs: p.externs().iter().map(|e| e.name.clone()).collect(),
-        })
+        Ok(self.compile(args, None)?.map(info).unwrap_or_default())
     }
-    fn build(&self, args: &[String], _: &BuildEnv) -> Result<Box<dyn Element>, ArgError> {
-        let prog = self.compile(args)?;
+    fn files(&self, args: &[String]) -> Vec<String> {
+        args.first().and_then(|a| file_ref(a)).into_iter().collect()
+    }
+    fn check_loaded(&self, args: &[String], files: &Files) -> Result<ClassInfo, ArgError> {
+        Ok(self
+            .compile(args, Some(files))?
+            .map(info)
+            .unwrap_or_default())
+    }
+    fn build(&self, args: &[String], env: &BuildEnv) -> Result<Box<dyn Element>, ArgError> {
+        let prog = self
+            .compile(args, Some(&env.files))?
+            .ok_or_else(|| ArgError::at(0, "the program's file was not read"))?;
         let native = NativeFpl::compile(&prog).ok();
         Ok(Box::new(Fpl {
             mem: vec![0; prog.mem_words()],

@@ -13,8 +13,8 @@ mod report;
 pub use lifecycle::Flow;
 pub use report::{FilterReport, FlowReport, RunStats};
 
-use crate::buffer::{IBuf, MBuf, Meta, PBuf, PacketRef, Preference, Reader};
-use crate::class::{BuildEnv, Classes, Element, OwnedPacket, Pkt, Source};
+use crate::buffer::{IBuf, MBuf, Meta, PBuf, PacketRef, Preference, Reader, MAX_SLOTS};
+use crate::class::{BuildEnv, Classes, Element, Files, OwnedPacket, Pkt, Source};
 use crate::policy::{Credentials, ElemShape, FlowShape, Policy};
 use crate::spec::{self, Graph};
 use crate::value::Value;
@@ -23,10 +23,18 @@ use sluice_classifier::merged::Compiled;
 use sluice_classifier::Engine;
 use sluice_native::NativeAuto;
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-/// How a flow group's buffers are sized and managed.
+/// Most memory the filter instances of one group may hold in their MBufs
+/// and IBufs together: 1 GiB. A flow that would take more is refused when
+/// it is instantiated.
+pub const MAX_INSTANCE_BYTES: usize = 1 << 30;
+
+/// How a flow group's buffers are sized and managed. Sizes are bounded
+/// (see [`crate::buffer`]): [`Group::new`] refuses a configuration past a
+/// limit, naming it.
 ///
 /// ```
 /// let c = sluice_flow::GroupConfig::default();
@@ -245,6 +253,17 @@ struct GraphState {
     stored: u64,
 }
 
+impl GraphState {
+    /// Bytes the live instances hold in MBufs and IBufs.
+    fn buffer_bytes(&self) -> usize {
+        self.instances
+            .iter()
+            .flatten()
+            .map(|i| i.mbuf.len() * 4 + i.ibuf.as_ref().map_or(0, |b| b.memory_bytes()))
+            .sum()
+    }
+}
+
 struct Inner {
     cfg: GroupConfig,
     classes: Classes,
@@ -265,7 +284,7 @@ impl Inner {
 /// ```
 /// use sluice_flow::{Group, GroupConfig, Flow};
 /// let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/sample.pcap");
-/// let group = Group::new(GroupConfig::default());
+/// let group = Group::new(GroupConfig::default()).unwrap();
 /// let mut flow = Flow::create(&group);
 /// flow.populate(&format!("(file,{sample}) -> (BPF,\"tcp\") -> (packetcount)")).unwrap();
 /// flow.instantiate_unchecked().unwrap();
@@ -281,38 +300,48 @@ pub struct Group {
 }
 
 impl Group {
-    /// An empty group with the built-in classes.
+    /// An empty group with the built-in classes; a configuration past the
+    /// buffers' limits is refused with the limit in the error.
     ///
     /// ```
-    /// let g = sluice_flow::Group::new(Default::default());
+    /// use sluice_flow::{Group, GroupConfig};
+    /// let g = Group::new(Default::default()).unwrap();
     /// assert_eq!(g.flow_count(), 0);
+    /// let huge = GroupConfig { slots: 1 << 40, ..Default::default() };
+    /// assert!(Group::new(huge).err().unwrap().to_string().contains("limit"));
     /// ```
-    pub fn new(cfg: GroupConfig) -> Group {
+    pub fn new(cfg: GroupConfig) -> Result<Group, Error> {
         Group::with_classes(cfg, Classes::builtin())
     }
 
     /// An empty group with these classes.
     ///
     /// ```
-    /// let g = sluice_flow::Group::with_classes(Default::default(), sluice_flow::class::Classes::builtin());
+    /// let g = sluice_flow::Group::with_classes(Default::default(), sluice_flow::class::Classes::builtin()).unwrap();
     /// assert_eq!(g.instance_count(), 0);
     /// ```
-    pub fn with_classes(cfg: GroupConfig, classes: Classes) -> Group {
-        let pbuf = Arc::new(PBuf::new(cfg.slots, cfg.slot_bytes, cfg.preference));
-        Group {
+    pub fn with_classes(cfg: GroupConfig, classes: Classes) -> Result<Group, Error> {
+        if cfg.ibuf_entries > MAX_SLOTS {
+            return Err(Error::Config(format!(
+                "an index buffer of {} entries is more than the limit of {MAX_SLOTS}",
+                cfg.ibuf_entries
+            )));
+        }
+        let pbuf = Arc::new(PBuf::new(cfg.slots, cfg.slot_bytes, cfg.preference)?);
+        Ok(Group {
             inner: Arc::new(Inner {
                 cfg,
                 classes,
                 pbuf,
                 g: Mutex::new(GraphState::default()),
             }),
-        }
+        })
     }
 
     /// The group's configuration.
     ///
     /// ```
-    /// assert_eq!(sluice_flow::Group::new(Default::default()).config().batch, 64);
+    /// assert_eq!(sluice_flow::Group::new(Default::default()).unwrap().config().batch, 64);
     /// ```
     pub fn config(&self) -> &GroupConfig {
         &self.inner.cfg
@@ -321,7 +350,7 @@ impl Group {
     /// The group's packet buffer.
     ///
     /// ```
-    /// assert_eq!(sluice_flow::Group::new(Default::default()).pbuf().slots(), 1024);
+    /// assert_eq!(sluice_flow::Group::new(Default::default()).unwrap().pbuf().slots(), 1024);
     /// ```
     pub fn pbuf(&self) -> &Arc<PBuf> {
         &self.inner.pbuf
@@ -330,7 +359,7 @@ impl Group {
     /// Flows instantiated and not closed.
     ///
     /// ```
-    /// assert_eq!(sluice_flow::Group::new(Default::default()).flow_count(), 0);
+    /// assert_eq!(sluice_flow::Group::new(Default::default()).unwrap().flow_count(), 0);
     /// ```
     pub fn flow_count(&self) -> usize {
         self.inner.lock().flows.iter().flatten().count()
@@ -339,7 +368,7 @@ impl Group {
     /// Filter and source instances alive.
     ///
     /// ```
-    /// assert_eq!(sluice_flow::Group::new(Default::default()).instance_count(), 0);
+    /// assert_eq!(sluice_flow::Group::new(Default::default()).unwrap().instance_count(), 0);
     /// ```
     pub fn instance_count(&self) -> usize {
         self.inner.lock().instances.iter().flatten().count()
@@ -349,16 +378,10 @@ impl Group {
     /// shared PBuf nor the elements' own state).
     ///
     /// ```
-    /// assert_eq!(sluice_flow::Group::new(Default::default()).instance_buffer_bytes(), 0);
+    /// assert_eq!(sluice_flow::Group::new(Default::default()).unwrap().instance_buffer_bytes(), 0);
     /// ```
     pub fn instance_buffer_bytes(&self) -> usize {
-        self.inner
-            .lock()
-            .instances
-            .iter()
-            .flatten()
-            .map(|i| i.mbuf.len() * 4 + i.ibuf.as_ref().map_or(0, |b| b.memory_bytes()))
-            .sum()
+        self.inner.lock().buffer_bytes()
     }
 
     /// Read every source of the active flows to its end, running the
@@ -366,7 +389,7 @@ impl Group {
     /// `N` packets (and once more at the end with what is left).
     ///
     /// ```
-    /// let g = sluice_flow::Group::new(Default::default());
+    /// let g = sluice_flow::Group::new(Default::default()).unwrap();
     /// assert!(g.run().unwrap().finished);
     /// ```
     pub fn run(&self) -> Result<RunStats, Error> {
@@ -377,7 +400,7 @@ impl Group {
     /// turns of the loop); `finished` says whether the sources are done.
     ///
     /// ```
-    /// let g = sluice_flow::Group::new(Default::default());
+    /// let g = sluice_flow::Group::new(Default::default()).unwrap();
     /// assert_eq!(g.run_for(10).unwrap().packets, 0);
     /// ```
     pub fn run_for(&self, packets: u64) -> Result<RunStats, Error> {
@@ -465,7 +488,7 @@ impl Group {
     /// instance to its class.
     ///
     /// ```
-    /// let g = sluice_flow::Group::new(Default::default());
+    /// let g = sluice_flow::Group::new(Default::default()).unwrap();
     /// assert!(g.dot().starts_with("digraph flows {"));
     /// ```
     pub fn dot(&self) -> String {

@@ -17,7 +17,7 @@
 //! ```
 //! use sluice_flow::{Flow, Group, GroupConfig};
 //! let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/sample.pcap");
-//! let group = Group::new(GroupConfig::default());
+//! let group = Group::new(GroupConfig::default()).unwrap();
 //! let mut tcp = Flow::create(&group);
 //! tcp.populate(&format!("(file,{sample}) -> (sampler,2,4) -> (BPF,\"tcp\") -> (packetcount,,8)")).unwrap();
 //! let mut udp = Flow::create(&group);

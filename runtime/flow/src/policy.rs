@@ -1,5 +1,6 @@
 //! Authorisation (FFPF §3.4): a policy file checked against a whole flow
-//! definition when the flow is instantiated.
+//! definition when the flow is instantiated, before any element opens or
+//! reads anything.
 //!
 //! # Format
 //!
@@ -8,9 +9,13 @@
 //! ```text
 //! # who may use what: the first allow/deny rule that matches decides
 //! allow uid=1000,1001 source=file,replay class=bpf,sampler,packetcount,bytecount
+//! deny  source=file:/data/private
 //! allow gid=100 source=file:/data/ class=*
+//! allow uid=1000 source=iface:eth1
 //! deny  uid=* class=strsearch
 //! allow extern=GetDynTCPDPortFromRTSP uid=1000
+//! # programs read with @FILE: only those under /srv/filters
+//! allow read=/srv/filters
 //!
 //! # ordering: every path to a strsearch element passes a sampler first
 //! require sampler before strsearch
@@ -25,12 +30,30 @@
 //! * `allow` / `deny` rules name users with `uid=` and `gid=` (numbers,
 //!   comma-separated, `*` for anyone; a rule with neither applies to
 //!   everyone; `gid` matches the primary and the supplementary groups) and
-//!   items with `source=`, `class=` and `extern=` (class names,
-//!   case-insensitive, or `*`). A source item may carry a path prefix:
-//!   `source=file:/data/` allows files under `/data/` only. Every source,
-//!   filter class and external function of the flow is looked up in the
-//!   rules in file order; the first rule that names the user and the item
-//!   decides; an item no rule names is refused.
+//!   items with `source=`, `class=`, `extern=` and `read=`. Every source,
+//!   filter class, external function and `@FILE` of the flow is looked up
+//!   in the rules in file order; the first rule that names the user and
+//!   the item decides; an item no rule names is refused.
+//! * `class=` lists class names (case-insensitive) or `*`.
+//! * `source=` lists source classes (`file`, `replay`, `iface`, or `*`),
+//!   each optionally with a target after a colon. For a source that reads
+//!   a file (`file`, `replay`) the target is a path: the rule covers that
+//!   file or directory and everything under it. Paths are compared as the
+//!   kernel resolves them: both the rule's path and the flow's are made
+//!   canonical (absolute, symlinks, `.`, `..` and `//` resolved) and
+//!   compared component by component, case and all, so
+//!   `examples/../../tmp/x.pcap`, `/data/./private/x`, `/data//private/x`
+//!   or a symlink into `/data/private` all meet a rule on `/data/private`.
+//!   A relative path in a rule is taken from the directory sluice runs
+//!   in. For other sources (`iface:eth0`) the target is the name, matched
+//!   exactly.
+//! * `read=` lists paths (or `*`) for the files elements read with `@FILE`
+//!   (`(BPF,@prog.bpf)`, `(FPL-2,@count.fpl)`, `(BPF,"cspf:@p.cspf")`),
+//!   compared like source paths. A flow naming a file no `read=` rule
+//!   allows is refused before the file is opened.
+//! * `extern=` lists FPL-2 external functions (case matters) or `*`. They
+//!   are checked once the flow's `@FILE` programs are read (the program
+//!   says which it calls) and before anything runs.
 //! * `require A before B` refuses a flow in which some path from a source
 //!   reaches a `B` element without passing an `A` element first (in the
 //!   staged notation: some earlier stage must consist of `A` elements
@@ -41,16 +64,17 @@
 //! * `require` and `callback` rules may name users as well (`uid=`,
 //!   `gid=`); then they apply to those users only.
 //!
-//! Refusals name the rule as `FILE:LINE`. No policy at all
-//! ([`Policy::allow_all`]) allows everything for the user running sluice.
+//! Paths and names in rules cannot contain `,`, `#` or blanks. Refusals
+//! name the rule as `FILE:LINE`. No policy at all ([`Policy::allow_all`])
+//! allows everything for the user running sluice. [`Policy::load`] reads
+//! at most 32 MiB and warns ([`Policy::warnings`]) when someone other than
+//! root or its owner could change the file.
 //!
 //! ```
 //! use sluice_flow::policy::{Policy, Credentials, FlowShape, ElemShape};
 //! let p = Policy::parse("allow uid=1000 source=file class=bpf,sampler\nrequire sampler before bpf\n", "pol").unwrap();
 //! let shape = |classes: &[&str]| FlowShape {
-//!     stages: classes.iter().enumerate().map(|(i, c)| vec![ElemShape {
-//!         class: c.to_string(), source: i == 0, args: vec!["x".into()], externs: vec![],
-//!     }]).collect(),
+//!     stages: classes.iter().enumerate().map(|(i, c)| vec![ElemShape::new(c, i == 0, &["x"])]).collect(),
 //!     callback_every: None,
 //! };
 //! let me = Credentials { uid: 1000, gids: vec![1000] };
@@ -62,6 +86,7 @@
 //! ```
 
 use std::fmt;
+use std::path::{Component, Path, PathBuf};
 
 /// Who is asking.
 ///
@@ -107,7 +132,7 @@ impl Credentials {
 /// One element of a flow definition, as authorisation sees it.
 ///
 /// ```
-/// let e = sluice_flow::policy::ElemShape { class: "bpf".into(), source: false, args: vec![], externs: vec![] };
+/// let e = sluice_flow::policy::ElemShape { class: "bpf".into(), source: false, args: vec![], externs: vec![], file: None, reads: vec![] };
 /// assert!(!e.source);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -116,10 +141,102 @@ pub struct ElemShape {
     pub class: String,
     /// Whether it is a packet source.
     pub source: bool,
-    /// Its arguments (a source's first argument is its path).
+    /// Its arguments as written (a source's first argument names what it
+    /// reads).
     pub args: Vec<String>,
     /// External functions it calls.
     pub externs: Vec<String>,
+    /// For a source that reads a file: that file, canonical (see
+    /// [`canonical`]).
+    pub file: Option<PathBuf>,
+    /// The files it reads with `@FILE`, canonical.
+    pub reads: Vec<PathBuf>,
+}
+
+impl ElemShape {
+    /// An element with no file, no `@FILE` and no external function.
+    ///
+    /// ```
+    /// let e = sluice_flow::policy::ElemShape::new("BPF", false, &["tcp"]);
+    /// assert_eq!((e.class.as_str(), e.args.len()), ("bpf", 1));
+    /// ```
+    pub fn new(class: &str, source: bool, args: &[&str]) -> ElemShape {
+        ElemShape {
+            class: class.to_ascii_lowercase(),
+            source,
+            args: args.iter().map(|a| a.to_string()).collect(),
+            externs: Vec::new(),
+            file: None,
+            reads: Vec::new(),
+        }
+    }
+}
+
+/// A path as the kernel resolves it: absolute (a relative path is taken
+/// from the current directory), every symlink followed, `.`, `..` and
+/// repeated `/` resolved. The path must exist (else the error of
+/// `realpath`).
+///
+/// ```
+/// use std::path::Path;
+/// let p = sluice_flow::policy::canonical(Path::new("/usr/./bin//../bin")).unwrap();
+/// assert_eq!(p, std::fs::canonicalize("/usr/bin").unwrap());
+/// assert!(sluice_flow::policy::canonical(Path::new("/nonexistent/x")).is_err());
+/// ```
+pub fn canonical(path: &Path) -> std::io::Result<PathBuf> {
+    std::fs::canonicalize(path)
+}
+
+/// A rule's path made canonical as far as it exists: the longest existing
+/// ancestor resolved by the kernel, the rest resolved by name (`.`, `..`,
+/// repeated `/`). A rule may name a directory that does not exist yet.
+///
+/// ```
+/// use std::path::Path;
+/// let p = sluice_flow::policy::rule_path(Path::new("/nonexistent/./a//b/../c"));
+/// assert_eq!(p, Path::new("/nonexistent/a/c"));
+/// ```
+pub fn rule_path(path: &Path) -> PathBuf {
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .unwrap_or_else(|_| PathBuf::from("/"))
+            .join(path)
+    };
+    // Resolve names lexically first, then let the kernel resolve the
+    // longest prefix that exists (symlinks in it included).
+    let mut lexical = PathBuf::from("/");
+    for c in abs.components() {
+        match c {
+            Component::ParentDir => {
+                lexical.pop();
+            }
+            Component::Normal(n) => lexical.push(n),
+            _ => {}
+        }
+    }
+    if let Ok(p) = std::fs::canonicalize(&abs) {
+        return p;
+    }
+    let mut head = lexical.clone();
+    let mut tail = Vec::new();
+    loop {
+        if let Ok(p) = std::fs::canonicalize(&head) {
+            let mut out = p;
+            for t in tail.iter().rev() {
+                out.push(t);
+            }
+            return out;
+        }
+        match (head.file_name().map(|n| n.to_os_string()), head.parent()) {
+            (Some(n), Some(parent)) => {
+                tail.push(n);
+                head = parent.to_path_buf();
+            }
+            _ => return lexical,
+        }
+    }
 }
 
 /// A whole flow definition: stages of parallel elements, and the callback
@@ -204,14 +321,62 @@ impl Who {
     }
 }
 
+/// A `source=` item: a class (or `*`) and what it may read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct SourceItem {
+    /// Lower case, or `*`.
+    class: String,
+    /// The target as written (a name, for sources that read no file).
+    name: Option<String>,
+    /// The target as a canonical path prefix (for sources reading files).
+    path: Option<PathBuf>,
+}
+
+impl SourceItem {
+    fn parse(item: &str) -> SourceItem {
+        match item.split_once(':').filter(|(_, t)| !t.is_empty()) {
+            Some((c, t)) => SourceItem {
+                class: c.to_ascii_lowercase(),
+                name: Some(t.to_string()),
+                path: Some(rule_path(Path::new(t))),
+            },
+            None => SourceItem {
+                class: item.trim_end_matches(':').to_ascii_lowercase(),
+                name: None,
+                path: None,
+            },
+        }
+    }
+
+    fn matches(&self, e: &ElemShape) -> bool {
+        if self.class != "*" && self.class != e.class {
+            return false;
+        }
+        match (&self.name, &self.path, &e.file) {
+            (None, _, _) => true,
+            (_, Some(prefix), Some(file)) => file.starts_with(prefix),
+            (Some(name), _, None) => e.args.first() == Some(name),
+            _ => false,
+        }
+    }
+}
+
+/// A `read=` item: `*` or a canonical path prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum ReadItem {
+    Any,
+    Under(PathBuf),
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Rule {
     Access {
         allow: bool,
         who: Who,
-        sources: Option<Vec<String>>,
+        sources: Option<Vec<SourceItem>>,
         classes: Option<Vec<String>>,
         externs: Option<Vec<String>>,
+        reads: Option<Vec<ReadItem>>,
     },
     Order {
         who: Who,
@@ -238,13 +403,59 @@ pub struct Policy {
     file: String,
     rules: Vec<(usize, Rule)>,
     allow_all: bool,
+    warnings: Vec<String>,
 }
 
-fn list(v: &str) -> Vec<String> {
+/// Comma-separated items as written (no case folding: paths and
+/// external functions keep theirs).
+fn items(v: &str) -> Vec<&str> {
     v.split(',')
-        .map(|s| s.trim().to_ascii_lowercase())
+        .map(str::trim)
         .filter(|s| !s.is_empty())
         .collect()
+}
+
+/// Class names, lower case.
+fn class_list(v: &str) -> Vec<String> {
+    items(v).iter().map(|s| s.to_ascii_lowercase()).collect()
+}
+
+/// Why someone other than root and the file's owner could change a policy
+/// file, if they could: the file or its directory writable by its group or
+/// by others (a directory with the sticky bit lets others add files, not
+/// replace this one).
+fn writable_by_others(path: &str) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    if m.mode() & 0o022 != 0 {
+        return Some(format!(
+            "policy file {path} is writable by {} (mode {:04o})",
+            if m.mode() & 0o002 != 0 {
+                "everyone"
+            } else {
+                "its group"
+            },
+            m.mode() & 0o7777
+        ));
+    }
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if m.uid() != 0 && m.uid() != me {
+        return Some(format!(
+            "policy file {path} belongs to uid {}, neither root nor the user checking it",
+            m.uid()
+        ));
+    }
+    let dir = Path::new(path).canonicalize().ok()?.parent()?.to_path_buf();
+    let d = std::fs::metadata(&dir).ok()?;
+    if d.mode() & 0o022 != 0 && d.mode() & 0o1000 == 0 {
+        return Some(format!(
+            "the directory of policy file {path} ({}) is writable by others (mode {:04o}): they can replace the file",
+            dir.display(),
+            d.mode() & 0o7777
+        ));
+    }
+    None
 }
 
 fn ids(v: &str) -> Result<Ids, String> {
@@ -274,6 +485,7 @@ impl Policy {
             file: String::new(),
             rules: Vec::new(),
             allow_all: true,
+            warnings: Vec::new(),
         }
     }
 
@@ -286,18 +498,34 @@ impl Policy {
         self.allow_all
     }
 
-    /// Read a policy file.
+    /// Read a policy file (at most 32 MiB,
+    /// [`sluice_filter::read_text_file`]) and note in
+    /// [`Policy::warnings`] whether others could change it.
     ///
     /// ```
     /// assert!(sluice_flow::policy::Policy::load("/nonexistent/policy").is_err());
+    /// assert!(sluice_flow::policy::Policy::load("/dev/zero").unwrap_err().to_string().contains("32 MiB"));
     /// ```
     pub fn load(path: &str) -> Result<Policy, PolicyError> {
-        let text = std::fs::read_to_string(path).map_err(|e| PolicyError {
+        let text = sluice_filter::read_text_file(Path::new(path)).map_err(|e| PolicyError {
             file: path.to_string(),
             line: 0,
             message: e.to_string(),
         })?;
-        Policy::parse(&text, path)
+        let mut p = Policy::parse(&text, path)?;
+        p.warnings.extend(writable_by_others(path));
+        Ok(p)
+    }
+
+    /// What [`Policy::load`] found worth a warning: a policy file that
+    /// someone other than root and its owner could change. Front ends
+    /// print these.
+    ///
+    /// ```
+    /// assert!(sluice_flow::policy::Policy::allow_all().warnings().is_empty());
+    /// ```
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// Parse policy text; `file` names it in errors and refusals.
@@ -335,23 +563,38 @@ impl Policy {
             }
             let rule = match kw {
                 "allow" | "deny" => {
-                    let (mut sources, mut classes, mut externs) = (None, None, None);
+                    let (mut sources, mut classes, mut externs, mut reads) =
+                        (None, None, None, None);
                     for w in &rest {
                         if let Some(v) = w.strip_prefix("source=") {
-                            sources = Some(list(v));
+                            sources = Some(items(v).into_iter().map(SourceItem::parse).collect());
                         } else if let Some(v) = w.strip_prefix("class=") {
-                            classes = Some(list(v));
+                            classes = Some(class_list(v));
                         } else if let Some(v) = w.strip_prefix("extern=") {
-                            externs = Some(v.split(',').map(str::to_string).collect());
+                            externs = Some(items(v).into_iter().map(str::to_string).collect());
+                        } else if let Some(v) = w.strip_prefix("read=") {
+                            reads = Some(
+                                items(v)
+                                    .into_iter()
+                                    .map(|p| match p {
+                                        "*" => ReadItem::Any,
+                                        p => ReadItem::Under(rule_path(Path::new(p))),
+                                    })
+                                    .collect(),
+                            );
                         } else {
                             return Err(err(format!(
-                                "unknown word {w:?} (uid=, gid=, source=, class=, extern=)"
+                                "unknown word {w:?} (uid=, gid=, source=, class=, extern=, read=)"
                             )));
                         }
                     }
-                    if sources.is_none() && classes.is_none() && externs.is_none() {
+                    if sources.is_none()
+                        && classes.is_none()
+                        && externs.is_none()
+                        && reads.is_none()
+                    {
                         return Err(err(format!(
-                            "{kw} needs at least one of source=, class=, extern="
+                            "{kw} needs at least one of source=, class=, extern=, read="
                         )));
                     }
                     Rule::Access {
@@ -360,6 +603,7 @@ impl Policy {
                         sources,
                         classes,
                         externs,
+                        reads,
                     }
                 }
                 "require" => match rest.as_slice() {
@@ -416,6 +660,7 @@ impl Policy {
             file: file.to_string(),
             rules,
             allow_all: false,
+            warnings: Vec::new(),
         })
     }
 
@@ -459,7 +704,7 @@ impl Policy {
     /// ```
     /// use sluice_flow::policy::*;
     /// let p = Policy::parse("allow class=* source=*\ncallback every>=1000 unless sampler\n", "p").unwrap();
-    /// let e = |c: &str| ElemShape { class: c.into(), source: c == "file", args: vec!["f".into()], externs: vec![] };
+    /// let e = |c: &str| ElemShape::new(c, c == "file", &["f"]);
     /// let mut s = FlowShape { stages: vec![vec![e("file")], vec![e("bpf")]], callback_every: Some(10) };
     /// assert_eq!(p.check(&s, &Credentials::current()).unwrap_err().rule.as_deref(), Some("p:2"));
     /// s.stages.insert(1, vec![e("sampler")]);
@@ -472,24 +717,24 @@ impl Policy {
         for stage in &flow.stages {
             for e in stage {
                 if e.source {
-                    let path = e.args.first().cloned().unwrap_or_default();
+                    let what = match &e.file {
+                        Some(f) => format!("{} ({})", e.class, f.display()),
+                        None => format!(
+                            "{} ({})",
+                            e.class,
+                            e.args.first().map_or("", String::as_str)
+                        ),
+                    };
                     self.decide(
                         cred,
                         "source",
                         |r| match r {
                             Rule::Access {
                                 sources: Some(s), ..
-                            } => Some(s.iter().any(|item| {
-                                let (class, prefix) = match item.split_once(':') {
-                                    Some((c, p)) => (c, Some(p)),
-                                    None => (item.as_str(), None),
-                                };
-                                (class == "*" || class == e.class)
-                                    && prefix.is_none_or_prefix(&path)
-                            })),
+                            } => Some(s.iter().any(|item| item.matches(e))),
                             _ => None,
                         },
-                        &format!("{} ({path})", e.class),
+                        &what,
                     )?;
                 } else {
                     self.decide(
@@ -502,6 +747,22 @@ impl Policy {
                             _ => None,
                         },
                         &e.class,
+                    )?;
+                }
+                for f in &e.reads {
+                    self.decide(
+                        cred,
+                        "reading",
+                        |r| match r {
+                            Rule::Access { reads: Some(l), .. } => {
+                                Some(l.iter().any(|i| match i {
+                                    ReadItem::Any => true,
+                                    ReadItem::Under(p) => f.starts_with(p),
+                                }))
+                            }
+                            _ => None,
+                        },
+                        &format!("{} (@FILE of {})", f.display(), e.class),
                     )?;
                 }
                 for x in &e.externs {
@@ -588,29 +849,15 @@ impl Policy {
     }
 }
 
-trait PrefixMatch {
-    fn is_none_or_prefix(&self, path: &str) -> bool;
-}
-
-impl PrefixMatch for Option<&str> {
-    fn is_none_or_prefix(&self, path: &str) -> bool {
-        match self {
-            None => true,
-            Some(p) => path.starts_with(p),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn e(class: &str, args: &[&str]) -> ElemShape {
+        let source = matches!(class, "file" | "replay");
         ElemShape {
-            class: class.into(),
-            source: matches!(class, "file" | "replay"),
-            args: args.iter().map(|s| s.to_string()).collect(),
-            externs: vec![],
+            file: source.then(|| PathBuf::from(args[0])),
+            ..ElemShape::new(class, source, args)
         }
     }
 
@@ -737,5 +984,117 @@ mod tests {
             assert_eq!(e.line, line, "{text}");
             assert!(e.message.contains(msg), "{text}: {e}");
         }
+    }
+
+    /// A directory tree for path rules: data/{a.pcap,private/x,Caps/x},
+    /// out/y and symlinks data/in -> data/private/x, data/out -> out/y.
+    fn tree(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("sluice-policy-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        for sub in ["data/private", "data/Caps", "out"] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        for f in ["data/a.pcap", "data/private/x", "data/Caps/x", "out/y"] {
+            std::fs::write(d.join(f), b"").unwrap();
+        }
+        std::os::unix::fs::symlink(d.join("data/private/x"), d.join("data/in")).unwrap();
+        std::os::unix::fs::symlink(d.join("out/y"), d.join("data/out")).unwrap();
+        std::fs::canonicalize(d).unwrap()
+    }
+
+    fn file_at(path: &Path) -> FlowShape {
+        let mut e = ElemShape::new("file", true, &[path.to_str().unwrap()]);
+        e.file = Some(canonical(path).unwrap());
+        FlowShape {
+            stages: vec![vec![e]],
+            callback_every: None,
+        }
+    }
+
+    #[test]
+    fn paths_are_compared_canonically_and_by_component() {
+        let d = tree("paths");
+        let r = d.display();
+        let p = Policy::parse(
+            &format!("deny source=file:{r}/data/private\ndeny source=file:{r}/data/Caps\nallow source=file:{r}/data/\n"),
+            "p",
+        )
+        .unwrap();
+        let me = user(1, &[]);
+        let rule = |path: PathBuf| p.check(&file_at(&path), &me).map_err(|e| e.rule);
+        assert_eq!(rule(d.join("data/a.pcap")), Ok(()));
+        // `..`, `.`, `//` and a symlink are what the kernel makes of them.
+        assert_eq!(rule(d.join("data/../out/y")), Err(None));
+        assert_eq!(rule(d.join("data/./private/x")), Err(Some("p:1".into())));
+        assert_eq!(
+            rule(PathBuf::from(format!("{r}/data//private/x"))),
+            Err(Some("p:1".into()))
+        );
+        assert_eq!(rule(d.join("data/in")), Err(Some("p:1".into())));
+        assert_eq!(rule(d.join("data/out")), Err(None));
+        // No case folding: the capitalised deny matches its directory.
+        assert_eq!(rule(d.join("data/Caps/x")), Err(Some("p:2".into())));
+        // Components, not text: a rule on data/a does not cover data/a.pcap.
+        let q = Policy::parse(&format!("allow source=file:{r}/data/a\n"), "q").unwrap();
+        assert!(q.check(&file_at(&d.join("data/a.pcap")), &me).is_err());
+        // A rule's own `..` and `//` resolve the same way.
+        let q = Policy::parse(
+            &format!("deny source=file:{r}/out/..//data/./private\nallow source=*\n"),
+            "q",
+        )
+        .unwrap();
+        assert!(q.check(&file_at(&d.join("data/in")), &me).is_err());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn relative_rule_paths_are_taken_from_the_current_directory() {
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            rule_path(Path::new("a/./b//c/../d")),
+            cwd.canonicalize().unwrap().join("a/b/d")
+        );
+    }
+
+    #[test]
+    fn at_files_need_a_read_rule() {
+        let d = tree("reads");
+        let r = d.display();
+        let p = Policy::parse(
+            &format!("allow source=* class=*\nallow read={r}/data\n"),
+            "p",
+        )
+        .unwrap();
+        let flow = |reads: Vec<PathBuf>| {
+            let mut e = ElemShape::new("bpf", false, &["@x"]);
+            e.reads = reads;
+            FlowShape {
+                stages: vec![vec![ElemShape::new("file", true, &["a"])], vec![e]],
+                callback_every: None,
+            }
+        };
+        let me = user(1, &[]);
+        assert!(p.check(&flow(vec![d.join("data/a.pcap")]), &me).is_ok());
+        let e = p
+            .check(&flow(vec![canonical(&d.join("data/out")).unwrap()]), &me)
+            .unwrap_err();
+        assert!(e.message.contains("no rule allows reading"), "{e}");
+        let all = Policy::parse("allow source=* class=* read=*\n", "p").unwrap();
+        assert!(all.check(&flow(vec![d.join("out/y")]), &me).is_ok());
+        let none = Policy::parse("allow source=* class=*\n", "p").unwrap();
+        assert!(none.check(&flow(vec![d.join("data/a.pcap")]), &me).is_err());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn other_sources_are_matched_by_name() {
+        let p = Policy::parse("allow source=iface:eth1 class=*\n", "p").unwrap();
+        let iface = |name: &str| FlowShape {
+            stages: vec![vec![ElemShape::new("iface", true, &[name])]],
+            callback_every: None,
+        };
+        assert!(p.check(&iface("eth1"), &user(1, &[])).is_ok());
+        assert!(p.check(&iface("eth10"), &user(1, &[])).is_err());
+        assert!(p.check(&iface("ETH1"), &user(1, &[])).is_err());
     }
 }

@@ -97,6 +97,9 @@ impl SourceClass for FileClass {
             _ => Err(ArgError::element("file needs a path: (file,PATH)")),
         }
     }
+    fn file(&self, args: &[String]) -> Option<String> {
+        args.first().filter(|p| p.as_str() != "-").cloned()
+    }
     fn open(&self, args: &[String]) -> Result<Box<dyn Source>, ArgError> {
         self.check(args)?;
         let r = open(&args[0]).map_err(|e| ArgError::at(0, e))?;
@@ -218,6 +221,9 @@ impl SourceClass for ReplayClass {
     }
     fn check(&self, args: &[String]) -> Result<(), ArgError> {
         replay_args(args).map(|_| ())
+    }
+    fn file(&self, args: &[String]) -> Option<String> {
+        args.first().filter(|p| p.as_str() != "-").cloned()
     }
     fn open(&self, args: &[String]) -> Result<Box<dyn Source>, ArgError> {
         let a = replay_args(args)?;

@@ -63,7 +63,7 @@ fn result(f: &Flow, class: &str) -> Value {
 
 #[test]
 fn life_cycle_order_is_enforced() {
-    let g = Group::new(GroupConfig::default());
+    let g = Group::new(GroupConfig::default()).unwrap();
     let mut f = Flow::create(&g);
     assert_eq!(f.state(), FlowState::Created);
     assert!(matches!(
@@ -98,7 +98,7 @@ fn life_cycle_order_is_enforced() {
 
 #[test]
 fn dropping_a_flow_frees_what_it_alone_used() {
-    let g = Group::new(GroupConfig::default());
+    let g = Group::new(GroupConfig::default()).unwrap();
     let s = sample();
     let a = start(&g, &format!("(file,{s}) -> (sampler,2,4) -> (BPF,\"tcp\")"));
     {
@@ -119,7 +119,8 @@ fn pause_stops_a_flows_own_instances_only() {
     let g = Group::new(GroupConfig {
         batch: 4,
         ..GroupConfig::default()
-    });
+    })
+    .unwrap();
     let s = sample();
     let a = start(&g, &format!("(file,{s}) -> (packetcount,pass)"));
     let mut b = start(&g, &format!("(file,{s}) -> (bytecount,pass)"));
@@ -135,7 +136,7 @@ fn pause_stops_a_flows_own_instances_only() {
 
 #[test]
 fn shared_prefix_has_one_sampler_instance_in_dot_and_counters() {
-    let g = Group::new(GroupConfig::default());
+    let g = Group::new(GroupConfig::default()).unwrap();
     let s = sample();
     let a = start(
         &g,
@@ -201,7 +202,8 @@ fn bpf_counts_match_the_reference_on_real_captures_merged_or_not() {
             let g = Group::new(GroupConfig {
                 merge,
                 ..GroupConfig::default()
-            });
+            })
+            .unwrap();
             let flows: Vec<Flow> = exprs
                 .iter()
                 .map(|e| {
@@ -233,7 +235,7 @@ fn bpf_counts_match_the_reference_on_real_captures_merged_or_not() {
 fn parallel_filters_join_once_and_deliver_results() {
     let s = sample();
     let pkts = packets(&s);
-    let g = Group::new(GroupConfig::default());
+    let g = Group::new(GroupConfig::default()).unwrap();
     let got = Arc::new(Mutex::new(Vec::new()));
     let sink = got.clone();
     let mut f = Flow::create(&g);
@@ -267,7 +269,7 @@ fn parallel_filters_join_once_and_deliver_results() {
 fn overlapping_flows_store_each_packet_once() {
     let s = sample();
     let pkts = packets(&s);
-    let g = Group::new(GroupConfig::default());
+    let g = Group::new(GroupConfig::default()).unwrap();
     let mut flows = Vec::new();
     for e in ["ip", "tcp", "ip"] {
         let mut f = Flow::create(&g);
@@ -300,7 +302,8 @@ fn srp_and_frp_through_a_group_with_a_reader_thread() {
             preference: pref,
             batch: 8,
             ..GroupConfig::default()
-        });
+        })
+        .unwrap();
         let f = start(&g, &format!("(replay,{s},1000000,pps,packet,300)"));
         let mut r = f.reader(4).unwrap();
         let reader = std::thread::spawn(move || {
@@ -341,7 +344,7 @@ fn srp_and_frp_through_a_group_with_a_reader_thread() {
 #[test]
 fn mbuf_is_readable_and_writable_by_the_application() {
     let s = sample();
-    let g = Group::new(GroupConfig::default());
+    let g = Group::new(GroupConfig::default()).unwrap();
     let f = start(
         &g,
         &format!("(file,{s}) -> (sampler,4,4) -> (packetcount,,8)"),
@@ -362,7 +365,7 @@ fn hashcount_top_flows_match_a_direct_count() {
         return;
     };
     let pkts = packets(&file);
-    let g = Group::new(GroupConfig::default());
+    let g = Group::new(GroupConfig::default()).unwrap();
     let f = start(
         &g,
         &format!("(file,{file}) -> (BPF,\"tcp\") -> (hashcount,3,1024)"),
@@ -392,7 +395,7 @@ fn hashcount_top_flows_match_a_direct_count() {
 fn strsearch_after_sampler_counts_like_memmem() {
     let s = sample();
     let pkts = packets(&s);
-    let g = Group::new(GroupConfig::default());
+    let g = Group::new(GroupConfig::default()).unwrap();
     let f = start(
         &g,
         &format!("(file,{s}) -> (sampler,1) -> (strsearch,\"\\x00\\x00\",HTTP) -> (packetcount)"),
@@ -408,7 +411,7 @@ fn strsearch_after_sampler_counts_like_memmem() {
 #[test]
 fn authorisation_refuses_with_the_rule_and_frees_nothing_twice() {
     let s = sample();
-    let g = Group::new(GroupConfig::default());
+    let g = Group::new(GroupConfig::default()).unwrap();
     let policy = Policy::parse(
         "allow source=file class=sampler,strsearch,packetcount\nrequire sampler before strsearch\ncallback every>=1000 unless sampler\n",
         "test.policy",
@@ -452,8 +455,52 @@ fn authorisation_refuses_with_the_rule_and_frees_nothing_twice() {
 }
 
 #[test]
+fn at_files_are_read_after_the_policy_and_their_externs_checked() {
+    let s = sample();
+    let examples = format!("{}/../../examples", env!("CARGO_MANIFEST_DIR"));
+    let fig7 = format!("{examples}/fpl-figure7.fpl");
+    let g = Group::new(GroupConfig::default()).unwrap();
+    let me = Credentials::current();
+    let run = |policy: &str, spec: &str| {
+        let p = Policy::parse(policy, "p").unwrap();
+        let mut f = Flow::create(&g);
+        f.populate(spec)?;
+        f.instantiate(&p, &me).map(|_| f)
+    };
+    // The program calls GetDynTCPDPortFromRTSP: known only once the file
+    // is read, and still checked before anything runs.
+    let spec = format!("(file,{s}) -> (FPL-2,@{fig7})");
+    let read = format!("allow source=* class=* read={examples}\n");
+    let e = run(&read, &spec).err().unwrap();
+    assert!(
+        e.to_string()
+            .contains("external function GetDynTCPDPortFromRTSP"),
+        "{e}"
+    );
+    assert!(run(
+        &format!("{read}allow extern=GetDynTCPDPortFromRTSP\n"),
+        &spec
+    )
+    .is_ok());
+    // No read= rule: refused before the file is opened.
+    let e = run("allow source=* class=*\n", &spec).err().unwrap();
+    assert!(e.to_string().contains("no rule allows reading"), "{e}");
+    // Populate never reads a file; a missing one is an error with the
+    // column of its argument when the flow is checked.
+    let mut f = Flow::create(&g);
+    f.populate(&format!("(file,{s}) -> (BPF,@/nonexistent/prog)"))
+        .unwrap();
+    let e = f.instantiate_unchecked().err().unwrap();
+    assert!(
+        matches!(&e, Error::Spec(x) if x.column > 1 && x.message.contains("/nonexistent/prog")),
+        "{e}"
+    );
+    assert_eq!(g.instance_count(), 0);
+}
+
+#[test]
 fn spec_errors_carry_columns_through_populate() {
-    let g = Group::new(GroupConfig::default());
+    let g = Group::new(GroupConfig::default()).unwrap();
     let mut f = Flow::create(&g);
     let cases = [
         ("(file,a) -> (nosuch,1)", 13, "unknown filter class"),
@@ -501,7 +548,7 @@ fn rtsp_tracker_passes_the_negotiated_streams_from_a_capture() {
         w.write_packet(&Packet::new(i as i64, 0, 1, f)).unwrap();
     }
     w.finish().unwrap();
-    let g = Group::new(GroupConfig::default());
+    let g = Group::new(GroupConfig::default()).unwrap();
     let got = Arc::new(Mutex::new(Vec::new()));
     let sink = got.clone();
     let mut f = Flow::create(&g);
@@ -530,7 +577,8 @@ fn group_memory_per_flow_is_small() {
     let g = Group::new(GroupConfig {
         ibuf_entries: 256,
         ..GroupConfig::default()
-    });
+    })
+    .unwrap();
     let flows: Vec<Flow> = (0..50)
         .map(|i| {
             start(
@@ -551,7 +599,7 @@ fn fpl_figure6_through_a_flow_counts_every_tcp_packet() {
         "{}/../../examples/fpl-figure6.fpl",
         env!("CARGO_MANIFEST_DIR")
     );
-    let g = Group::new(GroupConfig::default());
+    let g = Group::new(GroupConfig::default()).unwrap();
     let f = start(&g, &format!("(file,{s}) -> (FPL-2,@{fig6})"));
     g.run().unwrap();
     let mem = f.mbuf(1, 0).unwrap().snapshot();
@@ -569,7 +617,7 @@ fn fpl_figure6_through_a_flow_counts_every_tcp_packet() {
 #[test]
 fn fpl_and_bpf_in_parallel_share_the_sampler() {
     let s = sample();
-    let g = Group::new(GroupConfig::default());
+    let g = Group::new(GroupConfig::default()).unwrap();
     let a = start(
         &g,
         &format!("(file,{s}) -> (sampler,2,4) -> (FPL-2,\"IF (PKT.IP_PROTO == PROTO_TCP) THEN RETURN 1; FI\") | (BPF,\"udp\") -> (bytecount,,8)"),

@@ -325,12 +325,7 @@ impl<'d> Control<'d> {
             ));
         };
         let mut shape = FlowShape {
-            stages: vec![vec![ElemShape {
-                class: "iface".into(),
-                source: true,
-                args: vec![name.clone()],
-                externs: vec![],
-            }]],
+            stages: vec![vec![ElemShape::new("iface", true, &[name.as_str()])]],
             callback_every: None,
         };
         let mut expression = String::new();
@@ -362,12 +357,8 @@ impl<'d> Control<'d> {
                         "the daemon never opens files: read the program in the client and send its text".into(),
                     ));
                 }
-                shape.stages.push(vec![ElemShape {
-                    class: class.clone(),
-                    source: false,
-                    args: e.args.clone(),
-                    externs: vec![],
-                }]);
+                let args: Vec<&str> = e.args.iter().map(String::as_str).collect();
+                shape.stages.push(vec![ElemShape::new(&class, false, &args)]);
             }
             _ => {
                 return Err(at(
@@ -541,7 +532,7 @@ impl<'d> Control<'d> {
                 priority,
             },
         );
-        self.update_union(iface);
+        self.set_union(iface, true);
         Ok((
             Reply::Opened {
                 flow: number,
@@ -594,7 +585,7 @@ impl<'d> Control<'d> {
         open.filter = filter;
         open.spec = spec.to_string();
         open.expression = expression;
-        self.update_union(iface);
+        self.set_union(iface, true);
         (Reply::Done, Vec::new())
     }
 
@@ -644,6 +635,13 @@ impl<'d> Control<'d> {
     /// is open, the union of the flows' pcap filters where it fits, else
     /// everything; the capture thread swaps it in.
     fn update_union(&mut self, iface: usize) {
+        self.set_union(iface, false);
+    }
+
+    /// [`Self::update_union`], and with `wait` until the capture thread
+    /// has the new filter in force (a flow just opened must get its
+    /// packets from the moment its client is told it is open).
+    fn set_union(&mut self, iface: usize, wait: bool) {
         let exprs: Vec<&str> = self
             .clients
             .iter()
@@ -657,8 +655,27 @@ impl<'d> Control<'d> {
         } else {
             union(&exprs, i.linktype, i.snaplen).unwrap_or_else(|| accept_all(i.snaplen))
         };
-        *i.union.lock().unwrap_or_else(|e| e.into_inner()) = program;
+        let generation = {
+            let mut u = i.union.lock().unwrap_or_else(|e| e.into_inner());
+            if u.1 == program {
+                return;
+            }
+            u.0 += 1;
+            u.1 = program;
+            u.0
+        };
         i.controls.reload.store(true, Ordering::Relaxed);
+        if !wait {
+            return;
+        }
+        // A flow is open when its packets reach user space: wait (briefly)
+        // for the capture thread to put the new kernel filter in place.
+        let start = Instant::now();
+        while i.applied.load(Ordering::Acquire) < generation
+            && start.elapsed() < Duration::from_secs(1)
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 }
 

@@ -279,14 +279,14 @@ mod tests {
     use sluice_flow::buffer::Reader;
 
     fn member(flow: u64, pref: Preference) -> Arc<Member> {
-        let ibuf = Arc::new(IBuf::new(4, pref));
+        let ibuf = Arc::new(IBuf::new(4, pref).unwrap());
         ibuf.register();
         Arc::new(Member::new(flow, ibuf, Arc::new(Wake::new().unwrap())))
     }
 
     #[test]
     fn one_copy_per_group_and_every_loss_counted() {
-        let group = Arc::new(Group::new(PBuf::new(2, 64, Preference::Slow)));
+        let group = Arc::new(Group::new(PBuf::new(2, 64, Preference::Slow).unwrap()));
         let (a, b) = (member(1, Preference::Slow), member(2, Preference::Slow));
         group.members.store(Arc::new(vec![a.clone(), b.clone()]));
         let mut routes = Routes::default();
@@ -329,7 +329,7 @@ mod tests {
 
     #[test]
     fn a_stalled_member_is_cut_loose() {
-        let group = Arc::new(Group::new(PBuf::new(1, 64, Preference::Slow)));
+        let group = Arc::new(Group::new(PBuf::new(1, 64, Preference::Slow).unwrap()));
         let m = member(1, Preference::Slow);
         group.members.store(Arc::new(vec![m.clone()]));
         let routes = Routes::default().with(

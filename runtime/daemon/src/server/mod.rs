@@ -126,8 +126,11 @@ pub(crate) struct Iface {
     pub(crate) routes: Arc<ArcSwap<Routes>>,
     /// The flow groups, by user.
     pub(crate) groups: HashMap<u32, Arc<Group>>,
-    /// The kernel pre-filter the capture thread picks up on a reload.
-    pub(crate) union: Arc<Mutex<Vec<sluice_bpf::Insn>>>,
+    /// The kernel pre-filter the capture thread picks up on a reload,
+    /// with its generation (counted up at each change).
+    pub(crate) union: Arc<Mutex<(u64, Vec<sluice_bpf::Insn>)>>,
+    /// The generation of the kernel pre-filter in force.
+    pub(crate) applied: Arc<AtomicU64>,
     pub(crate) controls: Controls,
     pub(crate) counts: Arc<PathCounts>,
     /// The kernel's counts, refreshed about every second.
@@ -170,10 +173,12 @@ impl Daemon {
             sc.capture.snaplen = config.snaplen;
             sc.workers = config.workers.max(1);
             sc.kernel_filter = config.kernel_filter;
+            // A new flow waits for its kernel filter: look often.
+            sc.poll = Duration::from_millis(10);
             let mut session = Session::open(&sc).map_err(DaemonError::Live)?;
             let linktype = session.linktype();
             let snaplen = session.snaplen();
-            let union = Arc::new(Mutex::new(reject_all()));
+            let union = Arc::new(Mutex::new((0, reject_all())));
             session
                 .prefilter(Some(&reject_all()))
                 .map_err(DaemonError::Live)?;
@@ -185,6 +190,7 @@ impl Daemon {
                 routes: Arc::new(ArcSwap::from_pointee(Routes::default())),
                 groups: HashMap::new(),
                 union,
+                applied: Arc::default(),
                 controls: Controls::default(),
                 counts: Arc::default(),
                 kernel: Arc::default(),
@@ -259,6 +265,7 @@ fn start_capture(
     let kernel = iface.kernel.clone();
     let controls = iface.controls.clone();
     let union = iface.union.clone();
+    let applied = iface.applied.clone();
     let readers = iface.classifier.reader();
     let first_match = config.first_match;
     let stall = config.stall_timeout;
@@ -284,8 +291,12 @@ fn start_capture(
                 })
             });
             let reload_make = make.clone();
+            // The generation a reload read, in force once it has run.
+            let reading = Arc::new(AtomicU64::new(0));
+            let read = reading.clone();
             session.on_reload(Box::new(move || {
-                let insns = union.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let (generation, insns) = union.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                read.store(generation, Ordering::Relaxed);
                 Ok((reload_make.clone(), insns))
             }));
             let mut deliver = Deliver::new(routes, stall, clock, counts);
@@ -302,7 +313,9 @@ fn start_capture(
                             ticker.store(true, Ordering::Relaxed);
                         }
                     }
-                    Event::Reloaded(_) => {}
+                    Event::Reloaded(_) => {
+                        applied.store(reading.load(Ordering::Relaxed), Ordering::Release);
+                    }
                 }
                 Ok::<bool, DaemonError>(true)
             });

@@ -38,7 +38,7 @@ impl Control<'_> {
                     "filters": filters,
                     "filters_run_whole": whole,
                     "classifier_bytes": bytes,
-                    "kernel_filter_instructions": i.union.lock().map(|u| u.len()).unwrap_or(0),
+                    "kernel_filter_instructions": i.union.lock().map(|u| u.1.len()).unwrap_or(0),
                     "groups": i.groups.len(),
                 })
             })

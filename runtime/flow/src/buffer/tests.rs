@@ -74,8 +74,8 @@ fn reader(mut r: Reader, slow: bool) -> (u64, u64) {
 }
 
 fn run(pref: Preference, slow_readers: &[bool], n: u64) {
-    let pbuf = Arc::new(PBuf::new(64, 96, pref));
-    let ibuf = Arc::new(IBuf::new(64, pref));
+    let pbuf = Arc::new(PBuf::new(64, 96, pref).unwrap());
+    let ibuf = Arc::new(IBuf::new(64, pref).unwrap());
     let readers: Vec<Reader> = slow_readers
         .iter()
         .map(|_| Reader::new(pbuf.clone(), ibuf.clone(), 8).unwrap())
@@ -119,8 +119,8 @@ fn frp_threads_balance() {
 
 #[test]
 fn srp_slow_reader_makes_writer_drop() {
-    let pbuf = Arc::new(PBuf::new(4, 16, Preference::Slow));
-    let ibuf = Arc::new(IBuf::new(8, Preference::Slow));
+    let pbuf = Arc::new(PBuf::new(4, 16, Preference::Slow).unwrap());
+    let ibuf = Arc::new(IBuf::new(8, Preference::Slow).unwrap());
     let mut r = Reader::new(pbuf.clone(), ibuf.clone(), 1).unwrap();
     let (w, d) = {
         let mut w = 0;
@@ -151,8 +151,8 @@ fn srp_slow_reader_makes_writer_drop() {
 fn frp_wrap_counter_and_loss_like_the_seed() {
     // Reader at 50, writer wraps past it: everything it was about to
     // read is counted lost, never delivered stale.
-    let pbuf = Arc::new(PBuf::new(100, 8, Preference::Fast));
-    let ibuf = Arc::new(IBuf::new(100, Preference::Fast));
+    let pbuf = Arc::new(PBuf::new(100, 8, Preference::Fast).unwrap());
+    let ibuf = Arc::new(IBuf::new(100, Preference::Fast).unwrap());
     let mut r = Reader::new(pbuf.clone(), ibuf.clone(), 10).unwrap();
     let put = |n: u64| {
         for _ in 0..n {

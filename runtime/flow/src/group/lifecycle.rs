@@ -13,7 +13,7 @@ use super::*;
 ///
 /// ```
 /// use sluice_flow::{Flow, Group, FlowState};
-/// let group = Group::new(Default::default());
+/// let group = Group::new(Default::default()).unwrap();
 /// let mut f = Flow::create(&group);
 /// assert!(f.activate().is_err());
 /// f.populate("(file,x.pcap) -> (sampler,2)").unwrap();
@@ -34,13 +34,36 @@ struct Resolved {
     source: bool,
     mbuf_words: usize,
     externs: Vec<String>,
+    /// A source's file, as written.
+    file: Option<String>,
+    /// The files the element names with `@FILE`, as written.
+    reads: Vec<String>,
+}
+
+/// An argument error of element `e` as a specification error with the
+/// column of the argument.
+fn arg_error(e: &spec::Element, ae: crate::class::ArgError) -> Error {
+    let column = match ae.arg {
+        Some(i) => e.arg_columns.get(i).copied().unwrap_or(e.column) + ae.offset,
+        None => e.column,
+    };
+    Error::Spec(spec::SpecError {
+        column,
+        message: format!("{}: {}", e.class, ae.message),
+    })
+}
+
+/// `path` made canonical, or the error at element `e`'s argument `arg`.
+fn canonical_at(e: &spec::Element, arg: usize, path: &str) -> Result<PathBuf, Error> {
+    crate::policy::canonical(Path::new(path))
+        .map_err(|err| arg_error(e, crate::class::ArgError::at(arg, format!("{path}: {err}"))))
 }
 
 impl Flow {
     /// A new, empty flow handle in `group` (FFPF's `flow_create`).
     ///
     /// ```
-    /// let g = sluice_flow::Group::new(Default::default());
+    /// let g = sluice_flow::Group::new(Default::default()).unwrap();
     /// assert_eq!(sluice_flow::Flow::create(&g).state(), sluice_flow::FlowState::Created);
     /// ```
     pub fn create(group: &Group) -> Flow {
@@ -57,7 +80,7 @@ impl Flow {
     /// The flow's state.
     ///
     /// ```
-    /// let g = sluice_flow::Group::new(Default::default());
+    /// let g = sluice_flow::Group::new(Default::default()).unwrap();
     /// let f = sluice_flow::Flow::create(&g);
     /// assert_eq!(f.state().to_string(), "created");
     /// ```
@@ -68,7 +91,7 @@ impl Flow {
     /// The specification it was populated with.
     ///
     /// ```
-    /// let g = sluice_flow::Group::new(Default::default());
+    /// let g = sluice_flow::Group::new(Default::default()).unwrap();
     /// let mut f = sluice_flow::Flow::create(&g);
     /// f.populate("(file,a)").unwrap();
     /// assert_eq!(f.spec(), "(file,a)");
@@ -84,18 +107,17 @@ impl Flow {
         }
     }
 
-    fn resolve(&self, e: &spec::Element, first: bool) -> Result<Resolved, Error> {
+    /// The element's class and what authorisation needs to know; with
+    /// `files`, the text of its `@FILE`s is checked too (else they are
+    /// named, not read).
+    fn resolve(
+        &self,
+        e: &spec::Element,
+        first: bool,
+        files: Option<&Files>,
+    ) -> Result<Resolved, Error> {
         let classes = &self.inner.classes;
-        let arg_err = |ae: crate::class::ArgError| {
-            let column = match ae.arg {
-                Some(i) => e.arg_columns.get(i).copied().unwrap_or(e.column) + ae.offset,
-                None => e.column,
-            };
-            Error::Spec(spec::SpecError {
-                column,
-                message: format!("{}: {}", e.class, ae.message),
-            })
-        };
+        let arg_err = |ae: crate::class::ArgError| arg_error(e, ae);
         if first {
             let Some(c) = classes.source(&e.class) else {
                 let hint = if classes.filter(&e.class).is_some() {
@@ -117,6 +139,8 @@ impl Flow {
                 source: true,
                 mbuf_words: 0,
                 externs: vec![],
+                file: c.file(&e.args),
+                reads: vec![],
             })
         } else {
             let Some(c) = classes.filter(&e.class) else {
@@ -137,12 +161,19 @@ impl Flow {
                     message: hint,
                 }));
             };
-            let info = c.check(&e.args).map_err(arg_err)?;
+            let reads = c.files(&e.args);
+            let info = match files {
+                Some(f) if !reads.is_empty() => c.check_loaded(&e.args, f),
+                _ => c.check(&e.args),
+            }
+            .map_err(arg_err)?;
             Ok(Resolved {
                 class: c.name().to_string(),
                 source: false,
                 mbuf_words: info.mbuf_words,
                 externs: info.externs,
+                file: None,
+                reads,
             })
         }
     }
@@ -153,7 +184,7 @@ impl Flow {
     /// call replaces the graph).
     ///
     /// ```
-    /// let g = sluice_flow::Group::new(Default::default());
+    /// let g = sluice_flow::Group::new(Default::default()).unwrap();
     /// let mut f = sluice_flow::Flow::create(&g);
     /// let e = f.populate("(file,a) -> (sampler,x)").unwrap_err();
     /// assert_eq!(e.to_string(), "column 22: sampler: one packet in N: expected a number, found \"x\"");
@@ -165,7 +196,7 @@ impl Flow {
         let graph = spec::parse(text)?;
         for (si, stage) in graph.stages.iter().enumerate() {
             for e in stage {
-                self.resolve(e, si == 0)?;
+                self.resolve(e, si == 0, None)?;
             }
         }
         self.spec = text.to_string();
@@ -181,7 +212,7 @@ impl Flow {
     /// instantiation (authorisation sees the interval).
     ///
     /// ```
-    /// let g = sluice_flow::Group::new(Default::default());
+    /// let g = sluice_flow::Group::new(Default::default()).unwrap();
     /// let mut f = sluice_flow::Flow::create(&g);
     /// f.on_packets(100, |batch| while let Some(_p) = batch.next() {}).unwrap();
     /// assert!(f.on_packets(0, |_| {}).is_err());
@@ -204,15 +235,26 @@ impl Flow {
         Ok(())
     }
 
-    /// The whole definition as authorisation sees it.
+    /// The whole definition as authorisation sees it: classes, sources
+    /// with their files made canonical, the files elements name with
+    /// `@FILE` (canonical), external functions, the callback interval.
+    /// Nothing is opened or read (paths are resolved by the kernel, so a
+    /// path that does not exist is an error here).
     ///
     /// ```
-    /// let g = sluice_flow::Group::new(Default::default());
+    /// let g = sluice_flow::Group::new(Default::default()).unwrap();
     /// let mut f = sluice_flow::Flow::create(&g);
-    /// f.populate("(file,a) -> (BPF,tcp)").unwrap();
-    /// assert_eq!(f.shape().unwrap().stages[1][0].class, "bpf");
+    /// f.populate("(file,/dev/null) -> (BPF,tcp) | (BPF,@/etc/hostname)").unwrap();
+    /// let s = f.shape().unwrap();
+    /// assert_eq!(s.stages[1][0].class, "bpf");
+    /// assert_eq!(s.stages[0][0].file.as_deref(), Some(std::path::Path::new("/dev/null")));
+    /// assert_eq!(s.stages[1][1].reads.len(), 1);
     /// ```
     pub fn shape(&self) -> Result<FlowShape, Error> {
+        self.shape_with(None)
+    }
+
+    fn shape_with(&self, files: Option<&Files>) -> Result<FlowShape, Error> {
         let graph = self
             .graph
             .as_ref()
@@ -221,12 +263,23 @@ impl Flow {
         for (si, stage) in graph.stages.iter().enumerate() {
             let mut s = Vec::new();
             for e in stage {
-                let r = self.resolve(e, si == 0)?;
+                let r = self.resolve(e, si == 0, files)?;
+                let file = match &r.file {
+                    Some(p) => Some(canonical_at(e, 0, p)?),
+                    None => None,
+                };
+                let reads = r
+                    .reads
+                    .iter()
+                    .map(|p| canonical_at(e, 0, p))
+                    .collect::<Result<Vec<_>, _>>()?;
                 s.push(ElemShape {
                     class: r.class.to_ascii_lowercase(),
                     source: r.source,
                     args: e.args.clone(),
                     externs: r.externs,
+                    file,
+                    reads,
                 });
             }
             stages.push(s);
@@ -237,11 +290,62 @@ impl Flow {
         })
     }
 
+    /// Check the whole definition against `policy` for `cred` without
+    /// opening or reading anything: sources, classes and the files named
+    /// with `@FILE` (external functions of `@FILE` programs are known, and
+    /// checked, once [`Flow::instantiate`] has read them). A front end with
+    /// several flows checks them all first.
+    ///
+    /// ```
+    /// use sluice_flow::{Flow, Group, policy::{Policy, Credentials}};
+    /// let g = Group::new(Default::default()).unwrap();
+    /// let mut f = Flow::create(&g);
+    /// f.populate("(file,/dev/null) -> (DPF,@/etc/passwd)").unwrap();
+    /// let p = Policy::parse("allow source=* class=*\n", "site.policy").unwrap();
+    /// let e = f.authorise(&p, &Credentials::current()).unwrap_err();
+    /// assert!(e.to_string().contains("no rule allows reading /etc/passwd"), "{e}");
+    /// ```
+    pub fn authorise(&self, policy: &Policy, cred: &Credentials) -> Result<(), Error> {
+        if policy.is_allow_all() {
+            return Ok(());
+        }
+        let shape = self.shape()?;
+        policy.check(&shape, cred).map_err(Error::Refused)
+    }
+
+    /// Read the files the flow's elements name with `@FILE` (authorised
+    /// already), each from its canonical path, at most 32 MiB each.
+    fn read_files(&self, shape: &FlowShape) -> Result<Files, Error> {
+        let graph = self.graph.as_ref().expect("populated");
+        let mut files = Files::default();
+        for (stage, shapes) in graph.stages.iter().zip(&shape.stages) {
+            for (e, sh) in stage.iter().zip(shapes) {
+                if sh.source {
+                    continue;
+                }
+                let c = self.inner.classes.filter(&e.class).expect("resolved");
+                for (written, canonical) in c.files(&e.args).iter().zip(&sh.reads) {
+                    if files.get(written).is_some() {
+                        continue;
+                    }
+                    let text = sluice_filter::read_text_file(canonical).map_err(|err| {
+                        arg_error(
+                            e,
+                            crate::class::ArgError::at(0, format!("{written}: {err}")),
+                        )
+                    })?;
+                    files.insert(written, text);
+                }
+            }
+        }
+        Ok(files)
+    }
+
     /// Instantiate without authorisation (everything allowed for the
     /// calling user, as with no policy file).
     ///
     /// ```
-    /// let g = sluice_flow::Group::new(Default::default());
+    /// let g = sluice_flow::Group::new(Default::default()).unwrap();
     /// let mut f = sluice_flow::Flow::create(&g);
     /// assert!(f.instantiate_unchecked().is_err()); // not populated
     /// ```
@@ -249,16 +353,20 @@ impl Flow {
         self.instantiate(&Policy::allow_all(), &Credentials::current())
     }
 
-    /// Check the whole definition against `policy` for `cred`, then
-    /// instantiate and connect its filters (FFPF's `flow_instantiate`),
-    /// sharing instances with the group's other flows wherever the prefix
-    /// up to an element is the same.
+    /// Check the whole definition against `policy` for `cred` before
+    /// anything is opened or read ([`Flow::authorise`]), then read the
+    /// files named with `@FILE` (each from its canonical path, the path
+    /// the policy allowed), check the external functions their programs
+    /// call, and instantiate and connect the filters (FFPF's
+    /// `flow_instantiate`), sharing instances with the group's other flows
+    /// wherever the prefix up to an element is the same. Sources open
+    /// their files by canonical path.
     ///
     /// ```
     /// use sluice_flow::{Flow, Group, policy::{Policy, Credentials}};
-    /// let g = Group::new(Default::default());
+    /// let g = Group::new(Default::default()).unwrap();
     /// let mut f = Flow::create(&g);
-    /// f.populate("(file,a.pcap) -> (strsearch,GET)").unwrap();
+    /// f.populate("(file,/dev/null) -> (strsearch,GET)").unwrap();
     /// let p = Policy::parse("allow source=* class=*\nrequire sampler before strsearch\n", "site.policy").unwrap();
     /// let e = f.instantiate(&p, &Credentials::current()).unwrap_err();
     /// assert!(e.to_string().starts_with("refused by site.policy:2:"));
@@ -269,6 +377,10 @@ impl Flow {
         }
         let shape = self.shape()?;
         policy.check(&shape, cred).map_err(Error::Refused)?;
+        let files = self.read_files(&shape)?;
+        // The programs read from files may call external functions.
+        let shape = self.shape_with(Some(&files))?;
+        policy.check(&shape, cred).map_err(Error::Refused)?;
         let graph = self.graph.clone().expect("populated");
         let inner = self.inner.clone();
         let mut g = inner.lock();
@@ -276,11 +388,15 @@ impl Flow {
         let mut stages: Vec<Vec<usize>> = Vec::new();
         let result = (|| -> Result<usize, Error> {
             let mut prev: Vec<usize> = Vec::new();
-            let mut env = BuildEnv::default();
+            let mut env = BuildEnv {
+                files: files.clone(),
+                ..BuildEnv::default()
+            };
+            let mut new_bytes = 0usize;
             for (si, stage) in graph.stages.iter().enumerate() {
                 let mut cur = Vec::new();
-                for e in stage {
-                    let r = self.resolve(e, si == 0)?;
+                for (ei, e) in stage.iter().enumerate() {
+                    let r = self.resolve(e, si == 0, Some(&files))?;
                     let key = Key {
                         class: r.class.to_ascii_lowercase(),
                         args: e.args.clone(),
@@ -289,25 +405,27 @@ impl Flow {
                     let id = match g.find(&key) {
                         Some(id) => id,
                         None => {
-                            let at = |ae: crate::class::ArgError| {
-                                let column = match ae.arg {
-                                    Some(i) => {
-                                        e.arg_columns.get(i).copied().unwrap_or(e.column)
-                                            + ae.offset
-                                    }
-                                    None => e.column,
-                                };
-                                Error::Spec(spec::SpecError {
-                                    column,
-                                    message: format!("{}: {}", e.class, ae.message),
-                                })
-                            };
+                            let at = |ae: crate::class::ArgError| arg_error(e, ae);
+                            new_bytes += r.mbuf_words * 4;
+                            let in_use = g.buffer_bytes() + new_bytes;
+                            if in_use > MAX_INSTANCE_BYTES {
+                                return Err(at(crate::class::ArgError::element(format!(
+                                    "the group's filter memory would reach {in_use} bytes, more than the limit of {} MiB",
+                                    MAX_INSTANCE_BYTES >> 20
+                                ))));
+                            }
                             let kind = if r.source {
+                                // The file the policy allowed, by its
+                                // canonical path.
+                                let mut args = e.args.clone();
+                                if let Some(p) = &shape.stages[si][ei].file {
+                                    args[0] = p.to_string_lossy().into_owned();
+                                }
                                 let src = inner
                                     .classes
                                     .source(&e.class)
                                     .expect("resolved")
-                                    .open(&e.args)
+                                    .open(&args)
                                     .map_err(at)?;
                                 Kind::Source {
                                     src,
@@ -401,11 +519,31 @@ impl Flow {
             }
         };
         let cfg = &inner.cfg;
-        let ibuf = g
-            .inst_mut(terminal)
-            .ibuf
-            .get_or_insert_with(|| Arc::new(IBuf::new(cfg.ibuf_entries, cfg.preference)))
-            .clone();
+        let ibuf = match g.inst(terminal).ibuf.clone() {
+            Some(b) => b,
+            None => {
+                let bytes = cfg.ibuf_entries.max(1) * 16;
+                let made = if g.buffer_bytes() + bytes > MAX_INSTANCE_BYTES {
+                    Err(Error::Config(format!(
+                        "the group's filter memory would reach {} bytes with this flow's index buffer, more than the limit of {} MiB",
+                        g.buffer_bytes() + bytes,
+                        MAX_INSTANCE_BYTES >> 20
+                    )))
+                } else {
+                    IBuf::new(cfg.ibuf_entries, cfg.preference).map(Arc::new)
+                };
+                match made {
+                    Ok(b) => {
+                        g.inst_mut(terminal).ibuf = Some(b.clone());
+                        b
+                    }
+                    Err(e) => {
+                        g.release(&uses);
+                        return Err(e);
+                    }
+                }
+            }
+        };
         let callback = match self.callback.take() {
             Some((every, f)) => {
                 let Some(reader) = Reader::new(inner.pbuf.clone(), ibuf, cfg.batch as u64) else {
@@ -472,7 +610,7 @@ impl Flow {
     /// Start capturing (FFPF's `flow_activate`); also resumes a paused flow.
     ///
     /// ```
-    /// let g = sluice_flow::Group::new(Default::default());
+    /// let g = sluice_flow::Group::new(Default::default()).unwrap();
     /// let mut f = sluice_flow::Flow::create(&g);
     /// f.populate("(file,/nonexistent.pcap)").unwrap();
     /// assert!(f.instantiate_unchecked().is_err()); // the file cannot be opened
@@ -491,7 +629,7 @@ impl Flow {
     /// shares with active flows go on running for them.
     ///
     /// ```
-    /// let g = sluice_flow::Group::new(Default::default());
+    /// let g = sluice_flow::Group::new(Default::default()).unwrap();
     /// let mut f = sluice_flow::Flow::create(&g);
     /// assert_eq!(f.pause().unwrap_err().to_string(), "cannot pause a flow that is created");
     /// ```
@@ -509,7 +647,7 @@ impl Flow {
     /// same.
     ///
     /// ```
-    /// let g = sluice_flow::Group::new(Default::default());
+    /// let g = sluice_flow::Group::new(Default::default()).unwrap();
     /// let f = sluice_flow::Flow::create(&g);
     /// f.close();
     /// ```
@@ -548,7 +686,7 @@ impl Flow {
     /// preference a reader that does not read holds the writer back.
     ///
     /// ```
-    /// let g = sluice_flow::Group::new(Default::default());
+    /// let g = sluice_flow::Group::new(Default::default()).unwrap();
     /// let f = sluice_flow::Flow::create(&g);
     /// assert!(f.reader(64).is_err());
     /// ```
@@ -564,7 +702,7 @@ impl Flow {
     /// read results or write parameters.
     ///
     /// ```
-    /// let g = sluice_flow::Group::new(Default::default());
+    /// let g = sluice_flow::Group::new(Default::default()).unwrap();
     /// let f = sluice_flow::Flow::create(&g);
     /// assert!(f.mbuf(1, 0).is_err());
     /// ```
@@ -582,7 +720,7 @@ impl Flow {
     /// instances have the same name in every flow).
     ///
     /// ```
-    /// let g = sluice_flow::Group::new(Default::default());
+    /// let g = sluice_flow::Group::new(Default::default()).unwrap();
     /// assert!(sluice_flow::Flow::create(&g).instances().is_err());
     /// ```
     pub fn instances(&self) -> Result<Vec<String>, Error> {
@@ -594,7 +732,7 @@ impl Flow {
     /// What the flow and each of its elements produced so far.
     ///
     /// ```
-    /// let g = sluice_flow::Group::new(Default::default());
+    /// let g = sluice_flow::Group::new(Default::default()).unwrap();
     /// assert!(sluice_flow::Flow::create(&g).report().is_err());
     /// ```
     pub fn report(&self) -> Result<FlowReport, Error> {

@@ -76,6 +76,10 @@ pub struct SessionConfig {
     pub workers: usize,
     /// Run a pre-filter in the kernel where one is given and fits.
     pub kernel_filter: bool,
+    /// The longest a worker waits on its ring before it looks at the
+    /// controls again (a stop, a reload): how soon a swapped filter is in
+    /// force on a quiet link.
+    pub poll: Duration,
 }
 
 impl SessionConfig {
@@ -85,6 +89,7 @@ impl SessionConfig {
             capture: Config::new(interface),
             workers: 1,
             kernel_filter: true,
+            poll: Duration::from_millis(100),
         }
     }
 }
@@ -242,19 +247,24 @@ pub fn counts_line(captured: u64, kernel: KernelStats) -> String {
 /// After a stop, the rounds of waiting for the ring blocks still open:
 /// each a block timeout (and a margin) long, until one brings nothing,
 /// three at most.
-#[derive(Default)]
 pub(crate) struct Drain {
     rounds: u32,
+    /// How long a wait lasts while not stopping.
+    poll: Duration,
 }
 
 impl Drain {
+    pub(crate) fn new(poll: Duration) -> Drain {
+        Drain { rounds: 0, poll }
+    }
+
     /// How long the next wait for packets lasts.
     pub(crate) fn wait(&mut self, stopping: bool, block_timeout: Duration) -> Duration {
         if stopping {
             self.rounds += 1;
             block_timeout + Duration::from_millis(20)
         } else {
-            Duration::from_millis(100)
+            self.poll
         }
     }
 
@@ -284,6 +294,7 @@ pub struct Session {
     linktype: u16,
     name: String,
     snaplen: u32,
+    poll: Duration,
 }
 
 impl Session {
@@ -310,6 +321,7 @@ impl Session {
             kernel_filter: config.kernel_filter,
             block_timeout,
             reload: None,
+            poll: config.poll,
         })
     }
 
@@ -421,6 +433,7 @@ impl Session {
                     classify: make(),
                     with_bytes,
                     block_timeout,
+                    poll: self.poll,
                     dropped: queue_dropped.clone(),
                 };
                 scope.spawn(move || worker.run());
@@ -546,7 +559,7 @@ impl Session {
             ..Report::default()
         };
         let mut status: Result<(), E> = Ok(());
-        let (mut drain, mut flushed, mut ids) = (Drain::default(), Instant::now(), Vec::new());
+        let (mut drain, mut flushed, mut ids) = (Drain::new(self.poll), Instant::now(), Vec::new());
         let mut sink_open = true;
         let mut swaps = 0;
         loop {

@@ -38,6 +38,7 @@ pub(crate) struct Worker {
     pub(crate) classify: Classify,
     pub(crate) with_bytes: bool,
     pub(crate) block_timeout: Duration,
+    pub(crate) poll: Duration,
     pub(crate) dropped: Arc<AtomicU64>,
 }
 
@@ -52,7 +53,7 @@ impl Worker {
     pub(crate) fn run(mut self) {
         let mut ids = Vec::new();
         let mut counted = Instant::now();
-        let mut drain = Drain::default();
+        let mut drain = Drain::new(self.poll);
         let mut in_force = 0;
         // The last batch's sizes: the next one starts with room for as
         // much, so a busy link's batches are not grown copy by copy.
