@@ -35,6 +35,10 @@ pub struct CompatArgs {
     /// user (`root` is accepted; any other is refused, with what to use).
     #[arg(short = 'Z', long = "relinquish-privileges", value_name = "USER")]
     pub user: Option<String>,
+    /// 'Foreign' addresses as numbers: refused (tcpdump allows it with -i
+    /// only, and sluice's packets reach tcpdump through a pipe); use -n.
+    #[arg(short = 'f')]
+    pub foreign: bool,
     /// Print sluice's version and exit.
     #[arg(long = "version")]
     pub version: bool,
@@ -49,6 +53,12 @@ impl CompatArgs {
             usage(
                 "-I: sluice does not switch interfaces to monitor mode; do it first \
                  (iw dev IFACE set type monitor) and capture on it with -i",
+            );
+        }
+        if self.foreign {
+            usage(
+                "-f: tcpdump decodes sluice's packets from a pipe (-r), where -f does not \
+                 apply; use -n to print every address as a number",
             );
         }
         if self.list_link_types && !live {

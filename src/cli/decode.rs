@@ -45,9 +45,6 @@ pub struct DecodeArgs {
     /// Print host names without their domain.
     #[arg(short = 'N')]
     pub no_domain: bool,
-    /// Print 'foreign' IPv4 addresses numerically.
-    #[arg(short = 'f')]
-    pub foreign: bool,
     /// Print BGP AS numbers in ASDOT notation.
     #[arg(short = 'b')]
     pub asdot: bool,
@@ -93,7 +90,6 @@ impl DecodeArgs {
             (self.absolute_seq, "-S"),
             (self.no_checksums, "-K"),
             (self.no_domain, "-N"),
-            (self.foreign, "-f"),
             (self.asdot, "-b"),
             (self.mesh, "-H"),
             (self.nfs_handles, "-u"),
@@ -166,7 +162,6 @@ impl Style<'_> {
             (d.number, "-#"),
             (d.no_checksums, "-K"),
             (d.no_domain, "-N"),
-            (d.foreign, "-f"),
             (d.asdot, "-b"),
             (d.mesh, "-H"),
             (d.nfs_handles, "-u"),
@@ -271,7 +266,9 @@ pub fn find_tcpdump() -> Option<PathBuf> {
 pub struct Decoder {
     child: Child,
     pipe: Option<CaptureWriter<ChildStdin>>,
-    relay: Option<std::thread::JoinHandle<()>>,
+    /// Passes tcpdump's standard error on; true when tcpdump said its
+    /// standard output was closed.
+    relay: Option<std::thread::JoinHandle<bool>>,
     /// Flush the pipe after every packet (`-U`, `-l`).
     flush_each: bool,
 }
@@ -311,14 +308,22 @@ impl Decoder {
             let from = format!("reading from file {},", style.input);
             std::thread::spawn(move || {
                 let mut stderr = std::io::stderr();
+                let mut closed = false;
                 for line in std::io::BufReader::new(err).lines() {
                     let Ok(line) = line else { break };
+                    // A reader that went away (`| head`) ends the run
+                    // quietly, as it does without tcpdump.
+                    if line.starts_with("tcpdump: Unable to write output: Broken pipe") {
+                        closed = true;
+                        continue;
+                    }
                     let line = match line.strip_prefix("reading from file -,") {
                         Some(rest) => format!("{from}{rest}"),
                         None => line,
                     };
                     let _ = writeln!(stderr, "{line}");
                 }
+                closed
             })
         });
         let stdin = child.stdin.take().expect("piped standard input");
@@ -384,13 +389,11 @@ impl Decoder {
             .child
             .wait()
             .map_err(|e| Fail(format!("tcpdump: {}", io_msg(&e))))?;
-        if let Some(t) = self.relay.take() {
-            let _ = t.join();
-        }
+        let closed = self.relay.take().is_some_and(|t| t.join().unwrap_or(false));
         use std::os::unix::process::ExitStatusExt;
         if status.success() {
             Ok(())
-        } else if status.signal() == Some(13) {
+        } else if closed || status.signal() == Some(13) {
             // SIGPIPE: whoever read standard output went away.
             Err(super::stdout_failed(&std::io::Error::from(
                 std::io::ErrorKind::BrokenPipe,

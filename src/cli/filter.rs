@@ -42,7 +42,7 @@ pub struct FilterArgs {
     #[arg(long)]
     json: bool,
     /// Stop after N accepted packets.
-    #[arg(short = 'c', value_name = "N", value_parser = packet_count)]
+    #[arg(short = 'c', value_name = "N")]
     max: Option<u64>,
     /// Live capture options (-i IFACE and what goes with it).
     #[command(flatten)]
@@ -135,16 +135,6 @@ pub struct FilterArgs {
     compat: CompatArgs,
     /// The filter expression (the words are joined with spaces, as tcpdump does).
     expression: Vec<String>,
-}
-
-/// `-c`'s count: at least 1, as tcpdump wants it.
-fn packet_count(s: &str) -> Result<u64, String> {
-    match s.parse::<u64>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!(
-            "invalid packet count {s} (tcpdump's -c takes a count of at least 1)"
-        )),
-    }
 }
 
 /// `--engine`.
@@ -249,6 +239,9 @@ impl FilterArgs {
                     "{flag} changes how packets are printed; with -w, add --print to print them"
                 ));
             }
+        }
+        if self.max == Some(0) {
+            usage("invalid packet count 0: -c takes a count of at least 1, as tcpdump's does");
         }
         if self.json && !self.count && !live {
             usage("--json prints --count's result (or, with -i, the capture's counts)");
