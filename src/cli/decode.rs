@@ -20,6 +20,7 @@ use super::{io_msg, Fail, Stdout};
 use clap::ArgAction;
 use sluice::capture::{CaptureFormat, CaptureWriter, Packet};
 use std::io::{BufRead, Write};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 
@@ -129,8 +130,9 @@ pub struct Style<'a> {
     pub link: bool,
     /// The options passed on to tcpdump.
     pub decode: &'a DecodeArgs,
-    /// The capture's name, for tcpdump's banner.
-    pub input: &'a str,
+    /// The capture file's name, for tcpdump's banner (`None`: a live
+    /// capture, where sluice's own banner says it all).
+    pub input: Option<&'a str>,
     /// The own printer's options.
     pub own: Options,
 }
@@ -282,7 +284,12 @@ impl Decoder {
     ) -> Result<Decoder, Fail> {
         let args = style.tcpdump_args();
         let mut cmd = Command::new(tcpdump);
-        cmd.args(&args).stdin(Stdio::piped()).stderr(Stdio::piped());
+        // A process group of its own: Ctrl-C stops sluice, which then
+        // closes the pipe, and tcpdump prints every packet it was given.
+        cmd.args(&args)
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
         let on = match super::exec::library_path() {
             Some(dir) => {
                 let mut path = dir.into_os_string();
@@ -305,7 +312,7 @@ impl Decoder {
         );
         // tcpdump's messages pass through, its banner naming the input.
         let relay = child.stderr.take().map(|err| {
-            let from = format!("reading from file {},", style.input);
+            let from = style.input.map(|i| format!("reading from file {i},"));
             std::thread::spawn(move || {
                 let mut stderr = std::io::stderr();
                 let mut closed = false;
@@ -317,9 +324,10 @@ impl Decoder {
                         closed = true;
                         continue;
                     }
-                    let line = match line.strip_prefix("reading from file -,") {
-                        Some(rest) => format!("{from}{rest}"),
-                        None => line,
+                    let line = match (line.strip_prefix("reading from file -,"), &from) {
+                        (Some(rest), Some(from)) => format!("{from}{rest}"),
+                        (Some(_), None) => continue,
+                        (None, _) => line,
                     };
                     let _ = writeln!(stderr, "{line}");
                 }
@@ -442,7 +450,7 @@ mod tests {
             ts: 4,
             link: true,
             decode: &decode,
-            input: "x.pcap",
+            input: Some("x.pcap"),
             own: Options {
                 ts: 4,
                 nanos: true,

@@ -402,7 +402,7 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
             to.writer = Some(w);
         }
         // Printed packets go to tcpdump in the input's own format.
-        to.open_lines(&args, big_endian, &name, &format)
+        to.open_lines(&args, big_endian, Some(&name), &format)
     };
     if !programs.is_empty() {
         open_writer(&mut to)?;
@@ -457,7 +457,7 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
 
 /// How packets are printed, from the options: what tcpdump is given, and
 /// sluice's own printer's options.
-fn style<'a>(args: &'a FilterArgs, big_endian: bool, input: &'a str) -> Style<'a> {
+fn style<'a>(args: &'a FilterArgs, big_endian: bool, input: Option<&'a str>) -> Style<'a> {
     Style {
         numeric: args.numeric,
         quick: args.quick,
@@ -509,7 +509,7 @@ impl Accepted {
         &mut self,
         args: &FilterArgs,
         big_endian: bool,
-        input: &str,
+        input: Option<&str>,
         format: &CaptureFormat,
     ) -> Result<(), Fail> {
         if self.lines.is_none() && args.prints_packets() {
@@ -588,7 +588,7 @@ fn run_live(
         w.flush_each = args.unbuffered;
         to.writer = Some(w);
     }
-    to.open_lines(args, big_endian, live.name(), &format)?;
+    to.open_lines(args, big_endian, None, &format)?;
     eprintln!("sluice: {}", live.banner());
     // With -F, SIGHUP reads the file again and swaps the filter in.
     if let Some(path) = args.expr_file.clone() {
