@@ -465,7 +465,7 @@ mod tests {
             "-r - -nn -vv -tttt -XX -q -e -# --time-stamp-precision=nano -T vxlan -m A"
         );
         assert_eq!(decode.needs_tcpdump(), Some("-v"));
-        assert_eq!(decode.printing_flag(), Some("-T"));
+        assert_eq!(decode.printing_flag(), Some("-m"));
         assert_eq!(DecodeArgs::default().printing_flag(), None);
     }
 }
