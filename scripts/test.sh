@@ -31,6 +31,9 @@ command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v flex >/dev/null 2>&1 || need+=(flex)
 command -v bison >/dev/null 2>&1 || need+=(bison)
+# The README's install route: setcap (libcap2-bin) and man (man-db).
+command -v setcap >/dev/null 2>&1 || [ -x /usr/sbin/setcap ] || need+=(libcap2-bin)
+command -v man >/dev/null 2>&1 || need+=(man-db)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo=sudo
@@ -71,3 +74,19 @@ fi
 VIRTUAL_ENV="$pyvenv" PATH="$pyvenv/bin:$PATH" maturin develop --release -q -m python/Cargo.toml
 SLUICE_CORPUS_REQUIRED=1 SLUICE_BIN="$(dirname "$pyvenv")/debug/sluice" \
     "$pyvenv/bin/python" -m pytest -q -p no:cacheprovider python/tests
+# The Debian package, built and installed as the README says (cargo-deb
+# from crates.io; a release build), then the README's commands, live and
+# exec ones included, run again against the installed /usr/bin/sluice.
+# As root only: installing is what it tests.
+if [ "$(id -u)" = 0 ]; then
+    command -v cargo-deb >/dev/null 2>&1 || cargo install --locked cargo-deb
+    scripts/build-deb.sh
+    cargo run --release -- filter -r examples/sample.pcap 'tcp port 80'
+    had=0
+    dpkg -s sluice >/dev/null 2>&1 && had=1
+    debs="${CARGO_TARGET_DIR:-target}/debian"
+    case "$debs" in /*) ;; *) debs="./$debs" ;; esac
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$debs"/sluice_*.deb
+    SLUICE_README_BIN=/usr/bin/sluice cargo test --test cli readme
+    [ "$had" = 1 ] || DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq sluice
+fi

@@ -33,7 +33,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Filter a capture file with a pcap expression or a BPF program.
-    Filter(cli::filter::FilterArgs),
+    Filter(Box<cli::filter::FilterArgs>),
     /// Split a capture by many named filters in one pass (one merged classifier).
     Split(cli::split::SplitArgs),
     /// Run FFPF flows (`(file,in.pcap) -> (sampler,2,4) -> (BPF,"tcp") -> (packetcount,,8)`) and report what each produced.
@@ -97,7 +97,7 @@ fn man(page: Option<&str>) -> Result<(), cli::Fail> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.cmd {
-        Cmd::Filter(args) => cli::filter::run(args),
+        Cmd::Filter(args) => cli::filter::run(*args),
         Cmd::Split(args) => cli::split::run(args),
         Cmd::Flow(args) => cli::flow::run(args),
         Cmd::Daemon(args) => cli::daemon::run(args),

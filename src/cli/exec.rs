@@ -5,8 +5,12 @@
 //!
 //! Where the library is looked for, in order: `--lib`, `$SLUICE_LIBPCAP`,
 //! beside the `sluice` executable (`target/release/libpcap.so` in a build
-//! tree, or `deps/libpcap.so` under it), then `../lib/sluice/` beside it, `/usr/local/lib/sluice/` and
-//! `/usr/lib/sluice/` (where `scripts/install-libpcap.sh` puts it).
+//! tree, or `deps/libpcap.so` under it), then `../lib/sluice/` beside it
+//! (`/usr/lib/sluice/` for the Debian package's `/usr/bin/sluice`,
+//! `~/.cargo/lib/sluice/` for `cargo install`'s `~/.cargo/bin/sluice`
+//! after `scripts/install-libpcap.sh --prefix ~/.cargo`), then
+//! `/usr/local/lib/sluice/` and `/usr/lib/sluice/` (where
+//! `scripts/install-libpcap.sh` and the Debian package put it).
 
 use super::Fail;
 use clap::Args;
@@ -62,7 +66,8 @@ fn find_library(explicit: Option<&Path>) -> Result<PathBuf, Fail> {
     candidates.into_iter().find(|p| p.is_file()).ok_or_else(|| {
         Fail(
             "sluice's libpcap was not found: build it (cargo build --release builds it beside \
-             sluice) or install it (scripts/install-libpcap.sh), or name it with --lib"
+             sluice), install it (the Debian package, or scripts/install-libpcap.sh --prefix \
+             DIR for DIR/bin/sluice), or name it with --lib"
                 .into(),
         )
     })
@@ -117,6 +122,13 @@ fn link_into(dir: &Path, lib: &Path) -> std::io::Result<()> {
         std::fs::rename(&tmp, &link)?;
     }
     Ok(())
+}
+
+/// The directory to put first in `LD_LIBRARY_PATH` for a program to
+/// load sluice's libpcap, if the library is found (`sluice filter` runs
+/// tcpdump on it).
+pub fn library_path() -> Option<PathBuf> {
+    library_dir(&find_library(None).ok()?).ok()
 }
 
 /// Runs `sluice exec`: replaces this process with the command.

@@ -1,7 +1,14 @@
 //! `sluice filter`: one filter over a capture, with tcpdump's options.
+//!
+//! Every option of tcpdump 4.99's manual is known here: it does what
+//! tcpdump does, or it is refused with one line saying what to use
+//! instead ([`super::compat`]). Printed packets are decoded by tcpdump
+//! itself where it is installed ([`super::decode`]).
 
+use super::compat::CompatArgs;
+use super::decode::{DecodeArgs, Lines, Style};
 use super::live::{Live, LiveArgs};
-use super::print::{Dump, Options, Printer};
+use super::print::{Dump, Options};
 use super::rotate::RotateArgs;
 use super::{cached, for_each_packet_declaring, linktype_of, open_capture, print_out};
 use super::{out_fail, signals, usage, Fail, Stdout};
@@ -11,6 +18,7 @@ use sluice::capture::{CaptureFormat, Packet};
 use sluice::live::session::{Classify, Event, Make};
 use sluice::{LinkType, Program, Runner};
 use std::collections::HashMap;
+use std::io::IsTerminal;
 
 /// The arguments of `sluice filter`. Options may come before or after the
 /// expression, as with tcpdump (`sluice filter tcp port 80 -r in.pcap`).
@@ -55,24 +63,27 @@ pub struct FilterArgs {
         conflicts_with = "read"
     )]
     linktype: Option<String>,
-    /// Read the expression from this file (no expression on the command line then).
-    #[arg(short = 'F', value_name = "EXPRFILE", conflicts_with_all = ["expression", "bpf_file"])]
+    /// Read the expression from this file (an expression on the command
+    /// line is then ignored, with a warning, as tcpdump does).
+    #[arg(short = 'F', value_name = "EXPRFILE", conflicts_with = "bpf_file")]
     expr_file: Option<String>,
     /// Load a classic BPF program (tcpdump -d, -dd or -ddd output) instead of an expression.
     #[arg(long = "bpf-file", value_name = "PROG", conflicts_with = "expression")]
     bpf_file: Option<String>,
     /// Do not optimise the compiled program (tcpdump's -O).
-    #[arg(short = 'O')]
+    #[arg(short = 'O', long = "no-optimize")]
     no_optimize: bool,
-    /// Snapshot length: with -w, packets are written cut to it; with -d,
-    /// what the program returns on accept [default: 262144; 0 means 262144].
-    #[arg(short = 's', value_name = "SNAPLEN")]
+    /// Snapshot length: with -w, packets are written cut to it; with -i,
+    /// packets are captured cut to it; with -d, what the program returns
+    /// on accept [default: 262144; 0 means 262144]. Printing a file does
+    /// not use it, as with tcpdump.
+    #[arg(short = 's', long = "snapshot-length", value_name = "SNAPLEN")]
     snaplen: Option<u32>,
     /// Engine: native code (the default on x86-64 and AArch64; the
     /// interpreter runs any filter it cannot compile) or the BPF interpreter.
     #[arg(long, value_enum)]
     engine: Option<EngineArg>,
-    /// Accepted for tcpdump's sake: sluice never turns addresses or ports into names (-n, -nn).
+    /// Print addresses and ports as numbers, not names (-n, -nn).
     #[arg(short = 'n', action = ArgAction::Count)]
     numeric: u8,
     /// Print the link-level header on each line (Ethernet: addresses, type, length).
@@ -92,7 +103,7 @@ pub struct FilterArgs {
     /// the default is the local time of day.
     #[arg(short = 't', action = ArgAction::Count)]
     ts_format: u8,
-    /// Accepted for tcpdump's sake: sluice always prints tcpdump's quick one-line form.
+    /// Quick output: less protocol information on each line.
     #[arg(short = 'q')]
     quick: bool,
     /// Timestamps printed (and written with -w to a pcap file) in micro- or nanoseconds.
@@ -103,8 +114,14 @@ pub struct FilterArgs {
         value_name = "PRECISION"
     )]
     precision: Option<Precision>,
+    /// Shorthand for --time-stamp-precision micro.
+    #[arg(long, conflicts_with_all = ["precision", "nano"])]
+    micro: bool,
+    /// Shorthand for --time-stamp-precision nano.
+    #[arg(long, conflicts_with = "precision")]
+    nano: bool,
     /// Write each packet out as soon as it is handled (-w file and standard output).
-    #[arg(short = 'U')]
+    #[arg(short = 'U', long = "packet-buffered")]
     unbuffered: bool,
     /// With -w: print the packets' lines on standard output too.
     #[arg(long, requires = "write")]
@@ -114,6 +131,10 @@ pub struct FilterArgs {
     /// libpcap does: /etc/hosts and DNS as the system is configured).
     #[arg(long = "no-resolve")]
     no_resolve: bool,
+    #[command(flatten)]
+    decode: DecodeArgs,
+    #[command(flatten)]
+    compat: CompatArgs,
     /// The filter expression (the words are joined with spaces, as tcpdump does).
     expression: Vec<String>,
 }
@@ -188,9 +209,24 @@ impl FilterArgs {
         !self.count && !self.verdicts && (self.write.is_none() || self.print)
     }
 
+    /// `--time-stamp-precision`, `--micro` or `--nano`.
+    fn precision(&self) -> Option<Precision> {
+        match (self.precision, self.micro, self.nano) {
+            (Some(p), _, _) => Some(p),
+            (None, true, _) => Some(Precision::Micro),
+            (None, _, true) => Some(Precision::Nano),
+            _ => None,
+        }
+    }
+
     /// Refuse options that would be silently ignored (exit status 2).
     fn check(&self) {
         self.rotate.check(self.write.as_deref());
+        let live = self.live.interface.is_some();
+        self.compat.check(live);
+        if !live {
+            refuse_live_options(&self.live);
+        }
         let printing = [
             (self.link_header, "-e"),
             (self.hex > 0, "-x"),
@@ -198,7 +234,12 @@ impl FilterArgs {
             (self.ascii > 0, "-A"),
             (self.ts_format > 0, "-t"),
         ];
-        if let Some((_, flag)) = printing.iter().find(|(on, _)| *on) {
+        let flag = printing
+            .iter()
+            .find(|(on, _)| *on)
+            .map(|(_, f)| *f)
+            .or(self.decode.printing_flag());
+        if let Some(flag) = flag {
             if self.dump > 0 || self.count || self.verdicts {
                 usage(&format!(
                     "{flag} changes how packets are printed; -d, --count and --verdicts print no packets"
@@ -210,9 +251,8 @@ impl FilterArgs {
                 ));
             }
         }
-        let live = self.live.interface.is_some();
-        if self.snaplen.is_some() && self.dump == 0 && self.write.is_none() && !live {
-            usage("-s sets the length of packets written with -w (or what -d's program returns)");
+        if self.max == Some(0) {
+            usage("invalid packet count 0: -c takes a count of at least 1, as tcpdump's does");
         }
         if self.json && !self.count && !live {
             usage("--json prints --count's result (or, with -i, the capture's counts)");
@@ -223,7 +263,7 @@ impl FilterArgs {
         if live && self.linktype.is_some() {
             usage("-y picks the link type of a program printed without a capture; with -i the interface decides it");
         }
-        if self.precision.is_some() && !self.prints_packets() && self.write.is_none() {
+        if self.precision().is_some() && !self.prints_packets() && self.write.is_none() {
             usage("--time-stamp-precision applies to printed packets and to -w files");
         }
     }
@@ -246,7 +286,7 @@ fn out_format(args: &FilterArgs, input: CaptureFormat) -> CaptureFormat {
             snaplen,
             fcs_len,
         } => CaptureFormat::Pcap {
-            nanos: match args.precision {
+            nanos: match args.precision() {
                 Some(p) => p == Precision::Nano,
                 None => nanos,
             },
@@ -259,13 +299,42 @@ fn out_format(args: &FilterArgs, input: CaptureFormat) -> CaptureFormat {
     }
 }
 
+/// Refuse the live capture options without `-i` (usage error): they
+/// would be ignored silently on a file.
+pub fn refuse_live_options(live: &LiveArgs) {
+    let given = [
+        (live.buffer.is_some(), "-B"),
+        (live.no_promiscuous, "-p"),
+        (live.direction.is_some(), "-Q"),
+        (live.immediate, "--immediate-mode"),
+        (live.workers.is_some(), "--workers"),
+        (live.duration.is_some(), "--duration"),
+        (live.block_kib.is_some(), "--block-size"),
+        (live.block_timeout_ms.is_some(), "--block-timeout"),
+        (live.no_kernel_filter, "--no-kernel-filter"),
+    ];
+    if let Some((_, flag)) = given.iter().find(|(on, _)| *on) {
+        usage(&format!(
+            "{flag} is an option of live capture: add -i IFACE (a capture file has no interface to set)"
+        ));
+    }
+}
+
 /// Run `sluice filter`.
 pub fn run(args: FilterArgs) -> Result<(), Fail> {
+    if args.compat.version {
+        return print_out(&format!("sluice {}\n", env!("CARGO_PKG_VERSION")));
+    }
     args.check();
     let source = if let Some(path) = &args.bpf_file {
         let spec = read_spec(path, Some(sluice::Language::Bpf))?;
         Source::Bpf(spec.compile(&Program::builder(LinkType::EN10MB))?)
     } else if let Some(path) = &args.expr_file {
+        if !args.expression.is_empty() {
+            eprintln!(
+                "sluice: warning: the expression on the command line is ignored: -F {path} gives it"
+            );
+        }
         // tcpdump ignores '#' comments in -F files.
         Source::File(read_spec(path, None)?, !args.no_resolve)
     } else {
@@ -339,7 +408,7 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
     for info in reader.declared_interfaces() {
         compile(&mut programs, info.linktype, info.snaplen)?;
     }
-    let mut to = Accepted::new(&args, big_endian);
+    let mut to = Accepted::new(&args);
     let open_writer = |to: &mut Accepted| -> Result<(), Fail> {
         if let (None, Some(path)) = (&to.writer, &args.write) {
             let format = out_format(&args, format);
@@ -350,7 +419,8 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
             w.set_flush_each(args.unbuffered);
             to.writer = Some(w);
         }
-        Ok(())
+        // Printed packets go to tcpdump in the input's own format.
+        to.open_lines(&args, big_endian, Some(&name), &format)
     };
     if !programs.is_empty() {
         open_writer(&mut to)?;
@@ -391,51 +461,84 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
         w.declare(*info).map_err(out_fail)?;
     }
     let (accepted, mut out, finished) = to.finish();
-    if let Err(e) = status.and(finished) {
-        // A failed run prints nothing more (no count).
-        let _ = out.flush();
-        return Err(e);
-    }
+    let status = status.and(finished);
+    // The count of what was read before any error, then the error, as
+    // tcpdump prints them.
     if args.count {
-        if args.json {
-            out.put(&format!(
-                "{{\"packets\": {seen}, \"accepted\": {accepted}}}\n"
-            ))?;
+        let count = if args.json {
+            format!("{{\"packets\": {seen}, \"accepted\": {accepted}}}\n")
         } else {
-            out.put(&format!("{accepted}\n"))?;
+            format!("{accepted}\n")
+        };
+        if let Err(e) = out.put(&count) {
+            return status.and(Err(e));
         }
     }
-    out.flush()
+    let flushed = out.flush();
+    status.and(flushed)
+}
+
+/// How packets are printed, from the options: what tcpdump is given, and
+/// sluice's own printer's options.
+fn style<'a>(args: &'a FilterArgs, big_endian: bool, input: Option<&'a str>) -> Style<'a> {
+    Style {
+        numeric: args.numeric,
+        quick: args.quick,
+        unbuffered: args.unbuffered,
+        nanos: args.precision() == Some(Precision::Nano),
+        hex: args.hex,
+        hex_ascii: args.hex_ascii,
+        ascii: args.ascii,
+        ts: args.ts_format,
+        link: args.link_header,
+        decode: &args.decode,
+        input,
+        own: Options {
+            ts: args.ts_format,
+            nanos: args.precision() == Some(Precision::Nano),
+            link: args.link_header,
+            dump: Dump::from_flags(args.hex, args.hex_ascii, args.ascii),
+            big_endian,
+            number: args.decode.number,
+        },
+    }
 }
 
 /// Where accepted packets go: the `-w` file(s), printed lines, the count
 /// that `-c` stops at.
 struct Accepted {
     writer: Option<Rotation>,
-    printer: Option<Printer>,
+    lines: Option<Lines>,
     out: Stdout,
     accepted: u64,
     max: Option<u64>,
 }
 
 impl Accepted {
-    /// No output file yet; lines printed as `args` say.
-    fn new(args: &FilterArgs, big_endian: bool) -> Accepted {
+    /// No output file and no printer yet.
+    fn new(args: &FilterArgs) -> Accepted {
         Accepted {
             writer: None,
-            printer: args.prints_packets().then(|| {
-                Printer::new(Options {
-                    ts: args.ts_format,
-                    nanos: args.precision == Some(Precision::Nano),
-                    link: args.link_header,
-                    dump: Dump::from_flags(args.hex, args.hex_ascii, args.ascii),
-                    big_endian,
-                })
-            }),
-            out: Stdout::new(args.unbuffered),
+            lines: None,
+            out: Stdout::new(args.unbuffered || args.decode.line_buffered),
             accepted: 0,
             max: args.max,
         }
+    }
+
+    /// Start the printer when `args` print packets (tcpdump, or sluice's
+    /// own), packets handed over in `format`.
+    fn open_lines(
+        &mut self,
+        args: &FilterArgs,
+        big_endian: bool,
+        input: Option<&str>,
+        format: &CaptureFormat,
+    ) -> Result<(), Fail> {
+        if self.lines.is_none() && args.prints_packets() {
+            self.lines = Some(Lines::open(&style(args, big_endian, input), format)?);
+        }
+        Ok(())
     }
 
     /// Write, count and print an accepted packet; `false` when the run
@@ -450,8 +553,8 @@ impl Accepted {
             }
         }
         self.accepted += 1;
-        if let Some(p) = self.printer.as_mut() {
-            self.out.put(&p.packet(pkt))?;
+        if let Some(l) = self.lines.as_mut() {
+            l.packet(pkt, &mut self.out)?;
         }
         Ok(self.max.map_or(true, |n| self.accepted < n))
     }
@@ -461,13 +564,18 @@ impl Accepted {
         if let Some(w) = self.writer.as_mut() {
             w.flush().map_err(out_fail)?;
         }
+        if let Some(l) = self.lines.as_mut() {
+            l.flush()?;
+        }
         self.out.flush()
     }
 
-    /// Close the output file: the count, standard output, and how closing went.
+    /// Close the output file and the printer: the count, standard output,
+    /// and how closing went.
     fn finish(self) -> (u64, Stdout, Result<(), Fail>) {
         let finished = self.writer.map_or(Ok(()), |w| w.finish().map_err(out_fail));
-        (self.accepted, self.out, finished)
+        let printed = self.lines.map_or(Ok(()), Lines::finish);
+        (self.accepted, self.out, finished.and(printed))
     }
 }
 
@@ -481,6 +589,9 @@ fn run_live(
 ) -> Result<(), Fail> {
     let snaplen = args.snaplen();
     let mut live = Live::open(&args.live, snaplen)?;
+    if args.compat.list_link_types {
+        return print_out(&super::compat::link_types(live.name(), &live.banner()));
+    }
     let lt = linktype_of(live.linktype(), live.name())?;
     let big_endian = cfg!(target_endian = "big");
     let program = source.program(lt, snaplen, optimize, None)?;
@@ -488,7 +599,7 @@ fn run_live(
         return print_out(&dump(&program, args.dump));
     }
     live.prefilter(Some(program.bpf()))?;
-    let nanos = args.precision == Some(Precision::Nano);
+    let nanos = args.precision() == Some(Precision::Nano);
     let format = CaptureFormat::Pcap {
         nanos,
         big_endian,
@@ -497,13 +608,14 @@ fn run_live(
         fcs_len: None,
     };
     // Compiled, the interface open: only now is an output file opened.
-    let mut to = Accepted::new(args, big_endian);
+    let mut to = Accepted::new(args);
     if let Some(path) = &args.write {
         let mut w = Rotation::create(path, &format, &args.rotate.rule(), Placement::InPlace)
             .map_err(out_fail)?;
         w.set_flush_each(args.unbuffered);
         to.writer = Some(w);
     }
+    to.open_lines(args, big_endian, None, &format)?;
     eprintln!("sluice: {}", live.banner());
     // With -F, SIGHUP reads the file again and swaps the filter in.
     if let Some(path) = args.expr_file.clone() {
@@ -518,23 +630,50 @@ fn run_live(
         }));
     }
     let make = classifier(std::sync::Arc::new(program), runner);
-    let with_bytes = to.writer.is_some() || to.printer.is_some();
-    let (report, status) = live.run(with_bytes, &*make, |event| match event {
-        Event::Flush => to.flush().map(|_| true),
-        Event::Packet(pkt, _) => {
-            let go_on = to.take(pkt)?;
-            to.out.packet_done()?;
-            Ok(go_on)
+    let with_bytes = to.writer.is_some() || to.lines.is_some();
+    // A terminal sees each packet as it comes (tcpdump's lines are
+    // line-buffered there); -v with -w and nothing printed counts the
+    // packets written once a second, as tcpdump does.
+    let eager = std::io::stdout().is_terminal();
+    let got = args.decode.verbose > 0 && args.write.is_some() && to.lines.is_none();
+    let mut last_got = std::time::Instant::now();
+    let (report, status) = live.run(with_bytes, &*make, |event| {
+        let go_on = match event {
+            Event::Flush => {
+                to.flush()?;
+                true
+            }
+            Event::Packet(pkt, _) => {
+                let go_on = to.take(pkt)?;
+                to.out.packet_done()?;
+                if eager {
+                    if let Some(l) = to.lines.as_mut() {
+                        l.flush()?;
+                    }
+                }
+                go_on
+            }
+            _ => true,
+        };
+        if got && last_got.elapsed() >= std::time::Duration::from_secs(1) {
+            last_got = std::time::Instant::now();
+            eprint!("Got {}\r", to.accepted);
         }
-        _ => Ok(true),
+        Ok(go_on)
     });
     // Whatever happened, keep everything captured so far.
     let (accepted, mut out, finished) = to.finish();
     let flushed = out.flush();
     eprint!("{}", report.text(args.json));
     status.and(finished).and(flushed)?;
-    if args.count && !args.json {
-        print_out(&format!("{accepted}\n"))?;
+    if args.count {
+        print_out(&match args.json {
+            true => format!(
+                "{{\"packets\": {}, \"accepted\": {accepted}}}\n",
+                report.seen
+            ),
+            false => format!("{accepted}\n"),
+        })?;
     }
     Ok(())
 }

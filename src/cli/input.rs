@@ -5,6 +5,35 @@
 use super::{io_msg, Fail, Reader};
 use sluice::capture::CaptureReader;
 use std::io::{IsTerminal, Read, Write};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Bytes read from the file of the capture opened last, before any
+/// decompression (what the progress bar compares with the file's size).
+static RAW_READ: AtomicU64 = AtomicU64::new(0);
+/// Whether the capture opened last is compressed.
+static COMPRESSED: AtomicBool = AtomicBool::new(false);
+
+/// A file that counts the bytes read from it in [`RAW_READ`].
+struct Counted<R>(R);
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.0.read(buf)?;
+        RAW_READ.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// How far into its file the capture opened last has been read, in the
+/// file's own bytes: the reader's offset, or for a compressed file the
+/// compressed bytes read so far (the size is the compressed size).
+pub fn position(reader: &Reader) -> u64 {
+    if COMPRESSED.load(Ordering::Relaxed) {
+        RAW_READ.load(Ordering::Relaxed)
+    } else {
+        reader.offset()
+    }
+}
 
 /// How a compressed file starts, and whether sluice reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,6 +102,7 @@ pub fn decompress(mut raw: Box<dyn Read + Send>, name: &str) -> Result<Box<dyn R
     let start =
         head(&mut raw, 6).map_err(|e| Fail(format!("cannot read input {name}: {}", io_msg(&e))))?;
     let kind = Compression::sniff(&start);
+    COMPRESSED.store(kind.is_some(), Ordering::Relaxed);
     let whole: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(start).chain(raw));
     Ok(match kind {
         None => whole,
@@ -120,7 +150,8 @@ pub fn open_capture(path: Option<&str>) -> Result<(Reader, u64), Fail> {
         if meta.is_dir() {
             return Err(Fail(format!("cannot open input {path}: Is a directory")));
         }
-        (Box::new(file), path.to_string(), meta.len())
+        RAW_READ.store(0, Ordering::Relaxed);
+        (Box::new(Counted(file)), path.to_string(), meta.len())
     };
     let stream = decompress(raw, &name)?;
     let reader = CaptureReader::from_reader(stream, name)?;

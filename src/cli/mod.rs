@@ -2,7 +2,9 @@
 //! captures, walking their packets with a progress bar, standard output.
 
 pub mod bench;
+pub mod compat;
 pub mod daemon;
+pub mod decode;
 pub mod exec;
 pub mod filter;
 pub mod flow;
@@ -251,7 +253,7 @@ pub fn for_each_packet_declaring(
         seen += 1;
         if let Some(b) = &bar {
             if seen % 4096 == 0 {
-                b.set_position(reader.offset());
+                b.set_position(input::position(reader));
             }
         }
     };

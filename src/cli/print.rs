@@ -56,6 +56,8 @@ pub struct Options {
     pub dump: Dump,
     /// The capture's byte order (NULL and ENC links).
     pub big_endian: bool,
+    /// Each line starts with the packet's number (`-#`).
+    pub number: bool,
 }
 
 /// Prints packets one after the other (deltas need the previous one).
@@ -63,6 +65,7 @@ pub struct Printer {
     opts: Options,
     first: Option<i128>,
     prev: Option<i128>,
+    printed: u64,
 }
 
 fn nanos_of(p: &Packet<'_>) -> i128 {
@@ -76,6 +79,7 @@ impl Printer {
             opts,
             first: None,
             prev: None,
+            printed: 0,
         }
     }
 
@@ -134,7 +138,12 @@ impl Printer {
     /// Everything printed for one packet, newline included.
     pub fn packet(&mut self, p: &Packet<'_>) -> String {
         let d = sluice::summary::describe(p.linktype, self.opts.big_endian, p.data, p.wirelen);
-        let mut out = self.timestamp(p);
+        self.printed += 1;
+        let mut out = match self.opts.number {
+            true => format!("{:5}  ", self.printed),
+            false => String::new(),
+        };
+        out.push_str(&self.timestamp(p));
         out.push_str(if self.opts.link {
             &d.with_link
         } else {
@@ -221,7 +230,19 @@ mod tests {
             link: false,
             dump: Dump::None,
             big_endian: false,
+            number: false,
         }
+    }
+
+    #[test]
+    fn numbers() {
+        let a = Packet::new(1_700_000_000, 0, 1, &[]);
+        let mut p = Printer::new(Options {
+            number: true,
+            ..opts(1)
+        });
+        assert!(p.packet(&a).starts_with("    1  "));
+        assert!(p.packet(&a).starts_with("    2  "));
     }
 
     #[test]

@@ -333,6 +333,9 @@ fn run_mpf(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), F
 
 /// Run `sluice split`.
 pub fn run(args: SplitArgs) -> Result<(), Fail> {
+    if args.live.interface.is_none() {
+        super::filter::refuse_live_options(&args.live);
+    }
     let file = args.filters.as_str();
     let (filters, mut errors) = sluice::split::parse_filters(&read_text(file)?, file);
     if args.mpf {

@@ -85,8 +85,6 @@ fn flags_that_would_be_ignored_are_refused() {
         &["filter", "-y", "RAW", "tcp"],
         &["filter", "-r", &smp, "-x", "--count", "tcp"],
         &["filter", "-r", &smp, "-e", "-w", "/dev/null", "tcp"],
-        &["filter", "-r", &smp, "-s", "64", "tcp"],
-        &["filter", "-r", &smp, "-F", "x.txt", "tcp"],
         &["filter", "-r", &smp, "-d", "--count", "tcp"],
         &["filter", "-r", &smp, "--print", "tcp"],
     ];
@@ -145,7 +143,15 @@ fn a_closed_pipe_ends_quietly() {
         drop(child.stdout.take());
         let o = child.wait_with_output().unwrap();
         assert_eq!(o.status.code(), Some(0), "{args:?}");
-        assert_eq!(text(&o.stderr), "", "{args:?}");
+        // Printed packets are tcpdump's, which says so and names the file.
+        let err = text(&o.stderr);
+        let said: Vec<&str> = err
+            .lines()
+            .filter(|l| {
+                !l.starts_with("sluice: tcpdump prints") && !l.starts_with("reading from file")
+            })
+            .collect();
+        assert!(said.is_empty(), "{args:?}: {err}");
     }
 }
 

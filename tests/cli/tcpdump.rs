@@ -1,6 +1,10 @@
-//! tcpdump's everyday options, compared with Debian's tcpdump on corpus
-//! captures: `-c`, the `-x`/`-xx`/`-X`/`-XX`/`-A` dumps, the `-t` formats
-//! and the one-line summary for the common link types.
+//! tcpdump's options, compared with Debian's tcpdump on corpus captures:
+//! what `sluice filter` prints (tcpdump's decode, handed the accepted
+//! packets) on every corpus capture at `-r`, `-n`, `-nn`, `-e`, `-v`,
+//! `-vv` and `-q`; every option of tcpdump's manual either doing what
+//! tcpdump does or refused in one line; and sluice's own printer (used
+//! without tcpdump): `-c`, the dumps, the `-t` formats and the one-line
+//! summary for the common link types.
 
 use super::common::{fresh_dir, s, sample, sluice, text};
 use sluice::capture::{CaptureFormat, CaptureReader, CaptureWriter, Packet};
@@ -18,11 +22,13 @@ fn tcpdump(args: &[&str]) -> Option<String> {
     o.status.success().then(|| text(&o.stdout))
 }
 
-/// sluice's standard output, with the same time zone as tcpdump's.
+/// sluice's standard output, with the same time zone as tcpdump's,
+/// printed by sluice's own printer (as without tcpdump).
 fn ours(args: &[&str]) -> String {
     let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(args)
         .env("TZ", "EST5EDT")
+        .env("SLUICE_TCPDUMP", "none")
         .output()
         .unwrap();
     assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
@@ -234,6 +240,254 @@ fn c_stops_after_n_accepted() {
         assert_eq!(
             ours(&["filter", "-r", &sample(), "-c", "3", "udp or arp"]),
             theirs
+        );
+    }
+}
+
+/// How to run a program with no network (`unshare -n`, or in a user
+/// namespace `unshare -rn`), so that name lookups without `-n` fail at
+/// once for tcpdump and sluice alike instead of waiting on DNS; `None`
+/// where neither works (the lookups then run as they are).
+fn offline() -> Option<Vec<&'static str>> {
+    [vec!["unshare", "-n", "--"], vec!["unshare", "-rn", "--"]]
+        .into_iter()
+        .find(|pre| {
+            Command::new(pre[0])
+                .args(&pre[1..])
+                .arg("true")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+}
+
+/// A program's standard output and exit status, run through `pre`.
+fn run(pre: &[&str], program: &str, args: &[&str]) -> (String, Option<i32>) {
+    let mut all: Vec<&str> = pre.to_vec();
+    all.push(program);
+    all.extend(args);
+    let o = Command::new(all[0])
+        .args(&all[1..])
+        .env("TZ", "EST5EDT")
+        .output()
+        .unwrap();
+    (text(&o.stdout), o.status.code())
+}
+
+#[test]
+fn prints_what_tcpdump_prints_on_every_corpus_capture() {
+    let caps = corpus::pcaps();
+    if caps.is_empty() {
+        return corpus::skipped("the corpus");
+    }
+    if tcpdump(&["-r", &sample()]).is_none() {
+        return corpus::skipped("tcpdump");
+    }
+    let pre = offline().unwrap_or_default();
+    let sluice = env!("CARGO_BIN_EXE_sluice");
+    let modes: [&[&str]; 7] = [&[], &["-n"], &["-nn"], &["-e"], &["-v"], &["-vv"], &["-q"]];
+    // Two threads, each taking every other capture.
+    let caps = &caps;
+    let pre = &pre;
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..2)
+            .map(|k| {
+                scope.spawn(move || {
+                    let mut bad = Vec::new();
+                    for cap in caps.iter().skip(k).step_by(2) {
+                        let cap = s(cap);
+                        for mode in modes {
+                            let mut args = vec!["-r", cap];
+                            args.extend(mode);
+                            let theirs = run(pre, "tcpdump", &args);
+                            let mut mine_args = vec!["filter"];
+                            mine_args.extend(&args);
+                            let mine = run(pre, sluice, &mine_args);
+                            if mine != theirs {
+                                bad.push(format!("{cap} {mode:?}"));
+                            }
+                        }
+                    }
+                    bad
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    assert!(
+        failures.is_empty(),
+        "{} differ: {failures:#?}",
+        failures.len()
+    );
+}
+
+/// Every option of tcpdump 4.99's manual, as `sluice filter -r` on the
+/// sample takes it: `Some(args)` prints what `tcpdump -r SAMPLE args`
+/// prints; `None` is refused with status 2 and one line naming what to
+/// use instead.
+fn matrix() -> Vec<(Vec<&'static str>, bool)> {
+    let same = |a: &[&'static str]| (a.to_vec(), true);
+    let refused = |a: &[&'static str]| (a.to_vec(), false);
+    vec![
+        same(&["-A"]),
+        same(&["-AA", "-nn"]),
+        same(&["-b", "-nn"]),
+        same(&["-c", "3", "-nn"]),
+        same(&["-e", "-nn"]),
+        same(&[
+            "-E",
+            "0x1@192.1.2.45 3des-cbc-hmac96:0x4043434545464649494a4a4c4c4f4f515152525454575758",
+            "-nn",
+        ]),
+        same(&["-H", "-nn"]),
+        same(&["-j", "host", "-nn"]),
+        same(&["--time-stamp-type", "host", "-nn"]),
+        same(&["-K", "-v", "-nn"]),
+        same(&["--dont-verify-checksums", "-nn"]),
+        same(&["-l", "-nn"]),
+        same(&["-M", "secret", "-nn"]),
+        same(&["-n"]),
+        same(&["-nn"]),
+        same(&["-N"]),
+        same(&["-#", "-nn"]),
+        same(&["--number", "-nn"]),
+        same(&["-O", "-nn", "tcp"]),
+        same(&["--no-optimize", "-nn", "tcp"]),
+        same(&["-q"]),
+        same(&["-S", "-nn"]),
+        same(&["--absolute-tcp-sequence-numbers", "-nn"]),
+        same(&["-s", "0", "-nn"]),
+        same(&["-s", "64", "-nn"]),
+        same(&["--snapshot-length", "0", "-nn"]),
+        same(&["-T", "vxlan", "-nn"]),
+        same(&["-t", "-nn"]),
+        same(&["-tt", "-nn"]),
+        same(&["-ttt", "-nn"]),
+        same(&["-tttt", "-nn"]),
+        same(&["-ttttt", "-nn"]),
+        same(&["-u", "-nn"]),
+        same(&["-U", "-nn"]),
+        same(&["--packet-buffered", "-nn"]),
+        same(&["-v", "-nn"]),
+        same(&["-vv", "-nn"]),
+        same(&["-vvv", "-nn"]),
+        same(&["-x", "-nn"]),
+        same(&["-xx", "-nn"]),
+        same(&["-X", "-nn"]),
+        same(&["-XX", "-nn"]),
+        same(&["--time-stamp-precision", "nano", "-nn"]),
+        same(&["--nano", "-nn"]),
+        same(&["--micro", "-nn"]),
+        same(&["-Z", "root", "-nn"]),
+        same(&["-F", "EXPRFILE", "-nn"]),
+        refused(&["-c", "0"]),
+        refused(&["-f"]),
+        refused(&["-I"]),
+        refused(&["--monitor-mode"]),
+        refused(&["-J"]),
+        refused(&["-j", "adapter"]),
+        refused(&["-L"]),
+        refused(&["-V", "files.txt"]),
+        refused(&["-z", "gzip"]),
+        refused(&["-Z", "nobody"]),
+        refused(&["-B", "1024"]),
+        refused(&["-p"]),
+        refused(&["-Q", "in"]),
+        refused(&["--immediate-mode"]),
+        refused(&["--workers", "2"]),
+        refused(&["--duration", "1"]),
+    ]
+}
+
+#[test]
+fn every_tcpdump_option_works_as_tcpdumps_or_is_refused_in_one_line() {
+    if tcpdump(&["-r", &sample()]).is_none() {
+        return corpus::skipped("tcpdump");
+    }
+    let dir = fresh_dir("matrix");
+    let exprfile = dir.join("expr.txt");
+    std::fs::write(&exprfile, "# web\ntcp port 80\n").unwrap();
+    let pre = offline().unwrap_or_default();
+    let smp = sample();
+    for (opts, same) in matrix() {
+        let opts: Vec<&str> = opts
+            .iter()
+            .map(|o| if *o == "EXPRFILE" { s(&exprfile) } else { o })
+            .collect();
+        let mut args = vec!["filter", "-r", smp.as_str()];
+        args.extend(&opts);
+        if same {
+            let theirs = run(&pre, "tcpdump", &args[1..]);
+            let mine = run(&pre, env!("CARGO_BIN_EXE_sluice"), &args);
+            assert_eq!(theirs.1, Some(0), "tcpdump {opts:?}");
+            assert_eq!(mine, theirs, "{opts:?}");
+        } else {
+            let o = sluice(&args);
+            let err = text(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{opts:?}: {err}");
+            let lines: Vec<&str> = err.lines().filter(|l| !l.is_empty()).collect();
+            assert_eq!(lines.len(), 1, "{opts:?}: {err}");
+            assert!(!err.contains("'-- "), "{opts:?}: {err}");
+            assert!(o.stdout.is_empty(), "{opts:?}");
+        }
+    }
+    // An expression beside -F is ignored with a warning, as tcpdump does.
+    let o = sluice(&["filter", "-r", &smp, "-F", s(&exprfile), "--count", "udp"]);
+    assert_eq!(text(&o.stdout), "5\n");
+    assert!(text(&o.stderr).contains("ignored"), "{}", text(&o.stderr));
+}
+
+#[test]
+fn counts_come_before_a_capture_error_as_with_tcpdump() {
+    let dir = fresh_dir("truncated");
+    let cut = dir.join("cut.pcap");
+    let bytes = std::fs::read(sample()).unwrap();
+    std::fs::write(&cut, &bytes[..1000]).unwrap();
+    let o = sluice(&["filter", "-r", s(&cut), "--count"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(text(&o.stdout), "12\n");
+    assert!(
+        text(&o.stderr).contains("byte offset"),
+        "{}",
+        text(&o.stderr)
+    );
+    if let Ok(theirs) = Command::new("tcpdump")
+        .args(["-r", s(&cut), "--count"])
+        .output()
+    {
+        assert_eq!(theirs.status.code(), Some(1));
+        assert_eq!(text(&theirs.stdout), "12 packets\n");
+    }
+}
+
+#[test]
+fn printing_without_tcpdump_says_what_to_install() {
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["filter", "-r", &sample(), "-v"])
+        .env("SLUICE_TCPDUMP", "none")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("apt-get install tcpdump"));
+    assert!(o.stdout.is_empty());
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["filter", "-r", &sample(), "-c", "1"])
+        .env("SLUICE_TCPDUMP", "none")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(text(&o.stderr).contains("apt-get install tcpdump"));
+    assert_eq!(text(&o.stdout).lines().count(), 1);
+    // With tcpdump, the hand-off is said once.
+    if tcpdump(&["-r", &sample()]).is_some() {
+        let o = sluice(&["filter", "-r", &sample(), "-nn"]);
+        let err = text(&o.stderr);
+        assert_eq!(err.matches("tcpdump prints").count(), 1, "{err}");
+        assert!(
+            err.contains(&format!("reading from file {},", sample())),
+            "{err}"
         );
     }
 }
