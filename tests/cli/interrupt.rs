@@ -256,22 +256,29 @@ fn split_keeps_a_prefix_of_every_output() {
     );
 }
 
+/// `filter -r - -w OUT tcp` fed the first `bytes` of `input` through a
+/// pipe that then stays open (the run waits for more), 300 ms on.
+fn fed(input: &Path, out: &Path, bytes: usize) -> (Child, std::process::ChildStdin) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["filter", "-r", "-", "-w", s(out), "tcp"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let head = std::fs::read(input).unwrap()[..bytes].to_vec();
+    std::io::Write::write_all(&mut stdin, &head).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    (child, stdin)
+}
+
 #[test]
 fn a_second_interrupt_ends_at_once_and_leaves_nothing() {
     let input = big();
     let dir = fresh_dir("twice");
     let out = dir.join("out.pcap");
     // A slow pipe keeps the run busy: -r - from a writer that waits.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["filter", "-r", "-", "-w", s(&out), "tcp"])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let head = std::fs::read(&input).unwrap()[..1 << 20].to_vec();
-    std::io::Write::write_all(&mut stdin, &head).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    let (child, stdin) = fed(&input, &out, 1 << 20);
     // Blocked reading its input, it cannot stop by itself: the second
     // signal ends it.
     signal(&child, "INT");
@@ -291,16 +298,7 @@ fn after_a_kill_the_next_run_names_what_was_left() {
     let out = dir.join("out.pcap");
     // Fed from a pipe, the run is still going when it is killed: 4 MB
     // in, about half of it accepted, much of that flushed to the file.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["filter", "-r", "-", "-w", s(&out), "tcp"])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let head = std::fs::read(&input).unwrap()[..4 << 20].to_vec();
-    std::io::Write::write_all(&mut stdin, &head).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    let (child, stdin) = fed(&input, &out, 4 << 20);
     signal(&child, "KILL");
     let _ = child.wait_with_output();
     drop(stdin);

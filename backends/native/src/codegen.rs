@@ -7,7 +7,7 @@
 //! one load (`coalesce`).
 
 use crate::batch::DescLayout;
-use crate::{raw_const, raw_mask, settle, shift32, CodePages, NativeError, Stats};
+use crate::{raw_const, raw_mask, settle, CodePages, NativeError, Stats};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     types, AbiParam, Block, BlockCall, InstBuilder, JumpTableData, MemFlags, Signature, Type, Value,
@@ -510,24 +510,11 @@ impl Gen<'_, '_> {
     }
 
     fn bin(&mut self, op: BinOp, x: Value, y: Value) -> Value {
-        match op {
-            BinOp::Add => self.b.ins().iadd(x, y),
-            BinOp::Sub => self.b.ins().isub(x, y),
-            BinOp::Mul => self.b.ins().imul(x, y),
-            BinOp::Div | BinOp::Mod => {
-                let zero = self.b.ins().icmp_imm(IntCC::Equal, y, 0);
-                self.abort_if(zero);
-                if op == BinOp::Div {
-                    self.b.ins().udiv(x, y)
-                } else {
-                    self.b.ins().urem(x, y)
-                }
-            }
-            BinOp::And => self.b.ins().band(x, y),
-            BinOp::Or => self.b.ins().bor(x, y),
-            BinOp::Xor => self.b.ins().bxor(x, y),
-            BinOp::Shl | BinOp::Shr => shift32(&mut self.b, op == BinOp::Shl, x, y),
+        if crate::divides(op) {
+            let zero = self.b.ins().icmp_imm(IntCC::Equal, y, 0);
+            self.abort_if(zero);
         }
+        crate::arith(&mut self.b, op, x, y)
     }
 
     fn bin_imm(&mut self, op: BinOp, x: Value, k: u32) -> Value {

@@ -364,6 +364,30 @@ pub(crate) fn key_hash(b: &mut FunctionBuilder, key: &[Value]) -> (Vec<Value>, V
     (words, b.ins().bxor(x, s))
 }
 
+/// `x op y` on 32 bits for the IR's arithmetic operators, as every
+/// language of sluice means them (wrapping, unsigned division, shifts of
+/// 32 or more giving 0). A divisor must have been checked against zero
+/// first ([`divides`]): the caller aborts the filter there.
+pub(crate) fn arith(b: &mut FunctionBuilder, op: sluice_ir::BinOp, x: Value, y: Value) -> Value {
+    use sluice_ir::BinOp;
+    match op {
+        BinOp::Add => b.ins().iadd(x, y),
+        BinOp::Sub => b.ins().isub(x, y),
+        BinOp::Mul => b.ins().imul(x, y),
+        BinOp::Div => b.ins().udiv(x, y),
+        BinOp::Mod => b.ins().urem(x, y),
+        BinOp::And => b.ins().band(x, y),
+        BinOp::Or => b.ins().bor(x, y),
+        BinOp::Xor => b.ins().bxor(x, y),
+        BinOp::Shl | BinOp::Shr => shift32(b, op == BinOp::Shl, x, y),
+    }
+}
+
+/// Whether `op` divides (its right side must not be zero).
+pub(crate) fn divides(op: sluice_ir::BinOp) -> bool {
+    matches!(op, sluice_ir::BinOp::Div | sluice_ir::BinOp::Mod)
+}
+
 /// `x << y` (or `x >> y`, logical) on 32 bits as sluice's languages mean
 /// it: a shift by 32 or more gives 0, where Cranelift shifts by `y mod 32`.
 pub(crate) fn shift32(b: &mut FunctionBuilder, left: bool, x: Value, y: Value) -> Value {
