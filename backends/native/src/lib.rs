@@ -148,14 +148,14 @@ pub enum NativeError {
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum HostError {
     /// A setting was refused.
-    #[error("{0}")]
-    Setting(#[source] std::sync::Arc<settings::SetError>),
+    #[error(transparent)]
+    Setting(std::sync::Arc<settings::SetError>),
     /// Cranelift does not generate code for this CPU.
     #[error("{0}")]
     Unsupported(&'static str),
     /// The target description could not be built.
-    #[error("{0}")]
-    Isa(#[source] std::sync::Arc<cranelift_codegen::CodegenError>),
+    #[error(transparent)]
+    Isa(std::sync::Arc<cranelift_codegen::CodegenError>),
 }
 
 /// What the code generator emitted, for tests and curiosity.
