@@ -10,6 +10,7 @@
 
 mod control;
 pub(crate) mod deliver;
+mod publish;
 mod status;
 
 use crate::DaemonError;
@@ -69,6 +70,9 @@ pub struct Config {
     pub stall_timeout: Option<Duration>,
     /// Run the union of the flows' filters in the kernel where it fits.
     pub kernel_filter: bool,
+    /// Where the control thread publishes samples and the status for the
+    /// status page (`--http`), if anywhere.
+    pub board: Option<Arc<crate::http::Board>>,
 }
 
 impl Config {
@@ -89,6 +93,7 @@ impl Config {
             first_match: false,
             stall_timeout: None,
             kernel_filter: true,
+            board: None,
         }
     }
 
