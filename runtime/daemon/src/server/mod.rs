@@ -12,6 +12,8 @@ mod control;
 pub(crate) mod deliver;
 mod publish;
 mod status;
+#[cfg(test)]
+mod stress;
 
 use crate::DaemonError;
 use arc_swap::ArcSwap;
