@@ -8,6 +8,7 @@ mod abi;
 #[path = "../common/mod.rs"]
 mod common;
 mod daemon;
+mod daemon_http;
 mod net;
 
 use net::{frames, libpcap_filter, stamps, Bg, Net};

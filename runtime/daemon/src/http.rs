@@ -229,6 +229,7 @@ impl Http {
         }
         let listener = TcpListener::bind(parsed)
             .map_err(|e| DaemonError::Config(format!("--http {addr}: {e}")))?;
+        listener.set_nonblocking(true)?;
         let local = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let active = Arc::new(AtomicUsize::new(0));
@@ -264,8 +265,6 @@ impl Http {
 impl Drop for Http {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
-        // Wake the accepting thread.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -416,14 +415,27 @@ fn plain_host(host: &str) -> bool {
 
 impl Server {
     fn accept_loop(&self, listener: TcpListener, stop: &AtomicBool) {
-        for conn in listener.incoming() {
-            if stop.load(Ordering::Acquire) {
-                return;
-            }
-            let Ok(stream) = conn else {
-                // Out of descriptors or the like: do not spin on it.
-                std::thread::sleep(Duration::from_millis(50));
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
+        // Wait in poll (not accept) so that a stop is seen within a
+        // moment whatever the network lets through.
+        let tick = Timespec {
+            tv_sec: 0,
+            tv_nsec: 200_000_000,
+        };
+        while !stop.load(Ordering::Acquire) {
+            let mut fds = [PollFd::new(&listener, PollFlags::IN)];
+            if !matches!(poll(&mut fds, Some(&tick)), Ok(n) if n > 0) {
                 continue;
+            }
+            let stream = match listener.accept() {
+                Ok((s, _)) if s.set_nonblocking(false).is_ok() => s,
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(_) => {
+                    // Out of descriptors or the like: do not spin on it.
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
             };
             if self.active.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
                 self.active.fetch_sub(1, Ordering::AcqRel);
