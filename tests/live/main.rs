@@ -9,6 +9,7 @@ mod abi;
 mod common;
 mod daemon;
 mod daemon_http;
+mod daemon_ops;
 mod net;
 
 use net::{frames, libpcap_filter, stamps, Bg, Net};
