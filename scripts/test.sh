@@ -26,6 +26,11 @@ command -v g++ >/dev/null 2>&1 || need+=(g++)
 /usr/bin/python3 -c 'import pcapy' >/dev/null 2>&1 || need+=(python3-pcapy)
 /usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 [ -n "$(ls /usr/include/python3*/Python.h 2>/dev/null)" ] || need+=(python3-dev)
+# The daemon's status page is loaded in headless Chromium
+# (tests/live/daemon_http.rs); its systemd unit is checked with
+# systemd-analyze (tests/live/daemon_ops.rs).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 # libpcap master is built from its source (../shared/reference) with cmake,
 # flex and bison.
 command -v cmake >/dev/null 2>&1 || need+=(cmake)

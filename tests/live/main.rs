@@ -8,6 +8,8 @@ mod abi;
 #[path = "../common/mod.rs"]
 mod common;
 mod daemon;
+mod daemon_http;
+mod daemon_ops;
 mod net;
 
 use net::{frames, libpcap_filter, stamps, Bg, Net};

@@ -12,6 +12,7 @@
 //! * [`server`]: the daemon ([`Daemon`], [`Config`], [`Steering`]).
 //! * [`client`]: connecting and reading ([`Client`], [`DaemonFlow`]).
 //! * [`proto`]: the messages between them.
+//! * [`http`]: the status page (`--http`).
 //!
 //! Who a client is comes from the kernel (`SO_PEERCRED`, `SO_PEERGROUPS`);
 //! what it may open is decided by the policy file (`sluice_flow::policy`,
@@ -29,6 +30,7 @@
 #![forbid(unsafe_code)]
 
 pub mod client;
+pub mod http;
 pub mod proto;
 pub mod server;
 

@@ -102,6 +102,7 @@ impl<'d> Control<'d> {
             if steering.reload_policy.swap(false, Ordering::Relaxed) {
                 self.reload_policy();
             }
+            self.publish();
             let (accept, ready) = self.wait(Duration::from_millis(200))?;
             if accept {
                 self.accept();

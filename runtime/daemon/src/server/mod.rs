@@ -10,7 +10,10 @@
 
 mod control;
 pub(crate) mod deliver;
+mod publish;
 mod status;
+#[cfg(test)]
+mod stress;
 
 use crate::DaemonError;
 use arc_swap::ArcSwap;
@@ -69,6 +72,9 @@ pub struct Config {
     pub stall_timeout: Option<Duration>,
     /// Run the union of the flows' filters in the kernel where it fits.
     pub kernel_filter: bool,
+    /// Where the control thread publishes samples and the status for the
+    /// status page (`--http`), if anywhere.
+    pub board: Option<Arc<crate::http::Board>>,
 }
 
 impl Config {
@@ -89,6 +95,7 @@ impl Config {
             first_match: false,
             stall_timeout: None,
             kernel_filter: true,
+            board: None,
         }
     }
 
