@@ -24,7 +24,7 @@ pub struct DaemonArgs {
     )]
     interfaces: Vec<String>,
     /// The socket clients connect to.
-    #[arg(long, value_name = "PATH", default_value = "/run/sluice.sock")]
+    #[arg(long, value_name = "PATH", default_value = "/run/sluice/sluice.sock")]
     socket: PathBuf,
     /// The socket's mode, in octal (who may connect at all) [default: 0660].
     #[arg(long = "socket-mode", value_name = "MODE", value_parser = octal)]

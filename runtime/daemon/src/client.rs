@@ -9,7 +9,7 @@
 //!
 //! ```no_run
 //! use sluice_daemon::Client;
-//! let mut client = Client::connect("/run/sluice.sock".as_ref(), "doc")?;
+//! let mut client = Client::connect("/run/sluice/sluice.sock".as_ref(), "doc")?;
 //! let mut flow = client.open("(iface,eth0) -> (BPF,\"tcp port 80\")", 0)?;
 //! while let Some(pkt) = flow.next(Some(std::time::Duration::from_secs(1)))? {
 //!     println!("{} bytes", pkt.data.len());
@@ -273,16 +273,23 @@ impl DaemonFlow {
     ) -> Result<Option<PacketRef<'_>>, DaemonError> {
         let start = Instant::now();
         loop {
+            // Finished first: an entry pushed before the flow finished is
+            // then seen as available below.
+            let finished = self.ibuf.finished();
             if self.reader.available() > 0 {
                 return Ok(self.reader.next());
             }
-            if self.ibuf.finished() {
+            if finished {
                 return Err(DaemonError::Ended);
             }
             let left = match timeout {
                 Some(t) => match t.checked_sub(start.elapsed()) {
                     Some(l) if !l.is_zero() => Some(l),
-                    _ => return Ok(None),
+                    _ => {
+                        // Nothing waiting: what was read is released.
+                        self.reader.commit();
+                        return Ok(None);
+                    }
                 },
                 None => None,
             };
@@ -329,6 +336,51 @@ impl DaemonFlow {
             lost: self.ibuf.drops() + self.reader.lost(),
             waiting: self.reader.available(),
         }
+    }
+
+    /// Add filters to the flow (any language, by prefix; `@FILE` read
+    /// here): the result number of the first (a packet's
+    /// [`PacketRef::result`] says which of the flow's filters took it,
+    /// counting from 1).
+    pub fn add_filters(&mut self, filters: &[&str]) -> Result<u32, DaemonError> {
+        let mut all = Vec::with_capacity(filters.len());
+        for f in filters {
+            let (_, program, _) = sluice_filter::Language::split(f);
+            all.push(match program.trim_start().strip_prefix('@') {
+                Some(path) => format!("{}{}", &f[..f.len() - program.len()], read_bounded(path)?),
+                None => f.to_string(),
+            });
+        }
+        // As many to a message as fit.
+        let limit = sluice_shm::MAX_MESSAGE - 1024;
+        let mut batches: Vec<Vec<String>> = vec![Vec::new()];
+        let mut bytes = 0;
+        for f in all {
+            if bytes + f.len() + 8 > limit && !batches[batches.len() - 1].is_empty() {
+                batches.push(Vec::new());
+                bytes = 0;
+            }
+            bytes += f.len() + 8;
+            let last = batches.len() - 1;
+            batches[last].push(f);
+        }
+        let mut first = None;
+        for filters in batches.into_iter().filter(|b| !b.is_empty()) {
+            let r = ask(
+                &self.chan,
+                &Request::AddFilters {
+                    flow: self.flow,
+                    filters,
+                },
+            )?;
+            match r.0 {
+                Reply::Added { first: n } => {
+                    first.get_or_insert(n);
+                }
+                other => return Err(DaemonError::Protocol(format!("unexpected reply {other:?}"))),
+            }
+        }
+        first.ok_or_else(|| DaemonError::Protocol("no filters to add".into()))
     }
 
     /// Replace the flow's filter (same interface).

@@ -21,7 +21,7 @@
 //!
 //! ```no_run
 //! use sluice_daemon::{Config, Daemon, Steering};
-//! let daemon = Daemon::new(Config::new(vec!["eth0".into()], "/run/sluice.sock".into()))?;
+//! let daemon = Daemon::new(Config::new(vec!["eth0".into()], "/run/sluice/sluice.sock".into()))?;
 //! let steering = Steering::default();
 //! daemon.run(&steering)?;
 //! # Ok::<(), sluice_daemon::DaemonError>(())

@@ -59,6 +59,15 @@ pub enum Request {
         /// The new specification.
         spec: String,
     },
+    /// Add filters to an open flow (each in any language, by its prefix):
+    /// a packet any of them accepts reaches the flow once, its entry's
+    /// result saying which (the flow's filters count from 1).
+    AddFilters {
+        /// The flow.
+        flow: u64,
+        /// The filters.
+        filters: Vec<String>,
+    },
     /// Close a flow.
     Close {
         /// The flow.
@@ -101,6 +110,11 @@ pub enum Reply {
     },
     /// Done (`filter`, `close`).
     Done,
+    /// `add_filters` done: the result number of the first filter added.
+    Added {
+        /// Its result number (the next added are numbered after it).
+        first: u32,
+    },
     /// The status, as JSON.
     Status {
         /// See `sluice daemon --status --json`.
@@ -208,6 +222,10 @@ mod tests {
                 spec: "(iface,lo) -> (BPF,tcp)".into(),
             },
             Request::Close { flow: 9 },
+            Request::AddFilters {
+                flow: 1,
+                filters: vec!["tcp".into(), "cspf: pushlit #1".into()],
+            },
             Request::Status,
         ] {
             assert_eq!(parse_request(&request_bytes(&r)).unwrap(), r);

@@ -137,11 +137,13 @@ impl Group {
     }
 }
 
-/// Where a filter id's packets go.
+/// Where a filter id's packets go: the flow, and the result its index
+/// entry carries (which of the flow's filters, from 1).
 #[derive(Debug)]
 pub(crate) struct Route {
     pub(crate) group: Arc<Group>,
     pub(crate) member: Arc<Member>,
+    pub(crate) result: u32,
 }
 
 /// Filter ids to routes, in shards (see [`SHARD`]).
@@ -201,6 +203,9 @@ pub(crate) struct Deliver {
     pub(crate) counts: Arc<PathCounts>,
     /// The groups this packet was stored in, and where.
     stored: Vec<(*const Group, Option<u64>)>,
+    /// The flows this packet has reached (a flow of several filters gets
+    /// it once).
+    reached: Vec<*const Member>,
 }
 
 impl Deliver {
@@ -216,6 +221,7 @@ impl Deliver {
             clock,
             counts,
             stored: Vec::new(),
+            reached: Vec::new(),
         }
     }
 
@@ -232,12 +238,21 @@ impl Deliver {
             interface: pkt.interface,
         };
         self.stored.clear();
+        self.reached.clear();
         let mut delivered = 0;
         for &id in ids {
             let Some(route) = routes.get(id) else {
                 continue;
             };
             let m = &route.member;
+            // Ids come in increasing order, and a flow's filters were
+            // inserted in its order: the first to reach it is its first
+            // filter that accepts.
+            let mp = Arc::as_ptr(m);
+            if self.reached.contains(&mp) {
+                continue;
+            }
+            self.reached.push(mp);
             m.ibuf.count_accepted();
             if m.stalled.load(Ordering::Relaxed) {
                 m.ibuf.count_drop();
@@ -255,7 +270,7 @@ impl Deliver {
             match pos {
                 None => m.ibuf.count_drop(),
                 Some(pos) => {
-                    if m.ibuf.push(pos, 1) {
+                    if m.ibuf.push(pos, route.result) {
                         delivered += 1;
                         if m.ibuf.take_sleeper() {
                             let _ = m.wake.signal();
@@ -294,6 +309,7 @@ mod tests {
             let r = Route {
                 group: group.clone(),
                 member: m.clone(),
+                result: 1,
             };
             routes = routes.with(id, Some(Arc::new(r)));
         }
@@ -337,6 +353,7 @@ mod tests {
             Some(Arc::new(Route {
                 group: group.clone(),
                 member: m.clone(),
+                result: 1,
             })),
         );
         let mut d = Deliver::new(

@@ -10,6 +10,7 @@
 
 mod control;
 pub(crate) mod deliver;
+pub(crate) mod flows;
 mod publish;
 mod status;
 #[cfg(test)]
@@ -33,7 +34,7 @@ use std::time::Duration;
 /// How a daemon is set up (the command's options).
 ///
 /// ```
-/// let c = sluice_daemon::Config::new(vec!["eth0".into()], "/run/sluice.sock".into());
+/// let c = sluice_daemon::Config::new(vec!["eth0".into()], "/run/sluice/sluice.sock".into());
 /// assert_eq!(c.pbuf_mib, 64);
 /// assert!(!c.first_match);
 /// ```

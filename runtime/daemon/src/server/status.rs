@@ -48,7 +48,7 @@ impl Control<'_> {
             .iter()
             .filter(|c| shown(c))
             .map(|c| {
-                let mut flows: Vec<(&u64, &super::control::Open)> = c.flows.iter().collect();
+                let mut flows: Vec<(&u64, &super::flows::Open)> = c.flows.iter().collect();
                 flows.sort_by_key(|(n, _)| **n);
                 let flows: Vec<Value> = flows
                     .into_iter()
@@ -59,6 +59,7 @@ impl Control<'_> {
                             "id": o.member.flow,
                             "interface": self.d.ifaces[o.iface].name,
                             "spec": o.spec,
+                            "filters": o.filters.len(),
                             "priority": o.priority,
                             "accepted": ib.accepted(),
                             "read": ib.slowest_reader(),

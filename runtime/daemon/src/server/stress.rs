@@ -236,6 +236,7 @@ fn run(pref: Preference, packets: u64, paced: bool) {
         let route = Route {
             group: g.clone(),
             member: m.clone(),
+            result: 1,
         };
         routes = routes.with(k as u32, Some(Arc::new(route)));
     }
