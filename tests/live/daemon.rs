@@ -342,8 +342,9 @@ fn garbage_idle_and_passing_clients_do_not_take_the_daemon_down() {
             break;
         }
     }
-    // 1,000 clients come and go, half of them with a flow.
+    // 1,000 clients come, half of them with a flow, all at once, then go.
     let before = (fds(pid), rss_kib(pid));
+    let mut crowd = Vec::new();
     for i in 0..1000 {
         let c = Channel::connect(&sock).unwrap();
         c.send(br#"{"op":"hello","version":1}"#, &[]).unwrap();
@@ -358,7 +359,17 @@ fn garbage_idle_and_passing_clients_do_not_take_the_daemon_down() {
             let got = c.recv().unwrap().unwrap();
             assert_eq!(got.fds.len(), 3);
         }
+        crowd.push(c);
     }
+    // A status of 1,000 clients is longer than a message: it comes in a
+    // memory file beside one.
+    let s = status(&sock);
+    assert!(
+        s["clients"].as_array().unwrap().len() >= 1000,
+        "{}",
+        s["daemon"]
+    );
+    drop(crowd);
     drop(idle);
     std::thread::sleep(Duration::from_millis(500));
     let after = (fds(pid), rss_kib(pid));

@@ -46,7 +46,18 @@ fn ask(
         .recv()
         .map_err(DaemonError::Io)?
         .ok_or(DaemonError::Gone)?;
-    let reply = proto::parse_reply(&got.bytes).map_err(|e| DaemonError::Protocol(e.0))?;
+    let mut reply = proto::parse_reply(&got.bytes).map_err(|e| DaemonError::Protocol(e.0))?;
+    let mut fds = got.fds;
+    if let Reply::Large { bytes } = reply {
+        // The reply is in the memory file that came with it.
+        let fd = fds
+            .pop()
+            .ok_or_else(|| DaemonError::Protocol("a long reply without its file".into()))?;
+        let all = sluice_shm::read_bytes(fd, bytes.min(proto::MAX_LARGE_REPLY))
+            .map_err(DaemonError::Io)?;
+        reply = proto::parse_reply(&all).map_err(|e| DaemonError::Protocol(e.0))?;
+        fds.clear();
+    }
     if let Reply::Error {
         message,
         rule,
@@ -59,7 +70,7 @@ fn ask(
             column,
         });
     }
-    Ok((reply, got.fds))
+    Ok((reply, fds))
 }
 
 /// `@FILE` operands of a specification's filter read here, so the daemon
@@ -192,6 +203,12 @@ impl Client {
 /// them empty.
 pub fn wait_any(flows: &[&DaemonFlow], timeout: Duration) -> Result<(), DaemonError> {
     use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    for _ in 0..2048 {
+        if flows.iter().any(|f| f.reader.available() > 0) {
+            return Ok(());
+        }
+        std::hint::spin_loop();
+    }
     if flows.iter().any(|f| !f.prepare_sleep()) {
         return Ok(());
     }
@@ -305,11 +322,24 @@ impl DaemonFlow {
         self.reader.available() == 0 && !self.ibuf.finished()
     }
 
+    /// Wait a few microseconds for a packet without a system call (a
+    /// daemon handing over a burst keeps a busy reader awake): whether
+    /// one came.
+    fn spin(&self) -> bool {
+        for _ in 0..2048 {
+            if self.reader.available() > 0 {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+        false
+    }
+
     /// Sleep until woken or `timeout`, checking now and then that the
     /// daemon is still there.
     fn sleep(&mut self, timeout: Option<Duration>) -> Result<(), DaemonError> {
         self.reader.commit();
-        if !self.prepare_sleep() {
+        if self.spin() || !self.prepare_sleep() {
             return Ok(());
         }
         let slice = Duration::from_millis(200);

@@ -25,6 +25,9 @@ pub const VERSION: u32 = 1;
 /// The longest flow specification a client may send.
 pub const MAX_SPEC: usize = 16 * 1024;
 
+/// The longest reply a client takes from a memory file.
+pub const MAX_LARGE_REPLY: usize = 256 << 20;
+
 /// The longest client name (`hello`'s `name`, shown in the status).
 pub const MAX_NAME: usize = 256;
 
@@ -119,6 +122,12 @@ pub enum Reply {
     Status {
         /// See `sluice daemon --status --json`.
         status: serde_json::Value,
+    },
+    /// The reply is too long for a message: it is in the memory file that
+    /// comes with this one, `bytes` long (a status with many clients).
+    Large {
+        /// Its length.
+        bytes: usize,
     },
     /// Refused or failed: why, and where.
     Error {

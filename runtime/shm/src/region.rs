@@ -138,6 +138,36 @@ impl Drop for Region {
     }
 }
 
+/// Bytes in a new memory file, for a message too long for a socket: the
+/// descriptor goes beside a short message, the reader takes the bytes with
+/// [`read_bytes`].
+///
+/// ```
+/// let fd = sluice_shm::bytes_file("doc", b"a long status")?;
+/// assert_eq!(sluice_shm::read_bytes(fd, 100)?, b"a long status");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn bytes_file(name: &str, bytes: &[u8]) -> io::Result<OwnedFd> {
+    use std::io::Write;
+    let fd = memfd_create(format!("sluice-{name}"), MemfdFlags::CLOEXEC)?;
+    let mut f = std::fs::File::from(fd);
+    f.write_all(bytes)?;
+    Ok(OwnedFd::from(f))
+}
+
+/// The bytes of a memory file another process passed (at most `max`).
+pub fn read_bytes(fd: OwnedFd, max: usize) -> io::Result<Vec<u8>> {
+    use std::io::{Read, Seek};
+    let mut f = std::fs::File::from(fd);
+    f.rewind()?;
+    let mut v = Vec::new();
+    f.take(max as u64 + 1).read_to_end(&mut v)?;
+    if v.len() > max {
+        return Err(io::Error::other(format!("more than {max} bytes")));
+    }
+    Ok(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

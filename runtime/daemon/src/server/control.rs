@@ -198,8 +198,23 @@ impl<'d> Control<'d> {
         let Some(c) = self.client(id) else {
             return;
         };
-        let fds: Vec<BorrowedFd<'_>> = answer.1.iter().map(|f| f.as_fd()).collect();
-        if c.chan.send_now(&answer.0.to_bytes(), &fds).is_err() {
+        let mut bytes = answer.0.to_bytes();
+        let mut fds_owned = answer.1;
+        if bytes.len() > sluice_shm::MAX_MESSAGE {
+            // Too long for one message: in a memory file beside a short one.
+            match sluice_shm::bytes_file("reply", &bytes) {
+                Ok(fd) => {
+                    fds_owned = vec![fd];
+                    bytes = Reply::Large { bytes: bytes.len() }.to_bytes();
+                }
+                Err(_) => {
+                    fds_owned = Vec::new();
+                    bytes = Reply::error("the reply is too long").to_bytes();
+                }
+            }
+        }
+        let fds: Vec<BorrowedFd<'_>> = fds_owned.iter().map(|f| f.as_fd()).collect();
+        if c.chan.send_now(&bytes, &fds).is_err() {
             // A client that does not read its replies is let go.
             self.drop_client(id);
         }

@@ -206,6 +206,9 @@ pub(crate) struct Deliver {
     /// The flows this packet has reached (a flow of several filters gets
     /// it once).
     reached: Vec<*const Member>,
+    /// Sleeping readers to wake when this read of the rings is handed
+    /// over ([`Deliver::handed`]): one wake-up per read, not per packet.
+    to_wake: Vec<Arc<Member>>,
 }
 
 impl Deliver {
@@ -222,10 +225,20 @@ impl Deliver {
             counts,
             stored: Vec::new(),
             reached: Vec::new(),
+            to_wake: Vec::new(),
         }
     }
 
-    /// Hand a packet to the flows of `ids`.
+    /// The packets of one read of the rings are all handed over: wake the
+    /// readers that went to sleep meanwhile.
+    pub(crate) fn handed(&mut self) {
+        for m in self.to_wake.drain(..) {
+            let _ = m.wake.signal();
+        }
+    }
+
+    /// Hand a packet to the flows of `ids` (sleeping readers are woken at
+    /// [`Deliver::handed`]).
     pub(crate) fn packet(&mut self, pkt: &Packet<'_>, ids: &[u32]) {
         let routes = self.routes.load();
         let meta = Meta {
@@ -273,7 +286,7 @@ impl Deliver {
                     if m.ibuf.push(pos, route.result) {
                         delivered += 1;
                         if m.ibuf.take_sleeper() {
-                            let _ = m.wake.signal();
+                            self.to_wake.push(m.clone());
                         }
                     }
                 }

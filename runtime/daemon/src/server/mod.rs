@@ -313,6 +313,7 @@ fn start_capture(
             let (report, status) = session.run(&controls, true, &*make, |event| {
                 match event {
                     Event::Packet(pkt, ids) => deliver.packet(pkt, ids),
+                    Event::Handed => deliver.handed(),
                     Event::Counts { kernel: k, .. } => store_kernel(&kernel, k),
                     Event::Flush => {
                         // Ask for the kernel's counts about every second.

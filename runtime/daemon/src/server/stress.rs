@@ -363,6 +363,10 @@ fn run(pref: Preference, packets: u64, paced: bool) {
         ids.clear();
         ids.extend((0..FLOWS).filter(|&k| accepts(k, n)).map(|k| k as u32));
         deliver.packet(&pkt, &ids);
+        // As the capture thread does after each read of the rings.
+        if (n + 1) % 16 == 0 {
+            deliver.handed();
+        }
         if paced && (n + 1) % burst == 0 {
             // Readers keep up: wait until each has read everything.
             let start = Instant::now();
@@ -375,6 +379,7 @@ fn run(pref: Preference, packets: u64, paced: bool) {
             }
         }
     }
+    deliver.handed();
     for m in &members {
         m.ibuf.finish();
         m.wake.signal().unwrap();
