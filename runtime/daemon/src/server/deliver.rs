@@ -62,6 +62,9 @@ pub(crate) struct Group {
     pub(crate) members: ArcSwap<Vec<Arc<Member>>>,
     /// Members cut loose for stalling.
     pub(crate) stalls: AtomicU64,
+    /// The member that held the oldest packet when the buffer was last
+    /// found full.
+    blocker: Mutex<Option<Arc<Member>>>,
 }
 
 impl Group {
@@ -71,22 +74,27 @@ impl Group {
             oldest: AtomicU64::new(0),
             members: ArcSwap::from_pointee(Vec::new()),
             stalls: AtomicU64::new(0),
+            blocker: Mutex::new(None),
         }
     }
 
     /// The oldest position any member still needs (the write position
-    /// when none needs anything).
-    fn compute_oldest(&self) -> u64 {
+    /// when none needs anything), and the member that needs it.
+    fn compute_oldest(&self) -> (u64, Option<Arc<Member>>) {
         let mut m = self.pbuf.written();
+        let mut who = None;
         for member in self.members.load().iter() {
             if member.stalled.load(Ordering::Relaxed) {
                 continue;
             }
             if let Some(o) = member.ibuf.oldest_needed() {
-                m = m.min(o);
+                if o < m {
+                    m = o;
+                    who = Some(member.clone());
+                }
             }
         }
-        m
+        (m, who)
     }
 
     /// Store a packet once; its position, or `None` when the buffer is
@@ -103,8 +111,19 @@ impl Group {
         if self.pbuf.preference() == Preference::Slow
             && self.pbuf.written().saturating_sub(oldest) >= slots
         {
-            oldest = self.compute_oldest();
-            self.oldest.store(oldest, Ordering::Relaxed);
+            // Full as last seen: while the member that held the oldest
+            // packet still holds it, the buffer stays full (one look,
+            // not one per member); once it moves, look at every member.
+            let mut blocker = self.blocker.lock().unwrap_or_else(|e| e.into_inner());
+            let still = blocker.as_ref().is_some_and(|b| {
+                !b.stalled.load(Ordering::Relaxed) && b.ibuf.oldest_needed() == Some(oldest)
+            });
+            if !still {
+                let (o, who) = self.compute_oldest();
+                oldest = o;
+                *blocker = who;
+                self.oldest.store(oldest, Ordering::Relaxed);
+            }
         }
         let pos = self.pbuf.store(meta, data, oldest);
         if pos.is_none() {
@@ -118,7 +137,14 @@ impl Group {
     /// Members holding position `oldest` whose reader has not moved for
     /// `limit` are cut loose.
     fn cut_stalled(&self, oldest: u64, now: u64, limit: Duration) {
-        for m in self.members.load().iter() {
+        // The member that holds the buffer (others at the same place are
+        // found when it is cut and the next look runs over all).
+        let blocker = self
+            .blocker
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for m in blocker.iter() {
             if m.stalled.load(Ordering::Relaxed) || m.ibuf.oldest_needed() != Some(oldest) {
                 continue;
             }
