@@ -1,0 +1,84 @@
+//! The C boundary's two rules: no panic crosses it, and a thread's
+//! cancellation (`pthread_cancel`, `pthread_exit`) passes through it.
+//!
+//! glibc cancels a thread by unwinding its stack ("forced unwinding"),
+//! from a cancellation point (`read`, `poll`, `fread`, `write`, …). Rust
+//! runs destructors on the way, but `catch_unwind` stops a forced unwind
+//! too, and glibc then aborts ("FATAL: exception not rethrown"). So the
+//! library's code runs in two kinds of region:
+//!
+//! * [`entry`]: the body of an entry point, or a step of a read loop:
+//!   `catch_unwind` turns a panic into the function's error value, and
+//!   the thread's cancellation is disabled meanwhile, so no forced unwind
+//!   can start inside. A cancellation requested then waits for the next
+//!   cancellation point outside.
+//! * outside them, only what may be cancelled: the user's callback, and
+//!   the waits of a read loop ([`wait_readable`], [`testcancel`]). These
+//!   are called through `"C-unwind"` declarations, and the functions that
+//!   run them (`pcap_loop`, `pcap_dispatch`, `pcap_next_ex`, `pcap_next`)
+//!   are `extern "C-unwind"`: a forced unwind runs their destructors,
+//!   which leave the handle as it was between two packets, and goes on to
+//!   the thread's start, as through libpcap.
+//!
+//! ```
+//! // A panic in an entry point's body becomes its error value.
+//! assert_eq!(pcap::guard::entry(-1, || -> i32 { panic!("bug") }), -1);
+//! assert_eq!(pcap::guard::entry(-1, || 7), 7);
+//! ```
+
+use std::ffi::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+const PTHREAD_CANCEL_DISABLE: c_int = 1;
+
+extern "C" {
+    fn pthread_setcancelstate(state: c_int, old: *mut c_int) -> c_int;
+}
+
+extern "C-unwind" {
+    fn pthread_testcancel();
+    fn poll(fds: *mut libc::pollfd, n: libc::nfds_t, timeout: c_int) -> c_int;
+}
+
+/// Runs an entry point's body: a panic gives `fallback` (after the panic
+/// hook has printed it), and no cancellation starts inside.
+pub fn entry<R>(fallback: R, f: impl FnOnce() -> R) -> R {
+    let mut old: c_int = 0;
+    // SAFETY: a valid state and a writable out-pointer.
+    unsafe { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut old) };
+    let r = catch_unwind(AssertUnwindSafe(f));
+    let mut ignored: c_int = 0;
+    // SAFETY: restores the state saved above.
+    unsafe { pthread_setcancelstate(old, &mut ignored) };
+    r.unwrap_or(fallback)
+}
+
+/// [`entry`] for code with no cancellation point (no I/O): a panic gives
+/// `fallback`; cancellation is left as it is (cheaper, for `bpf_filter`).
+pub fn pure<R>(fallback: R, f: impl FnOnce() -> R) -> R {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
+}
+
+/// Acts on a pending cancellation of this thread (a cancellation point).
+pub(crate) fn testcancel() {
+    // SAFETY: no arguments; may unwind, declared so.
+    unsafe { pthread_testcancel() }
+}
+
+/// Waits up to `ms` milliseconds (-1: for ever) until `fd` is readable,
+/// as a cancellation point. Returns whether it is (or has an error or
+/// end to report, which the next read gives).
+pub(crate) fn wait_readable(fd: c_int, ms: c_int) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one pollfd, ours; may unwind, declared so.
+        let n = unsafe { poll(&mut pfd, 1, ms) };
+        if n >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return n != 0;
+        }
+    }
+}
