@@ -102,6 +102,8 @@ pub struct pcap_t {
     /// bits), written back by `pcap_dump_open`.
     pub(crate) linktype_ext: AtomicU32,
     pub(crate) snapshot: Int,
+    /// A file's read buffer size as libpcap reports it (`pcap_bufsize`).
+    pub(crate) bufsize: Int,
     pub(crate) precision: Int,
     pub(crate) swapped: Flag,
     pub(crate) version: [Int; 2],
@@ -164,6 +166,7 @@ impl pcap_t {
             dlt: Int::new(dlt),
             linktype_ext: AtomicU32::new(0),
             snapshot: Int::new(snapshot),
+            bufsize: Int::new(snapshot),
             precision: Int::new(precision),
             swapped: Flag::default(),
             version: [Int::new(2), Int::new(4)],
@@ -334,7 +337,11 @@ pub unsafe extern "C" fn pcap_geterr(p: *mut pcap_t) -> *mut c_char {
         }
         let closed = lock(&CLOSED);
         if let Some(h) = closed.iter().rev().find(|h| Arc::as_ptr(h) == p.cast_const()) {
-            return h.errbuf_ptr();
+            // A closed handle's last message, where it had one.
+            // SAFETY: the handle's own buffer.
+            if unsafe { *h.errbuf.get() }[0] != 0 {
+                return h.errbuf_ptr();
+            }
         }
         crate::names::scratch("not a pcap_t of this library").cast_mut()
     })
@@ -488,6 +495,7 @@ pub unsafe extern "C" fn pcap_bufsize(p: *mut pcap_t) -> c_int {
         }
         let size = match &*lock(&h.source) {
             Source::Live(l) => l.buffer_size(),
+            Source::Offline(_) => h.bufsize.get(),
             _ => h.snapshot.get(),
         };
         size

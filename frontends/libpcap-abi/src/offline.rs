@@ -221,6 +221,18 @@ fn adjust_snapshot(linktype: u16, snaplen: u32) -> c_int {
     }
 }
 
+/// libpcap's buffer size after a record of `caplen` bytes: a pcap
+/// reader grows its buffer to the next power of two (at most the snapshot
+/// length); a pcapng reader reports its first 2 KiB whatever it reads.
+pub(crate) fn grown_bufsize(pcapng: bool, bufsize: c_int, caplen: u32, snapshot: c_int) -> c_int {
+    if pcapng || i64::from(caplen) <= i64::from(bufsize) {
+        return bufsize;
+    }
+    caplen
+        .checked_next_power_of_two()
+        .map_or(snapshot, |n| (n.min(i32::MAX as u32) as c_int).min(snapshot))
+}
+
 /// Closes a stream the handle would have owned (not stdin).
 fn release(file: *mut libc::FILE) {
     // SAFETY: an open stream handed to us; stdin is the program's.
@@ -309,6 +321,12 @@ fn open_file(
         h.linktype_ext.store(ext, std::sync::atomic::Ordering::Release);
         h.file.store(file, std::sync::atomic::Ordering::Release);
         h.selectable.set(fd);
+        // libpcap starts with a buffer of 2 KiB at most (the snapshot
+        // length, if less, for pcap).
+        h.bufsize.set(match format {
+            CaptureFormat::Pcap { .. } => snapshot.clamp(0, 2048),
+            CaptureFormat::PcapNg { .. } => 2048,
+        });
     }
     p
 }

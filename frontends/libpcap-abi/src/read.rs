@@ -9,7 +9,7 @@
 
 use crate::guard;
 use crate::handle::{lock, pcap_t, Kind, Source, BAD_HANDLE};
-use crate::offline::{file_error, Offline};
+use crate::offline::{file_error, grown_bufsize, Offline};
 use crate::types::*;
 use sluice_capture::Packet;
 use sluice_filter::{Program, Runner};
@@ -118,6 +118,10 @@ pub(crate) enum Step {
 /// stream was just seen readable, so read even with nothing buffered.
 fn offline_step(h: &pcap_t, o: &mut Offline, filter: &mut FilterCache, mut ready: bool) -> Step {
     let nano = h.precision.get() == PCAP_TSTAMP_PRECISION_NANO;
+    let pcapng = matches!(
+        o.reader.format(),
+        sluice_capture::CaptureFormat::PcapNg { .. }
+    );
     loop {
         if !ready {
             if let Some(fd) = o.must_wait() {
@@ -138,6 +142,10 @@ fn offline_step(h: &pcap_t, o: &mut Offline, filter: &mut FilterCache, mut ready
                 pkt.linktype
             );
             return Step::Fail(h.fail(PCAP_ERROR, &msg));
+        }
+        let bufsize = h.bufsize.get();
+        if pkt.caplen as i64 > i64::from(bufsize) {
+            h.bufsize.set(grown_bufsize(pcapng, bufsize, pkt.caplen, h.snapshot.get()));
         }
         if accepts(filter.current(h), &pkt) {
             let hdr = match times {
