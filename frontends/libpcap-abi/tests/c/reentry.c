@@ -16,8 +16,14 @@
  *                              positions and pcap_dump_fopen
  *   reentry pipe CAPTURE       a slow writer: each record must be handed
  *                              over before the next one is written
+ *   reentry snaplen            pcap_compile on dead handles of snapshot
+ *                              lengths 0, -1, 1: 0 rejects all packets
  *   reentry twice              pcap_close twice, with a new handle at the
  *                              same address in between
+ *   reentry closecb CAPTURE    pcap_close from inside the loop's callback
+ *
+ * The last two crash or corrupt memory on libpcap: they run on sluice's
+ * library only.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -378,6 +384,26 @@ static int cmd_pipe(const char *cap) {
     return 0;
 }
 
+/* ---- snaplen ---- */
+
+static int cmd_snaplen(void) {
+    int lens[] = {0, -1, 1, 65535};
+    for (int i = 0; i < 4; i++) {
+        pcap_t *p = pcap_open_dead(DLT_EN10MB, lens[i]);
+        struct bpf_program f;
+        int r = pcap_compile(p, &f, "tcp", 1, PCAP_NETMASK_UNKNOWN);
+        printf("snaplen %d: compile %d %s\n", lens[i], r, r ? pcap_geterr(p) : "");
+        if (r == 0)
+            pcap_freecode(&f);
+        r = pcap_compile(p, &f, "", 1, PCAP_NETMASK_UNKNOWN);
+        printf("  empty expression: %d %s\n", r, r ? pcap_geterr(p) : "");
+        if (r == 0)
+            pcap_freecode(&f);
+        pcap_close(p);
+    }
+    return 0;
+}
+
 /* ---- twice ---- */
 
 static int cmd_twice(void) {
@@ -391,6 +417,20 @@ static int cmd_twice(void) {
     return 0;
 }
 
+static void close_cb(u_char *user, const struct pcap_pkthdr *h, const u_char *b) {
+    (void)h, (void)b;
+    pcap_close((pcap_t *)user);
+}
+
+static int cmd_closecb(const char *cap) {
+    pcap_t *p = open_or_die(cap);
+    int r = pcap_loop(p, -1, close_cb, (u_char *)p);
+    printf("loop returned %d\n", r);
+    pcap_close(p);
+    printf("second close ignored\n");
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     if (argc >= 3 && !strcmp(argv[1], "callback"))
@@ -401,8 +441,12 @@ int main(int argc, char **argv) {
         return cmd_stdio(argv[2], argv[3]);
     if (argc >= 3 && !strcmp(argv[1], "pipe"))
         return cmd_pipe(argv[2]);
+    if (argc >= 2 && !strcmp(argv[1], "snaplen"))
+        return cmd_snaplen();
     if (argc >= 2 && !strcmp(argv[1], "twice"))
         return cmd_twice();
+    if (argc >= 3 && !strcmp(argv[1], "closecb"))
+        return cmd_closecb(argv[2]);
     fprintf(stderr, "usage: reentry callback|cancel|stdio|pipe|twice ...\n");
     return 2;
 }
