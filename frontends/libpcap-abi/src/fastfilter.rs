@@ -202,102 +202,86 @@ fn remember(seen: &mut Vec<Seen>, s: Seen) {
 /// `pc` is a program an interpreter may run.
 pub(crate) unsafe fn filter_unsized(pc: *const bpf_insn, data: &[u8], wirelen: u32) -> u32 {
     let at = pc as usize;
-    let code = SEEN.with(|seen| {
-        let mut seen = seen.borrow_mut();
-        // SAFETY: as documented.
-        let hit = seen
-            .iter()
-            .position(|s| s.at == at && !s.sized && unsafe { still(s, pc) });
-        match hit {
-            Some(0) => Some(seen[0].code.clone()),
-            Some(i) => {
-                let s = seen.remove(i);
-                let c = s.code.clone();
-                seen.insert(0, s);
-                Some(c)
-            }
-            None => None,
-        }
-    });
-    let code = match code {
-        Some(c) => c,
-        None => {
+    // The fast path: an array this thread was given before, unchanged,
+    // run in place (the native code calls nothing back).
+    let hit = SEEN.with(|seen| {
+        let seen = seen.borrow();
+        seen.iter()
             // SAFETY: as documented.
-            let (insns, reach) = unsafe { reachable(pc) };
-            let words = words_of(&insns);
-            let code = code_for(insns);
-            SEEN.with(|seen| {
-                let mut seen = seen.borrow_mut();
-                seen.retain(|s| s.at != at || s.sized);
-                remember(
-                    &mut seen,
-                    Seen {
-                        at,
-                        sized: false,
-                        words,
-                        reachable: reach,
-                        code: code.clone(),
-                    },
-                );
-            });
-            code
-        }
-    };
-    code.run(data, wirelen)
+            .find(|s| s.at == at && !s.sized && unsafe { still(s, pc) })
+            .map(|s| s.code.run(data, wirelen))
+    });
+    if let Some(v) = hit {
+        return v;
+    }
+    // SAFETY: as documented.
+    let (insns, reach) = unsafe { reachable(pc) };
+    let words = words_of(&insns);
+    let code = code_for(insns);
+    let v = code.run(data, wirelen);
+    SEEN.with(|seen| {
+        let mut seen = seen.borrow_mut();
+        seen.retain(|s| s.at != at || s.sized);
+        remember(
+            &mut seen,
+            Seen {
+                at,
+                sized: false,
+                words,
+                reachable: reach,
+                code,
+            },
+        );
+    });
+    v
 }
 
 /// `pcap_offline_filter`'s verdict: the `insns.len()` instructions at
-/// `insns` on `data`; `None` for a program libpcap's checks refuse.
+/// `insns` on `data`; `None` for a program the verifier refuses.
 pub(crate) fn filter_sized(insns: &[bpf_insn], data: &[u8], wirelen: u32) -> Option<u32> {
     let at = insns.as_ptr() as usize;
-    let code = SEEN.with(|seen| {
-        let mut seen = seen.borrow_mut();
-        let hit = seen.iter().position(|s| {
-            s.at == at
-                && s.sized
-                && s.words.len() == insns.len()
-                && s.words.iter().zip(insns).all(|(w, i)| *w == word(i))
-        });
-        hit.map(|i| {
-            let s = seen.remove(i);
-            let c = s.code.clone();
-            seen.insert(0, s);
-            c
-        })
+    let hit = SEEN.with(|seen| {
+        let seen = seen.borrow();
+        seen.iter()
+            .find(|s| {
+                s.at == at
+                    && s.sized
+                    && s.words.len() == insns.len()
+                    && s.words.iter().zip(insns).all(|(w, i)| *w == word(i))
+            })
+            .map(|s| s.code.run(data, wirelen))
     });
-    let code = match code {
-        Some(c) => c,
-        None => {
-            let prog: Vec<Insn> = insns
-                .iter()
-                .map(|r| Insn {
-                    code: r.code,
-                    jt: r.jt,
-                    jf: r.jf,
-                    k: r.k,
-                })
-                .collect();
-            if sluice_bpf::Verifier::userland().verify(&prog).is_err() {
-                return None;
-            }
-            let words = words_of(&prog);
-            let code = code_for(prog);
-            SEEN.with(|seen| {
-                let mut seen = seen.borrow_mut();
-                seen.retain(|s| s.at != at || !s.sized);
-                remember(
-                    &mut seen,
-                    Seen {
-                        at,
-                        sized: true,
-                        words,
-                        reachable: None,
-                        code: code.clone(),
-                    },
-                );
-            });
-            code
-        }
-    };
-    Some(code.run(data, wirelen))
+    if hit.is_some() {
+        return hit;
+    }
+    let prog: Vec<Insn> = insns
+        .iter()
+        .map(|r| Insn {
+            code: r.code,
+            jt: r.jt,
+            jf: r.jf,
+            k: r.k,
+        })
+        .collect();
+    if sluice_bpf::Verifier::userland().verify(&prog).is_err() {
+        return None;
+    }
+    let words = words_of(&prog);
+    let code = code_for(prog);
+    let v = code.run(data, wirelen);
+    SEEN.with(|seen| {
+        let mut seen = seen.borrow_mut();
+        seen.retain(|s| s.at != at || !s.sized);
+        remember(
+            &mut seen,
+            Seen {
+                at,
+                sized: true,
+                words,
+                reachable: None,
+                code,
+            },
+        );
+    });
+    Some(v)
 }

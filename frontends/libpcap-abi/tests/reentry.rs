@@ -16,6 +16,10 @@
 //! - a slow writer on a pipe: each record is handed over before the next
 //!   is written (`tcpdump -l -r -` behind tcpreplay -v).
 //!
+//! - `bpf_filter` and `pcap_offline_filter` (sluice's native code, cached
+//!   by the program's instructions): verdicts of compiled programs, of
+//!   one array rewritten in place with each program in turn, of a program
+//!   with unreachable bytes in it;
 //! - `pcap_compile` on a dead handle with a snapshot length of 0: refused
 //!   ("snaplen of 0 rejects all packets").
 //!
@@ -137,6 +141,21 @@ fn a_slow_pipe_writer_is_read_record_by_record() {
     let s = sample();
     let (_, sys) = agree(&["pipe", s.to_str().unwrap()], None, "next_ex -2");
     assert!(!sys.out().contains("late"), "{}", sys.out());
+}
+
+#[test]
+fn bpf_filter_gives_libpcaps_verdicts() {
+    if program().is_none() {
+        return;
+    }
+    let s = sample();
+    agree(&["filters", s.to_str().unwrap()], None, "'tcp port 80': accepted 5 (value 262144)");
+    if let Some(c) = corpus::path("pcaps")
+        .map(|p| p.join("pim-packet-assortment.pcap"))
+        .filter(|p| p.is_file())
+    {
+        agree(&["filters", c.to_str().unwrap()], None, "all four agree yes");
+    }
 }
 
 #[test]

@@ -16,6 +16,10 @@
  *                              positions and pcap_dump_fopen
  *   reentry pipe CAPTURE       a slow writer: each record must be handed
  *                              over before the next one is written
+ *   reentry filters CAPTURE    bpf_filter and pcap_offline_filter verdicts
+ *                              of compiled programs, of one array changed
+ *                              in place between calls, of a hand-made
+ *                              program with unreachable instructions
  *   reentry snaplen            pcap_compile on dead handles of snapshot
  *                              lengths 0, -1, 1: 0 rejects all packets
  *   reentry twice              pcap_close twice, with a new handle at the
@@ -384,6 +388,69 @@ static int cmd_pipe(const char *cap) {
     return 0;
 }
 
+/* ---- filters ---- */
+
+static int cmd_filters(const char *cap) {
+    const char *exprs[] = {"tcp port 80", "ip6 and not icmp6", "udp or arp", "tcp[13] & 2 != 0",
+                           "ip[0] & 0xf > 5", "len > 100", ""};
+    pcap_t *dead = pcap_open_dead(DLT_EN10MB, 262144);
+    /* One array, rewritten in place with each program in turn. */
+    struct bpf_insn *shared = calloc(4096, sizeof *shared);
+    for (size_t e = 0; e < sizeof exprs / sizeof *exprs; e++) {
+        struct bpf_program prog;
+        if (pcap_compile(dead, &prog, exprs[e], 1, PCAP_NETMASK_UNKNOWN)) {
+            printf("%s: %s\n", exprs[e], pcap_geterr(dead));
+            continue;
+        }
+        memcpy(shared, prog.bf_insns, prog.bf_len * sizeof *shared);
+        struct bpf_program in_place = {prog.bf_len, shared};
+        pcap_t *p = open_or_die(cap);
+        struct pcap_pkthdr *h;
+        const u_char *d;
+        unsigned long acc[3] = {0, 0, 0}, value = 0;
+        while (pcap_next_ex(p, &h, &d) == 1) {
+            u_int a = bpf_filter(prog.bf_insns, d, h->len, h->caplen);
+            int b = pcap_offline_filter(&prog, h, d);
+            u_int c = bpf_filter(shared, d, h->len, h->caplen);
+            int c2 = pcap_offline_filter(&in_place, h, d);
+            /* A truncated copy: only the first 14 bytes captured. */
+            u_int t = bpf_filter(prog.bf_insns, d, h->len, h->caplen < 14 ? h->caplen : 14);
+            acc[0] += a != 0;
+            acc[1] += t != 0;
+            acc[2] += (a != 0) + (b != 0) + (c != 0) + (c2 != 0);
+            if (a)
+                value = a;
+        }
+        printf("'%s': accepted %lu (value %lu), %lu on 14 bytes, all four agree %s\n", exprs[e],
+               acc[0], value, acc[1], acc[2] == 4 * acc[0] ? "yes" : "no");
+        pcap_close(p);
+        pcap_freecode(&prog);
+    }
+    /* Unreachable instructions between reachable ones (a hole). */
+    struct bpf_insn holed[] = {
+        BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x0800, 1, 2),
+        BPF_STMT(BPF_RET | BPF_K, 1),
+        BPF_STMT(BPF_RET | BPF_K, 65535),
+        BPF_STMT(BPF_RET | BPF_K, 0),
+    };
+    holed[2].code = 0xffff; /* never reached: not an instruction at all */
+    pcap_t *p = open_or_die(cap);
+    struct pcap_pkthdr *h;
+    const u_char *d;
+    unsigned long ipv4 = 0, n = 0;
+    while (pcap_next_ex(p, &h, &d) == 1) {
+        n++;
+        ipv4 += bpf_filter(holed, d, h->len, h->caplen) == 65535;
+    }
+    printf("hand-made program with a hole: %lu of %lu are IPv4\n", ipv4, n);
+    pcap_close(p);
+    printf("NULL program: %u\n", bpf_filter(NULL, NULL, 0, 0));
+    pcap_close(dead);
+    free(shared);
+    return 0;
+}
+
 /* ---- snaplen ---- */
 
 static int cmd_snaplen(void) {
@@ -441,6 +508,8 @@ int main(int argc, char **argv) {
         return cmd_stdio(argv[2], argv[3]);
     if (argc >= 3 && !strcmp(argv[1], "pipe"))
         return cmd_pipe(argv[2]);
+    if (argc >= 3 && !strcmp(argv[1], "filters"))
+        return cmd_filters(argv[2]);
     if (argc >= 2 && !strcmp(argv[1], "snaplen"))
         return cmd_snaplen();
     if (argc >= 2 && !strcmp(argv[1], "twice"))
