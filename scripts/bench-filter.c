@@ -5,7 +5,7 @@
  * expression is compiled by the library's own pcap_compile on a dead
  * handle of the capture's link type (as libtrace does), then run over
  * every packet ROUNDS times, passing the same instruction array each
- * time. Prints one line per expression and function: the expression,
+ * time; the best of 7 such runs (in thread CPU time) is kept. Prints one line per expression and function: the expression,
  * the function, nanoseconds per call and the number of packets accepted
  * in one round (which must be the same on both libraries).
  *
@@ -25,7 +25,7 @@ struct pkt {
 
 static double now(void) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return t.tv_sec + t.tv_nsec / 1e9;
 }
 
@@ -64,6 +64,8 @@ int main(int argc, char **argv) {
         for (int f = 0; f < 2; f++) {
             size_t accepted = 0;
             volatile u_int sink = 0;
+            double best = 1e9;
+            for (int rep = 0; rep < 7; rep++) {
             double t0 = now();
             for (int r = 0; r < rounds; r++) {
                 size_t acc = 0;
@@ -77,6 +79,10 @@ int main(int argc, char **argv) {
                 accepted = acc;
             }
             double t = now() - t0;
+            if (t < best)
+                best = t;
+            }
+            double t = best;
             printf("%s\t%s\t%.1f\t%zu\n", argv[e], f == 0 ? "bpf_filter" : "pcap_offline_filter",
                    t * 1e9 / ((double)n * rounds), accepted);
         }

@@ -371,9 +371,10 @@ fn untimed(out: &[u8]) -> String {
                     m.push(c);
                 }
             }
-            ["usec", "msec", "ms", "sec", "s)"]
-                .iter()
-                .fold(m, |m, u| m.replace(&format!("# {u}"), "# U").replace(&format!("#{u}"), "#U"))
+            ["usec", "msec", "ms", "sec", "s)"].iter().fold(m, |m, u| {
+                m.replace(&format!("# {u}"), "# U")
+                    .replace(&format!("#{u}"), "#U")
+            })
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -397,13 +398,37 @@ fn abi_probing_programs_answer_as_on_libpcap() {
     };
     let runs: &[(&str, &str, &[&str])] = &[
         ("nmap", "nmap", &["-n", "-sS", "-p", "22,80", "10.231.0.2"]),
-        ("nping", "nmap", &["-c", "2", "--delay", "200ms", "--tcp", "-p", "80", "10.231.0.2"]),
-        ("hping3", "hping3", &["-c", "2", "-i", "u200000", "-S", "-p", "80", "10.231.0.2"]),
-        ("arping", "arping", &["-c", "2", "-w", "200000", "-I", "va", "10.231.0.2"]),
+        (
+            "nping",
+            "nmap",
+            &[
+                "-c",
+                "2",
+                "--delay",
+                "200ms",
+                "--tcp",
+                "-p",
+                "80",
+                "10.231.0.2",
+            ],
+        ),
+        (
+            "hping3",
+            "hping3",
+            &["-c", "2", "-i", "u200000", "-S", "-p", "80", "10.231.0.2"],
+        ),
+        (
+            "arping",
+            "arping",
+            &["-c", "2", "-w", "200000", "-I", "va", "10.231.0.2"],
+        ),
     ];
     for (program, package, args) in runs {
         if !harness::have(program) {
-            harness::skip(program, &format!("{program} missing (apt-get install {package})"));
+            harness::skip(
+                program,
+                &format!("{program} missing (apt-get install {package})"),
+            );
             continue;
         }
         let mut outs = Vec::new();
@@ -414,10 +439,22 @@ fn abi_probing_programs_answer_as_on_libpcap() {
         }
         let (c, s) = (&outs[0], &outs[1]);
         let what = format!("{program} {}", args.join(" "));
-        assert!(s.status.success() && !s.stdout.is_empty(), "{what}: {}", text(&s.stderr));
+        assert!(
+            s.status.success() && !s.stdout.is_empty(),
+            "{what}: {}",
+            text(&s.stderr)
+        );
         assert_eq!(c.status, s.status, "{what}: {}", text(&c.stderr));
-        assert_eq!(untimed(&c.stdout), untimed(&s.stdout), "{what}: standard output");
-        assert_eq!(untimed(&c.stderr), untimed(&s.stderr), "{what}: standard error");
+        assert_eq!(
+            untimed(&c.stdout),
+            untimed(&s.stdout),
+            "{what}: standard output"
+        );
+        assert_eq!(
+            untimed(&c.stderr),
+            untimed(&s.stderr),
+            "{what}: standard error"
+        );
     }
 }
 
@@ -443,7 +480,11 @@ fn abi_tcpreplay_verbose_prints_what_it_sends_as_on_libpcap() {
     }
     let (c, s) = (&outs[0], &outs[1]);
     assert!(s.status.success(), "{}", text(&s.stderr));
-    assert!(text(&s.stdout).contains("HTTP: GET / HTTP/1.1"), "{}", text(&s.stdout));
+    assert!(
+        text(&s.stdout).contains("HTTP: GET / HTTP/1.1"),
+        "{}",
+        text(&s.stdout)
+    );
     assert_eq!(c.status, s.status, "{}", text(&c.stderr));
     assert_eq!(untimed(&c.stdout), untimed(&s.stdout));
     assert_eq!(untimed(&c.stderr), untimed(&s.stderr));
@@ -471,7 +512,12 @@ fn abi_iftop_counts_what_it_counts_on_libpcap() {
             let bg = Bg::start(cmd);
             // "Listening on" goes to a buffered standard output: wait for
             // its last line on standard error, then for the capture.
-            assert!(bg.said("MAC address is"), "iftop on the {} library: {}", lib.tag(), bg.stderr_now());
+            assert!(
+                bg.said("MAC address is"),
+                "iftop on the {} library: {}",
+                lib.tag(),
+                bg.stderr_now()
+            );
             bg
         })
         .collect();
@@ -504,18 +550,34 @@ fn abi_iftop_counts_what_it_counts_on_libpcap() {
             .lines()
             .filter(|l| l.contains("=>") || l.contains("<="))
             .map(|l| {
-                let l = l.trim_start().trim_start_matches(|c: char| c.is_ascii_digit()).trim();
+                let l = l
+                    .trim_start()
+                    .trim_start_matches(|c: char| c.is_ascii_digit())
+                    .trim();
                 l.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
             })
             .collect();
         hosts.sort();
         hosts.dedup();
-        let totals: Vec<String> = t.lines().filter(|l| l.starts_with("Cumulative")).map(str::to_string).collect();
+        let totals: Vec<String> = t
+            .lines()
+            .filter(|l| l.starts_with("Cumulative"))
+            .map(str::to_string)
+            .collect();
         (hosts, totals)
     };
     let (want, got) = (summary(&s.stdout), summary(&c.stdout));
-    assert!(!want.0.is_empty() && !want.1.is_empty(), "{}", text(&s.stdout));
+    assert!(
+        !want.0.is_empty() && !want.1.is_empty(),
+        "{}",
+        text(&s.stdout)
+    );
     assert_eq!(got.0, want.0, "candidate printed:\n{}", text(&c.stdout));
-    assert_eq!(got.1.len(), want.1.len(), "candidate printed:\n{}", text(&c.stdout));
+    assert_eq!(
+        got.1.len(),
+        want.1.len(),
+        "candidate printed:\n{}",
+        text(&c.stdout)
+    );
     assert!(!got.1[0].trim_end().ends_with(" 0B"), "{}", got.1[0]);
 }

@@ -75,7 +75,9 @@ fn file_header(h: &pcap_t) -> Result<[u8; 24], String> {
     b[4..6].copy_from_slice(&2u16.to_ne_bytes());
     b[6..8].copy_from_slice(&4u16.to_ne_bytes());
     b[16..20].copy_from_slice(&(h.snapshot.get() as u32).to_ne_bytes());
-    b[20..24].copy_from_slice(&(linktype | h.linktype_ext.load(std::sync::atomic::Ordering::Acquire)).to_ne_bytes());
+    b[20..24].copy_from_slice(
+        &(linktype | h.linktype_ext.load(std::sync::atomic::Ordering::Acquire)).to_ne_bytes(),
+    );
     Ok(b)
 }
 

@@ -5,120 +5,211 @@
 //! packet and filter) pays the compile once.
 //!
 //! The rule: the verdict is the one the instructions give, whatever
-//! happened to the array since. Each thread remembers the last few
-//! arrays it was given (by address) with a copy of their instructions,
-//! and compares the copy with the array on every call (a few words:
-//! cheaper than interpreting); a program changed in place is looked up
-//! again, by its instructions, in a cache shared by all threads. A
-//! program sluice cannot compile (one the verifier refuses but libpcap's
-//! interpreter runs) is run by sluice's interpreter, as before.
+//! happened to the array since. The arrays seen last are remembered by
+//! address (a small table shared by all threads, without locks) with a
+//! copy of their instructions, and the copy is compared with the array on
+//! every call (a word per instruction: cheaper than interpreting); a program
+//! changed in place is looked up again, by its instructions, in a map of
+//! every program compiled. A program sluice cannot compile (one the
+//! verifier refuses but libpcap's interpreter runs) is run by sluice's
+//! interpreter. What is remembered is never freed (another thread may be
+//! running it), so it is bounded: past [`PROGRAMS_MAX`] programs or
+//! [`ENTRIES_MAX`] arrays, a new one is interpreted, as before.
 //!
 //! `bpf_filter` is not told the program's length: the instructions it
-//! may read are those reachable from the first. Jumps go forward only,
-//! so whether an instruction is reachable depends on the ones before it:
-//! comparing the remembered copy in order, only at instructions that
-//! were reachable in it, reads only instructions the program now given
-//! can reach too.
+//! may read are those up to the last one reachable from the first. Jumps
+//! go forward only, so once the instructions before index `i` are known
+//! to be the remembered ones, every index their jumps reach is within
+//! the array: the copy is compared in runs that never go past what the
+//! instructions already compared can reach.
 
 use crate::types::bpf_insn;
 use sluice_bpf::Insn;
-use sluice_filter::{Program, Runner};
-use std::cell::RefCell;
+use sluice_filter::Program;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// How a program is run.
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 enum Code {
-    /// sluice's native code (or its interpreter where there is none).
-    Compiled(Arc<Program>),
-    /// Instructions the verifier refuses, run by the interpreter as given.
-    Interpreted(Arc<[Insn]>),
+    /// sluice's native code.
+    Native(&'static sluice_native::NativeFilter),
+    /// sluice's interpreter: instructions the verifier refuses (libpcap's
+    /// interpreter runs them), or a program without native code.
+    Interpreted(&'static [Insn]),
 }
 
 impl Code {
-    #[inline]
-    fn run(&self, data: &[u8], wirelen: u32) -> u32 {
+    #[inline(always)]
+    fn run(self, data: &[u8], wirelen: u32) -> u32 {
         match self {
-            Code::Compiled(p) => p.run_with(Runner::host_default(), data, wirelen),
+            Code::Native(n) => n.run(data, wirelen),
             Code::Interpreted(i) => sluice_bpf::run(i, data, wirelen),
         }
     }
 }
 
-/// Programs compiled so far, by instructions (bounded: emptied when full).
-static SHARED: Mutex<Option<HashMap<Vec<Insn>, Code>>> = Mutex::new(None);
-const SHARED_MAX: usize = 1024;
+/// At most this many programs are compiled and kept.
+pub const PROGRAMS_MAX: usize = 1024;
+/// At most this many arrays are remembered.
+pub const ENTRIES_MAX: usize = 8192;
 
-/// The code for these instructions, compiled on first sight.
-fn code_for(insns: Vec<Insn>) -> Code {
-    let mut shared = crate::handle::lock(&SHARED);
-    let map = shared.get_or_insert_with(HashMap::new);
-    if let Some(c) = map.get(&insns) {
-        return c.clone();
+/// Every program compiled, by instructions.
+static PROGRAMS: Mutex<Option<HashMap<Vec<Insn>, Code>>> = Mutex::new(None);
+
+/// The code for these instructions, compiled on first sight; `None` past
+/// [`PROGRAMS_MAX`].
+fn code_for(insns: &[Insn]) -> Option<Code> {
+    let mut programs = crate::handle::lock(&PROGRAMS);
+    let map = programs.get_or_insert_with(HashMap::new);
+    if let Some(c) = map.get(insns) {
+        return Some(*c);
     }
-    let code = match Program::from_bpf(insns.clone()) {
-        Ok(p) => Code::Compiled(Arc::new(p)),
-        Err(_) => Code::Interpreted(insns.clone().into()),
+    if map.len() >= PROGRAMS_MAX {
+        return None;
+    }
+    let code = match Program::from_bpf(insns.to_vec()) {
+        Ok(p) => {
+            let p: &'static Program = Box::leak(Box::new(p));
+            match p.native() {
+                Some(n) => Code::Native(n),
+                None => Code::Interpreted(p.bpf()),
+            }
+        }
+        Err(_) => Code::Interpreted(Box::leak(insns.to_vec().into_boxed_slice())),
     };
-    if map.len() >= SHARED_MAX {
-        map.clear();
-    }
-    map.insert(insns, code.clone());
-    code
+    map.insert(insns.to_vec(), code);
+    Some(code)
 }
 
-/// One array a thread was given: where, its instructions as 64-bit
-/// words, and which of them are reachable (`None`: all).
-struct Seen {
+/// One array seen: where, whether its length was given, its bytes, and
+/// where each run of the comparison ends (see the module doc).
+struct Entry {
     at: usize,
-    /// Given with its length (`pcap_offline_filter`), or not.
     sized: bool,
-    words: Vec<u64>,
-    reachable: Option<Vec<u32>>,
+    /// The instructions as they were, each read as one 64-bit word.
+    words: Box<[u64]>,
+    runs: Box<[u32]>,
     code: Code,
 }
 
-/// How many arrays each thread remembers (libtrace's tracestats runs
-/// three filters by turns).
-const PER_THREAD: usize = 8;
-
-thread_local! {
-    static SEEN: RefCell<Vec<Seen>> = const { RefCell::new(Vec::new()) };
-}
+const SLOTS: usize = 256;
+static TABLE: [AtomicPtr<Entry>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
+static ENTRIES: AtomicUsize = AtomicUsize::new(0);
 
 #[inline]
-fn word(i: &bpf_insn) -> u64 {
-    u64::from(i.code) | u64::from(i.jt) << 16 | u64::from(i.jf) << 24 | u64::from(i.k) << 32
+fn slot(at: usize, sized: bool) -> usize {
+    let h = (at as u64 >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56;
+    (h as usize ^ usize::from(sized)) % SLOTS
 }
 
-/// Whether the array at `pc` still holds `s`'s instructions.
+/// The remembered code for the array at `pc`, if it still holds the
+/// instructions it held.
 ///
 /// # Safety
-/// `pc` is a program an interpreter may run (its reachable instructions
-/// are readable).
-#[inline]
-unsafe fn still(s: &Seen, pc: *const bpf_insn) -> bool {
-    match &s.reachable {
-        None => s.words.iter().enumerate().all(|(i, w)| {
-            // SAFETY: every index of the copy was reachable, and the
-            // instructions before it are unchanged (see the module doc).
-            *w == word(unsafe { &*pc.add(i) })
-        }),
-        Some(r) => r.iter().all(|&i| {
-            // SAFETY: as above, for the reachable indexes.
-            s.words[i as usize] == word(unsafe { &*pc.add(i as usize) })
-        }),
+/// `pc` is a program an interpreter may run (with `sized`: `len` bytes of
+/// instructions are readable).
+#[inline(always)]
+unsafe fn remembered(pc: *const bpf_insn, sized: Option<usize>) -> Option<Code> {
+    let at = pc as usize;
+    let e = TABLE[slot(at, sized.is_some())].load(Ordering::Acquire);
+    // SAFETY: entries are leaked, never freed.
+    let e = unsafe { e.as_ref() }?;
+    if e.at != at || e.sized != sized.is_some() {
+        return None;
     }
+    if let Some(len) = sized {
+        if len != e.words.len() {
+            return None;
+        }
+    }
+    let mut from = 0usize;
+    for &end in e.runs.iter() {
+        let end = end as usize;
+        if end == from + 1 {
+            // SAFETY: as below.
+            if unsafe { pc.add(from).cast::<u64>().read_unaligned() } != e.words[from] {
+                return None;
+            }
+            from = end;
+            continue;
+        }
+        // The whole run at once (no branch per word: vectorised).
+        let differ = e.words[from..end]
+            .iter()
+            .enumerate()
+            .fold(0u64, |acc, (i, want)| {
+                // SAFETY: the run is within the array: the instructions
+                // compared before it reach its end (module doc), or the
+                // length was given. Instructions are 8 bytes, 4-aligned.
+                let got = unsafe { pc.add(from + i).cast::<u64>().read_unaligned() };
+                acc | (got ^ want)
+            });
+        if differ != 0 {
+            return None;
+        }
+        from = end;
+    }
+    Some(e.code)
 }
 
-/// The instructions a program starting at `pc` can reach (with their
-/// indexes when some in between cannot be reached). The walk stops at
-/// returns and at libpcap's largest program.
+/// Remembers the array at `at` (`raw`, its instructions) with its code,
+/// compared in `runs`, unless [`ENTRIES_MAX`] are remembered.
+fn remember(at: usize, sized: bool, raw: &[bpf_insn], runs: Vec<u32>, code: Code) {
+    if ENTRIES.fetch_add(1, Ordering::AcqRel) >= ENTRIES_MAX {
+        ENTRIES.fetch_sub(1, Ordering::AcqRel);
+        return;
+    }
+    let e = Box::leak(Box::new(Entry {
+        at,
+        sized,
+        words: raw
+            .iter()
+            // SAFETY: an instruction is 8 plain bytes.
+            .map(|r| unsafe { std::ptr::from_ref(r).cast::<u64>().read_unaligned() })
+            .collect(),
+        runs: runs.into_boxed_slice(),
+        code,
+    }));
+    TABLE[slot(at, sized)].store(e, Ordering::Release);
+}
+
+/// Where the comparison's runs end: each run ends at the furthest index
+/// the reachable instructions before it can reach, plus one.
+fn runs(insns: &[Insn], reachable: &[bool]) -> Vec<u32> {
+    let mut out = Vec::new();
+    let (mut from, mut reach) = (0usize, 0usize);
+    while from < insns.len() {
+        let end = (reach + 1).min(insns.len());
+        for (k, i) in insns.iter().enumerate().take(end).skip(from) {
+            if !reachable[k] {
+                continue;
+            }
+            let next = match i.code & 0x07 {
+                0x06 => k,
+                0x05 if i.code & 0xf0 == 0x00 => k + 1 + i.k as usize,
+                0x05 => k + 1 + usize::from(i.jt.max(i.jf)),
+                _ => k + 1,
+            };
+            reach = reach.max(next);
+        }
+        out.push(end as u32);
+        if end == from {
+            break;
+        }
+        from = end;
+    }
+    out
+}
+
+/// The instructions up to the last one a program starting at `pc` can
+/// reach (stopping at libpcap's largest program), as read from memory,
+/// unreachable ones in between too: they are within the array.
 ///
 /// # Safety
-/// As [`still`].
-unsafe fn reachable(pc: *const bpf_insn) -> (Vec<Insn>, Option<Vec<u32>>) {
+/// As [`remembered`].
+unsafe fn reachable(pc: *const bpf_insn) -> Vec<bpf_insn> {
     const MAX: usize = 1 << 16;
     let mut seen = vec![false; 64];
     let mut todo = vec![0usize];
@@ -147,52 +238,42 @@ unsafe fn reachable(pc: *const bpf_insn) -> (Vec<Insn>, Option<Vec<u32>>) {
             _ => todo.push(i + 1),
         }
     }
-    let holes = seen[..end].iter().any(|s| !s);
-    let insns = (0..end)
-        .map(|i| {
-            if !seen[i] {
-                // Never read: a return stands in for it.
-                return Insn {
-                    code: 0x06,
-                    jt: 0,
-                    jf: 0,
-                    k: 0,
-                };
-            }
-            // SAFETY: reached above.
-            let r = unsafe { *pc.add(i) };
-            Insn {
-                code: r.code,
-                jt: r.jt,
-                jf: r.jf,
-                k: r.k,
-            }
-        })
-        .collect();
-    let idx = holes.then(|| (0..end as u32).filter(|&i| seen[i as usize]).collect());
-    (insns, idx)
+    // SAFETY: indexes below the last reachable one are within the array.
+    unsafe { std::slice::from_raw_parts(pc, end) }.to_vec()
 }
 
-fn words_of(insns: &[Insn]) -> Vec<u64> {
-    insns
-        .iter()
-        .map(|i| {
-            word(&bpf_insn {
-                code: i.code,
-                jt: i.jt,
-                jf: i.jf,
-                k: i.k,
-            })
+/// Which instructions can run, starting from the first.
+fn reachable_mask(insns: &[Insn]) -> Vec<bool> {
+    let mut seen = vec![false; insns.len()];
+    let mut todo = vec![0usize];
+    while let Some(i) = todo.pop() {
+        if i >= insns.len() || seen[i] {
+            continue;
+        }
+        seen[i] = true;
+        let r = insns[i];
+        match r.code & 0x07 {
+            0x06 => {}
+            0x05 if r.code & 0xf0 == 0x00 => todo.push(i + 1 + r.k as usize),
+            0x05 => {
+                todo.push(i + 1 + r.jt as usize);
+                todo.push(i + 1 + r.jf as usize);
+            }
+            _ => todo.push(i + 1),
+        }
+    }
+    seen
+}
+
+fn insns_of(raw: &[bpf_insn]) -> Vec<Insn> {
+    raw.iter()
+        .map(|r| Insn {
+            code: r.code,
+            jt: r.jt,
+            jf: r.jf,
+            k: r.k,
         })
         .collect()
-}
-
-/// Remembers `s` as this thread's newest array.
-fn remember(seen: &mut Vec<Seen>, s: Seen) {
-    if seen.len() >= PER_THREAD {
-        seen.pop();
-    }
-    seen.insert(0, s);
 }
 
 /// `bpf_filter`'s verdict: the program at `pc` (length unknown) on
@@ -200,88 +281,66 @@ fn remember(seen: &mut Vec<Seen>, s: Seen) {
 ///
 /// # Safety
 /// `pc` is a program an interpreter may run.
+#[inline(always)]
 pub(crate) unsafe fn filter_unsized(pc: *const bpf_insn, data: &[u8], wirelen: u32) -> u32 {
-    let at = pc as usize;
-    // The fast path: an array this thread was given before, unchanged,
-    // run in place (the native code calls nothing back).
-    let hit = SEEN.with(|seen| {
-        let seen = seen.borrow();
-        seen.iter()
-            // SAFETY: as documented.
-            .find(|s| s.at == at && !s.sized && unsafe { still(s, pc) })
-            .map(|s| s.code.run(data, wirelen))
-    });
-    if let Some(v) = hit {
-        return v;
+    // SAFETY: as documented.
+    if let Some(code) = unsafe { remembered(pc, None) } {
+        return code.run(data, wirelen);
     }
     // SAFETY: as documented.
-    let (insns, reach) = unsafe { reachable(pc) };
-    let words = words_of(&insns);
-    let code = code_for(insns);
-    let v = code.run(data, wirelen);
-    SEEN.with(|seen| {
-        let mut seen = seen.borrow_mut();
-        seen.retain(|s| s.at != at || s.sized);
-        remember(
-            &mut seen,
-            Seen {
-                at,
-                sized: false,
-                words,
-                reachable: reach,
-                code,
-            },
-        );
-    });
-    v
+    let raw = unsafe { reachable(pc) };
+    let insns = insns_of(&raw);
+    let mask = reachable_mask(&insns);
+    // An unreachable instruction in between is never run: a return
+    // stands in for it, so that the verifier judges what can run.
+    let runnable: Vec<Insn> = insns
+        .iter()
+        .zip(&mask)
+        .map(|(i, r)| {
+            if *r {
+                *i
+            } else {
+                Insn {
+                    code: 0x06,
+                    jt: 0,
+                    jf: 0,
+                    k: 0,
+                }
+            }
+        })
+        .collect();
+    match code_for(&runnable) {
+        Some(code) => {
+            remember(pc as usize, false, &raw, runs(&insns, &mask), code);
+            code.run(data, wirelen)
+        }
+        None => sluice_bpf::run(&runnable, data, wirelen),
+    }
 }
 
 /// `pcap_offline_filter`'s verdict: the `insns.len()` instructions at
 /// `insns` on `data`; `None` for a program the verifier refuses.
-pub(crate) fn filter_sized(insns: &[bpf_insn], data: &[u8], wirelen: u32) -> Option<u32> {
-    let at = insns.as_ptr() as usize;
-    let hit = SEEN.with(|seen| {
-        let seen = seen.borrow();
-        seen.iter()
-            .find(|s| {
-                s.at == at
-                    && s.sized
-                    && s.words.len() == insns.len()
-                    && s.words.iter().zip(insns).all(|(w, i)| *w == word(i))
-            })
-            .map(|s| s.code.run(data, wirelen))
-    });
-    if hit.is_some() {
-        return hit;
+#[inline(always)]
+pub(crate) fn filter_sized(raw: &[bpf_insn], data: &[u8], wirelen: u32) -> Option<u32> {
+    // SAFETY: the slice's instructions are readable.
+    if let Some(code) = unsafe { remembered(raw.as_ptr(), Some(raw.len())) } {
+        return Some(code.run(data, wirelen));
     }
-    let prog: Vec<Insn> = insns
-        .iter()
-        .map(|r| Insn {
-            code: r.code,
-            jt: r.jt,
-            jf: r.jf,
-            k: r.k,
-        })
-        .collect();
-    if sluice_bpf::Verifier::userland().verify(&prog).is_err() {
+    let insns = insns_of(raw);
+    if sluice_bpf::Verifier::userland().verify(&insns).is_err() {
         return None;
     }
-    let words = words_of(&prog);
-    let code = code_for(prog);
-    let v = code.run(data, wirelen);
-    SEEN.with(|seen| {
-        let mut seen = seen.borrow_mut();
-        seen.retain(|s| s.at != at || !s.sized);
-        remember(
-            &mut seen,
-            Seen {
-                at,
-                sized: true,
-                words,
-                reachable: None,
+    match code_for(&insns) {
+        Some(code) => {
+            remember(
+                raw.as_ptr() as usize,
+                true,
+                raw,
+                vec![raw.len() as u32],
                 code,
-            },
-        );
-    });
-    Some(v)
+            );
+            Some(code.run(data, wirelen))
+        }
+        None => Some(sluice_bpf::run(&insns, data, wirelen)),
+    }
 }

@@ -220,9 +220,8 @@ pub unsafe extern "C" fn pcap_compile(
         };
         let file = match &*lock(&h.source) {
             Source::Offline(o) => match o.reader.format() {
-                CaptureFormat::Pcap { big_endian, .. } | CaptureFormat::PcapNg { big_endian, .. } => {
-                    Some(big_endian)
-                }
+                CaptureFormat::Pcap { big_endian, .. }
+                | CaptureFormat::PcapNg { big_endian, .. } => Some(big_endian),
             },
             _ => None,
         };

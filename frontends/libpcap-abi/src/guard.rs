@@ -55,6 +55,7 @@ pub fn entry<R>(fallback: R, f: impl FnOnce() -> R) -> R {
 
 /// [`entry`] for code with no cancellation point (no I/O): a panic gives
 /// `fallback`; cancellation is left as it is (cheaper, for `bpf_filter`).
+#[inline(always)]
 pub fn pure<R>(fallback: R, f: impl FnOnce() -> R) -> R {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
 }

@@ -28,7 +28,9 @@ use crate::types::*;
 use std::cell::UnsafeCell;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::{c_char, c_int};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering,
+};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// What a handle reads from.
@@ -188,7 +190,9 @@ impl pcap_t {
             }),
         });
         let p = Arc::as_ptr(&h).cast_mut();
-        registry().get_or_insert_with(HashMap::new).insert(p as usize, h);
+        registry()
+            .get_or_insert_with(HashMap::new)
+            .insert(p as usize, h);
         p
     }
 
@@ -198,7 +202,9 @@ impl pcap_t {
         if p.is_null() {
             return None;
         }
-        registry().as_ref().and_then(|s| s.get(&(p as usize)).cloned())
+        registry()
+            .as_ref()
+            .and_then(|s| s.get(&(p as usize)).cloned())
     }
 
     /// What the handle reads from.
@@ -336,7 +342,11 @@ pub unsafe extern "C" fn pcap_geterr(p: *mut pcap_t) -> *mut c_char {
             return h.errbuf_ptr();
         }
         let closed = lock(&CLOSED);
-        if let Some(h) = closed.iter().rev().find(|h| Arc::as_ptr(h) == p.cast_const()) {
+        if let Some(h) = closed
+            .iter()
+            .rev()
+            .find(|h| Arc::as_ptr(h) == p.cast_const())
+        {
             // A closed handle's last message, where it had one.
             // SAFETY: the handle's own buffer.
             if unsafe { *h.errbuf.get() }[0] != 0 {
@@ -476,9 +486,7 @@ pub unsafe extern "C" fn pcap_minor_version(p: *mut pcap_t) -> c_int {
 /// `p` is NULL or a pointer C got from this library.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_get_tstamp_precision(p: *mut pcap_t) -> c_int {
-    crate::guard::entry(-1, move || {
-        handle_or!(p, BAD_HANDLE).precision.get()
-    })
+    crate::guard::entry(-1, move || handle_or!(p, BAD_HANDLE).precision.get())
 }
 
 /// `pcap_bufsize`: the buffer size (the snapshot length for files, the
@@ -520,7 +528,8 @@ pub unsafe extern "C" fn pcap_list_datalinks(p: *mut pcap_t, dlts: *mut *mut c_i
         }
         let offered = datalinks(&h);
         // SAFETY: malloc of offered.len() ints; checked for NULL.
-        let list = unsafe { libc::malloc(std::mem::size_of_val(offered.as_slice())) }.cast::<c_int>();
+        let list =
+            unsafe { libc::malloc(std::mem::size_of_val(offered.as_slice())) }.cast::<c_int>();
         if list.is_null() {
             return h.fail(PCAP_ERROR, "malloc: Cannot allocate memory");
         }

@@ -69,7 +69,6 @@ pub(crate) struct Live {
     pkt: Vec<u8>,
 }
 
-
 impl Live {
     pub(crate) fn fd(&self) -> c_int {
         self.cap.fd()
@@ -225,9 +224,7 @@ fn set(p: *mut pcap_t, set: impl FnOnce(&mut Settings)) -> c_int {
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_set_snaplen(p: *mut pcap_t, snaplen: c_int) -> c_int {
-    crate::guard::entry(-1, move || {
-        set(p, |s| s.snaplen = snaplen)
-    })
+    crate::guard::entry(-1, move || set(p, |s| s.snaplen = snaplen))
 }
 
 /// `pcap_set_promisc`.
@@ -236,9 +233,7 @@ pub unsafe extern "C" fn pcap_set_snaplen(p: *mut pcap_t, snaplen: c_int) -> c_i
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_set_promisc(p: *mut pcap_t, promisc: c_int) -> c_int {
-    crate::guard::entry(-1, move || {
-        set(p, |s| s.promisc = promisc != 0)
-    })
+    crate::guard::entry(-1, move || set(p, |s| s.promisc = promisc != 0))
 }
 
 /// `pcap_set_timeout`: milliseconds a read waits for packets (the ring's
@@ -248,9 +243,7 @@ pub unsafe extern "C" fn pcap_set_promisc(p: *mut pcap_t, promisc: c_int) -> c_i
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_set_timeout(p: *mut pcap_t, ms: c_int) -> c_int {
-    crate::guard::entry(-1, move || {
-        set(p, |s| s.timeout_ms = ms.max(0))
-    })
+    crate::guard::entry(-1, move || set(p, |s| s.timeout_ms = ms.max(0)))
 }
 
 /// `pcap_set_buffer_size`: the ring's size in bytes.
@@ -274,9 +267,7 @@ pub unsafe extern "C" fn pcap_set_buffer_size(p: *mut pcap_t, bytes: c_int) -> c
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_set_immediate_mode(p: *mut pcap_t, on: c_int) -> c_int {
-    crate::guard::entry(-1, move || {
-        set(p, |s| s.immediate = on != 0)
-    })
+    crate::guard::entry(-1, move || set(p, |s| s.immediate = on != 0))
 }
 
 /// `pcap_set_rfmon`: monitor mode is not offered; accepted when off.
@@ -285,9 +276,7 @@ pub unsafe extern "C" fn pcap_set_immediate_mode(p: *mut pcap_t, on: c_int) -> c
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_set_rfmon(p: *mut pcap_t, _on: c_int) -> c_int {
-    crate::guard::entry(-1, move || {
-        set(p, |_| ())
-    })
+    crate::guard::entry(-1, move || set(p, |_| ()))
 }
 
 /// `pcap_can_set_rfmon`: 0 (no monitor mode).
@@ -308,12 +297,10 @@ pub unsafe extern "C" fn pcap_can_set_rfmon(p: *mut pcap_t) -> c_int {
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_set_tstamp_type(p: *mut pcap_t, t: c_int) -> c_int {
-    crate::guard::entry(-1, move || {
-        match set(p, |_| ()) {
-            0 if t == 0 => 0,
-            0 => PCAP_WARNING_TSTAMP_TYPE_NOTSUP,
-            e => e,
-        }
+    crate::guard::entry(-1, move || match set(p, |_| ()) {
+        0 if t == 0 => 0,
+        0 => PCAP_WARNING_TSTAMP_TYPE_NOTSUP,
+        e => e,
     })
 }
 
@@ -342,12 +329,10 @@ pub unsafe extern "C" fn pcap_set_tstamp_precision(p: *mut pcap_t, precision: c_
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_set_protocol_linux(p: *mut pcap_t, protocol: c_int) -> c_int {
-    crate::guard::entry(-1, move || {
-        match set(p, |_| ()) {
-            0 if protocol == 0 || protocol == libc::ETH_P_ALL => 0,
-            0 => PCAP_ERROR,
-            e => e,
-        }
+    crate::guard::entry(-1, move || match set(p, |_| ()) {
+        0 if protocol == 0 || protocol == libc::ETH_P_ALL => 0,
+        0 => PCAP_ERROR,
+        e => e,
     })
 }
 
@@ -545,9 +530,7 @@ pub unsafe extern "C" fn pcap_get_selectable_fd(p: *mut pcap_t) -> c_int {
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_get_required_select_timeout(_p: *mut pcap_t) -> *const libc::timeval {
-    crate::guard::entry(std::ptr::null(), move || {
-        std::ptr::null()
-    })
+    std::ptr::null()
 }
 
 /// `pcap_setnonblock`: reads return at once when nothing waits.

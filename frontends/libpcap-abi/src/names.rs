@@ -211,18 +211,14 @@ pub fn errno_text(errnum: c_int) -> String {
 /// `pcap_strerror`: `strerror`, in a per-thread buffer.
 #[no_mangle]
 pub extern "C" fn pcap_strerror(errnum: c_int) -> *const c_char {
-    crate::guard::entry(std::ptr::null(), move || {
-        scratch(&errno_text(errnum))
-    })
+    crate::guard::entry(std::ptr::null(), move || scratch(&errno_text(errnum)))
 }
 
 /// `pcap_lib_version`: says it is sluice, and which libpcap it stands in
 /// for.
 #[no_mangle]
 pub extern "C" fn pcap_lib_version() -> *const c_char {
-    crate::guard::entry(std::ptr::null(), move || {
-        LIB_VERSION.as_ptr()
-    })
+    crate::guard::entry(std::ptr::null(), move || LIB_VERSION.as_ptr())
 }
 
 #[cfg(test)]

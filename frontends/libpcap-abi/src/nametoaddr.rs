@@ -176,8 +176,8 @@ pub unsafe extern "C" fn pcap_findalldevs(
             let mut list: *mut pcap_addr = std::ptr::null_mut();
             for a in addrs.iter().rev().filter(|a| a.name == *name) {
                 // SAFETY: a zeroed allocation for one pcap_addr, checked.
-                let node =
-                    unsafe { libc::calloc(1, std::mem::size_of::<pcap_addr>()) }.cast::<pcap_addr>();
+                let node = unsafe { libc::calloc(1, std::mem::size_of::<pcap_addr>()) }
+                    .cast::<pcap_addr>();
                 if node.is_null() {
                     continue;
                 }
@@ -509,14 +509,12 @@ pub unsafe extern "C" fn pcap_nametoeproto(name: *const c_char) -> c_int {
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_nametollc(name: *const c_char) -> c_int {
-    crate::guard::entry(-1, move || {
-        match name_arg(name) {
-            Some("iso") => 0xfe,
-            Some("stp") => 0x42,
-            Some("ipx") => 0xe0,
-            Some("netbeui") => 0xf0,
-            _ => PROTO_UNDEF,
-        }
+    crate::guard::entry(-1, move || match name_arg(name) {
+        Some("iso") => 0xfe,
+        Some("stp") => 0x42,
+        Some("ipx") => 0xe0,
+        Some("netbeui") => 0xf0,
+        _ => PROTO_UNDEF,
     })
 }
 

@@ -228,9 +228,9 @@ pub(crate) fn grown_bufsize(pcapng: bool, bufsize: c_int, caplen: u32, snapshot:
     if pcapng || i64::from(caplen) <= i64::from(bufsize) {
         return bufsize;
     }
-    caplen
-        .checked_next_power_of_two()
-        .map_or(snapshot, |n| (n.min(i32::MAX as u32) as c_int).min(snapshot))
+    caplen.checked_next_power_of_two().map_or(snapshot, |n| {
+        (n.min(i32::MAX as u32) as c_int).min(snapshot)
+    })
 }
 
 /// Closes a stream the handle would have owned (not stdin).
@@ -294,7 +294,8 @@ fn open_file(
     // SAFETY: a zeroed stat is a valid out-buffer.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: fd is the stream's descriptor; st is writable.
-    let regular = unsafe { libc::fstat(fd, &mut st) } == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG;
+    let regular =
+        unsafe { libc::fstat(fd, &mut st) } == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG;
     let offline = Offline {
         file,
         reader,
@@ -318,7 +319,8 @@ fn open_file(
         h.swapped.set(swapped);
         h.version[0].set(version.0);
         h.version[1].set(version.1);
-        h.linktype_ext.store(ext, std::sync::atomic::Ordering::Release);
+        h.linktype_ext
+            .store(ext, std::sync::atomic::Ordering::Release);
         h.file.store(file, std::sync::atomic::Ordering::Release);
         h.selectable.set(fd);
         // libpcap starts with a buffer of 2 KiB at most (the snapshot
@@ -427,7 +429,11 @@ pub unsafe extern "C" fn pcap_fopen_offline(
     crate::guard::entry(std::ptr::null_mut(), move || {
         // SAFETY: as documented.
         unsafe {
-            pcap_fopen_offline_with_tstamp_precision(fp, PCAP_TSTAMP_PRECISION_MICRO as c_uint, errbuf)
+            pcap_fopen_offline_with_tstamp_precision(
+                fp,
+                PCAP_TSTAMP_PRECISION_MICRO as c_uint,
+                errbuf,
+            )
         }
     })
 }

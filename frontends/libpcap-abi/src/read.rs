@@ -145,7 +145,8 @@ fn offline_step(h: &pcap_t, o: &mut Offline, filter: &mut FilterCache, mut ready
         }
         let bufsize = h.bufsize.get();
         if pkt.caplen as i64 > i64::from(bufsize) {
-            h.bufsize.set(grown_bufsize(pcapng, bufsize, pkt.caplen, h.snapshot.get()));
+            h.bufsize
+                .set(grown_bufsize(pcapng, bufsize, pkt.caplen, h.snapshot.get()));
         }
         if accepts(filter.current(h), &pkt) {
             let hdr = match times {
@@ -179,10 +180,9 @@ fn step(h: &pcap_t, filter: &mut FilterCache, ready: bool) -> Step {
             PCAP_ERROR,
             "Packets can't be read from a pcap_open_dead pcap_t",
         )),
-        Source::Created => Step::Fail(h.fail(
-            PCAP_ERROR_NOT_ACTIVATED,
-            crate::types::NOT_ACTIVATED_MSG,
-        )),
+        Source::Created => {
+            Step::Fail(h.fail(PCAP_ERROR_NOT_ACTIVATED, crate::types::NOT_ACTIVATED_MSG))
+        }
         Source::Closed => Step::Fail(h.fail(PCAP_ERROR, CLOSED_MSG)),
     }
 }
@@ -248,7 +248,10 @@ pub(crate) fn read_op(
                 guard::wait_readable(fd, ms);
             }
             Step::Panicked => {
-                return h.fail(PCAP_ERROR, "internal error in sluice's libpcap (see standard error)")
+                return h.fail(
+                    PCAP_ERROR,
+                    "internal error in sluice's libpcap (see standard error)",
+                )
             }
             Step::Fail(code) => return code,
         }

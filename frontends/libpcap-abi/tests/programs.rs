@@ -73,8 +73,23 @@ fn tcptrace(s: &str) -> String {
 /// tcpflow's report of its own resource use.
 fn tcpflow(s: &str) -> String {
     const USAGE: &[&str] = &[
-        "utime", "stime", "maxrss", "minflt", "majflt", "nswap", "inblock", "oublock", "clocktime",
-        "nvcsw", "nivcsw", "ixrss", "idrss", "isrss", "msgsnd", "msgrcv", "nsignals",
+        "utime",
+        "stime",
+        "maxrss",
+        "minflt",
+        "majflt",
+        "nswap",
+        "inblock",
+        "oublock",
+        "clocktime",
+        "nvcsw",
+        "nivcsw",
+        "ixrss",
+        "idrss",
+        "isrss",
+        "msgsnd",
+        "msgrcv",
+        "nsignals",
     ];
     s.lines()
         .filter(|l| {
@@ -93,7 +108,11 @@ fn pointers(s: &str) -> String {
         out.push_str(&rest[..i]);
         let tail = &rest[i + 2..];
         let n = tail.chars().take_while(char::is_ascii_hexdigit).count();
-        out.push_str(if n >= 8 { "0xADDR" } else { &rest[i..i + 2 + n] });
+        out.push_str(if n >= 8 {
+            "0xADDR"
+        } else {
+            &rest[i..i + 2 + n]
+        });
         rest = &tail[n..];
     }
     out.push_str(rest);
@@ -126,7 +145,11 @@ fn sip_capture(path: &Path) {
             ([10, 0, 0, 1], [10, 0, 0, 2])
         };
         let cseq = if i < 5 { "1 INVITE" } else { "2 BYE" };
-        let cseq = if first.starts_with("ACK") { "1 ACK" } else { cseq };
+        let cseq = if first.starts_with("ACK") {
+            "1 ACK"
+        } else {
+            cseq
+        };
         let body = format!(
             "{first}\r\nVia: SIP/2.0/UDP 10.0.0.1:5060;branch=z9hG4bK{i}\r\n\
              From: <sip:alice@10.0.0.1>;tag=a1\r\nTo: <sip:bob@10.0.0.2>;tag=b1\r\n\
@@ -134,7 +157,20 @@ fn sip_capture(path: &Path) {
         );
         let udp_len = 8 + body.len();
         let ip_len = 20 + udp_len;
-        let mut ip = vec![0x45, 0, (ip_len >> 8) as u8, ip_len as u8, 0, i as u8, 0, 0, 64, 17, 0, 0];
+        let mut ip = vec![
+            0x45,
+            0,
+            (ip_len >> 8) as u8,
+            ip_len as u8,
+            0,
+            i as u8,
+            0,
+            0,
+            64,
+            17,
+            0,
+            0,
+        ];
         ip.extend_from_slice(&from);
         ip.extend_from_slice(&to);
         let sum = ip
@@ -174,7 +210,11 @@ fn cases(inputs: &Path) -> Vec<Case> {
     let sip = inputs.join("sip.pcap");
     sip_capture(&sip);
     let sip = s(&sip);
-    let corpus_file = |name: &str| corpus::path("pcaps").map(|p| p.join(name)).filter(|p| p.is_file());
+    let corpus_file = |name: &str| {
+        corpus::path("pcaps")
+            .map(|p| p.join(name))
+            .filter(|p| p.is_file())
+    };
     let http = corpus_file("print-flags.pcap").map_or_else(|| rtsp.clone(), |p| s(&p));
     let pim = corpus_file("pim-packet-assortment.pcap").map_or_else(|| sample.clone(), |p| s(&p));
     let a = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
@@ -188,40 +228,210 @@ fn cases(inputs: &Path) -> Vec<Case> {
         normalise,
     };
     let mut v = vec![
-        case("ettercap -T -q", "ettercap-text-only", "ettercap", a(&["-T", "-q", "-r", &sample]), &[], ettercap),
-        case("ettercap -T", "ettercap-text-only", "ettercap", a(&["-T", "-r", &rtsp]), &[], ettercap),
-        case("tcptrace", "tcptrace", "tcptrace", a(&["-n", &sample]), &[], tcptrace),
-        case("tcptrace -l", "tcptrace", "tcptrace", a(&["-n", "-l", &rtsp]), &[], tcptrace),
-        case("tcpslice merge", "tcpslice", "tcpslice", a(&["-w", "m.pcap", &sample, &rtsp]), &["m.pcap"], keep),
-        case("tcpslice pim", "tcpslice", "tcpslice", a(&["-w", "m.pcap", &pim]), &["m.pcap"], keep),
-        case("tcpslice time slice", "tcpslice", "tcpslice", a(&["-w", "m.pcap", "+2", "+5", &sample]), &["m.pcap"], keep),
-        case("tcpslice -r", "tcpslice", "tcpslice", a(&["-r", &sample, &rtsp]), &[], keep),
+        case(
+            "ettercap -T -q",
+            "ettercap-text-only",
+            "ettercap",
+            a(&["-T", "-q", "-r", &sample]),
+            &[],
+            ettercap,
+        ),
+        case(
+            "ettercap -T",
+            "ettercap-text-only",
+            "ettercap",
+            a(&["-T", "-r", &rtsp]),
+            &[],
+            ettercap,
+        ),
+        case(
+            "tcptrace",
+            "tcptrace",
+            "tcptrace",
+            a(&["-n", &sample]),
+            &[],
+            tcptrace,
+        ),
+        case(
+            "tcptrace -l",
+            "tcptrace",
+            "tcptrace",
+            a(&["-n", "-l", &rtsp]),
+            &[],
+            tcptrace,
+        ),
+        case(
+            "tcpslice merge",
+            "tcpslice",
+            "tcpslice",
+            a(&["-w", "m.pcap", &sample, &rtsp]),
+            &["m.pcap"],
+            keep,
+        ),
+        case(
+            "tcpslice pim",
+            "tcpslice",
+            "tcpslice",
+            a(&["-w", "m.pcap", &pim]),
+            &["m.pcap"],
+            keep,
+        ),
+        case(
+            "tcpslice time slice",
+            "tcpslice",
+            "tcpslice",
+            a(&["-w", "m.pcap", "+2", "+5", &sample]),
+            &["m.pcap"],
+            keep,
+        ),
+        case(
+            "tcpslice -r",
+            "tcpslice",
+            "tcpslice",
+            a(&["-r", &sample, &rtsp]),
+            &[],
+            keep,
+        ),
         case(
             "tcprewrite -v",
             "tcpreplay",
             "tcprewrite",
-            a(&["-v", "-i", &sample, "-o", "o.pcap", "--enet-dmac=00:11:22:33:44:55"]),
+            a(&[
+                "-v",
+                "-i",
+                &sample,
+                "-o",
+                "o.pcap",
+                "--enet-dmac=00:11:22:33:44:55",
+            ]),
             &["o.pcap"],
             keep,
         ),
-        case("tcpprep", "tcpreplay", "tcpprep", a(&["--auto=bridge", "--pcap", &sample, "--cachefile=c.cache"]), &["c.cache"], keep),
-        case("tcpflow", "tcpflow", "tcpflow", a(&["-r", &http, "-o", "flows"]), &["flows"], tcpflow),
+        case(
+            "tcpprep",
+            "tcpreplay",
+            "tcpprep",
+            a(&["--auto=bridge", "--pcap", &sample, "--cachefile=c.cache"]),
+            &["c.cache"],
+            keep,
+        ),
+        case(
+            "tcpflow",
+            "tcpflow",
+            "tcpflow",
+            a(&["-r", &http, "-o", "flows"]),
+            &["flows"],
+            tcpflow,
+        ),
         case("p0f", "p0f", "p0f", a(&["-r", &sample]), &[], keep),
-        case("tcpick", "tcpick", "tcpick", a(&["-r", &rtsp, "-C", "-yP"]), &[], keep),
-        case("ssldump", "ssldump", "ssldump", a(&["-n", "-r", &sample]), &[], keep),
+        case(
+            "tcpick",
+            "tcpick",
+            "tcpick",
+            a(&["-r", &rtsp, "-C", "-yP"]),
+            &[],
+            keep,
+        ),
+        case(
+            "ssldump",
+            "ssldump",
+            "ssldump",
+            a(&["-n", "-r", &sample]),
+            &[],
+            keep,
+        ),
         case("httpry", "httpry", "httpry", a(&["-r", &http]), &[], keep),
-        case("tcpstat", "tcpstat", "tcpstat", a(&["-r", &sample, "1"]), &[], keep),
-        case("softflowd", "softflowd", "softflowd", a(&["-r", &sample, "-D", "-v", "9"]), &[], pointers),
-        case("urlsnarf", "dsniff", "urlsnarf", a(&["-n", "-p", &http]), &[], keep),
-        case("sngrep", "sngrep", "sngrep", a(&["-N", "-q", "-I", &sip, "-O", "s.pcap"]), &["s.pcap"], keep),
-        case("tracestats", "libtrace-tools", "tracestats", a(&["-f", "tcp", "-f", "udp", &format!("pcapfile:{sample}")]), &[], keep),
-        case("tracesplit", "libtrace-tools", "tracesplit", a(&["-c", "5", "-Z", "none", "-f", "tcp", &format!("pcapfile:{rtsp}"), "pcapfile:out.pcap"]), &["."], keep),
-        case("tracepktdump", "libtrace-tools", "tracepktdump", a(&[&format!("pcapfile:{rtsp}")]), &[], keep),
-        case("Net::Pcap", "libnet-pcap-perl", "perl", a(&[&script("netpcap_read.pl"), &sample]), &[], keep),
-        case("pcaprub", "ruby-pcaprub", "ruby", a(&[&script("pcaprub_read.rb"), &rtsp]), &[], keep),
+        case(
+            "tcpstat",
+            "tcpstat",
+            "tcpstat",
+            a(&["-r", &sample, "1"]),
+            &[],
+            keep,
+        ),
+        case(
+            "softflowd",
+            "softflowd",
+            "softflowd",
+            a(&["-r", &sample, "-D", "-v", "9"]),
+            &[],
+            pointers,
+        ),
+        case(
+            "urlsnarf",
+            "dsniff",
+            "urlsnarf",
+            a(&["-n", "-p", &http]),
+            &[],
+            keep,
+        ),
+        case(
+            "sngrep",
+            "sngrep",
+            "sngrep",
+            a(&["-N", "-q", "-I", &sip, "-O", "s.pcap"]),
+            &["s.pcap"],
+            keep,
+        ),
+        case(
+            "tracestats",
+            "libtrace-tools",
+            "tracestats",
+            a(&["-f", "tcp", "-f", "udp", &format!("pcapfile:{sample}")]),
+            &[],
+            keep,
+        ),
+        case(
+            "tracesplit",
+            "libtrace-tools",
+            "tracesplit",
+            a(&[
+                "-c",
+                "5",
+                "-Z",
+                "none",
+                "-f",
+                "tcp",
+                &format!("pcapfile:{rtsp}"),
+                "pcapfile:out.pcap",
+            ]),
+            &["."],
+            keep,
+        ),
+        case(
+            "tracepktdump",
+            "libtrace-tools",
+            "tracepktdump",
+            a(&[&format!("pcapfile:{rtsp}")]),
+            &[],
+            keep,
+        ),
+        case(
+            "Net::Pcap",
+            "libnet-pcap-perl",
+            "perl",
+            a(&[&script("netpcap_read.pl"), &sample]),
+            &[],
+            keep,
+        ),
+        case(
+            "pcaprub",
+            "ruby-pcaprub",
+            "ruby",
+            a(&[&script("pcaprub_read.rb"), &rtsp]),
+            &[],
+            keep,
+        ),
     ];
     // tcptrace reads "-" after probing stdin (fread, rewind).
-    let mut c = case("tcptrace stdin", "tcptrace", "tcptrace", a(&["-n", "stdin"]), &[], tcptrace);
+    let mut c = case(
+        "tcptrace stdin",
+        "tcptrace",
+        "tcptrace",
+        a(&["-n", "stdin"]),
+        &[],
+        tcptrace,
+    );
     c.stdin = Some(ex.join("sample.pcap"));
     v.push(c);
     v
@@ -230,7 +440,10 @@ fn cases(inputs: &Path) -> Vec<Case> {
 /// Every file under `p` (itself, if a file), relative to `root`.
 fn files(root: &Path, p: &Path, out: &mut Vec<PathBuf>) {
     if p.is_dir() {
-        let mut entries: Vec<_> = std::fs::read_dir(p).unwrap().map(|e| e.unwrap().path()).collect();
+        let mut entries: Vec<_> = std::fs::read_dir(p)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
         entries.sort();
         for e in entries {
             files(root, &e, out);
@@ -243,7 +456,11 @@ fn files(root: &Path, p: &Path, out: &mut Vec<PathBuf>) {
 /// The case on one library, in a fresh directory; the run and the files
 /// it wrote (relative name, normalised bytes).
 fn run_on(c: &Case, lib: Lib) -> (Ran, Vec<(PathBuf, Vec<u8>)>) {
-    let dir = scratch(&format!("prog-{}-{}", c.name.replace([' ', ':'], "_"), lib.tag()));
+    let dir = scratch(&format!(
+        "prog-{}-{}",
+        c.name.replace([' ', ':'], "_"),
+        lib.tag()
+    ));
     let mut cmd = lib.command(c.program, &c.args);
     cmd.current_dir(&dir);
     let mut r = run(cmd, c.stdin.as_deref(), LIMIT);
@@ -277,7 +494,10 @@ fn debian_programs_give_what_they_give_on_libpcap() {
         .filter(|c| {
             let ok = have(c.program);
             if !ok {
-                skip(c.name, &format!("{} missing (apt-get install {})", c.program, c.package));
+                skip(
+                    c.name,
+                    &format!("{} missing (apt-get install {})", c.program, c.package),
+                );
             }
             ok
         })
@@ -286,7 +506,9 @@ fn debian_programs_give_what_they_give_on_libpcap() {
         let (sys, sys_files) = run_on(c, Lib::System);
         let (cand, cand_files) = run_on(c, Lib::Candidate);
         let what = format!("{} {:?}", c.program, c.args);
-        let produced = sys.stdout.len() + sys.stderr.len() + sys_files.iter().map(|f| f.1.len()).sum::<usize>();
+        let produced = sys.stdout.len()
+            + sys.stderr.len()
+            + sys_files.iter().map(|f| f.1.len()).sum::<usize>();
         if !sys.ok() || produced == 0 || sys_files.len() < c.outputs.len() {
             return Some(format!(
                 "{}: the baseline failed or produced nothing ({}, {} files): {}",
@@ -310,7 +532,11 @@ fn debian_programs_give_what_they_give_on_libpcap() {
         }
         for ((n, a), (_, b)) in cand_files.iter().zip(&sys_files) {
             if a != b {
-                let at = a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+                let at = a
+                    .iter()
+                    .zip(b)
+                    .position(|(x, y)| x != y)
+                    .unwrap_or(a.len().min(b.len()));
                 return Some(format!(
                     "{}: {} differs from byte {at} ({} and {} bytes)",
                     c.name,
@@ -329,7 +555,10 @@ fn debian_programs_give_what_they_give_on_libpcap() {
 
 #[test]
 fn normalisers_touch_only_what_they_say() {
-    assert_eq!(pointers("flow (0x558a06272d20) x 0x1f"), "flow (0xADDR) x 0x1f");
+    assert_eq!(
+        pointers("flow (0x558a06272d20) x 0x1f"),
+        "flow (0xADDR) x 0x1f"
+    );
     assert_eq!(tcptrace("a\nelapsed wallclock time: 1\nb"), "a\nb");
     assert_eq!(ettercap("x\nStarting Unified sniffing...\n\ny"), "x\ny");
     assert_eq!(tcpflow("<a>1</a>\n  <utime>0.1</utime>"), "<a>1</a>");

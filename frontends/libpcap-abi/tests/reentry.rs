@@ -78,10 +78,21 @@ fn accessors_from_inside_a_callback_answer_as_on_libpcap() {
         return;
     }
     let s = sample();
-    agree(&["callback", s.to_str().unwrap()], None, "breakloop\nloop returned -2 after 6");
+    agree(
+        &["callback", s.to_str().unwrap()],
+        None,
+        "breakloop\nloop returned -2 after 6",
+    );
     // pcapng and other link types, where the corpus is here.
-    for name in ["of13_ericsson.pcapng", "802.1ad_QinQ.pcap", "dhcp-option-108.pcapng"] {
-        let Some(c) = corpus::path("pcaps").map(|p| p.join(name)).filter(|p| p.is_file()) else {
+    for name in [
+        "of13_ericsson.pcapng",
+        "802.1ad_QinQ.pcap",
+        "dhcp-option-108.pcapng",
+    ] {
+        let Some(c) = corpus::path("pcaps")
+            .map(|p| p.join(name))
+            .filter(|p| p.is_file())
+        else {
             corpus::skipped("reentry callback");
             return;
         };
@@ -149,12 +160,20 @@ fn bpf_filter_gives_libpcaps_verdicts() {
         return;
     }
     let s = sample();
-    agree(&["filters", s.to_str().unwrap()], None, "'tcp port 80': accepted 5 (value 262144)");
+    agree(
+        &["filters", s.to_str().unwrap()],
+        None,
+        "'tcp port 80': accepted 5 (value 262144)",
+    );
     if let Some(c) = corpus::path("pcaps")
         .map(|p| p.join("pim-packet-assortment.pcap"))
         .filter(|p| p.is_file())
     {
-        agree(&["filters", c.to_str().unwrap()], None, "all four agree yes");
+        agree(
+            &["filters", c.to_str().unwrap()],
+            None,
+            "all four agree yes",
+        );
     }
 }
 
@@ -163,7 +182,11 @@ fn a_snapshot_length_of_0_compiles_nothing_as_on_libpcap() {
     if program().is_none() {
         return;
     }
-    agree(&["snaplen"], None, "snaplen 0: compile -1 snaplen of 0 rejects all packets");
+    agree(
+        &["snaplen"],
+        None,
+        "snaplen 0: compile -1 snaplen of 0 rejects all packets",
+    );
 }
 
 #[test]
@@ -173,7 +196,10 @@ fn stale_and_self_closed_handles_are_recognised() {
     }
     let r = on(Lib::Candidate, &["twice"], None);
     assert!(r.ok(), "{}: {}", r.status, r.err());
-    assert_eq!(r.out(), "after a second close of the first: b's datalink 12\n");
+    assert_eq!(
+        r.out(),
+        "after a second close of the first: b's datalink 12\n"
+    );
     let s = sample();
     let r = on(Lib::Candidate, &["closecb", s.to_str().unwrap()], None);
     assert!(r.ok(), "{}: {}", r.status, r.err());
