@@ -172,7 +172,7 @@ def filter_part(a, work):
         (lns, lacc), (sns, sacc) = r["libpcap"], r["sluice"]
         if lacc != sacc:
             raise SystemExit(f"{expr} {func}: libpcap accepts {lacc}, sluice {sacc}")
-        shown = expr if len(expr) < 60 else expr[:40] + f"... ({expr.count('host')} hosts)"
+        shown = expr if len(expr) < 70 else expr[:40] + f"... ({expr.count(' or ') + 1} terms)"
         print(f"| `{shown}` | {func} | {lns:.1f} | {sns:.1f} | {lns / sns:.2f}× |")
     if not shutil.which("tracestats"):
         print("\n(tracestats skipped: apt-get install libtrace-tools)")
