@@ -238,7 +238,9 @@ pub unsafe extern "C" fn pcap_dump_open_append(
 /// `user` NULL or a dumper; `h` and `sp` valid for `h->caplen` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_dump(user: *mut u8, h: *const pcap_pkthdr, sp: *const u8) {
-    crate::guard::entry((), move || {
+    // Called for every packet: cancellation is disabled only around a
+    // write that will reach the system (crate::guard).
+    crate::guard::pure((), move || {
         let f = user.cast::<pcap_dumper_t>();
         if !known(f) {
             return;
@@ -256,11 +258,16 @@ pub unsafe extern "C" fn pcap_dump(user: *mut u8, h: *const pcap_pkthdr, sp: *co
         rec[8..12].copy_from_slice(&h.caplen.to_ne_bytes());
         rec[12..16].copy_from_slice(&h.len.to_ne_bytes());
         // SAFETY: a registered open stream; the record and caplen data bytes.
-        unsafe {
+        let write = || unsafe {
             libc::fwrite(rec.as_ptr().cast(), 1, 16, f);
             if h.caplen > 0 {
                 libc::fwrite(sp.cast(), 1, h.caplen as usize, f);
             }
+        };
+        if crate::guard::buffered_write(f, 16 + h.caplen as usize) {
+            write();
+        } else {
+            crate::guard::quiet(write);
         }
     })
 }

@@ -53,11 +53,81 @@ pub fn entry<R>(fallback: R, f: impl FnOnce() -> R) -> R {
     r.unwrap_or(fallback)
 }
 
-/// [`entry`] for code with no cancellation point (no I/O): a panic gives
-/// `fallback`; cancellation is left as it is (cheaper, for `bpf_filter`).
+/// [`entry`] for code with no cancellation point, or with each one
+/// inside [`quiet`]: a panic gives `fallback`; cancellation is left as
+/// it is (cheaper: `bpf_filter`, a file's next record, `pcap_dump`).
 #[inline(always)]
 pub fn pure<R>(fallback: R, f: impl FnOnce() -> R) -> R {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
+}
+
+/// Runs `f` (a call that may be a cancellation point, inside a
+/// [`pure`] region) with the thread's cancellation disabled.
+pub(crate) fn quiet<R>(f: impl FnOnce() -> R) -> R {
+    let mut old: c_int = 0;
+    // SAFETY: a valid state and a writable out-pointer.
+    unsafe { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut old) };
+    // Restored also if `f` panics.
+    struct Restore(c_int);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let mut ignored: c_int = 0;
+            // SAFETY: restores the state saved above.
+            unsafe { pthread_setcancelstate(self.0, &mut ignored) };
+        }
+    }
+    let _restore = Restore(old);
+    f()
+}
+
+/// The first fields of glibc's `struct _IO_FILE` (stable since glibc
+/// 2.1; gnulib's `freadahead` and `fpending` read them too).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[repr(C)]
+struct GlibcFileHead {
+    flags: c_int,
+    read_ptr: *const u8,
+    read_end: *const u8,
+    read_base: *const u8,
+    write_base: *const u8,
+    write_ptr: *const u8,
+    write_end: *const u8,
+}
+
+/// Whether reading `n` bytes from `file` takes them from its buffer
+/// (no system call, so no cancellation point); `false` where that cannot
+/// be known.
+pub(crate) fn buffered_read(file: *mut libc::FILE, n: usize) -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: an open glibc stream starts with these fields.
+        let h = unsafe { &*file.cast::<GlibcFileHead>() };
+        (h.read_end as usize).saturating_sub(h.read_ptr as usize) >= n
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        let _ = (file, n);
+        false
+    }
+}
+
+/// Whether writing `n` bytes to `file` puts them in its buffer (no
+/// system call): a fully buffered stream with room for them.
+pub(crate) fn buffered_write(file: *mut libc::FILE, n: usize) -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        const UNBUFFERED: c_int = 0x0002;
+        const LINE_BUF: c_int = 0x0200;
+        // SAFETY: an open glibc stream starts with these fields.
+        let h = unsafe { &*file.cast::<GlibcFileHead>() };
+        h.flags & (UNBUFFERED | LINE_BUF) == 0
+            && (h.write_end as usize).saturating_sub(h.write_ptr as usize) >= n
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        let _ = (file, n);
+        false
+    }
 }
 
 /// Acts on a pending cancellation of this thread (a cancellation point).

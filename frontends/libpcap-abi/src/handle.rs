@@ -285,17 +285,21 @@ fn registry() -> MutexGuard<'static, Option<HashMap<usize, Arc<pcap_t>>>> {
     lock(&HANDLES)
 }
 
-/// Whether `p` is a registered handle; `None` when the registry is busy
-/// (a signal handler interrupted its own thread holding it).
+/// Whether `p` is a registered handle; `None` when the registry stays
+/// busy (a signal handler interrupted its own thread holding it: another
+/// thread holds it only for a lookup, so a short wait finds it free).
 pub(crate) fn known(p: *mut pcap_t) -> Option<bool> {
     let found = |s: &Option<HashMap<usize, Arc<pcap_t>>>| {
         s.as_ref().is_some_and(|s| s.contains_key(&(p as usize)))
     };
-    match HANDLES.try_lock() {
-        Ok(s) => Some(found(&s)),
-        Err(std::sync::TryLockError::Poisoned(e)) => Some(found(&e.into_inner())),
-        Err(std::sync::TryLockError::WouldBlock) => None,
+    for _ in 0..100_000 {
+        match HANDLES.try_lock() {
+            Ok(s) => return Some(found(&s)),
+            Err(std::sync::TryLockError::Poisoned(e)) => return Some(found(&e.into_inner())),
+            Err(std::sync::TryLockError::WouldBlock) => std::hint::spin_loop(),
+        }
     }
+    None
 }
 
 /// The error every function gives for a NULL or unknown handle.

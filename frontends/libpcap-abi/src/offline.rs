@@ -40,9 +40,17 @@ pub(crate) struct CFile {
 
 impl Read for CFile {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let (to, len, file) = (buf.as_mut_ptr(), buf.len(), self.file);
         // SAFETY: the FILE is open for as long as the Offline owning it;
-        // reads run with cancellation disabled (crate::guard).
-        let n = unsafe { libc::fread(buf.as_mut_ptr().cast(), 1, buf.len(), self.file) };
+        // `to` is writable for `len` bytes.
+        let read = move || unsafe { libc::fread(to.cast(), 1, len, file) };
+        // A read that needs a system call is a cancellation point: the
+        // thread's cancellation waits meanwhile (crate::guard).
+        let n = if crate::guard::buffered_read(file, len) {
+            read()
+        } else {
+            crate::guard::quiet(read)
+        };
         // SAFETY: as above.
         if n == 0 && !buf.is_empty() && unsafe { libc::ferror(self.file) } != 0 {
             return Err(io::Error::last_os_error());
@@ -69,33 +77,6 @@ fn linktype_ext(head: &[u8], big_endian: bool) -> u32 {
     v & 0xffff_0000
 }
 
-/// The first fields of glibc's `struct _IO_FILE` (stable since glibc 2.1,
-/// and what gnulib's `freadahead` reads): whether a stream has bytes
-/// buffered.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-#[repr(C)]
-struct GlibcFileHead {
-    flags: c_int,
-    read_ptr: *const c_char,
-    read_end: *const c_char,
-}
-
-/// Whether `file` has bytes in its buffer (so a read takes them without
-/// waiting); `true` where that cannot be known.
-fn buffered(file: *mut libc::FILE) -> bool {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // SAFETY: an open glibc stream starts with these fields.
-        let head = unsafe { &*file.cast::<GlibcFileHead>() };
-        head.read_end > head.read_ptr
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    {
-        let _ = file;
-        true
-    }
-}
-
 /// An open capture file.
 pub(crate) struct Offline {
     file: *mut libc::FILE,
@@ -118,7 +99,7 @@ impl Offline {
     /// is a pipe or the like with nothing buffered: the wait is then
     /// made outside the read, where the thread may be cancelled.
     pub(crate) fn must_wait(&self) -> Option<c_int> {
-        if !self.waits || buffered(self.file) {
+        if !self.waits || crate::guard::buffered_read(self.file, 1) {
             return None;
         }
         // SAFETY: an open stream.

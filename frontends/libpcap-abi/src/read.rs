@@ -163,7 +163,8 @@ fn offline_step(h: &pcap_t, o: &mut Offline, filter: &mut FilterCache, mut ready
 
 /// One step of a read: the next accepted packet, taken with the
 /// handle's source locked, which is released before the packet is
-/// handed over. Runs inside [`guard::entry`].
+/// handed over. Runs inside [`guard::entry`] (live) or [`guard::pure`]
+/// (files, whose reads guard themselves).
 fn step(h: &pcap_t, filter: &mut FilterCache, ready: bool) -> Step {
     let mut src = lock(&h.source);
     match &mut *src {
@@ -226,7 +227,13 @@ pub(crate) fn read_op(
         if cnt > 0 && n >= cnt {
             return n;
         }
-        let got = guard::entry(Step::Panicked, || step(h, filter, ready));
+        // A file's step calls no cancellation point outside
+        // guard::quiet; a live one may (the ring's poll).
+        let got = if h.kind() == Kind::Live {
+            guard::entry(Step::Panicked, || step(h, filter, ready))
+        } else {
+            guard::pure(Step::Panicked, || step(h, filter, ready))
+        };
         ready = false;
         match got {
             Step::Packet(hdr, data) => {
