@@ -238,7 +238,7 @@ pub(crate) fn read_op(
         match got {
             Step::Packet(hdr, data) => {
                 each(&hdr, data);
-                n += 1;
+                n = n.saturating_add(1);
                 if h.kind() == Kind::Closed {
                     return h.fail(PCAP_ERROR, CLOSED_MSG);
                 }
@@ -314,7 +314,7 @@ pub unsafe extern "C-unwind" fn pcap_loop(
             return n;
         }
         if cnt > 0 {
-            left -= n;
+            left = left.saturating_sub(n);
             if left <= 0 {
                 return 0;
             }
