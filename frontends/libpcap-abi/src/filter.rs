@@ -9,7 +9,7 @@
 //! expression itself; any other program (built by hand, read from a
 //! file) is verified and lifted to sluice's intermediate form.
 
-use crate::handle::{handle_or, lock, pcap_t, Kind, Source, BAD_HANDLE};
+use crate::handle::{handle_or, pcap_t, Kind, Source, BAD_HANDLE};
 use crate::types::*;
 use sluice_bpf::Insn;
 use sluice_capture::CaptureFormat;
@@ -218,7 +218,7 @@ pub unsafe extern "C" fn pcap_compile(
             Ok(t) => t,
             Err(e) => return h.fail(PCAP_ERROR, &e),
         };
-        let file = match &*lock(&h.source) {
+        let file = match &*h.source.lock() {
             Source::Offline(o) => match o.reader.format() {
                 CaptureFormat::Pcap { big_endian, .. }
                 | CaptureFormat::PcapNg { big_endian, .. } => Some(big_endian),
@@ -321,7 +321,7 @@ pub unsafe extern "C" fn pcap_setfilter(p: *mut pcap_t, fp: *mut bpf_program) ->
             Ok(p) => p,
             Err(e) => return h.fail(PCAP_ERROR, &e),
         };
-        if let Source::Live(l) = &mut *lock(&h.source) {
+        if let Source::Live(l) = &mut *h.source.lock() {
             if let Err(e) = l.set_kernel_filter(&program) {
                 return h.fail(PCAP_ERROR, &e);
             }

@@ -92,6 +92,52 @@ struct GlibcFileHead {
     write_base: *const u8,
     write_ptr: *const u8,
     write_end: *const u8,
+    buf_base: *const u8,
+    buf_end: *const u8,
+    save_base: *const u8,
+    backup_base: *const u8,
+    save_end: *const u8,
+    markers: *const u8,
+    chain: *const u8,
+    fileno: c_int,
+    flags2: c_int,
+}
+
+/// Takes `buf.len()` bytes from `file`'s buffer, as `fread` would take
+/// them (without its call and its checks), where they are all there and
+/// the stream is used by one thread (no lock needed); `false` otherwise,
+/// then `fread` must be called. gnulib's `freadptr`/`freadseek` use the
+/// same fields the same way.
+pub(crate) fn take_buffered(file: *mut libc::FILE, buf: &mut [u8]) -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+    {
+        const IN_BACKUP: c_int = 0x100;
+        const EOF_SEEN: c_int = 0x10;
+        const ERR_SEEN: c_int = 0x20;
+        const NEED_LOCK: c_int = 128;
+        // SAFETY: an open glibc stream starts with these fields.
+        let h = unsafe { &mut *file.cast::<GlibcFileHead>() };
+        let avail = (h.read_end as usize).saturating_sub(h.read_ptr as usize);
+        const CURRENTLY_PUTTING: c_int = 0x800;
+        if h.flags & (IN_BACKUP | EOF_SEEN | ERR_SEEN | CURRENTLY_PUTTING) != 0
+            || h.flags2 & NEED_LOCK != 0
+            || avail < buf.len()
+        {
+            return false;
+        }
+        // SAFETY: `avail` bytes from read_ptr are the stream's buffered
+        // input; the stream is not shared with another thread.
+        unsafe {
+            std::ptr::copy_nonoverlapping(h.read_ptr, buf.as_mut_ptr(), buf.len());
+            h.read_ptr = h.read_ptr.add(buf.len());
+        }
+        true
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64")))]
+    {
+        let _ = (file, buf);
+        false
+    }
 }
 
 /// Whether reading `n` bytes from `file` takes them from its buffer

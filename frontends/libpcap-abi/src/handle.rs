@@ -93,6 +93,78 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A lock for what one thread uses at a time (a handle's source): taken
+/// with one atomic operation, given back with a store, so that a read
+/// pays little for it per packet. A thread that finds it taken waits
+/// (spinning, then sleeping): it is held for one record at a time, or
+/// while a read waits for the rest of a record on a pipe.
+pub(crate) struct Lease<T> {
+    busy: AtomicBool,
+    value: UnsafeCell<T>,
+}
+
+// SAFETY: the value is reached only through a guard, which one thread
+// holds at a time (the `busy` flag, taken with Acquire, given back with
+// Release).
+unsafe impl<T: Send> Sync for Lease<T> {}
+
+impl<T> Lease<T> {
+    pub(crate) fn new(value: T) -> Lease<T> {
+        Lease {
+            busy: AtomicBool::new(false),
+            value: UnsafeCell::new(value),
+        }
+    }
+
+    /// Takes the lock, waiting while another thread holds it (never
+    /// called by a thread that holds it: no read holds it across a
+    /// callback).
+    pub(crate) fn lock(&self) -> LeaseGuard<'_, T> {
+        let mut tries = 0u32;
+        while self
+            .busy
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            tries = tries.saturating_add(1);
+            if tries < 100 {
+                std::hint::spin_loop();
+            } else if tries < 200 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+        }
+        LeaseGuard { lease: self }
+    }
+}
+
+/// The holder of a [`Lease`]; gives it back when dropped.
+pub(crate) struct LeaseGuard<'a, T> {
+    lease: &'a Lease<T>,
+}
+
+impl<T> std::ops::Deref for LeaseGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: this guard holds the lease.
+        unsafe { &*self.lease.value.get() }
+    }
+}
+
+impl<T> std::ops::DerefMut for LeaseGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: this guard holds the lease, so no other reference is.
+        unsafe { &mut *self.lease.value.get() }
+    }
+}
+
+impl<T> Drop for LeaseGuard<'_, T> {
+    fn drop(&mut self) {
+        self.lease.busy.store(false, Ordering::Release);
+    }
+}
+
 /// libpcap's `pcap_t`; C only ever holds a pointer to it.
 pub struct pcap_t {
     errbuf: UnsafeCell<[u8; PCAP_ERRBUF_SIZE]>,
@@ -116,7 +188,7 @@ pub struct pcap_t {
     pub(crate) selectable: Int,
     /// A live capture's socket (`pcap_fileno`), or -1.
     pub(crate) socket: Int,
-    pub(crate) source: Mutex<Source>,
+    pub(crate) source: Lease<Source>,
     pub(crate) settings: Mutex<Settings>,
     filter: Mutex<Option<Arc<sluice_filter::Program>>>,
     /// Counts `pcap_setfilter`s, so a read loop sees a new filter at the
@@ -176,7 +248,7 @@ impl pcap_t {
             file: AtomicPtr::new(std::ptr::null_mut()),
             selectable: Int::new(-1),
             socket: Int::new(-1),
-            source: Mutex::new(source),
+            source: Lease::new(source),
             settings: Mutex::new(Settings::default()),
             filter: Mutex::new(None),
             filter_gen: AtomicU64::new(0),
@@ -228,7 +300,7 @@ impl pcap_t {
             Source::Live(_) => Kind::Live,
             Source::Closed => Kind::Closed,
         };
-        let mut src = lock(&self.source);
+        let mut src = self.source.lock();
         self.kind.store(kind as u8, Ordering::Release);
         std::mem::replace(&mut *src, source)
     }
@@ -505,7 +577,7 @@ pub unsafe extern "C" fn pcap_bufsize(p: *mut pcap_t) -> c_int {
         if !h.is_activated() {
             return not_activated(&h);
         }
-        let size = match &*lock(&h.source) {
+        let size = match &*h.source.lock() {
             Source::Live(l) => l.buffer_size(),
             Source::Offline(_) => h.bufsize.get(),
             _ => h.snapshot.get(),
@@ -549,7 +621,7 @@ pub unsafe extern "C" fn pcap_list_datalinks(p: *mut pcap_t, dlts: *mut *mut c_i
 
 /// The link types a handle offers: a live device's list, else its own.
 fn datalinks(h: &pcap_t) -> Vec<c_int> {
-    let offered = match &*lock(&h.source) {
+    let offered = match &*h.source.lock() {
         Source::Live(l) => l.datalinks().to_vec(),
         _ => vec![h.dlt.get()],
     };

@@ -500,7 +500,7 @@ pub unsafe extern "C" fn pcap_setdirection(p: *mut pcap_t, d: c_int) -> c_int {
             );
         }
         lock(&h.settings).direction = dir;
-        if let Source::Live(l) = &mut *lock(&h.source) {
+        if let Source::Live(l) = &mut *h.source.lock() {
             l.cap.set_direction(dir);
         }
         0
@@ -574,7 +574,7 @@ pub unsafe extern "C" fn pcap_stats(p: *mut pcap_t, ps: *mut pcap_stat) -> c_int
     crate::guard::entry(-1, move || {
         let h = handle_or!(p, BAD_HANDLE);
         let stats = match h.kind() {
-            Kind::Live => match &mut *lock(&h.source) {
+            Kind::Live => match &mut *h.source.lock() {
                 Source::Live(l) => match l.stats() {
                     Ok(s) => s,
                     Err(e) => return h.fail(PCAP_ERROR, &e),
@@ -622,7 +622,7 @@ pub unsafe extern "C" fn pcap_inject(
         }
         // SAFETY: size bytes per the contract.
         let frame = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), size) };
-        let mut src = lock(&h.source);
+        let mut src = h.source.lock();
         let Source::Live(l) = &mut *src else {
             return h.fail(PCAP_ERROR, "Sending packets isn't supported on savefiles");
         };

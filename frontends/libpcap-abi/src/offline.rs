@@ -40,6 +40,22 @@ pub(crate) struct CFile {
 
 impl Read for CFile {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = if crate::guard::take_buffered(self.file, buf) {
+            buf.len()
+        } else {
+            self.fread(buf)?
+        };
+        if self.head.len() < 24 {
+            let keep = (24 - self.head.len()).min(n);
+            self.head.extend_from_slice(&buf[..keep]);
+        }
+        Ok(n)
+    }
+}
+
+impl CFile {
+    /// `fread` into `buf`: the bytes read.
+    fn fread(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let (to, len, file) = (buf.as_mut_ptr(), buf.len(), self.file);
         // SAFETY: the FILE is open for as long as the Offline owning it;
         // `to` is writable for `len` bytes.
@@ -52,12 +68,8 @@ impl Read for CFile {
             crate::guard::quiet(read)
         };
         // SAFETY: as above.
-        if n == 0 && !buf.is_empty() && unsafe { libc::ferror(self.file) } != 0 {
+        if n == 0 && len > 0 && unsafe { libc::ferror(file) } != 0 {
             return Err(io::Error::last_os_error());
-        }
-        if self.head.len() < 24 {
-            let keep = (24 - self.head.len()).min(n);
-            self.head.extend_from_slice(&buf[..keep]);
         }
         Ok(n)
     }
@@ -338,7 +350,16 @@ pub unsafe extern "C" fn pcap_open_offline_with_tstamp_precision(
             unsafe { stdin }
         } else {
             // SAFETY: a valid C string and mode.
-            unsafe { libc::fopen(name.as_ptr(), c"rb".as_ptr()) }
+            let f = unsafe { libc::fopen(name.as_ptr(), c"rb".as_ptr()) };
+            if !f.is_null() {
+                // A stream of our own gets a larger buffer than stdio's
+                // 4 KiB: one read(2) per 256 KiB of file. Positions and
+                // pipes behave the same (a read takes what is there).
+                // SAFETY: a stream just opened, before any I/O on it;
+                // stdio allocates the buffer.
+                unsafe { libc::setvbuf(f, std::ptr::null_mut(), libc::_IOFBF, 256 * 1024) };
+            }
+            f
         };
         let shown = name.to_string_lossy();
         if file.is_null() {

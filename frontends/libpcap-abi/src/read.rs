@@ -166,7 +166,7 @@ fn offline_step(h: &pcap_t, o: &mut Offline, filter: &mut FilterCache, mut ready
 /// handed over. Runs inside [`guard::entry`] (live) or [`guard::pure`]
 /// (files, whose reads guard themselves).
 fn step(h: &pcap_t, filter: &mut FilterCache, ready: bool) -> Step {
-    let mut src = lock(&h.source);
+    let mut src = h.source.lock();
     match &mut *src {
         Source::Offline(o) => offline_step(h, o, filter, ready),
         Source::Live(l) => {
