@@ -10,7 +10,7 @@
 //! * what accessors read (link type, snapshot length, the `FILE *`, the
 //!   descriptor, …) sits in atomics, read without a lock;
 //! * what a read changes (the file reader, the live ring) sits in a
-//!   `Mutex` that is held for one record at a time and never across the
+//!   lock (`Lease`) held for one record at a time and never across the
 //!   user's callback, so a callback may read, set a filter, take
 //!   statistics or close the handle;
 //! * C holds a pointer to an `Arc`'d handle; each call looks it up in the
@@ -199,7 +199,7 @@ pub struct pcap_t {
     pub(crate) next_hdr: UnsafeCell<pcap_pkthdr>,
 }
 
-// SAFETY: everything is atomic or behind a Mutex, except the error buffer
+// SAFETY: everything is atomic or behind a lock, except the error buffer
 // and pcap_next_ex's header, which C reads through pointers we hand out,
 // as it reads libpcap's: a program that uses one handle from two threads
 // at once races on them there too. They hold plain bytes, so a race gives
