@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A capture of about 100 MB: the sample's packets over and over (made
-/// once for the tests of this file).
+/// once, and kept for the next run: it is the same every time).
 fn big() -> PathBuf {
     static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     PATH.get_or_init(|| {
@@ -22,8 +22,12 @@ fn big() -> PathBuf {
         while out.len() < 100 << 20 {
             out.extend_from_slice(body);
         }
-        let path = fresh_dir("interrupt-input").join("big.pcap");
-        std::fs::write(&path, out).unwrap();
+        let path = std::env::temp_dir().join("sluice-test-interrupt-input.pcap");
+        if std::fs::read(&path).ok().as_deref() != Some(&out[..]) {
+            let part = path.with_extension(format!("{}.part", std::process::id()));
+            std::fs::write(&part, out).unwrap();
+            std::fs::rename(&part, &path).unwrap();
+        }
         path
     })
     .clone()
@@ -154,7 +158,9 @@ fn interrupted(
             text(&o.stderr)
         );
         cut += usize::from(check(&dir, &full));
+        let _ = std::fs::remove_dir_all(&dir);
     }
+    let _ = std::fs::remove_dir_all(&full);
     assert!(cut > 0, "no run was interrupted before its end");
 }
 
@@ -289,6 +295,7 @@ fn a_second_interrupt_ends_at_once_and_leaves_nothing() {
     assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));
     let (_, temps) = outputs(&dir, "out.pcap");
     assert!(!temps, "a temporary file remains");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -333,4 +340,5 @@ fn after_a_kill_the_next_run_names_what_was_left() {
         err.contains(s(&left[0])) && err.contains("interrupted run"),
         "{err}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -39,7 +39,9 @@
 
 mod dlt_table;
 pub mod dump;
+mod fastfilter;
 pub mod filter;
+pub mod guard;
 pub mod handle;
 pub mod live;
 pub mod names;
