@@ -28,6 +28,7 @@
 
 mod dag;
 mod emit;
+mod keeps;
 mod opt;
 mod refuse;
 

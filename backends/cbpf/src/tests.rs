@@ -442,3 +442,29 @@ fn sets_lower_to_search_trees_that_agree_with_the_ir() {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(2048),
+        ..ProptestConfig::default()
+    })]
+
+    /// The quick proof that libpcap keeps a program (a path its optimiser
+    /// cannot cut) never keeps one the model of that optimiser refuses.
+    #[test]
+    fn the_quick_proof_never_keeps_what_the_model_refuses(
+        ps in prop::collection::vec(arb_pred(), 1..4),
+        arithmetic in any::<bool>(),
+    ) {
+        // Contradictions are likelier with a few operands on one pool.
+        let pred = Pred::and(ps);
+        let f = Filter::new(pred, ACCEPT);
+        if crate::keeps::keeps(&f.pred, arithmetic, 10_000) == Some(true) {
+            let model = crate::refuse::model(&f, arithmetic);
+            prop_assert!(
+                !matches!(model, Err(LowerError::RejectsAll)),
+                "kept, but the model refuses {:?}", f.pred
+            );
+        }
+    }
+}
