@@ -54,6 +54,7 @@ mod expressions;
 mod frames;
 mod oracle;
 mod packets;
+mod registers;
 mod values;
 
 use expressions::*;
@@ -121,6 +122,7 @@ fn random_expressions_match_libpcap() {
         if let Some(r) = refusal_difference(&c) {
             refusal_differences += 1;
             let why = r.why();
+            println!("case {case}: {why}: {text:?} on {lt} ({origin:?})");
             *known.entry(why).or_default() += 1;
             // The program that was built must reject every packet, unless
             // libpcap's own unoptimised program accepts it too: then

@@ -169,6 +169,9 @@ pub(crate) fn fold(v: &Val) -> Result<Option<(u32, u32)>, LowerError> {
             None
         }
         Val::Neg(x) => fold(x)?.map(|(p, k)| (p, k.wrapping_neg())),
+        // The value itself (libpcap computes it where it is used; shared
+        // values come from nested tunnels, at most a few levels deep).
+        Val::Shared(s) => fold(s.val())?,
         Val::Bin(op, a, b) => {
             let fa = fold(a)?;
             let fb = fold(b)?;

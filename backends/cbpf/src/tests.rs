@@ -468,3 +468,66 @@ proptest! {
         }
     }
 }
+
+/// Values held once (`Val::Shared`, nested tunnels' offsets) are computed
+/// once per path into a scratch word and reused where every path to a use
+/// computed them; the program stays small where copies would grow
+/// exponentially, and means what the IR means on every truncation.
+#[test]
+fn shared_values_are_computed_once_per_path() {
+    // Each level reads at the last one twice and adds it.
+    let mut v = ld(0, Size::Byte);
+    let mut levels = Vec::new();
+    for _ in 0..10 {
+        let s = Val::shared(v);
+        levels.push(s.clone());
+        v = bin(
+            BinOp::Add,
+            Val::load(s.clone(), 1, Size::Byte),
+            bin(BinOp::And, s, Val::Const(3)),
+        );
+    }
+    let deep = Val::shared(v);
+    let first = ld(2, Size::Byte);
+    let filters = [
+        // Used once, then again after a branch that computed it on one
+        // side only: the second use must compute it again.
+        Pred::and(vec![
+            Pred::or(vec![eq(first.clone(), 1), eq(deep.clone(), 7)]),
+            Pred::cmp(
+                sluice_ir::CmpOp::Gt,
+                bin(BinOp::Add, deep.clone(), Val::Const(1)),
+                Val::Const(5),
+            ),
+        ]),
+        // Computed on every path before its second use.
+        Pred::and(vec![
+            Pred::not(eq(deep.clone(), 3)),
+            Pred::or(vec![
+                eq(first, 4),
+                Pred::cmp(
+                    sluice_ir::CmpOp::Set,
+                    Val::load(levels[4].clone(), 0, Size::Half),
+                    Val::Const(0x0101),
+                ),
+            ]),
+            Pred::cmp(sluice_ir::CmpOp::Gt, Val::Len, deep.clone()),
+        ]),
+    ];
+    let pkt: Vec<u8> = (0..40u32).map(|i| ((i * 7 + 1) % 5) as u8).collect();
+    let mut pkts = Vec::new();
+    for n in 0..=pkt.len() {
+        pkts.push(pkt[..n].to_vec());
+        let mut q = pkt[..n].to_vec();
+        q.iter_mut().for_each(|b| *b ^= 1);
+        pkts.push(q);
+    }
+    for p in filters {
+        let f = Filter::new(p, ACCEPT);
+        let accepted = pkts.iter().filter(|p| f.run(p, 60) != 0).count();
+        assert!(accepted > 0 && accepted < pkts.len(), "{accepted}");
+        check(&f, &pkts);
+        let prog = crate::lower_with(&f, Options { optimize: false }).unwrap();
+        assert!(prog.len() < 400, "{} instructions", prog.len());
+    }
+}

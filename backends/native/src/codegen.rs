@@ -506,6 +506,9 @@ impl Gen<'_, '_> {
                 let x = self.val(a);
                 self.b.ins().ineg(x)
             }
+            // Its value, computed here (`NativeFilter::compile` leaves
+            // filters with shared values to classic BPF, which reuses them).
+            Val::Shared(s) => self.val(s.val()),
         }
     }
 
@@ -671,6 +674,7 @@ fn must_val(v: &Val) -> u64 {
         },
         Val::Bin(_, a, b) => must_val(a).max(must_val(b)),
         Val::Neg(a) => must_val(a),
+        Val::Shared(s) => must_val(s.val()),
     }
 }
 
@@ -757,6 +761,7 @@ fn must_ind_val(v: &Val, out: &mut Vec<(Val, u64)>) {
             must_ind_val(b, out);
         }
         Val::Neg(a) => must_ind_val(a, out),
+        Val::Shared(s) => must_ind_val(s.val(), out),
     }
 }
 

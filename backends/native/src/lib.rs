@@ -456,6 +456,13 @@ impl NativeFilter {
     /// ```
     pub fn compile(filter: &Filter) -> Result<NativeFilter, NativeError> {
         // (The host's target description is built once per process.)
+        if filter.pred.has_shared() {
+            // Computed once and reused in classic BPF's scratch words;
+            // this code generator would copy them into every use.
+            return Err(NativeError::Limit(
+                "values shared between tests (nested tunnels) run as classic BPF".into(),
+            ));
+        }
         let tests = size(&filter.pred);
         if tests > MAX_TESTS {
             return Err(NativeError::Limit(format!(

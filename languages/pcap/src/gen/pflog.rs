@@ -97,14 +97,15 @@ impl Gen {
 }
 
 /// Whether `v` occurs in `p`.
-fn uses(p: &Pred, v: &Val) -> bool {
+pub(crate) fn uses(p: &Pred, v: &Val) -> bool {
     fn in_val(x: &Val, v: &Val) -> bool {
         x == v
             || match x {
                 Val::Load { base, .. } => in_val(base, v),
                 Val::Bin(_, a, b) => in_val(a, v) || in_val(b, v),
                 Val::Neg(a) => in_val(a, v),
-                Val::Const(_) | Val::Len => false,
+                // (Only tunnels share values; pflog's payload is never in one.)
+                Val::Shared(_) | Val::Const(_) | Val::Len => false,
             }
     }
     match p {

@@ -104,6 +104,7 @@ pub(crate) fn offsets(dlt: LinkType, v: Variant) -> Offsets {
         macs: None,
         mpls_depth: 0,
         vlan_depth: 0,
+        tunnels: 0,
         dlt,
         link_dlt: dlt,
     }
@@ -169,6 +170,12 @@ fn radiotap_padded(fc: &Val) -> Pred {
 }
 
 impl Gen {
+    /// Whether the filter has read the 802.11 header's and payload's
+    /// offsets so far.
+    pub(crate) fn wlan_used(&self) -> (bool, bool) {
+        (self.wlan_uses.header.get(), self.wlan_uses.payload.get())
+    }
+
     /// The start of the 802.11 header, noting that the filter uses it.
     ///
     /// Before a `pppoes`, `geneve` or `vxlan` on a link with a radio header
