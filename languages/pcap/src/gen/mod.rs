@@ -234,12 +234,19 @@ pub fn generate_options(
     if g.reg_out() {
         return err(e.span(), regs::TOO_MANY);
     }
-    let pred = g.wlan_finish(pred, e)?;
-    let pred = g.pflog_finish(pred);
+    let (pred, judged) = g.wlan_finish(pred, e)?;
+    let (pred, judged) = match g.pflog_prologue(&pred) {
+        Some(load) => {
+            let judged = judged.unwrap_or_else(|| pred.clone());
+            (Pred::and(vec![load, pred]), Some(judged))
+        }
+        None => (pred, judged),
+    };
     let optimize = options.optimize && !g.no_optimize.get();
     Ok(crate::Compiled {
         filter: Filter::new(pred, options.snaplen),
         optimize,
+        judged,
     })
 }
 

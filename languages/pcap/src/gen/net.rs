@@ -39,6 +39,19 @@ fn check_dir(dir: Option<Dir>, span: Span) -> GResult<()> {
     }
 }
 
+/// The keyword of a primitive's kind.
+fn kind_keyword(k: Kind) -> &'static str {
+    match k {
+        Kind::Host => "host",
+        Kind::Net => "net",
+        Kind::Port => "port",
+        Kind::PortRange => "portrange",
+        Kind::Gateway => "gateway",
+        Kind::Proto => "proto",
+        Kind::ProtoChain => "protochain",
+    }
+}
+
 fn proto_name(p: Proto) -> String {
     format!("{p:?}").to_ascii_lowercase()
 }
@@ -55,6 +68,39 @@ const PORT_PROTOS: [u32; 3] = [ipproto::TCP, ipproto::UDP, ipproto::SCTP];
 impl Gen {
     pub(crate) fn prim(&mut self, p: &Prim) -> GResult<Pred> {
         let q = p.qual;
+        if let (Value::Cidr(..) | Value::Masked(..), Some(kind)) = (&p.value, q.kind) {
+            // An IPv4 network (`a/len`, `a mask m`) is a `net`: libpcap
+            // master's grammar refuses ports and protocols for it, then
+            // checks the value and refuses any other kind (`host
+            // 192.168.1.0/24` is a mistake users make).
+            let ipv4 = !matches!(&p.value, Value::Cidr(a, _) if matches!(**a, Value::Ipv6(..)));
+            let kw = kind_keyword(kind);
+            let form = match &p.value {
+                Value::Cidr(..) => "prefix length",
+                _ => "netmask",
+            };
+            if ipv4
+                && matches!(
+                    kind,
+                    Kind::Port | Kind::PortRange | Kind::Proto | Kind::ProtoChain
+                )
+            {
+                return err(
+                    p.value_span,
+                    format!("'{kw}' qualifier applied to IPv4 address and {form}"),
+                );
+            }
+            if ipv4 && kind != Kind::Net && q.proto != Some(Proto::Decnet) {
+                ipv4_value(&p.value, false, p.value_span)?;
+                return err(
+                    p.value_span,
+                    format!(
+                        "'{kw}' is not a valid qualifier for '{}'",
+                        value_text(&p.value)
+                    ),
+                );
+            }
+        }
         match q.kind {
             Some(Kind::Port) => self.port(p, false),
             Some(Kind::PortRange) => self.port(p, true),

@@ -52,18 +52,18 @@ impl Gen {
 
     /// libpcap computes the logged packet's offset in a prologue, before
     /// anything else, when the filter uses it: a packet too short for the
-    /// header's length byte rejects whatever the rest says.
-    pub(crate) fn pflog_finish(&self, pred: Pred) -> Pred {
+    /// header's length byte rejects whatever the rest says. The load to
+    /// put before `pred`, if any.
+    pub(crate) fn pflog_prologue(&self, pred: &Pred) -> Option<Pred> {
         let payload = self.pflog_payload();
-        if self.off.dlt != LinkType::PFLOG || !uses(&pred, &payload) {
-            return pred;
+        if self.off.dlt != LinkType::PFLOG || !uses(pred, &payload) {
+            return None;
         }
-        let touch = Pred::cmp(
+        Some(Pred::cmp(
             sluice_ir::CmpOp::Ge,
             ld(&Val::Const(0), 0, Size::Byte),
             Val::Const(0),
-        );
-        Pred::and(vec![touch, pred])
+        ))
     }
 
     /// A pflog primitive.

@@ -454,17 +454,24 @@ impl Gen {
     /// filter that used an offset whose form depends on the packet (Prism
     /// or AVS header; radiotap padding) is generated once per form, and the
     /// packet decides which runs.
-    pub(crate) fn wlan_finish(&self, pred: Pred, e: &Expr) -> GResult<Pred> {
+    ///
+    /// Also what libpcap's optimiser judges when it is on (see
+    /// [`crate::Compiled::judged`]): the prologue's loads are statements
+    /// of the first block, not tests, so they are left out (on radiotap,
+    /// `ether[0] & 0 = 1` reduces to `ret #0` and is refused).
+    pub(crate) fn wlan_finish(&self, pred: Pred, e: &Expr) -> GResult<(Pred, Option<Pred>)> {
         let dlt = self.off.dlt;
         // The empty expression accepts everything, even on PPI.
         if !is_wlan(dlt) || matches!(e, Expr::True(_)) {
-            return Ok(pred);
+            return Ok((pred, None));
         }
         let mut parts = Vec::new();
+        let mut tests = Vec::new();
         // libpcap adds PPI's check when the current link is still PPI (not
         // after `pppoes` or a tunnel).
         if dlt == LinkType::PPI && self.off.link_dlt == LinkType::PPI {
             parts.push(Pred::eq(abs(4, Size::Word), PPI_DLT_80211));
+            tests.push(Pred::eq(abs(4, Size::Word), PPI_DLT_80211));
         }
         let payload = self.wlan_uses.payload.get();
         let header = self.wlan_uses.header.get() || payload;
@@ -551,9 +558,13 @@ impl Gen {
             }
         }
         if parts.is_empty() {
-            return Ok(pred);
+            return Ok((pred, None));
         }
+        let judged = (parts.len() > tests.len()).then(|| {
+            tests.push(pred.clone());
+            Pred::and(tests)
+        });
         parts.push(pred);
-        Ok(Pred::and(parts))
+        Ok((Pred::and(parts), judged))
     }
 }
