@@ -778,20 +778,37 @@ struct Atom {
 
 /// A conjunct as an [`Atom`], when it is one (and can be true at all).
 fn atom(p: &Pred) -> Option<Atom> {
-    let Pred::Cmp {
-        op: CmpOp::Eq,
-        lhs,
-        rhs: Val::Const(k),
-    } = p
-    else {
-        return None;
+    // `v & m == 0` is also written `not (v & m != 0)` (libpcap's `jset`).
+    let unset = match p {
+        Pred::Not(q) => match &**q {
+            Pred::Cmp {
+                op: CmpOp::Set,
+                lhs,
+                rhs: Val::Const(m),
+            } => Some((lhs, *m)),
+            _ => None,
+        },
+        _ => None,
     };
-    let (load, mask) = match lhs {
-        Val::Bin(BinOp::And, a, m) => match **m {
+    let (lhs, k, unset_mask) = match (p, unset) {
+        (_, Some((lhs, m))) => (lhs, &0u32, Some(m)),
+        (
+            Pred::Cmp {
+                op: CmpOp::Eq,
+                lhs,
+                rhs: Val::Const(k),
+            },
+            None,
+        ) => (lhs, k, None),
+        _ => return None,
+    };
+    let (load, mask) = match (lhs, unset_mask) {
+        (v, Some(m)) => (v, m),
+        (Val::Bin(BinOp::And, a, m), None) => match **m {
             Val::Const(m) => (&**a, m),
             _ => return None,
         },
-        v => (v, u32::MAX),
+        (v, None) => (v, u32::MAX),
     };
     let Val::Load { base, offset, size } = load else {
         return None;

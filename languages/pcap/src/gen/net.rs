@@ -1,7 +1,7 @@
 //! Qualified primitives: `host`, `net`, `port`, `portrange`, `proto`,
 //! `protochain`, `gateway`, for link, IPv4, IPv6, ARP and DECnet addresses.
 
-use super::proto::{ethertype as et, ipproto, ld};
+use super::proto::{ethertype as et, ipproto, ld, mcmp};
 use super::{err, GResult, Gen};
 use crate::ast::{Dir, Kind, Prim, Proto, Span, Value};
 use crate::names;
@@ -293,7 +293,7 @@ impl Gen {
                 if mask == 0 {
                     Pred::True
                 } else {
-                    Pred::masked_eq(ld(&net, off, Size::Word), mask, addr)
+                    mcmp(ld(&net, off, Size::Word), mask, addr)
                 }
             };
             Pred::and(vec![
@@ -384,19 +384,19 @@ impl Gen {
         let one = |short_off: u32, long_off: u32| {
             Pred::or(vec![
                 Pred::and(vec![
-                    Pred::masked_eq(ld(&net, 2, Size::Byte), 0x7, 2),
+                    mcmp(ld(&net, 2, Size::Byte), 0x7, 2),
                     Pred::eq(ld(&net, short_off, Size::Half), want),
                 ]),
                 Pred::and(vec![
-                    Pred::masked_eq(ld(&net, 2, Size::Half), 0xff07, 0x8102),
+                    mcmp(ld(&net, 2, Size::Half), 0xff07, 0x8102),
                     Pred::eq(ld(&net, short_off + 1, Size::Half), want),
                 ]),
                 Pred::and(vec![
-                    Pred::masked_eq(ld(&net, 2, Size::Byte), 0x7, 6),
+                    mcmp(ld(&net, 2, Size::Byte), 0x7, 6),
                     Pred::eq(ld(&net, long_off, Size::Half), want),
                 ]),
                 Pred::and(vec![
-                    Pred::masked_eq(ld(&net, 2, Size::Half), 0xff07, 0x8106),
+                    mcmp(ld(&net, 2, Size::Half), 0xff07, 0x8106),
                     Pred::eq(ld(&net, long_off + 1, Size::Half), want),
                 ]),
             ])

@@ -12,7 +12,7 @@
 //! libpcap's Geneve code jumps inside a block, so it turns its optimiser
 //! off for any expression with `geneve` ([`crate::Compiled`]).
 
-use super::proto::{ethertype as et, ipproto, ld};
+use super::proto::{ethertype as et, ipproto, ld, mcmp};
 use super::{err, GResult, Gen};
 use crate::ast::Span;
 use crate::link::ProtoField;
@@ -229,9 +229,9 @@ impl Gen {
         }
         let tunnel = self.udp_tunnel(GENEVE_PORT, |at| {
             // Version 0 (top two bits of the first byte), then the VNI.
-            let mut v = vec![Pred::masked_eq(at(8, Size::Byte), 0xc0, 0)];
+            let mut v = vec![mcmp(at(8, Size::Byte), 0xc0, 0)];
             if let Some(vni) = vni {
-                v.push(Pred::masked_eq(at(12, Size::Word), 0xffff_ff00, vni << 8));
+                v.push(mcmp(at(12, Size::Word), 0xffff_ff00, vni << 8));
             }
             v
         });
@@ -283,7 +283,7 @@ impl Gen {
         let tunnel = self.udp_tunnel(VXLAN_PORT, |at| {
             let mut v = vec![Pred::eq(at(8, Size::Byte), VXLAN_FLAGS)];
             if let Some(vni) = vni {
-                v.push(Pred::masked_eq(at(12, Size::Word), 0xffff_ff00, vni << 8));
+                v.push(mcmp(at(12, Size::Word), 0xffff_ff00, vni << 8));
             }
             v
         });
