@@ -554,6 +554,11 @@ struct Block {
 }
 
 pub(crate) fn emit(dag: &Dag, optimize: bool) -> Result<Vec<Insn>, LowerError> {
+    emit_at_most(dag, optimize, crate::MAX_INSNS)
+}
+
+/// [`emit`], refusing programs of more than `max` instructions.
+pub(crate) fn emit_at_most(dag: &Dag, optimize: bool, max: usize) -> Result<Vec<Insn>, LowerError> {
     let n = dag.nodes.len();
     // Reachable nodes, in decreasing id order (a topological order).
     let mut reach = vec![false; n];
@@ -622,6 +627,9 @@ pub(crate) fn emit(dag: &Dag, optimize: bool) -> Result<Vec<Insn>, LowerError> {
     let mut index = vec![u32::MAX; n];
     let mut blocks: Vec<Block> = Vec::with_capacity(order.len());
     for &id in &order {
+        if gen.out.len() > max {
+            return Err(LowerError::TooLarge);
+        }
         index[id as usize] = blocks.len() as u32;
         gen.avail = avail_in[id as usize];
         let start = gen.out.len();
@@ -649,12 +657,17 @@ pub(crate) fn emit(dag: &Dag, optimize: bool) -> Result<Vec<Insn>, LowerError> {
             succ,
         });
     }
-    Ok(layout(&blocks, &index, &gen.out, |id| {
+    let out = layout(&blocks, &index, &gen.out, |id| {
         match dag.nodes[id as usize] {
             Node::Leaf(k) => Some(k),
             _ => None,
         }
-    }))
+    });
+    // (Trampolines add at most one instruction per jump.)
+    if out.len() > max {
+        return Err(LowerError::TooLarge);
+    }
+    Ok(out)
 }
 
 /// Place the blocks in order. A conditional jump further than 255

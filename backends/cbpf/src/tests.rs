@@ -531,3 +531,21 @@ fn shared_values_are_computed_once_per_path() {
         assert!(prog.len() < 400, "{} instructions", prog.len());
     }
 }
+
+/// Every lowering is bounded: past the limit it stops with an error.
+#[test]
+fn programs_past_the_limit_are_refused() {
+    let big = Pred::Or((0..200).map(|k| eq(ld(k % 60, Size::Byte), k)).collect());
+    let f = Filter::new(big, ACCEPT);
+    let dag = crate::dag::Dag::build(&f);
+    let full = crate::emit::emit(&dag, false).unwrap();
+    assert!(full.len() > 300);
+    assert_eq!(
+        crate::emit::emit_at_most(&dag, false, 300),
+        Err(LowerError::TooLarge)
+    );
+    assert_eq!(
+        crate::emit::emit_at_most(&dag, false, full.len()).unwrap(),
+        full
+    );
+}
