@@ -49,6 +49,7 @@ use sluice_testsupport::{corpus, Rng};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+mod bounds;
 mod classes;
 mod expressions;
 mod frames;
