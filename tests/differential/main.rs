@@ -52,6 +52,7 @@ use std::time::{Duration, Instant};
 mod bounds;
 mod classes;
 mod expressions;
+mod forms;
 mod frames;
 mod oracle;
 mod packets;
@@ -59,6 +60,7 @@ mod registers;
 mod values;
 
 use expressions::*;
+use forms::*;
 use frames::*;
 use oracle::*;
 use packets::*;
@@ -192,10 +194,10 @@ fn random_expressions_match_libpcap() {
         println!("  known difference, {n} expressions: {why}");
     }
     // sluice's model of libpcap's optimiser refuses as libpcap does on
-    // almost every expression (see `refusal_difference`): a regression in
-    // it shows here.
+    // almost every expression (see `refusal_difference`; 71 of 592,797
+    // compiled at 1,000,000 cases): a regression in it shows here.
     assert!(
-        refusal_differences * 1000 <= compiled.max(1000),
+        refusal_differences * 4000 <= compiled.max(4000),
         "{refusal_differences} of {compiled} expressions refused by only one optimiser"
     );
     assert!(

@@ -49,6 +49,13 @@ fn added_cases() -> Vec<String> {
         "IEEE802_11_RADIO_AVS\tlink[0] & 0 = 1",
         "IEEE802_11_RADIO\twlan type ctl and wlan type data",
         "EN10MB\tvxlan and vxlan and vxlan and vxlan and vxlan and vxlan and tcp",
+        "EN10MB\thost 00:11:22:33:44:55",
+        "EN10MB\tsrc ff:ff:ff:ff:ff:ff",
+        "IEEE802\tdst 00-11-22-33-44-55",
+        "EN10MB\tsrc and dst 10.0.0.0/8",
+        "EN10MB\tportrange ssh",
+        "EN10MB\tudp portrange ssh-ssh",
+        "EN10MB\tsctp port ssh",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -439,7 +439,8 @@ impl Gen {
                 let p = Pred::eq(dir, PACKET_OUTGOING);
                 Ok(if out { p } else { Pred::not(p) })
             }
-            Other::Ifindex(n) => match self.off.dlt {
+            // The current link's (a `pppoes` before it makes it PPP).
+            Other::Ifindex(n) => match self.off.link_dlt {
                 LinkType::LINUX_SLL2 => Ok(Pred::eq(ld(&Val::Const(0), 4, Size::Word), *n)),
                 dlt => err(span, format!("'ifindex' not supported on {dlt}")),
             },
