@@ -134,6 +134,10 @@ impl<'a> Walk<'a> {
                     Val::Const(k) => Rhs::K(*k),
                     v => Rhs::V(v),
                 };
+                // `jset #0` never holds (libpcap's peephole pass).
+                if *op == CmpOp::Set && rhs == Rhs::K(0) {
+                    return Ok(!want);
+                }
                 match self.decided(lhs, *op, rhs)? {
                     Some(d) => Ok(d == want),
                     None => {

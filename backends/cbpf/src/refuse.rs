@@ -103,7 +103,7 @@ pub(crate) fn model(filter: &Filter, arithmetic: bool) -> Result<(), LowerError>
         Err(LowerError::Refused(_)) if !arithmetic => Ok(None),
         r => r,
     };
-    let mut dag = Dag::build(filter);
+    let mut dag = Dag::build_as(filter, true);
     // Pass 1, to a fixed point (two rounds reach it on these DAGs).
     for _ in 0..2 {
         thread(&mut dag, Rules::Libpcap);

@@ -404,7 +404,9 @@ impl Gen {
                     ByteOp::Eq => Pred::eq(b, *v),
                     ByteOp::Lt => Pred::not(Pred::cmp(CmpOp::Ge, b, Val::Const(*v))),
                     ByteOp::Gt => Pred::cmp(CmpOp::Gt, b, Val::Const(*v)),
-                    ByteOp::And => Pred::not(Pred::eq(Val::bin(BinOp::And, b, Val::Const(*v)), 0)),
+                    // `and #v; jeq #0`, negated: libpcap's peephole pass
+                    // makes it `jset #v` (which never holds for 0).
+                    ByteOp::And => bit_set(b, *v),
                     ByteOp::Or => Pred::not(Pred::eq(Val::bin(BinOp::Or, b, Val::Const(*v)), 0)),
                 })
             }
