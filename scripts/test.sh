@@ -31,6 +31,10 @@ command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v flex >/dev/null 2>&1 || need+=(flex)
 command -v bison >/dev/null 2>&1 || need+=(bison)
+# tests/compile_cost.rs counts the instructions of a large compile with
+# valgrind's callgrind (a count, not a time, so machine load does not
+# matter).
+command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo=sudo
@@ -54,6 +58,7 @@ export SLUICE_PYPCAP_PYTHON="$venv/bin/python"
 export SLUICE_MASTER_REQUIRED=1
 # Every tool the ABI tests use is installed now: they must run, not skip.
 export SLUICE_ABI_REQUIRED=1
+export SLUICE_VALGRIND_REQUIRED=1
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 # As root the live tests can make network namespaces: they must run, not skip.

@@ -41,7 +41,11 @@
 //! are generated as the whole expression), and relations before primitives
 //! that need link offsets on links whose offsets libpcap computes in a
 //! prologue (its register allocator may let the relation overwrite them).
-//! `classes.rs` checks the classes of issue 21 on captures it writes.
+//! `classes.rs` checks the classes of issue 21 on captures it writes;
+//! `forms.rs` makes primitives of every qualifier × identifier form;
+//! `registers.rs` compares where libpcap runs out of scratch registers
+//! (nested tunnels, nested arithmetic); `bounds.rs` bounds every short
+//! expression's compile in time and memory.
 
 use proptest::prelude::*;
 use sluice::{LinkType, Program};
