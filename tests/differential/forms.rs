@@ -172,3 +172,65 @@ pub(crate) fn gen_qualified(rng: &mut Rng) -> String {
     }
     s
 }
+
+/// The forms issue 30 names, on the links it names, compiled (optimised
+/// and not) or refused exactly as libpcap master does: a `host` with a
+/// mask or prefix, constant conditions after radiotap and AVS headers,
+/// and 802.11 frame types master's optimiser does or does not relate.
+#[test]
+fn issue_30_forms_as_master() {
+    let Some(o) = Oracle::new() else { return };
+    let link = |lt: LinkType| LINKS.iter().position(|(l, _)| *l == lt).unwrap();
+    let wlans = [
+        LinkType::IEEE802_11,
+        LinkType::IEEE802_11_RADIO,
+        LinkType::IEEE802_11_RADIO_AVS,
+        LinkType::PPI,
+        LinkType::PRISM_HEADER,
+    ];
+    let mut cases: Vec<(LinkType, &str)> = [
+        "host 192.168.1.0/24",
+        "src host 192.168.1/24",
+        "ip host 10.0.0.0/8",
+        "host 192.168.1.0 mask 255.255.255.0",
+        "host 10.0.0.1 or 10.0.0.0/8",
+        "net 10.0.0.0/8",
+        "host 00:11:22:33:44:55",
+        "ether host 00:11:22:33:44:55",
+    ]
+    .iter()
+    .map(|&e| (LinkType::EN10MB, e))
+    .collect();
+    for lt in wlans {
+        for e in [
+            "ether[0] & 0 = 1",
+            "wlan[0] & 0 = 1",
+            "link[0] & 0 = 1",
+            "wlan type mgt and wlan type data",
+            "type mgt and type data",
+            "wlan type ctl and wlan type data",
+            "subtype beacon and subtype probe-req",
+            "type mgt subtype beacon and type data",
+        ] {
+            cases.push((lt, e));
+        }
+    }
+    let mut refused = 0;
+    for (lt, e) in cases {
+        let c = compile(&o, link(lt), Origin::Dead, e);
+        for (what, lp, ours) in [
+            ("unoptimised", c.lp_unopt.is_ok(), c.ours_unopt.is_ok()),
+            ("optimised", c.lp_opt.is_ok(), c.ours_opt.is_ok()),
+        ] {
+            assert_eq!(
+                ours,
+                lp,
+                "{e:?} on {lt} {what}: libpcap {:?}, sluice {:?}",
+                c.lp_opt.as_ref().err(),
+                c.ours_opt.as_ref().err().map(|e| e.to_string())
+            );
+        }
+        refused += c.lp_opt.is_err() as usize;
+    }
+    assert!(refused > 10, "{refused}");
+}
