@@ -62,6 +62,10 @@ command -v bison >/dev/null 2>&1 || need+=(bison)
 # The README's install route: setcap (libcap2-bin) and man (man-db).
 command -v setcap >/dev/null 2>&1 || [ -x /usr/sbin/setcap ] || need+=(libcap2-bin)
 command -v man >/dev/null 2>&1 || need+=(man-db)
+# tests/compile_cost.rs counts the instructions of a large compile with
+# valgrind's callgrind (a count, not a time, so machine load does not
+# matter).
+command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo=sudo
@@ -85,6 +89,7 @@ export SLUICE_PYPCAP_PYTHON="$venv/bin/python"
 export SLUICE_MASTER_REQUIRED=1
 # Every tool the ABI tests use is installed now: they must run, not skip.
 export SLUICE_ABI_REQUIRED=1
+export SLUICE_VALGRIND_REQUIRED=1
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 # As root the live tests can make network namespaces: they must run, not skip.

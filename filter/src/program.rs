@@ -127,14 +127,18 @@ impl Program {
     ///
     /// `pcap`: the filter is a pcap expression, refused when optimising as
     /// libpcap's optimiser refuses it (arithmetic it cannot do, a program
-    /// it reduces to `ret #0`), judged on the predicate as written.
+    /// it reduces to `ret #0`), judged on the predicate as written, or on
+    /// `judged` where libpcap's optimiser sees another
+    /// ([`sluice_pcap::Compiled::judged`]).
     pub(crate) fn from_ir(
         mut ir: sluice_ir::Filter,
         optimize: bool,
         pcap: bool,
+        judged: Option<sluice_ir::Pred>,
     ) -> Result<Program, Error> {
         if optimize && pcap {
-            match sluice_cbpf::libpcap_refusal(&ir) {
+            let judged = judged.map(|p| sluice_ir::Filter::new(p, ir.accept));
+            match sluice_cbpf::libpcap_refusal(judged.as_ref().unwrap_or(&ir)) {
                 Ok(()) => {}
                 Err(sluice_cbpf::LowerError::RejectsAll) => return Err(Error::RejectsAll),
                 Err(e) => return Err(Error::Lower(e)),

@@ -506,6 +506,9 @@ impl Gen<'_, '_> {
                 let x = self.val(a);
                 self.b.ins().ineg(x)
             }
+            // Its value, computed here (`NativeFilter::compile` leaves
+            // filters with shared values to classic BPF, which reuses them).
+            Val::Shared(s) => self.val(s.val()),
         }
     }
 
@@ -658,6 +661,7 @@ fn must_val(v: &Val) -> u64 {
         },
         Val::Bin(_, a, b) => must_val(a).max(must_val(b)),
         Val::Neg(a) => must_val(a),
+        Val::Shared(s) => must_val(s.val()),
     }
 }
 
@@ -744,6 +748,7 @@ fn must_ind_val(v: &Val, out: &mut Vec<(Val, u64)>) {
             must_ind_val(b, out);
         }
         Val::Neg(a) => must_ind_val(a, out),
+        Val::Shared(s) => must_ind_val(s.val(), out),
     }
 }
 
@@ -760,20 +765,37 @@ struct Atom {
 
 /// A conjunct as an [`Atom`], when it is one (and can be true at all).
 fn atom(p: &Pred) -> Option<Atom> {
-    let Pred::Cmp {
-        op: CmpOp::Eq,
-        lhs,
-        rhs: Val::Const(k),
-    } = p
-    else {
-        return None;
+    // `v & m == 0` is also written `not (v & m != 0)` (libpcap's `jset`).
+    let unset = match p {
+        Pred::Not(q) => match &**q {
+            Pred::Cmp {
+                op: CmpOp::Set,
+                lhs,
+                rhs: Val::Const(m),
+            } => Some((lhs, *m)),
+            _ => None,
+        },
+        _ => None,
     };
-    let (load, mask) = match lhs {
-        Val::Bin(BinOp::And, a, m) => match **m {
+    let (lhs, k, unset_mask) = match (p, unset) {
+        (_, Some((lhs, m))) => (lhs, &0u32, Some(m)),
+        (
+            Pred::Cmp {
+                op: CmpOp::Eq,
+                lhs,
+                rhs: Val::Const(k),
+            },
+            None,
+        ) => (lhs, k, None),
+        _ => return None,
+    };
+    let (load, mask) = match (lhs, unset_mask) {
+        (v, Some(m)) => (v, m),
+        (Val::Bin(BinOp::And, a, m), None) => match **m {
             Val::Const(m) => (&**a, m),
             _ => return None,
         },
-        v => (v, u32::MAX),
+        (v, None) => (v, u32::MAX),
     };
     let Val::Load { base, offset, size } = load else {
         return None;

@@ -472,6 +472,45 @@ unsafe impl Send for BatchCode {}
 // SAFETY: see `Send`.
 unsafe impl Sync for BatchCode {}
 
+/// At most this many operations once shared values are copied into
+/// their uses ([`sluice_ir::Val::Shared`]).
+const MAX_EXPANDED: u64 = 1 << 16;
+
+/// How many value operations `p` has with every shared value copied into
+/// each of its uses (saturating).
+fn expanded_size(p: &Pred) -> u64 {
+    use sluice_ir::Val;
+    use std::collections::HashMap;
+    fn val(v: &Val, memo: &mut HashMap<usize, u64>) -> u64 {
+        match v {
+            Val::Const(_) | Val::Len => 1,
+            Val::Load { base, .. } => 1 + val(base, memo),
+            Val::Bin(_, a, b) => (1 + val(a, memo)).saturating_add(val(b, memo)),
+            Val::Neg(a) => 1 + val(a, memo),
+            Val::Shared(s) => {
+                if let Some(&n) = memo.get(&s.id()) {
+                    return n;
+                }
+                let n = val(s.val(), memo);
+                memo.insert(s.id(), n);
+                n
+            }
+        }
+    }
+    fn pred(p: &Pred, memo: &mut HashMap<usize, u64>) -> u64 {
+        match p {
+            Pred::True | Pred::False => 1,
+            Pred::Cmp { lhs, rhs, .. } => (1 + val(lhs, memo)).saturating_add(val(rhs, memo)),
+            Pred::Not(q) => pred(q, memo),
+            Pred::And(ps) | Pred::Or(ps) => {
+                ps.iter().fold(1u64, |n, q| n.saturating_add(pred(q, memo)))
+            }
+            Pred::In { val: v, .. } | Pred::ProtoChain { start: v, .. } => 1 + val(v, memo),
+        }
+    }
+    pred(p, &mut HashMap::new())
+}
+
 impl NativeFilter {
     /// Compile a filter for the host CPU.
     ///
@@ -483,6 +522,18 @@ impl NativeFilter {
     /// ```
     pub fn compile(filter: &Filter) -> Result<NativeFilter, NativeError> {
         // (The host's target description is built once per process.)
+        if filter.pred.has_shared() {
+            // This code generator computes a shared value at each use (as
+            // a copy); classic BPF keeps it in a scratch word. Copies are
+            // cheap for one or two nested tunnels, not for five.
+            let copied = expanded_size(&filter.pred);
+            if copied > MAX_EXPANDED {
+                return Err(NativeError::Limit(format!(
+                    "values shared between tests (nested tunnels) would be copied into \
+                     {copied} operations, more than {MAX_EXPANDED}: they run as classic BPF"
+                )));
+            }
+        }
         let tests = size(&filter.pred);
         if tests > MAX_TESTS {
             return Err(NativeError::Limit(format!(
