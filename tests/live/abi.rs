@@ -19,7 +19,7 @@
 #![forbid(unsafe_code)]
 
 #[path = "../../frontends/libpcap-abi/tests/common/mod.rs"]
-mod harness;
+pub(super) mod harness;
 
 use super::net::{frames, Bg, Net};
 use super::{replay_all, settle, stat, text};

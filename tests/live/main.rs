@@ -8,6 +8,7 @@ mod abi;
 #[path = "../common/mod.rs"]
 mod common;
 mod daemon;
+mod daemon_abi;
 mod daemon_filters;
 mod daemon_http;
 mod daemon_ops;

@@ -37,6 +37,7 @@
 // dereference in a block with its SAFETY note.
 #![allow(unsafe_code)]
 
+mod attach;
 mod dlt_table;
 pub mod dump;
 mod fastfilter;

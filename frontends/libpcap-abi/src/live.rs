@@ -55,9 +55,17 @@ impl Default for Settings {
     }
 }
 
+/// Where a live handle's packets come from.
+pub(crate) enum Feed {
+    /// A ring of its own.
+    Ring(Capture),
+    /// The sluice daemon's shared buffers (`SLUICE_DAEMON`).
+    Daemon(crate::attach::Attached),
+}
+
 /// An activated capture.
 pub(crate) struct Live {
-    cap: Capture,
+    feed: Feed,
     /// The link types the device offers (`pcap_list_datalinks`).
     dlts: Vec<c_int>,
     /// The filter judges a frame as the kernel saw it (see
@@ -71,7 +79,18 @@ pub(crate) struct Live {
 
 impl Live {
     pub(crate) fn fd(&self) -> c_int {
-        self.cap.fd()
+        match &self.feed {
+            Feed::Ring(cap) => cap.fd(),
+            Feed::Daemon(d) => d.fd(),
+        }
+    }
+
+    /// The device's name.
+    pub(crate) fn device(&self) -> &str {
+        match &self.feed {
+            Feed::Ring(cap) => cap.name(),
+            Feed::Daemon(d) => d.device(),
+        }
     }
 
     pub(crate) fn buffer_size(&self) -> c_int {
@@ -89,22 +108,27 @@ impl Live {
     /// does, on the frame as the kernel sees it (a tag the kernel took
     /// off is not in it), and user space judges that same frame.
     pub(crate) fn set_kernel_filter(&mut self, p: &Installed) -> Result<(), String> {
-        let (bpf, linktype) = (p.program.bpf(), self.cap.linktype());
+        let cap = match &mut self.feed {
+            Feed::Ring(cap) => cap,
+            Feed::Daemon(d) => return d.set_filter(p.program.bpf()),
+        };
+        let (bpf, linktype) = (p.program.bpf(), cap.linktype());
         self.judge_kernel_view = linktype == 1 && !p.reads_vlan_tags;
         let kf = if self.judge_kernel_view {
             KernelFilter::as_kernel_sees(bpf, linktype)
         } else {
             KernelFilter::new(bpf, linktype)
         };
-        self.cap
-            .set_filter(kf)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        cap.set_filter(kf).map(|_| ()).map_err(|e| e.to_string())
     }
 
     /// The kernel's counts since the capture opened.
     pub(crate) fn stats(&mut self) -> Result<pcap_stat, String> {
-        let s = self.cap.stats().map_err(|e| live_message(&e).1)?;
+        let cap = match &mut self.feed {
+            Feed::Ring(cap) => cap,
+            Feed::Daemon(d) => return Ok(d.stats()),
+        };
+        let s = cap.stats().map_err(|e| live_message(&e).1)?;
         Ok(pcap_stat {
             ps_recv: s.received as u32,
             ps_drop: s.dropped as u32,
@@ -123,8 +147,12 @@ impl Live {
         nano: bool,
     ) -> Result<Option<(pcap_pkthdr, *const u8)>, String> {
         let kernel_view = self.judge_kernel_view;
+        let cap = match &mut self.feed {
+            Feed::Ring(cap) => cap,
+            Feed::Daemon(d) => return d.take_one(filter, nano),
+        };
         let (pkt_buf, mut got) = (&mut self.pkt, None);
-        let r = self.cap.dispatch_views(Duration::ZERO, |pkt, view| {
+        let r = cap.dispatch_views(Duration::ZERO, |pkt, view| {
             let judged = match view {
                 Some(v) if kernel_view => Packet {
                     data: v,
@@ -401,21 +429,38 @@ pub unsafe extern "C" fn pcap_activate(p: *mut pcap_t) -> c_int {
             config.block_timeout = Duration::from_millis(s.timeout_ms as u64);
         }
         config.buffer_kib((s.buffer_size.max(65_536) as usize).div_ceil(1024));
-        let cap = match Capture::open(&config) {
-            Ok(c) => c,
-            Err(e) => {
-                let (code, msg) = live_message(&e);
-                return h.fail(code, &msg);
-            }
+        // With SLUICE_DAEMON set, the daemon captures and this handle reads
+        // its shared buffers.
+        let daemon = std::env::var("SLUICE_DAEMON")
+            .ok()
+            .filter(|p| !p.is_empty());
+        let (feed, linktype, snaplen) = match daemon {
+            Some(path) => match crate::attach::Attached::open(&path, &s.device) {
+                Ok(d) => {
+                    let (lt, sl) = (d.linktype(), d.snaplen().min(config.snaplen));
+                    (Feed::Daemon(d), lt, sl)
+                }
+                Err(msg) => return h.fail(PCAP_ERROR, &msg),
+            },
+            None => match Capture::open(&config) {
+                Ok(c) => {
+                    let (lt, sl) = (c.linktype(), c.snaplen());
+                    (Feed::Ring(c), lt, sl)
+                }
+                Err(e) => {
+                    let (code, msg) = live_message(&e);
+                    return h.fail(code, &msg);
+                }
+            },
         };
-        let dlt = linktype_to_dlt(u32::from(cap.linktype()));
+        let dlt = linktype_to_dlt(u32::from(linktype));
         h.dlt.set(dlt);
-        h.snapshot.set(cap.snaplen() as c_int);
+        h.snapshot.set(snaplen as c_int);
         let live = Live {
             dlts: device_datalinks(&s.device, dlt),
             judge_kernel_view: false,
             buffer: (config.block_size * config.blocks) as c_int,
-            cap,
+            feed,
             sender: None,
             pkt: Vec::new(),
         };
@@ -501,7 +546,9 @@ pub unsafe extern "C" fn pcap_setdirection(p: *mut pcap_t, d: c_int) -> c_int {
         }
         lock(&h.settings).direction = dir;
         if let Source::Live(l) = &mut *h.source.lock() {
-            l.cap.set_direction(dir);
+            if let Feed::Ring(cap) = &mut l.feed {
+                cap.set_direction(dir);
+            }
         }
         0
     })
@@ -627,7 +674,7 @@ pub unsafe extern "C" fn pcap_inject(
             return h.fail(PCAP_ERROR, "Sending packets isn't supported on savefiles");
         };
         if l.sender.is_none() {
-            match sluice_live::Sender::open(l.cap.name(), sluice_live::Pace::Top) {
+            match sluice_live::Sender::open(l.device(), sluice_live::Pace::Top) {
                 Ok(s) => l.sender = Some(s),
                 Err(e) => return h.fail(PCAP_ERROR, &format!("send: {e}")),
             }

@@ -276,6 +276,12 @@ impl DaemonFlow {
         self.wake.as_fd()
     }
 
+    /// Take a pending wake-up off the descriptor (a reader that polls it
+    /// itself does this when it comes to read).
+    pub fn consume_wake(&self) {
+        let _ = self.wake.wait(Some(Duration::ZERO));
+    }
+
     /// Packets waiting to be read.
     pub fn available(&self) -> u64 {
         self.reader.available()
