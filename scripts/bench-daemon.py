@@ -10,13 +10,16 @@
   `strace -c -f` while the traffic runs: system calls per 1,000 packets.
 * Monitors (FFPF's Figure 12): N = 1, 2, 4, 8 tcpdumps writing files,
   each with its own filter, on Debian's libpcap (each its own capture)
-  and on sluice's libpcap through the daemon (SLUICE_DAEMON): total CPU
-  per packet of all processes (the daemon's included) and drops.
+  and on sluice's libpcap through the daemon (SLUICE_DAEMON): CPU per
+  packet of the capturing processes (the daemon's included), of the
+  kernel's softirq work (where it copies each packet to each packet
+  socket; the sender's share is the same in both), and drops.
 
 Usage: sudo scripts/bench-daemon.py [--frames N] [--sizes 1,100,1000]
-                                    [--monitors 1,2,4,8] [--skip-monitors]
-Needs root, a release build (cargo build --release --examples -p
-sluice-daemon; cargo build --release), tcpdump, strace and iproute2.
+                                    [--monitors 1,2,4,8] [--skip-monitors | --only-monitors]
+Needs root, a release build (cargo build --release -p sluice -p
+sluice-libpcap-abi; cargo build --release --examples -p sluice-daemon),
+tcpdump, strace and iproute2.
 Prints Markdown tables.
 """
 
@@ -164,6 +167,15 @@ def syscalls(tmp, frames):
     print()
 
 
+def softirq_cpu():
+    """Seconds every core spent in softirq work, where the kernel hands
+    each packet to each packet socket (not part of any process's time)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal
+    return v[6] / os.sysconf("SC_CLK_TCK")
+
+
 def monitors(tmp, counts, frames):
     """FFPF's Figure 12: N tcpdumps, each with a different filter."""
     exprs = ["tcp", "tcp port 80", "ip", "not udp", "tcp and len > 60",
@@ -171,7 +183,12 @@ def monitors(tmp, counts, frames):
     sessions = [live.session(i) for i in range(64)]
     pcap = os.path.join(tmp, "mon.pcap")
     live.write_pcap(pcap, [live.frame(sessions[k % 64], 128) for k in range(frames)])
-    env_sl = dict(os.environ, LD_LIBRARY_PATH=LIBDIR, SLUICE_DAEMON=os.path.join(tmp, "mon.sock"))
+    # Debian's tcpdump asks for libpcap.so.0.8: a directory where that
+    # name is sluice's library.
+    libdir = os.path.join(tmp, "lib")
+    os.makedirs(libdir, exist_ok=True)
+    os.symlink(os.path.join(LIBDIR, "libpcap.so"), os.path.join(libdir, "libpcap.so.0.8"))
+    env_sl = dict(os.environ, LD_LIBRARY_PATH=libdir, SLUICE_DAEMON=os.path.join(tmp, "mon.sock"))
     rows = []
     for n in counts:
         for lib in ("libpcap", "sluice"):
@@ -184,10 +201,14 @@ def monitors(tmp, counts, frames):
                 args = ["tcpdump", "-Z", "root", "-i", "vb", "-w", out, exprs[i % len(exprs)]]
                 procs.append(bg(args, env=env_sl if lib == "sluice" else None))
             pids = [p.pid for p in procs] + ([d.pid] if d else [])
-            cpu0 = sum(live.settled_cpu(p) for p in pids)
+            cpu0 = [live.settled_cpu(p) for p in pids]
+            m0 = softirq_cpu()
             sent = live.replay(pcap, 1)["sent"]
             time.sleep(1.5)
-            cpu1 = sum(live.proc_cpu(p) for p in pids)
+            m1 = softirq_cpu()
+            cpu1 = [live.proc_cpu(p) for p in pids]
+            used = [b - a for a, b in zip(cpu0, cpu1)]
+            daemon_ns = used[-1] * 1e9 / max(1, sent) if d else 0.0
             drops = 0
             for p in procs:
                 _, err = finish(p)
@@ -195,15 +216,18 @@ def monitors(tmp, counts, frames):
                 drops += int(m.group(1)) if m else 0
             if d:
                 finish(d)
-            rows.append((n, lib, sent, drops, (cpu1 - cpu0) * 1e9 / max(1, sent)))
-    print("| monitors | library | frames sent | dropped | total CPU ns/packet |")
-    print("| ---: | --- | ---: | ---: | ---: |")
-    for n, lib, sent, drops, ns in rows:
-        print(f"| {n} | {lib} | {sent:,} | {drops:,} | {ns:,.0f} |")
-    one = {lib: ns for n, lib, _, _, ns in rows if n == counts[0]}
-    for n, lib, _, _, ns in rows:
-        if n == counts[-1]:
-            print(f"\n{n} monitors on {lib} cost {ns / one[lib]:.2f}x one")
+            mns = (m1 - m0) * 1e9 / max(1, sent)
+            rows.append((n, lib, sent, drops, daemon_ns, sum(used) * 1e9 / max(1, sent), mns))
+    print("| monitors | library | frames sent | dropped | the daemon ns/packet | all capturing processes ns/packet | kernel softirq ns/packet |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+    for n, lib, sent, drops, dns, ns, mns in rows:
+        d = f"{dns:,.0f}" if lib == "sluice" else "-"
+        print(f"| {n} | {lib} | {sent:,} | {drops:,} | {d} | {ns:,.0f} | {mns:,.0f} |")
+    total = {(n, lib): ns + mns for n, lib, _, _, _, ns, mns in rows}
+    for n in counts:
+        a, b = total[(n, "libpcap")], total[(n, "sluice")]
+        print(f"\n{n} monitors, processes + softirq: libpcap {a:,.0f} ns/packet, "
+              f"sluice {b:,.0f} ns/packet ({a / max(1, b):.2f}x)")
     print()
 
 
@@ -213,6 +237,7 @@ def main():
     ap.add_argument("--sizes", default="1,100,1000")
     ap.add_argument("--monitors", default="1,2,4,8")
     ap.add_argument("--skip-monitors", action="store_true")
+    ap.add_argument("--only-monitors", action="store_true")
     a = ap.parse_args()
     for exe in (SLUICE, ENDPOINTS):
         if not os.path.exists(exe):
@@ -221,8 +246,9 @@ def main():
     try:
         with tempfile.TemporaryDirectory() as tmp:
             os.chmod(tmp, 0o755)
-            endpoints(tmp, [int(x) for x in a.sizes.split(",")], a.frames)
-            syscalls(tmp, a.frames)
+            if not a.only_monitors:
+                endpoints(tmp, [int(x) for x in a.sizes.split(",")], a.frames)
+                syscalls(tmp, a.frames)
             if not a.skip_monitors:
                 monitors(tmp, [int(x) for x in a.monitors.split(",")], a.frames)
     finally:

@@ -26,6 +26,9 @@ pub(crate) struct Attached {
     device: String,
     /// The packet last handed over (a copy: the slot moves on).
     pkt: Vec<u8>,
+    /// The last read said the reader sleeps: the wake descriptor may hold
+    /// a wake-up to take (done once, not on every packet).
+    slept: bool,
 }
 
 fn text(e: DaemonError) -> String {
@@ -58,6 +61,7 @@ impl Attached {
             flow,
             device: device.to_string(),
             pkt: Vec::new(),
+            slept: false,
         })
     }
 
@@ -113,7 +117,9 @@ impl Attached {
         filter: Option<&sluice_filter::Program>,
         nano: bool,
     ) -> Result<Option<(pcap_pkthdr, *const u8)>, String> {
-        self.flow.consume_wake();
+        if std::mem::take(&mut self.slept) {
+            self.flow.consume_wake();
+        }
         loop {
             match self.flow.next(Some(Duration::ZERO)) {
                 Ok(Some(p)) => {
@@ -133,6 +139,7 @@ impl Attached {
             // (fast-reader preference), or nothing waits and the
             // descriptor is to wake the caller.
             if self.flow.available() == 0 && self.flow.prepare_sleep() {
+                self.slept = true;
                 return Ok(None);
             }
         }

@@ -294,7 +294,9 @@ impl DaemonFlow {
         &mut self,
         timeout: Option<Duration>,
     ) -> Result<Option<PacketRef<'_>>, DaemonError> {
-        let start = Instant::now();
+        // The clock is read only once a wait begins: a busy reader takes
+        // packets without asking the time.
+        let mut start = None;
         loop {
             // Finished first: an entry pushed before the flow finished is
             // then seen as available below.
@@ -306,7 +308,7 @@ impl DaemonFlow {
                 return Err(DaemonError::Ended);
             }
             let left = match timeout {
-                Some(t) => match t.checked_sub(start.elapsed()) {
+                Some(t) => match t.checked_sub(start.get_or_insert_with(Instant::now).elapsed()) {
                     Some(l) if !l.is_zero() => Some(l),
                     _ => {
                         // Nothing waiting: what was read is released.
