@@ -224,9 +224,14 @@ pub fn wait_any(flows: &[&DaemonFlow], timeout: Duration) -> Result<(), DaemonEr
         Ok(_) | Err(rustix::io::Errno::INTR) => {}
         Err(e) => return Err(DaemonError::Io(e.into())),
     }
-    for f in flows {
-        // Consume the wake-up (it is signalled at most once per sleep).
-        let _ = f.wake.wait(Some(Duration::ZERO));
+    let woken: Vec<bool> = fds.iter().map(|p| !p.revents().is_empty()).collect();
+    for (f, woken) in flows.iter().zip(woken) {
+        // Consume the wake-ups that came (each is signalled at most once
+        // per sleep); the others are left alone, a read of each would be
+        // one system call per flow per wait.
+        if woken {
+            let _ = f.wake.wait(Some(Duration::ZERO));
+        }
     }
     Ok(())
 }

@@ -219,6 +219,8 @@ pub(crate) struct PathCounts {
     pub(crate) packets: AtomicU64,
     /// (packet, flow) deliveries made.
     pub(crate) deliveries: AtomicU64,
+    /// Sleeping readers woken (one eventfd write each).
+    pub(crate) wakeups: AtomicU64,
 }
 
 /// The capture thread's side of one interface.
@@ -258,9 +260,14 @@ impl Deliver {
     /// The packets of one read of the rings are all handed over: wake the
     /// readers that went to sleep meanwhile.
     pub(crate) fn handed(&mut self) {
+        if self.to_wake.is_empty() {
+            return;
+        }
+        let n = self.to_wake.len() as u64;
         for m in self.to_wake.drain(..) {
             let _ = m.wake.signal();
         }
+        self.counts.wakeups.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Hand a packet to the flows of `ids` (sleeping readers are woken at

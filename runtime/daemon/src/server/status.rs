@@ -35,6 +35,7 @@ impl Control<'_> {
                     "dropped_by_kernel": i.kernel[1].load(Ordering::Relaxed),
                     "packets_delivered": i.counts.packets.load(Ordering::Relaxed),
                     "deliveries": i.counts.deliveries.load(Ordering::Relaxed),
+                    "wakeups": i.counts.wakeups.load(Ordering::Relaxed),
                     "filters": filters,
                     "filters_run_whole": whole,
                     "classifier_bytes": bytes,
