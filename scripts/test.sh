@@ -121,5 +121,12 @@ if [ "$(id -u)" = 0 ]; then
     case "$debs" in /*) ;; *) debs="./$debs" ;; esac
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$debs"/sluice_*.deb
     SLUICE_README_BIN=/usr/bin/sluice cargo test --test cli readme
-    [ "$had" = 1 ] || DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq sluice
+    # The daemon's unit, users and policy came with it, and the unit is
+    # valid where systemd looks for it.
+    for f in /usr/lib/systemd/system/sluice-daemon.service \
+        /usr/lib/sysusers.d/sluice-daemon.conf /etc/sluice/daemon.policy; do
+        [ -f "$f" ] || { echo "the package did not install $f" >&2; exit 1; }
+    done
+    systemd-analyze verify --man=no /usr/lib/systemd/system/sluice-daemon.service
+    [ "$had" = 1 ] || DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq sluice
 fi
