@@ -131,13 +131,22 @@ pub fn run(
         if let Some(o) = f.out {
             o.finish().map_err(out_fail)?;
         }
+        // What the elements after the filters counted (none: []).
+        let elements = match f.flow.report() {
+            Ok(e) => e,
+            Err(e) => {
+                status = status.and(Err(Fail(format!("flow {}: {e}", i + 1))));
+                serde_json::json!([])
+            }
+        };
         items.push(format!(
-            "{{\"spec\": {}, \"packets\": {}, \"lost\": {}, \"accepted\": {}, \"waiting\": {}}}",
+            "{{\"spec\": {}, \"packets\": {}, \"lost\": {}, \"accepted\": {}, \"waiting\": {}, \"elements\": {}}}",
             super::split::json_string(&f.spec),
             s.delivered,
             s.lost,
             s.accepted,
-            s.waiting
+            s.waiting,
+            elements
         ));
         text += &format!(
             "flow {}: {}\n  packets {}  lost {}  accepted {}\n",
@@ -147,6 +156,7 @@ pub fn run(
             s.lost,
             s.accepted
         );
+        text += &element_lines(&elements);
         let _ = f.flow.close();
     }
     status?;
@@ -154,5 +164,48 @@ pub fn run(
         print_out(&format!("{{\"flows\": [{}]}}\n", items.join(", ")))
     } else {
         print_out(&text)
+    }
+}
+
+/// The element reports of a flow as text: a `top` list (hashcount) one
+/// flow a line, anything else as its JSON.
+fn element_lines(elements: &serde_json::Value) -> String {
+    let mut out = String::new();
+    for e in elements.as_array().into_iter().flatten() {
+        let class = e["class"].as_str().unwrap_or("?");
+        let report = &e["report"];
+        match report["top"].as_array() {
+            Some(top) => {
+                out += &format!("  {class}: {} flows\n", report["flows"]);
+                for t in top {
+                    out += &format!(
+                        "    {}  packets {}  bytes {}\n",
+                        t["flow"].as_str().unwrap_or("?"),
+                        t["packets"],
+                        t["bytes"]
+                    );
+                }
+            }
+            None => out += &format!("  {class}: {report}\n"),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::element_lines;
+
+    #[test]
+    fn top_flows_print_one_a_line() {
+        let e = serde_json::json!([
+            {"class": "hashcount", "report": {"flows": 2, "top": [
+                {"flow": "tcp 10.0.0.1:1 > 10.0.0.2:80", "packets": 3, "bytes": 180}]}},
+            {"class": "packetcount", "report": {"count": 5}}
+        ]);
+        assert_eq!(
+            element_lines(&e),
+            "  hashcount: 2 flows\n    tcp 10.0.0.1:1 > 10.0.0.2:80  packets 3  bytes 180\n  packetcount: {\"count\":5}\n"
+        );
     }
 }

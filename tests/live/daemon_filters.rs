@@ -98,16 +98,33 @@ fn filters_come_and_go_by_the_hundred_thousand_while_the_capture_goes_on() {
         &corpus("kday4.pcap"),
         &["--rate", "400", "--loop", "1000000", "--json"],
     ));
-    let mut got = 0u64;
-    let mut read = |f: &mut sluice::daemon::DaemonFlow, for_: Duration| {
-        let start = Instant::now();
-        while start.elapsed() < for_ {
-            if f.next(Some(Duration::from_millis(20))).unwrap().is_some() {
-                got += 1;
+    // The flow that stays open is read all along, in a thread of its own
+    // (a client busy adding filters must not stop another from reading).
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut got = 0u64;
+            let mut idle_since = None;
+            loop {
+                if all_flow
+                    .next(Some(Duration::from_millis(20)))
+                    .unwrap()
+                    .is_some()
+                {
+                    got += 1;
+                    idle_since = None;
+                } else if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    // Stopped: read on until nothing came for 1.5 s.
+                    let t = *idle_since.get_or_insert_with(Instant::now);
+                    if t.elapsed() > Duration::from_millis(1500) {
+                        return (got, all_flow.stats());
+                    }
+                }
             }
-        }
+        })
     };
-    read(&mut all_flow, Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(300));
     // 100,000 filters installed, then clients come and go beside them.
     let mut big = Client::connect(&sock, "big").unwrap();
     let mut many = big.open(r#"(iface,vb) -> (BPF,"tcp port 1")"#, 0).unwrap();
@@ -123,7 +140,7 @@ fn filters_come_and_go_by_the_hundred_thousand_while_the_capture_goes_on() {
         2
     );
     let installed = start.elapsed();
-    read(&mut all_flow, Duration::from_millis(100));
+    std::thread::sleep(Duration::from_millis(100));
     let s = status(&sock);
     assert_eq!(
         s["interfaces"][0]["filters"], 100_002,
@@ -145,7 +162,7 @@ fn filters_come_and_go_by_the_hundred_thousand_while_the_capture_goes_on() {
                 .collect::<Vec<_>>(),
         )
         .unwrap();
-        read(&mut all_flow, Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(50));
         f.close().unwrap();
     }
     many.close().unwrap();
@@ -153,8 +170,8 @@ fn filters_come_and_go_by_the_hundred_thousand_while_the_capture_goes_on() {
     assert!(o.status.success());
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let sent = v["sent"].as_u64().unwrap();
-    read(&mut all_flow, Duration::from_millis(1500));
-    let st = all_flow.stats();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (got, st) = reader.join().unwrap();
     eprintln!(
         "100,000 filters added in {installed:?}; {sent} frames sent, {got} read by the flow that stayed open"
     );

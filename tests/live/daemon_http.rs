@@ -171,7 +171,14 @@ fn the_status_page_plots_each_clients_packets_in_chromium() {
         .to_string();
     // Two client processes: two flows, and one.
     let a = client(&sock, &net.file("a"), &[spec("tcp"), spec("")], None);
-    let b = client(&sock, &net.file("b"), &[spec("not tcp")], None);
+    // b counts its packets per transport flow in the daemon (passing them
+    // on): the page lists the most active.
+    let b = client(
+        &sock,
+        &net.file("b"),
+        &[format!("{} -> (hashcount,5,4096,pass)", spec("not tcp"))],
+        None,
+    );
     // Frames for about five seconds, so the history has rates to plot.
     let s1 = send_slowly(&net, "mptcp-v0.pcap", "200", "4");
     let s2 = send_slowly(&net, "various_gre.pcap", "100", "4");
@@ -247,7 +254,28 @@ fn the_status_page_plots_each_clients_packets_in_chromium() {
         );
         assert!(dom.contains(&line), "no '{line}' in the legend: {dom}");
     }
-    assert!(dom.contains("The daemon runs no hashcount filters"));
+    // The hashcount table: b's most active transport flow first, with
+    // its count as the status gives it.
+    let top = web["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["flows"].as_array().unwrap())
+        .find_map(|f| f["elements"][0]["report"]["top"].get(0).cloned())
+        .unwrap_or_else(|| panic!("no hashcount report in {web}"));
+    let row = format!(
+        "<td class=\"text\">{}</td><td>{}</td>",
+        top["flow"].as_str().unwrap().replace('>', "&gt;"),
+        fmt_thousands(top["packets"].as_u64().unwrap())
+    );
+    let table = dom
+        .split("id=\"hashcount\"")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no hashcount table: {dom}"));
+    assert!(
+        table.contains(&row),
+        "no '{row}' in the hashcount table: {dom}"
+    );
     assert!(
         dom.contains("(iface,vb) -&gt; (BPF,\"tcp\")")
             || dom.contains("(iface,vb) -&gt; (BPF,&quot;tcp&quot;)")

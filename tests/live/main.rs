@@ -11,6 +11,7 @@ mod daemon;
 mod daemon_abi;
 mod daemon_filters;
 mod daemon_http;
+mod daemon_memory;
 mod daemon_ops;
 mod net;
 

@@ -21,7 +21,7 @@
 
 use crate::proto::{self, Interface, Reply, Request};
 use crate::DaemonError;
-use sluice_flow::buffer::{IBuf, PBuf, PacketRef, Reader};
+use sluice_flow::buffer::{IBuf, MBuf, PBuf, PacketRef, Reader};
 use sluice_shm::{Channel, Region, Wake};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -160,15 +160,32 @@ impl Client {
             reader,
             linktype,
             snaplen,
+            memories,
         } = reply
         else {
             return Err(DaemonError::Protocol("expected an opened flow".into()));
         };
-        if fds.len() != 3 {
+        if fds.len() != 3 + memories.len() {
             return Err(DaemonError::Protocol(format!(
-                "an opened flow comes with 3 descriptors, not {}",
+                "an opened flow with {} memories comes with {} descriptors, not {}",
+                memories.len(),
+                3 + memories.len(),
                 fds.len()
             )));
+        }
+        let mems = fds.split_off(3);
+        let mut mbufs = Vec::new();
+        for (m, fd) in memories.into_iter().zip(mems) {
+            let mbuf = MBuf::attach(Arc::new(Region::map(fd, false)?))?;
+            if mbuf.len() as u64 != m.words {
+                return Err(DaemonError::Protocol(format!(
+                    "the {} memory has {} words, not the {} announced",
+                    m.class,
+                    mbuf.len(),
+                    m.words
+                )));
+            }
+            mbufs.push((m.class, mbuf));
         }
         let wake = Wake::from_fd(fds.pop().expect("three"));
         let ibuf_fd = fds.pop().expect("three");
@@ -185,6 +202,7 @@ impl Client {
             wake,
             linktype,
             snaplen,
+            memories: mbufs,
             closed: false,
         })
     }
@@ -260,10 +278,40 @@ pub struct DaemonFlow {
     wake: Wake,
     linktype: u16,
     snaplen: u32,
+    /// The memories of its elements after the filters: class and MBuf
+    /// (mapped read-only).
+    memories: Vec<(String, MBuf)>,
     closed: bool,
 }
 
 impl DaemonFlow {
+    /// The memories (MBufs) of the flow's elements after its filters, in
+    /// order, with their classes: FFPF's persistent filter memory, written
+    /// by the daemon and read here (a consistent copy with
+    /// [`MBuf::snapshot`]; `sluice_flow::stats::top_n` reads a
+    /// `hashcount` table from one).
+    pub fn memories(&self) -> &[(String, MBuf)] {
+        &self.memories
+    }
+
+    /// What the flow's elements after its filters report, in order:
+    /// `[{"class": "hashcount", "report": {"flows": …, "top": […]}}, …]`
+    /// (an empty list for a flow of filters only). A flow ended by a
+    /// failing element is an error naming it.
+    pub fn report(&self) -> Result<serde_json::Value, DaemonError> {
+        match ask(&self.chan, &Request::Report { flow: self.flow })?.0 {
+            Reply::Report {
+                failed: Some(why), ..
+            } => Err(DaemonError::Refused {
+                message: format!("the flow ended: {why}"),
+                rule: None,
+                column: None,
+            }),
+            Reply::Report { elements, .. } => Ok(elements),
+            other => Err(DaemonError::Protocol(format!("unexpected reply {other:?}"))),
+        }
+    }
+
     /// The link type of its packets.
     pub fn linktype(&self) -> u16 {
         self.linktype

@@ -76,6 +76,12 @@ pub enum Request {
         /// The flow.
         flow: u64,
     },
+    /// What a flow's elements after its filters report (counters, top
+    /// flows), and why the flow ended if one failed.
+    Report {
+        /// The flow.
+        flow: u64,
+    },
     /// What the daemon is doing (clients, flows, counts): everything for
     /// root and the daemon's own user, one's own flows for anyone else.
     Status,
@@ -99,7 +105,8 @@ pub enum Reply {
     },
     /// A flow is open: three descriptors come with this message, the
     /// group's packet buffer (read-only), the flow's index buffer
-    /// (read-write) and its wake-up.
+    /// (read-write) and its wake-up, then one per element memory
+    /// (read-only), in the order of `memories`.
     Opened {
         /// The flow's number on this connection.
         flow: u64,
@@ -110,6 +117,10 @@ pub enum Reply {
         linktype: u16,
         /// Bytes of each packet kept.
         snaplen: u32,
+        /// The memories (MBufs) of the flow's elements after its
+        /// filters, in order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        memories: Vec<Memory>,
     },
     /// Done (`filter`, `close`).
     Done,
@@ -117,6 +128,14 @@ pub enum Reply {
     Added {
         /// Its result number (the next added are numbered after it).
         first: u32,
+    },
+    /// `report`: each element's class and report, in order.
+    Report {
+        /// `[{"class": …, "report": …}, …]`.
+        elements: serde_json::Value,
+        /// Why the flow ended, if an element failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failed: Option<String>,
     },
     /// The status, as JSON.
     Status {
@@ -140,6 +159,15 @@ pub enum Reply {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         column: Option<usize>,
     },
+}
+
+/// The memory of one element of a flow (see `sluice_flow::buffer::MBuf`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Memory {
+    /// The element's class (`hashcount`, `packetcount`, `FPL-2`…).
+    pub class: String,
+    /// Its size in 32-bit words.
+    pub words: u64,
 }
 
 /// An interface the daemon captures on.
@@ -231,6 +259,7 @@ mod tests {
                 spec: "(iface,lo) -> (BPF,tcp)".into(),
             },
             Request::Close { flow: 9 },
+            Request::Report { flow: 3 },
             Request::AddFilters {
                 flow: 1,
                 filters: vec!["tcp".into(), "cspf: pushlit #1".into()],

@@ -101,4 +101,7 @@ pub enum Error {
         /// The MBuf's length in words.
         len: usize,
     },
+    /// A write to an MBuf this process may only read (a daemon flow's).
+    #[error("this MBuf is shared read-only: the daemon's filter writes it")]
+    MBufReadOnly,
 }

@@ -11,7 +11,7 @@ use rustix::fs::{fstat, ftruncate, memfd_create, MemfdFlags};
 use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
 /// The largest region sluice creates or maps (a bound on what a peer can
 /// make us map): 16 GiB.
@@ -104,6 +104,26 @@ impl Region {
         // the slice must only be loaded from: the buffer code's readers
         // never store to a region they were given read-only.
         unsafe { std::slice::from_raw_parts(self.ptr as *const AtomicU64, self.len / 8) }
+    }
+
+    /// The region as 32-bit words (for memories laid out in them, such
+    /// as a filter's MBuf).
+    ///
+    /// ```
+    /// use std::sync::atomic::Ordering;
+    /// let r = sluice_shm::Region::create("doc32", 8)?;
+    /// r.words32()[1].store(5, Ordering::Relaxed);
+    /// assert_eq!(r.words32().len(), 2);
+    /// assert_eq!(r.words()[0].load(Ordering::Relaxed), 5u64 << 32);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn words32(&self) -> &[AtomicU32] {
+        // SAFETY: as in `words`: a live, page-aligned mapping of `len`
+        // bytes (a multiple of 8, so of 4) for as long as `self` lives;
+        // `AtomicU32` has the layout of `u32` and any bit pattern is
+        // valid; every access is atomic. A region is used either as 64-bit
+        // or as 32-bit words by the code that laid it out, never both.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const AtomicU32, self.len / 4) }
     }
 
     /// Bytes mapped.

@@ -10,9 +10,9 @@
   const OTHER = '#555555';
   const IFACE = '#9a9a9a';
   const TOP = 10;
-  const HASHCOUNT_NOTE = 'The daemon runs no hashcount filters: a daemon flow is a live source ' +
-    'and at most one BPF, CSPF or DPF filter (hashcount and the other statistics classes run ' +
-    'in the client), so this lists the flows with the most packets accepted instead.';
+  const NO_HASHCOUNT = 'No flow counts with hashcount now. A flow such as ' +
+    '(iface,eth0) -> (BPF,"tcp") -> (hashcount,10) counts packets and bytes per transport ' +
+    'flow in the daemon; its most active flows show here.';
 
   function $(id) { return document.getElementById(id); }
 
@@ -247,14 +247,28 @@
       for (const f of c.flows || []) flows.push({ c: c, f: f });
     }
     flows.sort((a, b) => (b.f.accepted - a.f.accepted) || (a.f.id - b.f.id));
-    $('top-note').textContent = HASHCOUNT_NOTE;
+    const state = (f) => f.failed ? { text: 'ended: ' + f.failed, cls: 'stalled' }
+      : f.stalled ? { text: 'cut loose (stalled)', cls: 'stalled' } : 'open';
     tb('top').replaceChildren(...flows.slice(0, TOP).map(({ c, f }) => row([
       f.id, 'pid ' + c.pid + ' ' + (c.command || ''), f.interface, { text: f.spec, cls: 'text' },
-      num(f.accepted), num(f.read), num(f.dropped), num(f.waiting), sparkline(h, f.id),
-      f.stalled ? { text: 'cut loose (stalled)', cls: 'stalled' } : 'open'])));
+      num(f.accepted), num(f.read), num(f.dropped), num(f.waiting), sparkline(h, f.id), state(f)])));
     if (flows.length === 0) {
       tb('top').replaceChildren(row([{ text: 'No flows open.', cls: 'text' }]));
     }
+    // The most active transport flows of every hashcount element, by
+    // packets (each element reports its own top N).
+    const counted = [];
+    for (const { c, f } of flows) {
+      for (const e of f.elements || []) {
+        if (e.class !== 'hashcount' || !e.report) continue;
+        for (const t of e.report.top || []) counted.push({ c: c, f: f, t: t, of: e.report.flows });
+      }
+    }
+    counted.sort((a, b) => (b.t.packets - a.t.packets) || (b.t.bytes - a.t.bytes) || (a.f.id - b.f.id));
+    $('hashcount-note').textContent = counted.length ? '' : NO_HASHCOUNT;
+    tb('hashcount').replaceChildren(...counted.slice(0, TOP).map(({ c, f, t, of }) => row([
+      { text: t.flow, cls: 'text' }, num(t.packets), num(t.bytes), f.id,
+      'pid ' + c.pid + ' ' + (c.command || ''), num(of)])));
     tb('clients').replaceChildren(...(s.clients || []).map((c) => {
       const sum = (k) => (c.flows || []).reduce((a, f) => a + (f[k] || 0), 0);
       return row([c.client, c.pid, c.uid, { text: c.command, cls: 'text' }, { text: c.name, cls: 'text' },

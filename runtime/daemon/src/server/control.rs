@@ -244,6 +244,7 @@ impl<'d> Control<'d> {
                 true => (Reply::Done, Vec::new()),
                 false => err(format!("no flow {flow}")),
             },
+            Request::Report { flow } => self.report(id, flow),
             Request::Status => {
                 let status = self.status_for(id);
                 (Reply::Status { status }, Vec::new())

@@ -10,6 +10,7 @@
 //! that it holds back no one else. Every packet a flow accepted is
 //! counted, so `delivered + lost = accepted` for each flow.
 
+use super::chain::Chain;
 use arc_swap::ArcSwap;
 use sluice_capture::Packet;
 use sluice_flow::buffer::{IBuf, Meta, PBuf, Preference};
@@ -35,17 +36,29 @@ pub(crate) struct Member {
     /// The reader position last seen, and when it was first seen there
     /// (nanoseconds since the daemon started), for the stall timeout.
     watch: Mutex<(u64, u64)>,
+    /// The flow's elements after its filters, if it has any.
+    pub(crate) chain: Option<Mutex<Chain>>,
 }
 
 impl Member {
-    pub(crate) fn new(flow: u64, ibuf: Arc<IBuf>, wake: Arc<Wake>) -> Member {
+    pub(crate) fn new(flow: u64, ibuf: Arc<IBuf>, wake: Arc<Wake>, chain: Option<Chain>) -> Member {
         Member {
             flow,
             ibuf,
             wake,
             stalled: AtomicBool::new(false),
             watch: Mutex::new((u64::MAX, 0)),
+            chain: chain.map(Mutex::new),
         }
+    }
+
+    /// End the flow for its reader: no more packets, its slots released
+    /// (it holds back no one), its reader woken to find the end.
+    fn cut(&self) {
+        self.stalled.store(true, Ordering::Relaxed);
+        self.ibuf.unregister_all();
+        self.ibuf.finish();
+        let _ = self.wake.signal();
     }
 }
 
@@ -153,10 +166,7 @@ impl Group {
             if w.0 != r {
                 *w = (r, now);
             } else if now.saturating_sub(w.1) >= limit.as_nanos() as u64 {
-                m.stalled.store(true, Ordering::Relaxed);
-                m.ibuf.unregister_all();
-                m.ibuf.finish();
-                let _ = m.wake.signal();
+                m.cut();
                 self.stalls.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -237,6 +247,9 @@ pub(crate) struct Deliver {
     /// Sleeping readers to wake when this read of the rings is handed
     /// over ([`Deliver::handed`]): one wake-up per read, not per packet.
     to_wake: Vec<Arc<Member>>,
+    /// Flows whose elements ran in this read (their memories are
+    /// published at [`Deliver::handed`]).
+    chained: Vec<Arc<Member>>,
 }
 
 impl Deliver {
@@ -254,12 +267,18 @@ impl Deliver {
             stored: Vec::new(),
             reached: Vec::new(),
             to_wake: Vec::new(),
+            chained: Vec::new(),
         }
     }
 
     /// The packets of one read of the rings are all handed over: wake the
     /// readers that went to sleep meanwhile.
     pub(crate) fn handed(&mut self) {
+        for m in self.chained.drain(..) {
+            if let Some(c) = &m.chain {
+                c.lock().unwrap_or_else(|e| e.into_inner()).sync();
+            }
+        }
         if self.to_wake.is_empty() {
             return;
         }
@@ -299,11 +318,33 @@ impl Deliver {
                 continue;
             }
             self.reached.push(mp);
-            m.ibuf.count_accepted();
             if m.stalled.load(Ordering::Relaxed) {
-                m.ibuf.count_drop();
+                // Cut loose: what its filters accept is counted, and lost.
+                // (A flow whose element failed runs it no more.)
+                if m.chain.is_none() {
+                    m.ibuf.count_accepted();
+                    m.ibuf.count_drop();
+                }
                 continue;
             }
+            if let Some(chain) = &m.chain {
+                // The flow's elements after its filters: the packet
+                // reaches the flow (and is counted accepted) only when
+                // every one passes it.
+                let passed = chain.lock().unwrap_or_else(|e| e.into_inner()).passes(pkt);
+                if !self.chained.iter().any(|c| Arc::ptr_eq(c, m)) {
+                    self.chained.push(m.clone());
+                }
+                match passed {
+                    Ok(true) => {}
+                    Ok(false) => continue,
+                    Err(_) => {
+                        m.cut();
+                        continue;
+                    }
+                }
+            }
+            m.ibuf.count_accepted();
             let g = Arc::as_ptr(&route.group);
             let pos = match self.stored.iter().find(|(p, _)| *p == g) {
                 Some((_, pos)) => *pos,
@@ -342,7 +383,12 @@ mod tests {
     fn member(flow: u64, pref: Preference) -> Arc<Member> {
         let ibuf = Arc::new(IBuf::new(4, pref).unwrap());
         ibuf.register();
-        Arc::new(Member::new(flow, ibuf, Arc::new(Wake::new().unwrap())))
+        Arc::new(Member::new(
+            flow,
+            ibuf,
+            Arc::new(Wake::new().unwrap()),
+            None,
+        ))
     }
 
     #[test]

@@ -5,14 +5,16 @@
 //! A flow is a live source and a set of filters: `(iface,NAME)` alone
 //! (every packet), or followed by one stage of parallel filters,
 //! `(BPF,"a") | (CSPF,"b") | …`, to which more can be added later
-//! ([`Request::AddFilters`](crate::proto::Request::AddFilters)). Each
-//! packet a flow's filters accept reaches the flow once, its index entry
+//! ([`Request::AddFilters`](crate::proto::Request::AddFilters)), then
+//! any elements with memory ([`super::chain`]). Each packet a flow's
+//! filters (and elements) accept reaches the flow once, its index entry
 //! saying which filter took it (1 for the first, in order).
 //!
 //! The rule: a filter enters the classifier only after the policy has
 //! allowed it for the user the kernel named, and a flow's buffers are
 //! passed to its client only after its kernel pre-filter is in force.
 
+use super::chain::{self, Chain};
 use super::control::{err, Answer, Control};
 use super::deliver::{Group, Member, Route};
 use super::reject_all;
@@ -35,12 +37,23 @@ pub(crate) const MAX_FILTERS_PER_FLOW: usize = 1 << 20;
 /// Most filters in one interface's kernel pre-filter union.
 const UNION_MAX: usize = 256;
 
+/// What a client asked for, checked and allowed.
+pub(crate) struct Asked {
+    iface: usize,
+    /// The filters, with their language prefixes.
+    filters: Vec<String>,
+    /// The elements after them.
+    chain: Vec<chain::Asked>,
+}
+
 /// An open flow.
 pub(crate) struct Open {
     pub(crate) iface: usize,
     /// Its filters in order (entry results count from 1): classifier id
     /// and the filter as compiled (with its language prefix).
     pub(crate) filters: Vec<(FilterId, String)>,
+    /// The elements after its filters, as asked.
+    after: Vec<chain::Asked>,
     pub(crate) member: Arc<Member>,
     pub(crate) group: Arc<Group>,
     pub(crate) spec: String,
@@ -82,10 +95,11 @@ impl Control<'_> {
         })
     }
 
-    /// The flow a specification asks for: its interface and its filters
-    /// (with their language prefixes; none: every packet), checked for
-    /// the daemon's rules and the policy, or the error reply.
-    pub(crate) fn check(&self, id: u64, spec: &str) -> Result<(usize, Vec<String>), Answer> {
+    /// The flow a specification asks for: its interface, its filters
+    /// (with their language prefixes; none: every packet) and the
+    /// elements after them, checked for the daemon's rules and the
+    /// policy, or the error reply.
+    pub(crate) fn check(&self, id: u64, spec: &str) -> Result<Asked, Answer> {
         let graph = sluice_flow::spec::parse(spec).map_err(|e| at(e.column, e.message.clone()))?;
         let first = &graph.stages[0];
         let src = &first[0];
@@ -113,43 +127,64 @@ impl Control<'_> {
                 ),
             ));
         };
-        if graph.stages.len() > 2 {
-            return Err(at(
-                graph.stages[2][0].column,
-                "a daemon flow is a source and one stage of filters; run further elements in the client".into(),
-            ));
-        }
+        // The first stage after the source is the flow's filters when it
+        // holds filters only (BPF, CSPF, DPF, side by side); every stage
+        // after them is one element of any filter class.
+        let mut rest = &graph.stages[1..];
         let mut filters = Vec::new();
         let mut elements = Vec::new();
-        for e in graph.stages.get(1).into_iter().flatten() {
-            let Some((class, prefix)) = filter_class(&e.class) else {
-                return Err(at(
-                    e.column,
-                    format!(
-                        "the daemon runs filters of class BPF, CSPF or DPF, not {}",
-                        e.class
-                    ),
-                ));
-            };
-            if e.args.len() != 1 {
-                return Err(at(e.column, "a filter takes one argument".into()));
+        if let Some(stage) = rest.first() {
+            if stage.iter().all(|e| filter_class(&e.class).is_some()) {
+                for e in stage {
+                    let (class, prefix) = filter_class(&e.class).expect("checked");
+                    if e.args.len() != 1 {
+                        return Err(at(e.column, "a filter takes one argument".into()));
+                    }
+                    let text = format!("{prefix}{}", e.args[0]);
+                    let col = e.arg_columns.first().copied().unwrap_or(e.column);
+                    check_text(&text).map_err(|m| at(col, m))?;
+                    elements.push(ElemShape::new(class, false, &[e.args[0].as_str()]));
+                    filters.push(text);
+                }
+                rest = &rest[1..];
             }
-            let text = format!("{prefix}{}", e.args[0]);
-            let col = e.arg_columns.first().copied().unwrap_or(e.column);
-            check_text(&text).map_err(|m| at(col, m))?;
-            elements.push(ElemShape::new(class, false, &[e.args[0].as_str()]));
-            filters.push(text);
         }
-        self.authorise_filters(id, name, elements)?;
-        Ok((iface, filters))
+        if rest.len() > chain::MAX_ELEMENTS {
+            return Err(at(
+                rest[chain::MAX_ELEMENTS][0].column,
+                format!(
+                    "a daemon flow has at most {} elements after its filters",
+                    chain::MAX_ELEMENTS
+                ),
+            ));
+        }
+        let mut after = Vec::new();
+        for stage in rest {
+            if stage.len() != 1 {
+                return Err(at(
+                    stage[1].column,
+                    "after its filters, a daemon flow's stages hold one element each".into(),
+                ));
+            }
+            let a = chain::check(&stage[0]).map_err(|(c, m)| at(c, m))?;
+            after.push(a);
+        }
+        self.authorise_flow(id, name, elements, &after)?;
+        Ok(Asked {
+            iface,
+            filters,
+            chain: after,
+        })
     }
 
-    /// The policy's word on a flow of `filters` on interface `name`.
-    fn authorise_filters(
+    /// The policy's word on a flow of `filters`, then the elements
+    /// `after` them, on interface `name`.
+    fn authorise_flow(
         &self,
         id: u64,
         name: &str,
         filters: Vec<ElemShape>,
+        after: &[chain::Asked],
     ) -> Result<(), Answer> {
         let mut shape = FlowShape {
             stages: vec![vec![ElemShape::new("iface", true, &[name])]],
@@ -158,6 +193,9 @@ impl Control<'_> {
         if !filters.is_empty() {
             shape.stages.push(filters);
         }
+        shape
+            .stages
+            .extend(after.iter().map(|a| vec![a.shape.clone()]));
         let cred = self.credentials(id).ok_or_else(|| err("gone"))?;
         self.authorise(&shape, &cred)
     }
@@ -230,18 +268,25 @@ impl Control<'_> {
         {
             return err(format!("at most {MAX_FLOWS_PER_CLIENT} flows per client"));
         }
-        let (iface, filters) = match self.check(id, spec) {
+        let asked = match self.check(id, spec) {
             Ok(x) => x,
             Err(a) => {
                 self.refused += 1;
                 return a;
             }
         };
-        let compiled = match self.compile_all(iface, &filters) {
+        let compiled = match self.compile_all(asked.iface, &asked.filters) {
             Ok(c) => c,
             Err(a) => return a,
         };
-        match self.install(id, iface, compiled, filters, spec, priority) {
+        let chain = match asked.chain.is_empty() {
+            true => None,
+            false => match Chain::build(&asked.chain, self.d.ifaces[asked.iface].linktype) {
+                Ok(c) => Some(c),
+                Err(m) => return err(m),
+            },
+        };
+        match self.install(id, asked, compiled, chain, spec, priority) {
             Ok(a) => a,
             Err(e) => err(format!("cannot open the flow: {e}")),
         }
@@ -254,12 +299,21 @@ impl Control<'_> {
     fn install(
         &mut self,
         id: u64,
-        iface: usize,
+        asked: Asked,
         compiled: Vec<Compiled>,
-        texts: Vec<String>,
+        chain: Option<Chain>,
         spec: &str,
         priority: i32,
     ) -> std::io::Result<Answer> {
+        let Asked {
+            iface,
+            filters: texts,
+            chain: after,
+        } = asked;
+        let (memories, memory_fds) = match &chain {
+            Some(c) => c.memories()?,
+            None => (Vec::new(), Vec::new()),
+        };
         let uid = self.credentials(id).map_or(0, |c| c.uid);
         let cfg = &self.d.config;
         let (slots, slot_bytes, entries, pref) = (
@@ -284,13 +338,13 @@ impl Control<'_> {
         let wake = Arc::new(Wake::new()?);
         let flow_id = self.next_flow;
         self.next_flow += 1;
-        let member = Arc::new(Member::new(flow_id, ibuf.clone(), wake.clone()));
+        let member = Arc::new(Member::new(flow_id, ibuf.clone(), wake.clone(), chain));
         group.members.rcu(|m| {
             let mut v = (**m).clone();
             v.push(member.clone());
             v
         });
-        let fds = vec![
+        let mut fds = vec![
             group
                 .pbuf
                 .region()
@@ -302,9 +356,11 @@ impl Control<'_> {
                 .try_clone_to_owned()?,
             wake.as_fd().try_clone_to_owned()?,
         ];
+        fds.extend(memory_fds);
         let mut open = Open {
             iface,
             filters: Vec::new(),
+            after,
             member,
             group,
             spec: spec.to_string(),
@@ -331,6 +387,7 @@ impl Control<'_> {
                 reader,
                 linktype,
                 snaplen,
+                memories,
             },
             fds,
         ))
@@ -360,7 +417,11 @@ impl Control<'_> {
         let Some(old_iface) = self.open_flow(id, flow).map(|o| o.iface) else {
             return err(format!("no flow {flow}"));
         };
-        let (iface, texts) = match self.check(id, spec) {
+        let Asked {
+            iface,
+            filters: texts,
+            chain: after,
+        } = match self.check(id, spec) {
             Ok(x) => x,
             Err(a) => {
                 self.refused += 1;
@@ -369,6 +430,18 @@ impl Control<'_> {
         };
         if iface != old_iface {
             return err("a new filter must keep the flow's interface");
+        }
+        let same = |a: &[chain::Asked], b: &[chain::Asked]| {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|(x, y)| x.class == y.class && x.args == y.args)
+        };
+        if !self
+            .open_flow(id, flow)
+            .is_some_and(|o| same(&o.after, &after))
+        {
+            return err("a new filter must keep the flow's elements after its filters");
         }
         let compiled = match self.compile_all(iface, &texts) {
             Ok(c) => c,
@@ -393,7 +466,9 @@ impl Control<'_> {
     /// Add filters to a flow (each checked by the policy as the flow's
     /// next elements): the entry result of the first of them.
     pub(crate) fn add_filters(&mut self, id: u64, flow: u64, filters: &[String]) -> Answer {
-        let Some((iface, have)) = self.open_flow(id, flow).map(|o| (o.iface, o.filters.len()))
+        let Some((iface, have, after)) = self
+            .open_flow(id, flow)
+            .map(|o| (o.iface, o.filters.len(), o.after.clone()))
         else {
             return err(format!("no flow {flow}"));
         };
@@ -414,7 +489,7 @@ impl Control<'_> {
             elements.push(ElemShape::new(class, false, &[program]));
         }
         let name = self.d.ifaces[iface].name.clone();
-        if let Err(a) = self.authorise_filters(id, &name, elements) {
+        if let Err(a) = self.authorise_flow(id, &name, elements, &after) {
             self.refused += 1;
             return a;
         }
@@ -430,6 +505,22 @@ impl Control<'_> {
         self.put_flow(id, flow, open);
         self.set_union(iface, true);
         (Reply::Added { first }, Vec::new())
+    }
+
+    /// What the elements after a flow's filters report, and why the flow
+    /// ended if one failed.
+    pub(crate) fn report(&self, id: u64, flow: u64) -> Answer {
+        let Some(open) = self.open_flow(id, flow) else {
+            return err(format!("no flow {flow}"));
+        };
+        let (elements, failed) = match &open.member.chain {
+            Some(c) => {
+                let mut c = c.lock().unwrap_or_else(|e| e.into_inner());
+                (c.reports(), c.failed.clone())
+            }
+            None => (serde_json::json!([]), None),
+        };
+        (Reply::Report { elements, failed }, Vec::new())
     }
 
     fn open_flow(&self, id: u64, flow: u64) -> Option<&Open> {

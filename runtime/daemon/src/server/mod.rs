@@ -8,6 +8,7 @@
 //! routing table. Nothing a client sends reaches the data path except a
 //! compiled filter.
 
+pub(crate) mod chain;
 mod control;
 pub(crate) mod deliver;
 pub(crate) mod flows;

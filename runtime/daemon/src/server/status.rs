@@ -55,6 +55,13 @@ impl Control<'_> {
                     .into_iter()
                     .map(|(n, o)| {
                         let ib = &o.member.ibuf;
+                        let (elements, failed) = match &o.member.chain {
+                            Some(c) => {
+                                let mut c = c.lock().unwrap_or_else(|e| e.into_inner());
+                                (c.reports(), c.failed.clone())
+                            }
+                            None => (json!([]), None),
+                        };
                         json!({
                             "flow": n,
                             "id": o.member.flow,
@@ -67,6 +74,8 @@ impl Control<'_> {
                             "dropped": ib.drops(),
                             "waiting": ib.written().saturating_sub(ib.slowest_reader()),
                             "stalled": o.member.stalled.load(Ordering::Relaxed),
+                            "elements": elements,
+                            "failed": failed,
                         })
                     })
                     .collect();

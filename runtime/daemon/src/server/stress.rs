@@ -222,7 +222,12 @@ fn run(pref: Preference, packets: u64, paced: bool) {
     let members: Vec<Arc<Member>> = (0..FLOWS)
         .map(|k| {
             let ibuf = Arc::new(IBuf::in_region(entries, pref).unwrap());
-            Arc::new(Member::new(k as u64, ibuf, Arc::new(Wake::new().unwrap())))
+            Arc::new(Member::new(
+                k as u64,
+                ibuf,
+                Arc::new(Wake::new().unwrap()),
+                None,
+            ))
         })
         .collect();
     let mut routes = Routes::default();

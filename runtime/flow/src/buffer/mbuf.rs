@@ -1,9 +1,26 @@
 //! A filter's persistent memory array ([`MBuf`]), shared by the filter and
 //! the application; a version counter brackets each packet's updates (a
 //! sequence lock, see the parent module's memory orderings).
+//!
+//! The memory is on this process's heap, or in a shared region (the
+//! daemon's flows: the daemon's elements write it, the client maps it
+//! read-only). Both are laid out alike, in 32-bit words: 0 a magic word,
+//! 1 the number of words, 2 the version, 3 unused, then the words.
 
+use sluice_shm::Region;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+/// "SLMB": what a region laid out as an MBuf starts with.
+const MAGIC: u32 = u32::from_be_bytes(*b"SLMB");
+/// Header words before the memory's own.
+const HEADER: usize = 4;
+const VERSION: usize = 2;
+
+enum Store {
+    Heap(Box<[AtomicU32]>),
+    Shared(Arc<Region>),
+}
 
 /// A filter's persistent memory array: 32-bit words that the filter and the
 /// application both read and write.
@@ -21,15 +38,18 @@ use std::sync::Mutex;
 /// assert!(m.store(4, 0).is_err());
 /// ```
 pub struct MBuf {
-    words: Box<[AtomicU32]>,
-    version: AtomicU32,
+    store: Store,
+    len: usize,
+    /// False for a region mapped read-only: every write is then refused
+    /// (`store`) or ignored (the filter side), never a fault.
+    writable: bool,
     pending: Mutex<Vec<(u32, u32)>>,
     app_writes: AtomicBool,
 }
 
 impl std::fmt::Debug for MBuf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "MBuf({} words)", self.words.len())
+        write!(f, "MBuf({} words)", self.len)
     }
 }
 
@@ -40,12 +60,108 @@ impl MBuf {
     /// assert_eq!(sluice_flow::buffer::MBuf::new(3).len(), 3);
     /// ```
     pub fn new(words: usize) -> MBuf {
+        let all: Box<[AtomicU32]> = (0..HEADER + words).map(|_| AtomicU32::new(0)).collect();
+        all[0].store(MAGIC, Ordering::Relaxed);
+        all[1].store(words as u32, Ordering::Relaxed);
+        MBuf::laid_out(Store::Heap(all), words)
+    }
+
+    /// An array of `words` zero words in a new shared region, to pass to
+    /// another process (see [`MBuf::region`] and [`MBuf::attach`]).
+    ///
+    /// ```
+    /// let m = sluice_flow::buffer::MBuf::in_region(3)?;
+    /// assert!(m.region().is_some());
+    /// m.begin(); m.set(2, 9); m.end();
+    /// let seen = sluice_flow::buffer::MBuf::attach(std::sync::Arc::new(
+    ///     sluice_shm::Region::map(m.region().unwrap().read_only_fd()?, false)?,
+    /// ))?;
+    /// assert_eq!(seen.snapshot(), vec![0, 0, 9]);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn in_region(words: usize) -> std::io::Result<MBuf> {
+        let len = u32::try_from(words)
+            .ok()
+            .filter(|&w| (w as usize) <= (sluice_shm::MAX_REGION / 4 - HEADER))
+            .ok_or_else(|| {
+                std::io::Error::other(format!("an MBuf of {words} words is too large"))
+            })?;
+        let region = Region::create("mbuf", (HEADER + words) * 4)?;
+        let w = region.words32();
+        w[1].store(len, Ordering::Relaxed);
+        w[0].store(MAGIC, Ordering::Release);
+        Ok(MBuf::laid_out(Store::Shared(Arc::new(region)), words))
+    }
+
+    /// The memory another process laid out in `region` (the reading side;
+    /// checked against the region's size). A read-only region gives an
+    /// MBuf to read: [`MBuf::store`] on it is refused, and the filter
+    /// side's writes do nothing.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use sluice_flow::buffer::MBuf;
+    /// let m = MBuf::in_region(2)?;
+    /// let fd = m.region().unwrap().read_only_fd()?;
+    /// let ro = MBuf::attach(Arc::new(sluice_shm::Region::map(fd, false)?))?;
+    /// assert!(ro.store(0, 1).is_err());
+    /// ro.begin(); ro.set(0, 1); ro.end();
+    /// assert_eq!(ro.snapshot(), vec![0, 0]);
+    /// let pbuf = sluice_flow::buffer::PBuf::in_region(1, 8, sluice_flow::buffer::Preference::Fast)?;
+    /// assert!(MBuf::attach(pbuf.region().unwrap().clone()).is_err());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn attach(region: Arc<Region>) -> std::io::Result<MBuf> {
+        let w = region.words32();
+        let bad = || std::io::Error::other("the shared region is not a filter memory (MBuf)");
+        if w.len() < HEADER || w[0].load(Ordering::Acquire) != MAGIC {
+            return Err(bad());
+        }
+        let len = w[1].load(Ordering::Relaxed) as usize;
+        if HEADER + len > w.len() {
+            return Err(bad());
+        }
+        Ok(MBuf::laid_out(Store::Shared(region), len))
+    }
+
+    fn laid_out(store: Store, len: usize) -> MBuf {
+        let writable = match &store {
+            Store::Heap(_) => true,
+            Store::Shared(r) => r.writable(),
+        };
         MBuf {
-            words: (0..words).map(|_| AtomicU32::new(0)).collect(),
-            version: AtomicU32::new(0),
+            store,
+            len,
+            writable,
             pending: Mutex::new(Vec::new()),
             app_writes: AtomicBool::new(false),
         }
+    }
+
+    /// The region the memory lives in, if it is shared.
+    pub fn region(&self) -> Option<&Arc<Region>> {
+        match &self.store {
+            Store::Shared(r) => Some(r),
+            Store::Heap(_) => None,
+        }
+    }
+
+    #[inline]
+    fn all(&self) -> &[AtomicU32] {
+        match &self.store {
+            Store::Heap(w) => w,
+            Store::Shared(r) => r.words32(),
+        }
+    }
+
+    #[inline]
+    fn words(&self) -> &[AtomicU32] {
+        &self.all()[HEADER..HEADER + self.len]
+    }
+
+    #[inline]
+    fn version(&self) -> &AtomicU32 {
+        &self.all()[VERSION]
     }
 
     /// Number of words.
@@ -54,7 +170,7 @@ impl MBuf {
     /// assert!(sluice_flow::buffer::MBuf::new(0).is_empty());
     /// ```
     pub fn len(&self) -> usize {
-        self.words.len()
+        self.len
     }
 
     /// Whether it has no words.
@@ -63,7 +179,7 @@ impl MBuf {
     /// assert!(!sluice_flow::buffer::MBuf::new(1).is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
-        self.words.is_empty()
+        self.len == 0
     }
 
     /// One word, or `None` past the end.
@@ -72,7 +188,7 @@ impl MBuf {
     /// assert_eq!(sluice_flow::buffer::MBuf::new(1).load(1), None);
     /// ```
     pub fn load(&self, i: usize) -> Option<u32> {
-        self.words.get(i).map(|w| w.load(Ordering::Relaxed))
+        self.words().get(i).map(|w| w.load(Ordering::Relaxed))
     }
 
     /// Write one word (application side).
@@ -82,9 +198,12 @@ impl MBuf {
     /// assert!(m.store(0, 5).is_ok());
     /// ```
     pub fn store(&self, i: usize, v: u32) -> Result<(), crate::Error> {
-        let w = self.words.get(i).ok_or(crate::Error::MBufRange {
+        if !self.writable {
+            return Err(crate::Error::MBufReadOnly);
+        }
+        let w = self.words().get(i).ok_or(crate::Error::MBufRange {
             index: i,
-            len: self.words.len(),
+            len: self.len,
         })?;
         w.store(v, Ordering::Relaxed);
         if let Ok(mut p) = self.pending.lock() {
@@ -104,7 +223,7 @@ impl MBuf {
     /// ```
     pub fn snapshot(&self) -> Vec<u32> {
         self.consistent(|| {
-            self.words
+            self.words()
                 .iter()
                 .map(|w| w.load(Ordering::Relaxed))
                 .collect()
@@ -128,11 +247,11 @@ impl MBuf {
     fn consistent<T>(&self, read: impl Fn() -> T) -> T {
         let mut spins = 0u32;
         loop {
-            let v1 = self.version.load(Ordering::Acquire);
+            let v1 = self.version().load(Ordering::Acquire);
             if v1 % 2 == 0 {
                 let out = read();
                 fence(Ordering::Acquire);
-                if self.version.load(Ordering::Relaxed) == v1 {
+                if self.version().load(Ordering::Relaxed) == v1 {
                     return out;
                 }
             }
@@ -154,8 +273,11 @@ impl MBuf {
     /// ```
     #[inline]
     pub fn begin(&self) {
-        let v = self.version.load(Ordering::Relaxed);
-        self.version.store(v.wrapping_add(1), Ordering::Relaxed);
+        if !self.writable {
+            return;
+        }
+        let v = self.version().load(Ordering::Relaxed);
+        self.version().store(v.wrapping_add(1), Ordering::Relaxed);
         fence(Ordering::Release);
     }
 
@@ -167,8 +289,11 @@ impl MBuf {
     /// ```
     #[inline]
     pub fn end(&self) {
-        let v = self.version.load(Ordering::Relaxed);
-        self.version.store(v.wrapping_add(1), Ordering::Release);
+        if !self.writable {
+            return;
+        }
+        let v = self.version().load(Ordering::Relaxed);
+        self.version().store(v.wrapping_add(1), Ordering::Release);
     }
 
     /// Read a word (filter side; 0 past the end).
@@ -178,7 +303,7 @@ impl MBuf {
     /// ```
     #[inline]
     pub fn get(&self, i: usize) -> u32 {
-        self.words.get(i).map_or(0, |w| w.load(Ordering::Relaxed))
+        self.words().get(i).map_or(0, |w| w.load(Ordering::Relaxed))
     }
 
     /// Write a word (filter side, between [`MBuf::begin`] and
@@ -191,7 +316,10 @@ impl MBuf {
     /// ```
     #[inline]
     pub fn set(&self, i: usize, v: u32) {
-        if let Some(w) = self.words.get(i) {
+        if !self.writable {
+            return;
+        }
+        if let Some(w) = self.words().get(i) {
             w.store(v, Ordering::Relaxed);
         }
     }
@@ -238,8 +366,11 @@ impl MBuf {
     /// assert_eq!(m.snapshot(), vec![4, 5]);
     /// ```
     pub fn publish(&self, words: &[u32]) {
+        if !self.writable {
+            return;
+        }
         self.begin();
-        for (w, v) in self.words.iter().zip(words) {
+        for (w, v) in self.words().iter().zip(words) {
             w.store(*v, Ordering::Relaxed);
         }
         self.end();
