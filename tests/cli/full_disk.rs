@@ -45,14 +45,15 @@ impl Drop for Tmpfs {
     }
 }
 
-/// A capture of `copies` times the sample's packets.
-fn capture(copies: usize) -> PathBuf {
+/// A capture of `copies` times the sample's packets, in a directory of
+/// its own named after `test` (tests run in parallel).
+fn capture(test: &str, copies: usize) -> PathBuf {
     let input = std::fs::read(sample()).unwrap();
     let mut out = input[..24].to_vec();
     for _ in 0..copies {
         out.extend_from_slice(&input[24..]);
     }
-    let path = fresh_dir("full-input").join("in.pcap");
+    let path = fresh_dir(&format!("{test}-input")).join("in.pcap");
     std::fs::write(&path, out).unwrap();
     path
 }
@@ -83,7 +84,7 @@ fn split_on_a_full_disk_replaces_nothing() {
     let filters = fresh_dir("full-filters").join("f.txt");
     std::fs::write(&filters, "web\ttcp port 80\nudp\tudp\nall\t\n").unwrap();
     // About 2 MB of input into 512 KiB: the disk fills up.
-    let input = capture(2000);
+    let input = capture("full-split", 2000);
     let o = sluice(&[
         "split",
         "-r",
@@ -111,7 +112,7 @@ fn filter_w_on_a_full_disk_keeps_the_old_file() {
     };
     let out = fs.0.join("out.pcap");
     std::fs::write(&out, b"earlier").unwrap();
-    let input = capture(2000);
+    let input = capture("full-filter", 2000);
     let o = sluice(&["filter", "-r", s(&input), "-w", s(&out), ""]);
     assert_eq!(o.status.code(), Some(1));
     let err = text(&o.stderr);
