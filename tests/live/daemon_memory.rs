@@ -166,3 +166,94 @@ fn elements_that_would_read_files_or_are_not_allowed_are_refused() {
     let o = d.interrupt();
     assert!(o.status.success(), "{}", text(&o.stderr));
 }
+
+/// Packets (data and wire length), a counter, and element classes.
+type Seen = (Vec<(Vec<u8>, u32)>, u64, Vec<String>);
+
+/// Packets, the counter's memory and the elements' classes of a flow,
+/// read through `FlowAccess` only: the same code for a flow in this
+/// process and one in the daemon.
+fn through_access(
+    flow: &dyn sluice::flow::FlowAccess,
+    mut reader: sluice::flow::buffer::Reader,
+) -> Seen {
+    let mut got = Vec::new();
+    while let Some(p) = reader.next() {
+        got.push((p.data.to_vec(), p.meta.wirelen));
+    }
+    let counted = flow.mbuf(2, 0).unwrap().load_u64(0);
+    assert!(
+        flow.mbuf(0, 0).unwrap().is_empty(),
+        "a source has no memory"
+    );
+    assert!(flow.mbuf(3, 0).is_err(), "there is no stage 3");
+    let report = flow.report().unwrap();
+    assert_eq!(report.packets, got.len() as u64);
+    assert_eq!(report.drops, 0);
+    // The elements after the source (a file here, an interface there).
+    let classes = report
+        .filters
+        .iter()
+        .skip(1)
+        .map(|f| f.class.to_ascii_lowercase())
+        .collect();
+    (got, counted, classes)
+}
+
+#[test]
+fn a_daemon_flow_and_a_flow_in_this_process_read_alike() {
+    let Some(net) = Net::new("daemon-access") else {
+        return;
+    };
+    let sock = net.file("d.sock");
+    let d = daemon(&net, &sock, &[]);
+    let mut client = sluice::daemon::Client::connect(&sock, "access test").unwrap();
+    let remote = client
+        .open(
+            &format!("(iface,vb) -> (BPF,\"{EXPR}\") -> (packetcount,pass)"),
+            0,
+        )
+        .unwrap();
+    // A reader of its own, beside the flow's.
+    let reader = sluice::flow::FlowAccess::reader(&remote, 16).unwrap();
+    let all = net.file("all.pcap");
+    let dump = tcpdump(&net, &all, &[]);
+    let sent = replay_all(&net);
+    settle();
+    assert!(dump.interrupt().status.success());
+    assert_eq!(frames(&all).len() as u64, sent);
+    let want = libpcap_filter(&all, EXPR, &net.file("tcp.pcap"));
+    assert!(want.len() > 100, "the captures exercise it");
+    let from_daemon = through_access(&remote, reader);
+
+    // The same flow in this process, on tcpdump's file of the same frames.
+    // Buffers that hold the whole run (it is read after it ends), with
+    // the daemon's slot size.
+    let g = sluice::flow::Group::new(sluice::flow::GroupConfig {
+        slots: 8192,
+        slot_bytes: 9216,
+        ibuf_entries: 8192,
+        ..Default::default()
+    })
+    .unwrap();
+    let mut local = sluice::flow::Flow::create(&g);
+    local
+        .populate(&format!(
+            "(file,{}) -> (BPF,\"{EXPR}\") -> (packetcount,pass)",
+            all.display()
+        ))
+        .unwrap();
+    local.instantiate_unchecked().unwrap();
+    local.activate().unwrap();
+    let reader = sluice::flow::FlowAccess::reader(&local, 16).unwrap();
+    g.run().unwrap();
+    let here = through_access(&local, reader);
+
+    assert_eq!(from_daemon.0, want);
+    assert_eq!(from_daemon.1, want.len() as u64);
+    assert_eq!(from_daemon, here);
+    drop(remote);
+    drop(client);
+    let o = d.interrupt();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}

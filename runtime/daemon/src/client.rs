@@ -19,8 +19,11 @@
 //! # Ok::<(), sluice_daemon::DaemonError>(())
 //! ```
 
+mod access;
+
 use crate::proto::{self, Interface, Reply, Request};
 use crate::DaemonError;
+use access::Shape;
 use sluice_flow::buffer::{IBuf, MBuf, PBuf, PacketRef, Reader};
 use sluice_shm::{Channel, Region, Wake};
 use std::path::Path;
@@ -153,7 +156,9 @@ impl Client {
     /// Open a flow (`(iface,NAME) -> (BPF,"expression")`; `priority`
     /// matters to endpoint daemons).
     pub fn open(&mut self, spec: &str, priority: i32) -> Result<DaemonFlow, DaemonError> {
+        let given = spec.to_string();
         let spec = inline_files(spec)?;
+        let shape = Shape::of(&spec);
         let (reply, mut fds) = ask(&self.chan, &Request::Open { spec, priority })?;
         let Reply::Opened {
             flow,
@@ -185,19 +190,22 @@ impl Client {
                     m.words
                 )));
             }
-            mbufs.push((m.class, mbuf));
+            mbufs.push((m.class, Arc::new(mbuf)));
         }
         let wake = Wake::from_fd(fds.pop().expect("three"));
         let ibuf_fd = fds.pop().expect("three");
         let pbuf_fd = fds.pop().expect("three");
         let pbuf = Arc::new(PBuf::attach(Arc::new(Region::map(pbuf_fd, false)?))?);
         let ibuf = Arc::new(IBuf::attach(Arc::new(Region::map(ibuf_fd, true)?))?);
-        let reader = Reader::adopt(pbuf, ibuf.clone(), reader, 64)
+        let reader = Reader::adopt(pbuf.clone(), ibuf.clone(), reader, 64)
             .ok_or_else(|| DaemonError::Protocol("the reader slot is not registered".into()))?;
         Ok(DaemonFlow {
             chan: self.chan.clone(),
             flow,
+            spec: given,
+            shape,
             reader,
+            pbuf,
             ibuf,
             wake,
             linktype,
@@ -273,14 +281,19 @@ pub struct FlowStats {
 pub struct DaemonFlow {
     chan: Arc<Mutex<Channel>>,
     flow: u64,
+    /// The specification as the caller gave it.
+    spec: String,
+    /// Its stages, as [`FlowAccess`] numbers them.
+    shape: Shape,
     reader: Reader,
+    pbuf: Arc<PBuf>,
     ibuf: Arc<IBuf>,
     wake: Wake,
     linktype: u16,
     snaplen: u32,
     /// The memories of its elements after the filters: class and MBuf
     /// (mapped read-only).
-    memories: Vec<(String, MBuf)>,
+    memories: Vec<(String, Arc<MBuf>)>,
     closed: bool,
 }
 
@@ -290,7 +303,7 @@ impl DaemonFlow {
     /// by the daemon and read here (a consistent copy with
     /// [`MBuf::snapshot`]; `sluice_flow::stats::top_n` reads a
     /// `hashcount` table from one).
-    pub fn memories(&self) -> &[(String, MBuf)] {
+    pub fn memories(&self) -> &[(String, Arc<MBuf>)] {
         &self.memories
     }
 

@@ -6,10 +6,12 @@
 //! that graph, [`lifecycle`] is a flow's life cycle, [`report`] what runs and
 //! flows report.
 
+mod access;
 mod graph;
 mod lifecycle;
 mod report;
 
+pub use access::FlowAccess;
 pub use lifecycle::Flow;
 pub use report::{FilterReport, FlowReport, RunStats};
 

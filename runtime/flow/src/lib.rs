@@ -54,7 +54,9 @@ pub mod value;
 #[cfg(test)]
 mod tests;
 
-pub use group::{Batch, FilterReport, Flow, FlowReport, FlowState, Group, GroupConfig, RunStats};
+pub use group::{
+    Batch, FilterReport, Flow, FlowAccess, FlowReport, FlowState, Group, GroupConfig, RunStats,
+};
 
 /// Everything that can go wrong with flows.
 ///

@@ -74,7 +74,7 @@ fn at(column: usize, message: String) -> Answer {
 
 /// The class of a filter element, and the language prefix it gives its
 /// argument.
-fn filter_class(class: &str) -> Option<(&'static str, &'static str)> {
+pub(crate) fn filter_class(class: &str) -> Option<(&'static str, &'static str)> {
     match class.to_ascii_lowercase().as_str() {
         "bpf" => Some(("bpf", "")),
         "cspf" => Some(("cspf", "cspf:")),
