@@ -38,7 +38,6 @@
 #![allow(unsafe_code)]
 
 mod attach;
-mod dlt_table;
 pub mod dump;
 mod fastfilter;
 pub mod filter;
