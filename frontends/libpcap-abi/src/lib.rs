@@ -52,7 +52,6 @@ pub mod read;
 // their meaning is libpcap's documentation.
 #[allow(missing_docs)]
 pub mod types;
-mod wording;
 
 pub use dump::*;
 pub use filter::*;
