@@ -26,6 +26,7 @@
 
 #[cfg(feature = "arbitrary")]
 pub mod arbitrary;
+pub mod branch;
 pub mod eval;
 mod shared;
 pub mod simplify;

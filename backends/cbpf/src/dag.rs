@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use sluice_ir::branch::Branches;
 use sluice_ir::{CmpOp, Filter, Pred, Val};
 
 use crate::opt::FxBuild;
@@ -87,72 +88,6 @@ impl Dag {
         (self.nodes.len() - 1) as NodeId
     }
 
-    /// The node that evaluates `p` and continues at `t` when it holds and at
-    /// `f` when not. Recursion depth is the nesting depth of `p`; the
-    /// operands of an `and`/`or` are chained in a loop, right to left.
-    fn lower(&mut self, p: &Pred, t: NodeId, f: NodeId) -> NodeId {
-        match p {
-            Pred::True => t,
-            Pred::False => f,
-            Pred::Cmp { op, lhs, rhs } => {
-                if let (Val::Const(a), Val::Const(b)) = (lhs, rhs) {
-                    return if op.apply(*a, *b) { t } else { f };
-                }
-                let lhs = self.intern(lhs);
-                let rhs = match rhs {
-                    Val::Const(k) => Rhs::K(*k),
-                    v => Rhs::V(self.intern(v)),
-                };
-                let test = Test::Cmp { lhs, op: *op, rhs };
-                // libpcap's peephole pass gives `jset #0` (which never
-                // holds) one successor, the false one.
-                let t = if self.peep && *op == CmpOp::Set && rhs == Rhs::K(0) {
-                    f
-                } else {
-                    t
-                };
-                self.push(Node::Test { test, jt: t, jf: f })
-            }
-            Pred::Not(q) => self.lower(q, f, t),
-            Pred::And(ps) => {
-                let mut cur = t;
-                for q in ps.iter().rev() {
-                    cur = self.lower(q, cur, f);
-                }
-                cur
-            }
-            Pred::Or(ps) => {
-                let mut cur = f;
-                for q in ps.iter().rev() {
-                    cur = self.lower(q, t, cur);
-                }
-                cur
-            }
-            Pred::In { val, keys } => {
-                let lhs = self.intern(val);
-                if keys.is_empty() {
-                    // No key: false, but the value is still read (and may abort).
-                    let test = Test::Cmp {
-                        lhs,
-                        op: CmpOp::Ge,
-                        rhs: Rhs::K(0),
-                    };
-                    return self.push(Node::Test { test, jt: f, jf: f });
-                }
-                self.lower_set(lhs, keys, t, f)
-            }
-            Pred::ProtoChain { v6, start, proto } => {
-                let start = self.intern(start);
-                let test = Test::ProtoChain {
-                    v6: *v6,
-                    start,
-                    proto: *proto,
-                };
-                self.push(Node::Test { test, jt: t, jf: f })
-            }
-        }
-    }
-
     /// Membership of a value in sorted keys as a balanced search tree:
     /// `jge` splits a range in two, small ranges end in `jeq` chains, so a
     /// packet takes O(log n) tests. Recursion depth is O(log n).
@@ -211,6 +146,62 @@ impl Dag {
                     || matches!(rhs, Rhs::V(r) if self.vals[r as usize].can_abort())
             }
             Test::ProtoChain { .. } => true,
+        }
+    }
+}
+
+/// Tests are the DAG's nodes; `and`, `or` and `not` are the IR's one walk
+/// ([`sluice_ir::branch`]), so the DAG is linear in the size of the IR.
+impl Branches for Dag {
+    type Target = NodeId;
+
+    /// The node that makes the test `p` ([`Branches::test`]): a `ret` of
+    /// the outcome for constants, else a test node.
+    fn test(&mut self, p: &Pred, t: NodeId, f: NodeId) -> NodeId {
+        match p {
+            Pred::Cmp { op, lhs, rhs } => {
+                if let (Val::Const(a), Val::Const(b)) = (lhs, rhs) {
+                    return if op.apply(*a, *b) { t } else { f };
+                }
+                let lhs = self.intern(lhs);
+                let rhs = match rhs {
+                    Val::Const(k) => Rhs::K(*k),
+                    v => Rhs::V(self.intern(v)),
+                };
+                let test = Test::Cmp { lhs, op: *op, rhs };
+                // libpcap's peephole pass gives `jset #0` (which never
+                // holds) one successor, the false one.
+                let t = if self.peep && *op == CmpOp::Set && rhs == Rhs::K(0) {
+                    f
+                } else {
+                    t
+                };
+                self.push(Node::Test { test, jt: t, jf: f })
+            }
+            Pred::In { val, keys } => {
+                let lhs = self.intern(val);
+                if keys.is_empty() {
+                    // No key: false, but the value is still read (and may abort).
+                    let test = Test::Cmp {
+                        lhs,
+                        op: CmpOp::Ge,
+                        rhs: Rhs::K(0),
+                    };
+                    return self.push(Node::Test { test, jt: f, jf: f });
+                }
+                self.lower_set(lhs, keys, t, f)
+            }
+            Pred::ProtoChain { v6, start, proto } => {
+                let start = self.intern(start);
+                let test = Test::ProtoChain {
+                    v6: *v6,
+                    start,
+                    proto: *proto,
+                };
+                self.push(Node::Test { test, jt: t, jf: f })
+            }
+            // `and`, `or`, `not` and constants are the walk's.
+            p => self.lower(p, t, f),
         }
     }
 }
