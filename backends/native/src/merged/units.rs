@@ -14,9 +14,10 @@
 
 use super::emit::Gen;
 use super::plan::{plan_group, Action, ClusterKey, GroupSig, Item, Plan};
-use super::probe::{key_slot_bytes, Out};
+use super::probe::Out;
 use super::raw::RawTable;
 use crate::batch::DescLayout;
+use crate::probe::key_slot_bytes;
 use crate::{CodePages, NativeError};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlags, Value};
