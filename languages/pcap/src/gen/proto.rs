@@ -55,9 +55,6 @@ const ISO8473_CLNP: u32 = 0x81;
 const ISO9542_ESIS: u32 = 0x82;
 const ISO10589_ISIS: u32 = 0x83;
 
-/// A load `off` bytes after `at`. A constant address is computed modulo
-/// 2^32, as libpcap computes its constant offsets (this matters only for
-/// the Juniper links whose network layer is at libpcap's "not set" offset).
 /// `(v & mask) == k` as libpcap's code generator tests it (`gen_mcmp`:
 /// `and #mask; jeq #k`), in the form its optimiser then sees: with `k` 0
 /// its peephole pass makes it `jset #mask` with the branches swapped, so
@@ -65,9 +62,11 @@ const ISO10589_ISIS: u32 = 0x83;
 /// model relates to other tests depends on it: `wlan type mgt and wlan
 /// type data` is a `jset` and a `jeq` to libpcap, and kept).
 ///
-/// ```ignore
+/// ```text
 /// mcmp(fc, 0x0c, 0) == Pred::not(Pred::cmp(CmpOp::Set, fc, Val::Const(0x0c)))
 /// ```
+///
+/// (checked by `tests::mcmp_with_zero_is_a_negated_jset`).
 pub(crate) fn mcmp(v: Val, mask: u32, k: u32) -> Pred {
     if k == 0 && mask != 0 && mask != u32::MAX {
         return Pred::not(Pred::cmp(CmpOp::Set, v, Val::Const(mask)));
@@ -80,6 +79,9 @@ pub(crate) fn bit_set(v: Val, bit: u32) -> Pred {
     Pred::cmp(CmpOp::Set, v, Val::Const(bit))
 }
 
+/// A load `off` bytes after `at`. A constant address is computed modulo
+/// 2^32, as libpcap computes its constant offsets (this matters only for
+/// the Juniper links whose network layer is at libpcap's "not set" offset).
 pub(crate) fn ld(at: &Val, off: u32, size: Size) -> Val {
     match at {
         Val::Const(c) => Val::load_abs(c.wrapping_add(off), size),
@@ -696,6 +698,37 @@ impl ValExt for Val {
                 size,
             },
             v => v,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With `k` 0 the test is libpcap's optimised `jset` with the branches
+    /// swapped, and answers `(v & mask) == k` for every byte all the same.
+    #[test]
+    fn mcmp_with_zero_is_a_negated_jset() {
+        let fc = Val::load_abs(0, Size::Byte);
+        assert_eq!(
+            mcmp(fc.clone(), 0x0c, 0),
+            Pred::not(Pred::cmp(CmpOp::Set, fc.clone(), Val::Const(0x0c)))
+        );
+        assert_eq!(
+            mcmp(fc.clone(), 0x0c, 8),
+            Pred::masked_eq(fc.clone(), 0x0c, 8)
+        );
+        for (mask, k) in [(0x0c, 0), (0x0c, 8), (0xff, 0), (0, 0)] {
+            let p = mcmp(fc.clone(), mask, k);
+            for b in 0..=255u8 {
+                let want = (u32::from(b) & mask) == k;
+                assert_eq!(
+                    sluice_ir::eval_pred(&p, &[b], 1),
+                    Ok(want),
+                    "{mask:#x} {k} {b}"
+                );
+            }
         }
     }
 }
