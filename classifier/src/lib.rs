@@ -32,10 +32,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod absorb;
+pub(crate) mod absorb;
 pub mod auto;
 pub mod field;
-pub mod id_map;
+pub(crate) mod id_map;
 pub mod merged;
 pub mod path;
 pub mod table;

@@ -55,13 +55,13 @@ pub(crate) struct Dag {
 }
 
 impl Dag {
-    pub fn build(filter: &Filter) -> Dag {
+    pub(crate) fn build(filter: &Filter) -> Dag {
         Dag::build_as(filter, false)
     }
 
     /// The DAG, with tests as libpcap's peephole pass leaves them (`peep`:
     /// `jset #0` never holds) for the refusal model.
-    pub fn build_as(filter: &Filter, peep: bool) -> Dag {
+    pub(crate) fn build_as(filter: &Filter, peep: bool) -> Dag {
         let mut dag = Dag {
             vals: Vec::new(),
             val_ids: HashMap::default(),
@@ -73,7 +73,7 @@ impl Dag {
         dag
     }
 
-    pub fn intern(&mut self, v: &Val) -> ValId {
+    pub(crate) fn intern(&mut self, v: &Val) -> ValId {
         if let Some(&id) = self.val_ids.get(v) {
             return id;
         }
@@ -126,7 +126,7 @@ impl Dag {
 
     /// The outcome of `test` whenever it does not abort, if its values are
     /// known constants ([`Val::known`]: `x & 0 == 1` is false).
-    pub fn known_outcome(&self, test: &Test) -> Option<bool> {
+    pub(crate) fn known_outcome(&self, test: &Test) -> Option<bool> {
         let Test::Cmp { lhs, op, rhs } = *test else {
             return None;
         };
@@ -139,7 +139,7 @@ impl Dag {
     }
 
     /// True if evaluating the test can abort the filter.
-    pub fn can_abort(&self, test: &Test) -> bool {
+    pub(crate) fn can_abort(&self, test: &Test) -> bool {
         match *test {
             Test::Cmp { lhs, rhs, .. } => {
                 self.vals[lhs as usize].can_abort()

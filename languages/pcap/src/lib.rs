@@ -1,10 +1,10 @@
 //! The pcap filter language (tcpdump's expressions) with libpcap's meaning.
 //!
-//! The pipeline is text → [`lexer`] → [`parser`] (a syntax tree, [`ast`],
+//! The pipeline is text → the lexer (`lexer`, crate-internal) → [`parser`] (a syntax tree, [`ast`],
 //! with libpcap's qualifier inheritance resolved) → [`gen`] (sluice's
 //! intermediate form, `sluice_ir`). Link types and where their headers are
 //! live in [`link`] (`sluice-wire`'s table); the protocol and service
-//! names in [`names`], inside sluice: no `/etc` files, no DNS. Host
+//! names in the crate's own tables (`names`), inside sluice: no `/etc` files, no DNS. Host
 //! names are resolved only through a [`resolve::Resolver`] the caller
 //! gives ([`compile_with`]). [`libpcap_message`] words a refusal as
 //! libpcap 1.10.3 does, for libpcap's C front end.
@@ -21,8 +21,8 @@
 pub mod ast;
 pub mod error;
 pub mod gen;
-pub mod lexer;
-pub mod names;
+pub(crate) mod lexer;
+pub(crate) mod names;
 pub mod parser;
 pub mod resolve;
 mod wording;

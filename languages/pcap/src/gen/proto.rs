@@ -8,46 +8,46 @@ use sluice_ir::{BinOp, CmpOp, Pred, Size, Val};
 
 /// Ethernet types and LLC SAPs the generator names.
 pub(crate) mod ethertype {
-    pub const IP: u32 = 0x0800;
-    pub const ARP: u32 = 0x0806;
-    pub const RARP: u32 = 0x8035;
-    pub const IPV6: u32 = 0x86dd;
-    pub const ATALK: u32 = 0x809b;
-    pub const AARP: u32 = 0x80f3;
-    pub const IPX: u32 = 0x8137;
-    pub const DECNET: u32 = 0x6003;
-    pub const LAT: u32 = 0x6004;
-    pub const SCA: u32 = 0x6007;
-    pub const MOPRC: u32 = 0x6002;
-    pub const MOPDL: u32 = 0x6001;
-    pub const PPPOED: u32 = 0x8863;
-    pub const PPPOES: u32 = 0x8864;
-    pub const MPLS: u32 = 0x8847;
-    pub const VLAN_TPIDS: [u32; 3] = [0x8100, 0x88a8, 0x9100];
+    pub(crate) const IP: u32 = 0x0800;
+    pub(crate) const ARP: u32 = 0x0806;
+    pub(crate) const RARP: u32 = 0x8035;
+    pub(crate) const IPV6: u32 = 0x86dd;
+    pub(crate) const ATALK: u32 = 0x809b;
+    pub(crate) const AARP: u32 = 0x80f3;
+    pub(crate) const IPX: u32 = 0x8137;
+    pub(crate) const DECNET: u32 = 0x6003;
+    pub(crate) const LAT: u32 = 0x6004;
+    pub(crate) const SCA: u32 = 0x6007;
+    pub(crate) const MOPRC: u32 = 0x6002;
+    pub(crate) const MOPDL: u32 = 0x6001;
+    pub(crate) const PPPOED: u32 = 0x8863;
+    pub(crate) const PPPOES: u32 = 0x8864;
+    pub(crate) const MPLS: u32 = 0x8847;
+    pub(crate) const VLAN_TPIDS: [u32; 3] = [0x8100, 0x88a8, 0x9100];
     /// Largest 802.3 length: type fields above it are Ethernet types.
-    pub const ETHERMTU: u32 = 1500;
-    pub const SAP_ISONS: u32 = 0xfe;
-    pub const SAP_IP: u32 = 0x06;
-    pub const SAP_NETBEUI: u32 = 0xf0;
-    pub const SAP_IPX: u32 = 0xe0;
-    pub const SAP_8021D: u32 = 0x42;
+    pub(crate) const ETHERMTU: u32 = 1500;
+    pub(crate) const SAP_ISONS: u32 = 0xfe;
+    pub(crate) const SAP_IP: u32 = 0x06;
+    pub(crate) const SAP_NETBEUI: u32 = 0xf0;
+    pub(crate) const SAP_IPX: u32 = 0xe0;
+    pub(crate) const SAP_8021D: u32 = 0x42;
 }
 use ethertype as et;
 
 /// IP protocol numbers the generator names.
 pub(crate) mod ipproto {
-    pub const ICMP: u32 = 1;
-    pub const IGMP: u32 = 2;
-    pub const TCP: u32 = 6;
-    pub const IGRP: u32 = 9;
-    pub const UDP: u32 = 17;
-    pub const ESP: u32 = 50;
-    pub const AH: u32 = 51;
-    pub const ICMPV6: u32 = 58;
-    pub const PIM: u32 = 103;
-    pub const VRRP: u32 = 112;
-    pub const SCTP: u32 = 132;
-    pub const FRAGMENT: u32 = 44;
+    pub(crate) const ICMP: u32 = 1;
+    pub(crate) const IGMP: u32 = 2;
+    pub(crate) const TCP: u32 = 6;
+    pub(crate) const IGRP: u32 = 9;
+    pub(crate) const UDP: u32 = 17;
+    pub(crate) const ESP: u32 = 50;
+    pub(crate) const AH: u32 = 51;
+    pub(crate) const ICMPV6: u32 = 58;
+    pub(crate) const PIM: u32 = 103;
+    pub(crate) const VRRP: u32 = 112;
+    pub(crate) const SCTP: u32 = 132;
+    pub(crate) const FRAGMENT: u32 = 44;
 }
 
 /// OSI network-layer protocol identifiers (after the 0xfefe LLC header).
