@@ -253,23 +253,16 @@ pub fn disasm_ddd(prog: &[Insn]) -> String {
     out
 }
 
-/// A text syntax error, with 1-based line and column.
+/// A text syntax error, with 1-based line and column: the positioned
+/// error every language with program text shares
+/// ([`sluice_ir::TextError`]).
 ///
 /// ```
 /// let e = sluice_bpf::parse_program("(000) frob     #1\n").unwrap_err();
 /// assert_eq!((e.line, e.column), (1, 7));
 /// assert_eq!(e.to_string(), "line 1, column 7: unknown mnemonic `frob`");
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("line {line}, column {column}: {message}")]
-pub struct ParseError {
-    /// Line number, from 1.
-    pub line: usize,
-    /// Column (in characters), from 1.
-    pub column: usize,
-    /// What is wrong.
-    pub message: String,
-}
+pub type ParseError = sluice_ir::TextError;
 
 /// The three text forms.
 ///
@@ -333,42 +326,35 @@ pub fn parse_program(text: &str) -> Result<Vec<Insn>, ParseError> {
         Some(TextFormat::Dd) => parse_dd(text),
         Some(TextFormat::Ddd) => parse_ddd(text),
         None => {
-            let (line, column) = first_non_blank(text);
-            Err(ParseError {
-                line,
-                column,
-                message: if text.trim().is_empty() {
-                    "empty program text".into()
-                } else {
-                    "unrecognized program format (expected tcpdump -d, -dd or -ddd output)".into()
-                },
-            })
+            let message = if text.trim().is_empty() {
+                "empty program text"
+            } else {
+                "unrecognized program format (expected tcpdump -d, -dd or -ddd output)"
+            };
+            Err(first_non_blank(text, message))
         }
     }
 }
 
-fn first_non_blank(text: &str) -> (usize, usize) {
+/// An error at the text's first non-blank character (at the start of
+/// its last line if it has none).
+fn first_non_blank(text: &str, message: &str) -> ParseError {
     for (ln, line) in text.lines().enumerate() {
-        if let Some(col) = line.chars().position(|c| !c.is_whitespace()) {
-            return (ln + 1, col + 1);
+        if let Some(at) = line.find(|c: char| !c.is_whitespace()) {
+            return ParseError::in_line(ln + 1, line, at, message);
         }
     }
-    (text.lines().count().max(1), 1)
+    ParseError::in_line(text.lines().count().max(1), "", 0, message)
 }
 
+/// An error on line `line`, at byte `byte` of its text `text`.
 fn err<T>(
     line: usize,
     text: &str,
     byte: usize,
     message: impl Into<String>,
 ) -> Result<T, ParseError> {
-    let byte = byte.min(text.len());
-    let column = text.get(..byte).map(|s| s.chars().count()).unwrap_or(byte) + 1;
-    Err(ParseError {
-        line,
-        column,
-        message: message.into(),
-    })
+    Err(ParseError::in_line(line, text, byte, message))
 }
 
 /// Byte offset of `sub` (a subslice of `line`) within `line`.

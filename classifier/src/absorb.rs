@@ -18,16 +18,9 @@
 //! another atom of the path loads further from the same base, which
 //! cannot succeed without it.
 //!
-//! ```
-//! use sluice_classifier::absorb::absorb;
-//! use sluice_classifier::path::paths;
-//! use sluice_ir::{Pred, Size, Val};
-//! let (src, dst) = (Val::load_abs(26, Size::Word), Val::load_abs(30, Size::Word));
-//! let host = Pred::or(vec![Pred::eq(src, 7), Pred::eq(dst, 7)]);
-//! let ps = absorb(paths(&host, 1).unwrap());
-//! assert_eq!(ps.len(), 2);
-//! assert!(ps.iter().all(|p| p.atoms.len() == 1));
-//! ```
+//! `src == 7 or dst == 7` comes down to two paths of one test each
+//! (`tests::either_address_is_one_test_per_path`). Crate-internal: the
+//! merged classifier's [`Compiled`](crate::merged::Compiled) applies it.
 
 use crate::path::{Atom, Path, Test};
 use rustc_hash::FxHashMap as HashMap;
@@ -363,11 +356,8 @@ impl Atoms {
 /// The paths with needless tests dropped (see the module doc); the
 /// filter accepts exactly the same packets.
 ///
-/// ```
-/// let none = sluice_classifier::absorb::absorb(Vec::new());
-/// assert!(none.is_empty());
-/// ```
-pub fn absorb(paths: Vec<Path>) -> Vec<Path> {
+/// No paths stay no paths (`tests::no_paths_stay_none`).
+pub(crate) fn absorb(paths: Vec<Path>) -> Vec<Path> {
     let Some(accept) = paths.first().map(|p| p.accept) else {
         return paths;
     };
@@ -447,6 +437,21 @@ mod tests {
     use super::*;
     use crate::path::paths;
     use sluice_ir::{CmpOp, Pred, Size};
+
+    #[test]
+    fn either_address_is_one_test_per_path() {
+        use sluice_ir::Val;
+        let (src, dst) = (Val::load_abs(26, Size::Word), Val::load_abs(30, Size::Word));
+        let host = Pred::or(vec![Pred::eq(src, 7), Pred::eq(dst, 7)]);
+        let ps = absorb(paths(&host, 1).unwrap());
+        assert_eq!(ps.len(), 2);
+        assert!(ps.iter().all(|p| p.atoms.len() == 1));
+    }
+
+    #[test]
+    fn no_paths_stay_none() {
+        assert!(absorb(Vec::new()).is_empty());
+    }
 
     fn holds(p: &Path, pkt: &[u8]) -> bool {
         p.atoms.iter().all(|a| a.holds(pkt, pkt.len() as u32))

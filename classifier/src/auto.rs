@@ -267,8 +267,12 @@ impl<G: Engine + Shapes, T: Engine> Auto<G, T> {
     ///
     /// ```
     /// use sluice_classifier::{Auto, Engine};
-    /// let mut a: Auto<sluice_classifier::merged::Merged, sluice_classifier::tree::DecisionTree> = Auto::empty();
+    /// use sluice_classifier::merged::{Compiled, Merged};
+    /// let mut a: Auto<Merged, sluice_classifier::tree::DecisionTree> = Auto::empty();
+    /// a.insert(4, std::sync::Arc::new(Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1))), 0);
     /// a.update();
+    /// assert!(a.settled());
+    /// assert_eq!(a.classify_first(&[], 0, &mut Default::default()), Some(4));
     /// ```
     pub fn update(&mut self) {
         self.refresh(&mut None);

@@ -295,7 +295,12 @@ impl Memo {
     /// made as fields past it are read).
     ///
     /// ```
-    /// sluice_classifier::field::Memo::default().next_packet(4);
+    /// let mut m = sluice_classifier::field::Memo::default();
+    /// m.next_packet(4);
+    /// assert_eq!(m.cached(2, || Some(7)), Some(7));
+    /// assert_eq!(m.cached(2, || Some(8)), Some(7)); // remembered
+    /// m.next_packet(4);
+    /// assert_eq!(m.cached(2, || Some(8)), Some(8)); // forgotten
     /// ```
     #[inline]
     pub fn next_packet(&mut self, fields: usize) {

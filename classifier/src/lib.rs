@@ -32,10 +32,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod absorb;
+pub(crate) mod absorb;
 pub mod auto;
 pub mod field;
-pub mod id_map;
+pub(crate) mod id_map;
 pub mod merged;
 pub mod path;
 pub mod table;
@@ -288,7 +288,9 @@ impl Classifier {
     /// An empty classifier.
     ///
     /// ```
-    /// let _ = sluice_classifier::Classifier::new();
+    /// let c = sluice_classifier::Classifier::new();
+    /// assert!(c.is_empty());
+    /// assert!(c.reader().classify(&[1, 2, 3], 3).is_empty());
     /// ```
     pub fn new() -> Classifier {
         Classifier::default()
@@ -459,7 +461,12 @@ impl<E: Engine> Classifier<E> {
     /// they may still use is dropped only after they leave it.
     ///
     /// ```
-    /// sluice_classifier::Classifier::new().publish();
+    /// let mut c = sluice_classifier::Classifier::new();
+    /// let r = c.reader();
+    /// let id = c.insert(&sluice_ir::Filter::new(sluice_ir::Pred::True, 1), 0);
+    /// assert!(r.classify(&[], 0).is_empty()); // not visible yet
+    /// c.publish();
+    /// assert_eq!(r.classify(&[], 0), vec![id]);
     /// ```
     pub fn publish(&mut self) {
         self.w.append(Op::Refresh(None));
@@ -471,8 +478,12 @@ impl<E: Engine> Classifier<E> {
     /// every state on the way answers correctly, only more slowly.
     ///
     /// ```
+    /// use sluice_classifier::Engine;
     /// let mut c = sluice_classifier::Classifier::new();
+    /// let id = c.insert(&sluice_ir::Filter::new(sluice_ir::Pred::True, 1), 0);
     /// c.settle();
+    /// assert_eq!(c.published(|e| e.settled()), Some(true));
+    /// assert_eq!(c.reader().classify_first(&[], 0), Some(id));
     /// ```
     pub fn settle(&mut self) {
         self.publish();
@@ -594,9 +605,13 @@ impl<E: Engine> Reader<E> {
     /// each once, in any order (the engine's; [`Reader::classify`] sorts).
     ///
     /// ```
-    /// let c = sluice_classifier::Classifier::new();
-    /// let mut out = vec![vec![]; 1];
-    /// c.reader().classify_batch(&[(&[][..], 0)], &mut out);
+    /// use sluice_ir::{Filter, Pred, Size, Val};
+    /// let mut c = sluice_classifier::Classifier::new();
+    /// let one = c.insert(&Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 1), 1), 0);
+    /// c.publish();
+    /// let mut out = vec![vec![9]; 2];
+    /// c.reader().classify_batch(&[(&[1][..], 1), (&[2][..], 1)], &mut out);
+    /// assert_eq!(out, vec![vec![one.0], vec![]]);
     /// ```
     pub fn classify_batch(&self, pkts: &[(&[u8], u32)], out: &mut [Vec<u32>]) {
         match self.r.enter() {

@@ -27,6 +27,7 @@
 //! assert_eq!(ps[0].atoms.len(), 1); // the second test is decided by the first
 //! ```
 
+use sluice_ir::branch::Branches;
 use sluice_ir::{CmpOp, Pred, Val};
 use std::sync::Arc;
 
@@ -571,18 +572,18 @@ impl Dag {
         (self.nodes.len() - 1) as NodeId
     }
 
-    fn test(&mut self, cond: Cond, t: NodeId, f: NodeId) -> NodeId {
+    fn node(&mut self, cond: Cond, t: NodeId, f: NodeId) -> NodeId {
         self.push(Node::Test { cond, t, f })
     }
+}
 
-    /// Continuation passing, as the BPF back end does.
-    fn lower(&mut self, p: &Pred, t: NodeId, f: NodeId) -> NodeId {
+/// Tests are the DAG's nodes; `and`, `or` and `not` are the IR's one walk
+/// ([`sluice_ir::branch`]), as in the back ends.
+impl Branches for Dag {
+    type Target = NodeId;
+
+    fn test(&mut self, p: &Pred, t: NodeId, f: NodeId) -> NodeId {
         match p {
-            Pred::True => t,
-            Pred::False => f,
-            Pred::Not(q) => self.lower(q, f, t),
-            Pred::And(ps) => ps.iter().rev().fold(t, |cur, q| self.lower(q, cur, f)),
-            Pred::Or(ps) => ps.iter().rev().fold(f, |cur, q| self.lower(q, t, cur)),
             Pred::Cmp { op, lhs, rhs } => match rhs {
                 Val::Const(k) => {
                     let test = match op {
@@ -591,16 +592,18 @@ impl Dag {
                         CmpOp::Ge => Test::Ge(*k),
                         CmpOp::Set => Test::Set(*k),
                     };
-                    self.test(Cond::Field(lhs.clone(), test), t, f)
+                    self.node(Cond::Field(lhs.clone(), test), t, f)
                 }
-                _ => self.test(Cond::Pred(p.clone()), t, f),
+                _ => self.node(Cond::Pred(p.clone()), t, f),
             },
-            Pred::In { val, keys } => self.test(
+            Pred::In { val, keys } => self.node(
                 Cond::Field(val.clone(), Test::In(KeySet::new(keys.clone()))),
                 t,
                 f,
             ),
-            Pred::ProtoChain { .. } => self.test(Cond::Pred(p.clone()), t, f),
+            Pred::ProtoChain { .. } => self.node(Cond::Pred(p.clone()), t, f),
+            // `and`, `or`, `not` and constants are the walk's.
+            p => self.lower(p, t, f),
         }
     }
 }

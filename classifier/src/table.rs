@@ -169,8 +169,12 @@ impl KeyTable {
     /// before their lookups lets the cache misses overlap.
     ///
     /// ```
-    /// let t = sluice_classifier::table::KeyTable::new(1);
-    /// let _ = t.touch(0);
+    /// use sluice_classifier::table::{hash, KeyTable};
+    /// let mut t = KeyTable::new(1);
+    /// let home = t.home(hash(&[5]));
+    /// assert_eq!(t.touch(home), 0); // empty
+    /// t.insert(&[5], 9);
+    /// assert_eq!(t.touch(home), 9); // the first key hashed there
     /// ```
     #[inline]
     pub fn touch(&self, slot: usize) -> u32 {

@@ -196,7 +196,33 @@ impl ProgramBuilder {
             .map_err(Error::Expression)?;
         // Where libpcap turns its optimiser off, so does sluice: no
         // folding, no "expression rejects all packets".
-        Program::from_ir(c.filter, c.optimize, true, c.judged)
+        let mut p = Program::from_ir(c.filter, c.optimize, true, c.judged)?;
+        p.uses_vlan = c.uses_vlan;
+        Ok(p)
+    }
+
+    /// libpcap 1.10.3's words for the refusal `e` of `text` by
+    /// [`ProgramBuilder::expression`] with this builder (its link type,
+    /// and its resolver for host names), so that a program built against
+    /// libpcap prints on sluice what it prints on libpcap; a refusal that is
+    /// not of a pcap expression keeps sluice's words. (sluice's own
+    /// messages, with the column, are the error's `Display`.)
+    ///
+    /// ```
+    /// use sluice_filter::{LinkType, Program};
+    /// let b = Program::builder(LinkType::EN10MB);
+    /// let e = b.expression("tcp port 99999").unwrap_err();
+    /// assert_eq!(b.libpcap_message("tcp port 99999", &e), "illegal port number 99999 > 65535");
+    /// let e = b.expression("tcp and").unwrap_err();
+    /// assert_eq!(b.libpcap_message("tcp and", &e), "can't parse filter expression: syntax error");
+    /// ```
+    pub fn libpcap_message(&self, text: &str, e: &Error) -> String {
+        match e {
+            Error::Expression(c) => {
+                sluice_pcap::libpcap_message(text, self.linktype, c, self.resolver.clone())
+            }
+            other => other.to_string(),
+        }
     }
 }
 

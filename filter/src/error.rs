@@ -28,7 +28,7 @@ pub enum Error {
     Lower(sluice_cbpf::LowerError),
     /// A BPF program text could not be parsed.
     #[error(transparent)]
-    BpfText(#[from] sluice_bpf::ParseError),
+    BpfText(sluice_bpf::ParseError),
     /// A BPF program failed verification.
     #[error(transparent)]
     BpfVerify(#[from] sluice_bpf::VerifyError),
@@ -37,7 +37,7 @@ pub enum Error {
     Cspf(#[from] sluice_cspf::Error),
     /// A DPF filter could not be parsed.
     #[error("dpf: {0}")]
-    Dpf(#[from] sluice_dpf::ParseError),
+    Dpf(#[source] sluice_dpf::ParseError),
     /// A `LANG:@file` filter whose file could not be read.
     #[error("{path}: {source}")]
     File {

@@ -271,6 +271,23 @@ impl Spec {
         checked.map_err(|e| self.located(e))
     }
 
+    /// The pcap expression the filter is, as [`Spec::compile`] reads it
+    /// (from a file: `#` comments cut, lines joined), or `None` for a
+    /// program in another language. Front ends join expressions with it
+    /// (`(a) or (b)`: one kernel pre-filter accepting what any of several
+    /// filters accepts) without looking at prefixes themselves.
+    ///
+    /// ```
+    /// use sluice_filter::Spec;
+    /// let e = Spec::parse("pcap: tcp port 80", None).unwrap();
+    /// assert_eq!(e.expression().as_deref(), Some(" tcp port 80"));
+    /// assert_eq!(Spec::parse("udp", None).unwrap().expression().as_deref(), Some("udp"));
+    /// assert!(Spec::parse("dpf: (12:16 == 0x800)", None).unwrap().expression().is_none());
+    /// ```
+    pub fn expression(&self) -> Option<Cow<'_, str>> {
+        (self.language == Language::Pcap).then(|| self.pcap_text())
+    }
+
     /// Whether the text is one line (trailing blanks aside).
     fn one_line(&self) -> bool {
         !self.text.trim_end().contains('\n')

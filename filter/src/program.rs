@@ -76,6 +76,8 @@ pub struct Program {
     ir: Option<sluice_ir::Filter>,
     bpf: Vec<sluice_bpf::Insn>,
     native: Arc<OnceLock<Result<sluice_native::NativeFilter, Arc<NotNative>>>>,
+    /// Compiled from a pcap expression with `vlan`.
+    pub(crate) uses_vlan: bool,
 }
 
 impl Program {
@@ -119,6 +121,7 @@ impl Program {
             ir: sluice_bpf::lift(&bpf).ok(),
             bpf,
             native: Arc::default(),
+            uses_vlan: false,
         })
     }
 
@@ -156,6 +159,7 @@ impl Program {
             ir: Some(ir),
             bpf,
             native: Arc::default(),
+            uses_vlan: false,
         })
     }
 
@@ -167,6 +171,23 @@ impl Program {
     /// ```
     pub fn bpf(&self) -> &[sluice_bpf::Insn] {
         &self.bpf
+    }
+
+    /// Whether the program was compiled from a pcap expression with the
+    /// `vlan` keyword: it reads a VLAN tag in the frame, so on a live
+    /// capture it must judge the frame with the tag the kernel took off put
+    /// back (libpcap's kernel filter reads the tag from metadata). Any
+    /// other program judges the frame as the kernel saw it.
+    ///
+    /// ```
+    /// use sluice_filter::{LinkType, Program};
+    /// let b = Program::builder(LinkType::EN10MB);
+    /// assert!(b.build("vlan 10 and tcp").unwrap().uses_vlan());
+    /// assert!(!b.build("tcp").unwrap().uses_vlan());
+    /// assert!(!Program::from_bpf_text("1\n6 0 0 1\n").unwrap().uses_vlan());
+    /// ```
+    pub fn uses_vlan(&self) -> bool {
+        self.uses_vlan
     }
 
     /// The intermediate form: from an expression, or lifted from a BPF

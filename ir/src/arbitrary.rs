@@ -7,7 +7,13 @@
 //! use proptest::strategy::{Strategy, ValueTree};
 //! let mut runner = proptest::test_runner::TestRunner::default();
 //! let p = sluice_ir::arbitrary::pred().new_tree(&mut runner).unwrap().current();
-//! let _ = sluice_ir::eval_pred(&p, &[0u8; 80], 80);
+//! let pkt = [0u8; 80];
+//! // Whatever it is, its negation answers the opposite (or aborts alike).
+//! let not = sluice_ir::Pred::not(p.clone());
+//! match sluice_ir::eval_pred(&p, &pkt, 80) {
+//!     Ok(v) => assert_eq!(sluice_ir::eval_pred(&not, &pkt, 80), Ok(!v)),
+//!     Err(_) => assert!(sluice_ir::eval_pred(&not, &pkt, 80).is_err()),
+//! }
 //! ```
 
 use crate::{BinOp, CmpOp, Pred, Size, Val};

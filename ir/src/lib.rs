@@ -26,12 +26,15 @@
 
 #[cfg(feature = "arbitrary")]
 pub mod arbitrary;
+pub mod branch;
 pub mod eval;
 mod shared;
 pub mod simplify;
+mod text;
 
 pub use eval::{eval_pred, eval_val, Abort};
 pub use shared::Shared;
+pub use text::TextError;
 
 /// Width of a packet load.
 ///

@@ -496,20 +496,21 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
 const UNION_MAX_FILTERS: usize = 256;
 
 /// A program accepting what any filter accepts, for the kernel: when
-/// every filter is a pcap expression, there are few enough of them, and
-/// the result fits the kernel's limit.
-fn union_program(filters: &[FilterLine], lt: LinkType) -> Option<Program> {
-    let pcap = |f: &FilterLine| {
-        !f.expression.trim().is_empty()
-            && sluice::Language::split(&f.expression).0 == sluice::Language::Pcap
-    };
-    if filters.len() > UNION_MAX_FILTERS || !filters.iter().all(pcap) {
+/// every filter is a pcap expression (`LANG:@path` read relative to
+/// `dir`), there are few enough of them, and the result fits the
+/// kernel's limit.
+fn union_program(filters: &[FilterLine], lt: LinkType, dir: Option<&Path>) -> Option<Program> {
+    if filters.len() > UNION_MAX_FILTERS {
         return None;
     }
-    let text: Vec<String> = filters
+    let text = filters
         .iter()
-        .map(|f| format!("({})", f.expression))
-        .collect();
+        .map(|f| {
+            let spec = sluice::Spec::parse(&f.expression, dir).ok()?;
+            let e = spec.expression()?;
+            (!e.trim().is_empty()).then(|| format!("({e})"))
+        })
+        .collect::<Option<Vec<String>>>()?;
     let p = Program::builder(lt)
         .snaplen(super::DEFAULT_SNAPLEN)
         .build(&text.join(" or "))
@@ -531,7 +532,7 @@ fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), 
     let big_endian = cfg!(target_endian = "big");
     let native = !matches!(args.engine, Some(super::filter::EngineArg::Interp));
     let merged = build(filters, lt, None, file, native).map_err(|e| many(e, true))?;
-    let union = union_program(filters, lt);
+    let union = union_program(filters, lt, Path::new(file).parent());
     live.prefilter(union.as_ref().map(|p| p.bpf()))?;
     let format = CaptureFormat::Pcap {
         nanos: false,

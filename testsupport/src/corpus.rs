@@ -31,7 +31,11 @@ pub fn root() -> Option<PathBuf> {
 /// Say that a test is skipped because the corpus is absent.
 ///
 /// ```
-/// sluice_testsupport::corpus::skipped("a test");
+/// use sluice_testsupport::corpus;
+/// let Some(exprs) = corpus::text("expressions.txt") else {
+///     return corpus::skipped("this example");
+/// };
+/// assert!(exprs.lines().count() > 0);
 /// ```
 pub fn skipped(what: &str) {
     println!("skipped ({what}): ../shared/conformance not found");
@@ -52,7 +56,11 @@ pub fn path(name: &str) -> Option<PathBuf> {
 /// The text of a corpus file, if there is one.
 ///
 /// ```
-/// let _ = sluice_testsupport::corpus::text("expressions.txt");
+/// use sluice_testsupport::corpus;
+/// assert_eq!(corpus::text("no such file"), None);
+/// if corpus::root().is_some() {
+///     assert!(corpus::text("expressions.txt").is_some_and(|t| !t.is_empty()));
+/// }
 /// ```
 pub fn text(name: &str) -> Option<String> {
     std::fs::read_to_string(path(name)?).ok()

@@ -44,7 +44,9 @@ pub fn prefix() -> PathBuf {
 /// Whether a missing master fails the test (`SLUICE_MASTER_REQUIRED`).
 ///
 /// ```
-/// let _ = sluice_testsupport::master::required();
+/// // The variable's presence counts, not its value.
+/// let set = std::env::var_os("SLUICE_MASTER_REQUIRED").is_some();
+/// assert_eq!(sluice_testsupport::master::required(), set);
 /// ```
 pub fn required() -> bool {
     std::env::var_os("SLUICE_MASTER_REQUIRED").is_some()

@@ -40,7 +40,9 @@ impl Rng {
     /// The next 32 random bits.
     ///
     /// ```
-    /// let _: u32 = sluice_testsupport::Rng::new(0).next_u32();
+    /// use sluice_testsupport::Rng;
+    /// // The high half of the next 64 bits.
+    /// assert_eq!(Rng::new(0).next_u32() as u64, Rng::new(0).next_u64() >> 32);
     /// ```
     pub fn next_u32(&mut self) -> u32 {
         (self.next_u64() >> 32) as u32
@@ -91,7 +93,9 @@ impl Rng {
     /// A random byte.
     ///
     /// ```
-    /// let _: u8 = sluice_testsupport::Rng::new(3).byte();
+    /// use sluice_testsupport::Rng;
+    /// // The low byte of the next 64 bits.
+    /// assert_eq!(Rng::new(3).byte() as u64, Rng::new(3).next_u64() & 0xff);
     /// ```
     pub fn byte(&mut self) -> u8 {
         self.next_u64() as u8

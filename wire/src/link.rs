@@ -1,10 +1,13 @@
 //! Link types: names, numbers, and where each one keeps its headers.
 //!
-//! One table says, for every supported link type, where the link header's
-//! protocol field is and how it is spelled, and where the network header
-//! starts. The pcap code generator, the fragment locator ([`crate::network`])
-//! and the packet summaries ask this table; they never keep offsets of
-//! their own.
+//! The rule: one table of link types. It gives every supported link type
+//! its libpcap name, its LINKTYPE and DLT numbers and libpcap 1.10.3's
+//! name and description (what the C front end answers, as Debian's
+//! programs expect); [`Layout::of`] says where its protocol field is and
+//! how it is spelled, and where the network header starts. The pcap code
+//! generator, the fragment locator ([`crate::network`]), the packet
+//! summaries and libpcap's C front end ask here; they keep no names,
+//! numbers or offsets of their own.
 //!
 //! ```
 //! use sluice_wire::link::LinkType;
@@ -200,238 +203,196 @@ pub enum LinkType {
 /// libpcap's matching range: DLT values equal to their LINKTYPE value.
 const MATCHING: std::ops::RangeInclusive<u32> = 104..=304;
 
-/// (variant, libpcap DLT name, LINKTYPE number written in capture files,
-/// other DLT numbers that mean the same on some systems).
-const TABLE: &[(LinkType, &str, u32, &[u32])] = &[
-    (LinkType::NULL, "NULL", 0, &[]),
-    (LinkType::EN10MB, "EN10MB", 1, &[]),
-    (LinkType::PPP, "PPP", 9, &[]),
-    (LinkType::RAW, "RAW", 101, &[12, 14]),
-    (LinkType::LOOP, "LOOP", 108, &[]),
-    (LinkType::LINUX_SLL, "LINUX_SLL", 113, &[]),
-    (LinkType::LINUX_SLL2, "LINUX_SLL2", 276, &[]),
-    (LinkType::IPV4, "IPV4", 228, &[]),
-    (LinkType::IPV6, "IPV6", 229, &[]),
-    (LinkType::PPP_ETHER, "PPP_ETHER", 51, &[]),
-    (LinkType::C_HDLC, "C_HDLC", 104, &[]),
-    (LinkType::FDDI, "FDDI", 10, &[]),
-    (LinkType::IEEE802, "IEEE802", 6, &[]),
-    (LinkType::IP_OVER_FC, "IP_OVER_FC", 122, &[]),
-    (LinkType::ATM_RFC1483, "ATM_RFC1483", 100, &[11]),
-    (LinkType::ATM_CLIP, "ATM_CLIP", 106, &[19]),
-    (LinkType::SUNATM, "SUNATM", 123, &[]),
-    (LinkType::MTP2, "MTP2", 140, &[]),
-    (LinkType::PFLOG, "PFLOG", 117, &[]),
-    (LinkType::DSA_TAG_BRCM, "DSA_TAG_BRCM", 281, &[]),
-    (LinkType::DSA_TAG_DSA, "DSA_TAG_DSA", 284, &[]),
-    (LinkType::ARCNET, "ARCNET", 7, &[]),
-    (LinkType::ARCNET_LINUX, "ARCNET_LINUX", 129, &[]),
-    (LinkType::BACNET_MS_TP, "BACNET_MS_TP", 165, &[]),
-    (LinkType::PPP_BSDOS, "PPP_BSDOS", 103, &[16]),
-    (LinkType::PPP_PPPD, "PPP_PPPD", 166, &[]),
-    (LinkType::PPP_SERIAL, "PPP_SERIAL", 50, &[]),
-    (LinkType::SLIP, "SLIP", 8, &[]),
-    (LinkType::SLIP_BSDOS, "SLIP_BSDOS", 102, &[15]),
-    (LinkType::IPNET, "IPNET", 226, &[]),
-    (LinkType::FRELAY, "FRELAY", 107, &[]),
-    (LinkType::ENC, "ENC", 109, &[]),
-    (LinkType::SYMANTEC_FIREWALL, "SYMANTEC_FIREWALL", 99, &[]),
-    (
-        LinkType::APPLE_IP_OVER_IEEE1394,
-        "APPLE_IP_OVER_IEEE1394",
-        138,
-        &[],
-    ),
-    (LinkType::LTALK, "LTALK", 114, &[]),
-    (LinkType::NETANALYZER, "NETANALYZER", 240, &[]),
-    (
-        LinkType::NETANALYZER_TRANSPARENT,
-        "NETANALYZER_TRANSPARENT",
-        241,
-        &[],
-    ),
-    (LinkType::JUNIPER_MFR, "JUNIPER_MFR", 134, &[]),
-    (LinkType::JUNIPER_MLPPP, "JUNIPER_MLPPP", 130, &[]),
-    (LinkType::JUNIPER_MLFR, "JUNIPER_MLFR", 131, &[]),
-    (LinkType::JUNIPER_ES, "JUNIPER_ES", 132, &[]),
-    (LinkType::JUNIPER_GGSN, "JUNIPER_GGSN", 133, &[]),
-    (LinkType::JUNIPER_ATM2, "JUNIPER_ATM2", 135, &[]),
-    (LinkType::JUNIPER_SERVICES, "JUNIPER_SERVICES", 136, &[]),
-    (LinkType::JUNIPER_ATM1, "JUNIPER_ATM1", 137, &[]),
-    (LinkType::JUNIPER_MONITOR, "JUNIPER_MONITOR", 164, &[]),
-    (LinkType::JUNIPER_PPPOE, "JUNIPER_PPPOE", 167, &[]),
-    (LinkType::JUNIPER_PPPOE_ATM, "JUNIPER_PPPOE_ATM", 168, &[]),
-    (LinkType::JUNIPER_ETHER, "JUNIPER_ETHER", 178, &[]),
-    (LinkType::JUNIPER_PPP, "JUNIPER_PPP", 179, &[]),
-    (LinkType::JUNIPER_FRELAY, "JUNIPER_FRELAY", 180, &[]),
-    (LinkType::JUNIPER_CHDLC, "JUNIPER_CHDLC", 181, &[]),
-    (LinkType::JUNIPER_VP, "JUNIPER_VP", 183, &[]),
-    (LinkType::JUNIPER_ISM, "JUNIPER_ISM", 194, &[]),
-    (LinkType::JUNIPER_ST, "JUNIPER_ST", 200, &[]),
-    (LinkType::JUNIPER_VS, "JUNIPER_VS", 232, &[]),
-    (LinkType::JUNIPER_SRX_E2E, "JUNIPER_SRX_E2E", 233, &[]),
-    (
-        LinkType::JUNIPER_FIBRECHANNEL,
-        "JUNIPER_FIBRECHANNEL",
-        234,
-        &[],
-    ),
-    (LinkType::JUNIPER_ATM_CEMIC, "JUNIPER_ATM_CEMIC", 238, &[]),
-    (LinkType::JUNIPER_PIC_PEER, "JUNIPER_PIC_PEER", 174, &[]),
-    (LinkType::ERF, "ERF", 197, &[]),
-    (LinkType::MTP2_WITH_PHDR, "MTP2_WITH_PHDR", 139, &[]),
-    (LinkType::DSA_TAG_EDSA, "DSA_TAG_EDSA", 285, &[]),
-    (
-        LinkType::DSA_TAG_BRCM_PREPEND,
-        "DSA_TAG_BRCM_PREPEND",
-        282,
-        &[],
-    ),
-    (LinkType::EN3MB, "EN3MB", 2, &[]),
-    (LinkType::AX25, "AX25", 3, &[]),
-    (LinkType::PRONET, "PRONET", 4, &[]),
-    (LinkType::CHAOS, "CHAOS", 5, &[]),
-    (LinkType::REDBACK_SMARTEDGE, "REDBACK_SMARTEDGE", 32, &[]),
-    (LinkType::MTP3, "MTP3", 141, &[]),
-    (LinkType::SCCP, "SCCP", 142, &[]),
-    (LinkType::DOCSIS, "DOCSIS", 143, &[]),
-    (LinkType::LINUX_IRDA, "LINUX_IRDA", 144, &[]),
-    (LinkType::GPRS_LLC, "GPRS_LLC", 169, &[]),
-    (LinkType::GPF_T, "GPF_T", 170, &[]),
-    (LinkType::GPF_F, "GPF_F", 171, &[]),
-    (LinkType::ERF_ETH, "ERF_ETH", 175, &[]),
-    (LinkType::ERF_POS, "ERF_POS", 176, &[]),
-    (LinkType::LINUX_LAPD, "LINUX_LAPD", 177, &[]),
-    (LinkType::MFR, "MFR", 182, &[]),
-    (LinkType::A429, "A429", 184, &[]),
-    (LinkType::A653_ICM, "A653_ICM", 185, &[]),
-    (LinkType::USB_FREEBSD, "USB_FREEBSD", 186, &[]),
-    (LinkType::BLUETOOTH_HCI_H4, "BLUETOOTH_HCI_H4", 187, &[]),
-    (LinkType::IEEE802_16_MAC_CPS, "IEEE802_16_MAC_CPS", 188, &[]),
-    (LinkType::USB_LINUX, "USB_LINUX", 189, &[]),
-    (LinkType::CAN20B, "CAN20B", 190, &[]),
-    (LinkType::IEEE802_15_4_LINUX, "IEEE802_15_4_LINUX", 191, &[]),
-    (
-        LinkType::IEEE802_16_MAC_CPS_RADIO,
-        "IEEE802_16_MAC_CPS_RADIO",
-        193,
-        &[],
-    ),
-    (LinkType::IEEE802_15_4, "IEEE802_15_4", 195, &[]),
-    (LinkType::SITA, "SITA", 196, &[]),
-    (LinkType::RAIF1, "RAIF1", 198, &[]),
-    (LinkType::IPMB_KONTRON, "IPMB_KONTRON", 199, &[]),
-    (
-        LinkType::BLUETOOTH_HCI_H4_WITH_PHDR,
-        "BLUETOOTH_HCI_H4_WITH_PHDR",
-        201,
-        &[],
-    ),
-    (LinkType::AX25_KISS, "AX25_KISS", 202, &[]),
-    (LinkType::I2C_LINUX, "I2C_LINUX", 209, &[]),
-    (
-        LinkType::IEEE802_15_4_NONASK_PHY,
-        "IEEE802_15_4_NONASK_PHY",
-        215,
-        &[],
-    ),
-    (LinkType::LINUX_EVDEV, "LINUX_EVDEV", 216, &[]),
-    (LinkType::MPLS, "MPLS", 219, &[]),
-    (LinkType::USB_LINUX_MMAPPED, "USB_LINUX_MMAPPED", 220, &[]),
-    (LinkType::DECT, "DECT", 221, &[]),
-    (LinkType::AOS, "AOS", 222, &[]),
-    (LinkType::WIHART, "WIHART", 223, &[]),
-    (LinkType::FC_2, "FC_2", 224, &[]),
-    (
-        LinkType::FC_2_WITH_FRAME_DELIMS,
-        "FC_2_WITH_FRAME_DELIMS",
-        225,
-        &[],
-    ),
-    (LinkType::CAN_SOCKETCAN, "CAN_SOCKETCAN", 227, &[]),
-    (LinkType::IEEE802_15_4_NOFCS, "IEEE802_15_4_NOFCS", 230, &[]),
-    (LinkType::DBUS, "DBUS", 231, &[]),
-    (LinkType::DVB_CI, "DVB_CI", 235, &[]),
-    (LinkType::MUX27010, "MUX27010", 236, &[]),
-    (LinkType::STANAG_5066_D_PDU, "STANAG_5066_D_PDU", 237, &[]),
-    (LinkType::NFLOG, "NFLOG", 239, &[]),
-    (LinkType::IPOIB, "IPOIB", 242, &[]),
-    (LinkType::MPEG_2_TS, "MPEG_2_TS", 243, &[]),
-    (LinkType::NG40, "NG40", 244, &[]),
-    (LinkType::NFC_LLCP, "NFC_LLCP", 245, &[]),
-    (LinkType::PFSYNC, "PFSYNC", 246, &[]),
-    (LinkType::INFINIBAND, "INFINIBAND", 247, &[]),
-    (LinkType::SCTP, "SCTP", 248, &[]),
-    (LinkType::USBPCAP, "USBPCAP", 249, &[]),
-    (LinkType::RTAC_SERIAL, "RTAC_SERIAL", 250, &[]),
-    (LinkType::BLUETOOTH_LE_LL, "BLUETOOTH_LE_LL", 251, &[]),
-    (LinkType::NETLINK, "NETLINK", 253, &[]),
-    (
-        LinkType::BLUETOOTH_LINUX_MONITOR,
-        "BLUETOOTH_LINUX_MONITOR",
-        254,
-        &[],
-    ),
-    (LinkType::BLUETOOTH_BREDR_BB, "BLUETOOTH_BREDR_BB", 255, &[]),
-    (
-        LinkType::BLUETOOTH_LE_LL_WITH_PHDR,
-        "BLUETOOTH_LE_LL_WITH_PHDR",
-        256,
-        &[],
-    ),
-    (LinkType::PROFIBUS_DL, "PROFIBUS_DL", 257, &[]),
-    (LinkType::PKTAP, "PKTAP", 258, &[]),
-    (LinkType::EPON, "EPON", 259, &[]),
-    (LinkType::IPMI_HPM_2, "IPMI_HPM_2", 260, &[]),
-    (LinkType::ZWAVE_R1_R2, "ZWAVE_R1_R2", 261, &[]),
-    (LinkType::ZWAVE_R3, "ZWAVE_R3", 262, &[]),
-    (LinkType::WATTSTOPPER_DLM, "WATTSTOPPER_DLM", 263, &[]),
-    (LinkType::ISO_14443, "ISO_14443", 264, &[]),
-    (LinkType::RDS, "RDS", 265, &[]),
-    (LinkType::USB_DARWIN, "USB_DARWIN", 266, &[]),
-    (LinkType::OPENFLOW, "OPENFLOW", 267, &[]),
-    (LinkType::SDLC, "SDLC", 268, &[]),
-    (LinkType::TI_LLN_SNIFFER, "TI_LLN_SNIFFER", 269, &[]),
-    (LinkType::VSOCK, "VSOCK", 271, &[]),
-    (LinkType::NORDIC_BLE, "NORDIC_BLE", 272, &[]),
-    (LinkType::DOCSIS31_XRA31, "DOCSIS31_XRA31", 273, &[]),
-    (LinkType::ETHERNET_MPACKET, "ETHERNET_MPACKET", 274, &[]),
-    (LinkType::DISPLAYPORT_AUX, "DISPLAYPORT_AUX", 275, &[]),
-    (LinkType::OPENVIZSLA, "OPENVIZSLA", 278, &[]),
-    (LinkType::EBHSCR, "EBHSCR", 279, &[]),
-    (LinkType::VPP_DISPATCH, "VPP_DISPATCH", 280, &[]),
-    (LinkType::ELEE, "ELEE", 286, &[]),
-    (LinkType::Z_WAVE_SERIAL, "Z_WAVE_SERIAL", 287, &[]),
-    (LinkType::USB_2_0, "USB_2_0", 288, &[]),
-    (LinkType::ATSC_ALP, "ATSC_ALP", 289, &[]),
-    (LinkType::ETW, "ETW", 290, &[]),
-    (LinkType::NETANALYZER_NG, "NETANALYZER_NG", 291, &[]),
-    (LinkType::ZBOSS_NCP, "ZBOSS_NCP", 292, &[]),
-    (LinkType::USB_2_0_LOW_SPEED, "USB_2_0_LOW_SPEED", 293, &[]),
-    (LinkType::USB_2_0_FULL_SPEED, "USB_2_0_FULL_SPEED", 294, &[]),
-    (LinkType::USB_2_0_HIGH_SPEED, "USB_2_0_HIGH_SPEED", 295, &[]),
-    (LinkType::AUERSWALD_LOG, "AUERSWALD_LOG", 296, &[]),
-    (LinkType::ZWAVE_TAP, "ZWAVE_TAP", 297, &[]),
-    (
-        LinkType::SILABS_DEBUG_CHANNEL,
-        "SILABS_DEBUG_CHANNEL",
-        298,
-        &[],
-    ),
-    (LinkType::FIRA_UCI, "FIRA_UCI", 299, &[]),
-    (LinkType::MDB, "MDB", 300, &[]),
-    (LinkType::DECT_NR, "DECT_NR", 301, &[]),
-    (LinkType::IEEE802_15_4_TAP, "IEEE802_15_4_TAP", 283, &[]),
-    (LinkType::IEEE802_11, "IEEE802_11", 105, &[]),
-    (LinkType::IEEE802_11_RADIO, "IEEE802_11_RADIO", 127, &[]),
-    (
-        LinkType::IEEE802_11_RADIO_AVS,
-        "IEEE802_11_RADIO_AVS",
-        163,
-        &[],
-    ),
-    (LinkType::PRISM_HEADER, "PRISM_HEADER", 119, &[]),
-    (LinkType::PPI, "PPI", 192, &[]),
+/// What libpcap 1.10.3, the release Debian's programs were built
+/// against, has for a link type in its table of names
+/// (`pcap_datalink_val_to_name`, `pcap_datalink_val_to_description`):
+/// libpcap's C front end answers with these, so that those programs print
+/// on sluice what they print on libpcap.
+#[derive(Clone, Copy)]
+enum Libpcap110 {
+    /// No entry: a name libpcap gave the value since.
+    Absent,
+    /// An entry under the same name, with this description.
+    Same(&'static str),
+    /// An entry under the name libpcap used then, with this description.
+    Renamed(&'static str, &'static str),
+}
+use Libpcap110::{Absent, Renamed, Same};
+
+/// The one table of link types: (variant, libpcap DLT name, LINKTYPE
+/// number written in capture files, other DLT numbers that mean the same
+/// on some systems (the first is Linux's), libpcap 1.10.3's entry).
+#[rustfmt::skip]
+const TABLE: &[(LinkType, &str, u32, &[u32], Libpcap110)] = &[
+    (LinkType::NULL, "NULL", 0, &[], Same("BSD loopback")),
+    (LinkType::EN10MB, "EN10MB", 1, &[], Same("Ethernet")),
+    (LinkType::PPP, "PPP", 9, &[], Same("PPP")),
+    (LinkType::RAW, "RAW", 101, &[12, 14], Same("Raw IP")),
+    (LinkType::LOOP, "LOOP", 108, &[], Same("OpenBSD loopback")),
+    (LinkType::LINUX_SLL, "LINUX_SLL", 113, &[], Same("Linux cooked v1")),
+    (LinkType::LINUX_SLL2, "LINUX_SLL2", 276, &[], Same("Linux cooked v2")),
+    (LinkType::IPV4, "IPV4", 228, &[], Same("Raw IPv4")),
+    (LinkType::IPV6, "IPV6", 229, &[], Same("Raw IPv6")),
+    (LinkType::PPP_ETHER, "PPP_ETHER", 51, &[], Same("PPPoE")),
+    (LinkType::C_HDLC, "C_HDLC", 104, &[], Same("Cisco HDLC")),
+    (LinkType::FDDI, "FDDI", 10, &[], Same("FDDI")),
+    (LinkType::IEEE802, "IEEE802", 6, &[], Same("Token ring")),
+    (LinkType::IP_OVER_FC, "IP_OVER_FC", 122, &[], Same("RFC 2625 IP-over-Fibre Channel")),
+    (LinkType::ATM_RFC1483, "ATM_RFC1483", 100, &[11], Same("RFC 1483 LLC-encapsulated ATM")),
+    (LinkType::ATM_CLIP, "ATM_CLIP", 106, &[19], Same("Linux Classical IP over ATM")),
+    (LinkType::SUNATM, "SUNATM", 123, &[], Same("Sun raw ATM")),
+    (LinkType::MTP2, "MTP2", 140, &[], Same("SS7 MTP2")),
+    (LinkType::PFLOG, "PFLOG", 117, &[], Same("OpenBSD pflog file")),
+    (LinkType::DSA_TAG_BRCM, "DSA_TAG_BRCM", 281, &[], Same("Broadcom tag")),
+    (LinkType::DSA_TAG_DSA, "DSA_TAG_DSA", 284, &[], Same("Marvell DSA")),
+    (LinkType::ARCNET, "ARCNET", 7, &[], Same("BSD ARCNET")),
+    (LinkType::ARCNET_LINUX, "ARCNET_LINUX", 129, &[], Same("Linux ARCNET")),
+    (LinkType::BACNET_MS_TP, "BACNET_MS_TP", 165, &[], Same("BACnet MS/TP")),
+    (LinkType::PPP_BSDOS, "PPP_BSDOS", 103, &[16], Same("BSD/OS PPP")),
+    (LinkType::PPP_PPPD, "PPP_PPPD", 166, &[], Same("PPP for pppd, with direction flag")),
+    (LinkType::PPP_SERIAL, "PPP_SERIAL", 50, &[], Same("PPP over serial")),
+    (LinkType::SLIP, "SLIP", 8, &[], Same("SLIP")),
+    (LinkType::SLIP_BSDOS, "SLIP_BSDOS", 102, &[15], Same("BSD/OS SLIP")),
+    (LinkType::IPNET, "IPNET", 226, &[], Same("Solaris ipnet")),
+    (LinkType::FRELAY, "FRELAY", 107, &[], Same("Frame Relay")),
+    (LinkType::ENC, "ENC", 109, &[], Same("OpenBSD encapsulated IP")),
+    (LinkType::SYMANTEC_FIREWALL, "SYMANTEC_FIREWALL", 99, &[], Same("Symantec Firewall")),
+    (LinkType::APPLE_IP_OVER_IEEE1394, "APPLE_IP_OVER_IEEE1394", 138, &[], Same("Apple IP-over-IEEE 1394")),
+    (LinkType::LTALK, "LTALK", 114, &[], Same("Localtalk")),
+    (LinkType::NETANALYZER, "NETANALYZER", 240, &[], Same("Ethernet with Hilscher netANALYZER pseudo-header")),
+    (LinkType::NETANALYZER_TRANSPARENT, "NETANALYZER_TRANSPARENT", 241, &[], Same("Ethernet with Hilscher netANALYZER pseudo-header and with preamble and SFD")),
+    (LinkType::JUNIPER_MFR, "JUNIPER_MFR", 134, &[], Same("Juniper FRF.16 Frame Relay")),
+    (LinkType::JUNIPER_MLPPP, "JUNIPER_MLPPP", 130, &[], Same("Juniper Multi-Link PPP")),
+    (LinkType::JUNIPER_MLFR, "JUNIPER_MLFR", 131, &[], Same("Juniper Multi-Link Frame Relay")),
+    (LinkType::JUNIPER_ES, "JUNIPER_ES", 132, &[], Same("Juniper Encryption Services PIC")),
+    (LinkType::JUNIPER_GGSN, "JUNIPER_GGSN", 133, &[], Same("Juniper GGSN PIC")),
+    (LinkType::JUNIPER_ATM2, "JUNIPER_ATM2", 135, &[], Same("Juniper ATM2 PIC")),
+    (LinkType::JUNIPER_SERVICES, "JUNIPER_SERVICES", 136, &[], Same("Juniper Advanced Services PIC")),
+    (LinkType::JUNIPER_ATM1, "JUNIPER_ATM1", 137, &[], Same("Juniper ATM1 PIC")),
+    (LinkType::JUNIPER_MONITOR, "JUNIPER_MONITOR", 164, &[], Same("Juniper Passive Monitor PIC")),
+    (LinkType::JUNIPER_PPPOE, "JUNIPER_PPPOE", 167, &[], Same("Juniper PPPoE")),
+    (LinkType::JUNIPER_PPPOE_ATM, "JUNIPER_PPPOE_ATM", 168, &[], Same("Juniper PPPoE/ATM")),
+    (LinkType::JUNIPER_ETHER, "JUNIPER_ETHER", 178, &[], Same("Juniper Ethernet")),
+    (LinkType::JUNIPER_PPP, "JUNIPER_PPP", 179, &[], Same("Juniper PPP")),
+    (LinkType::JUNIPER_FRELAY, "JUNIPER_FRELAY", 180, &[], Same("Juniper Frame Relay")),
+    (LinkType::JUNIPER_CHDLC, "JUNIPER_CHDLC", 181, &[], Same("Juniper C-HDLC")),
+    (LinkType::JUNIPER_VP, "JUNIPER_VP", 183, &[], Same("Juniper Voice PIC")),
+    (LinkType::JUNIPER_ISM, "JUNIPER_ISM", 194, &[], Same("Juniper Integrated Service Module")),
+    (LinkType::JUNIPER_ST, "JUNIPER_ST", 200, &[], Same("Juniper Secure Tunnel")),
+    (LinkType::JUNIPER_VS, "JUNIPER_VS", 232, &[], Same("Juniper Virtual Server")),
+    (LinkType::JUNIPER_SRX_E2E, "JUNIPER_SRX_E2E", 233, &[], Same("Juniper SRX E2E")),
+    (LinkType::JUNIPER_FIBRECHANNEL, "JUNIPER_FIBRECHANNEL", 234, &[], Same("Juniper Fibre Channel")),
+    (LinkType::JUNIPER_ATM_CEMIC, "JUNIPER_ATM_CEMIC", 238, &[], Same("Juniper ATM CEMIC")),
+    (LinkType::JUNIPER_PIC_PEER, "JUNIPER_PIC_PEER", 174, &[], Same("Juniper PIC Peer")),
+    (LinkType::ERF, "ERF", 197, &[], Same("Endace ERF header")),
+    (LinkType::MTP2_WITH_PHDR, "MTP2_WITH_PHDR", 139, &[], Same("SS7 MTP2 with Pseudo-header")),
+    (LinkType::DSA_TAG_EDSA, "DSA_TAG_EDSA", 285, &[], Same("Marvell EDSA")),
+    (LinkType::DSA_TAG_BRCM_PREPEND, "DSA_TAG_BRCM_PREPEND", 282, &[], Same("Broadcom tag (prepended)")),
+    (LinkType::EN3MB, "EN3MB", 2, &[], Absent),
+    (LinkType::AX25, "AX25", 3, &[], Absent),
+    (LinkType::PRONET, "PRONET", 4, &[], Absent),
+    (LinkType::CHAOS, "CHAOS", 5, &[], Absent),
+    (LinkType::REDBACK_SMARTEDGE, "REDBACK_SMARTEDGE", 32, &[], Absent),
+    (LinkType::MTP3, "MTP3", 141, &[], Same("SS7 MTP3")),
+    (LinkType::SCCP, "SCCP", 142, &[], Same("SS7 SCCP")),
+    (LinkType::DOCSIS, "DOCSIS", 143, &[], Same("DOCSIS")),
+    (LinkType::LINUX_IRDA, "LINUX_IRDA", 144, &[], Same("Linux IrDA")),
+    (LinkType::GPRS_LLC, "GPRS_LLC", 169, &[], Same("GPRS LLC")),
+    (LinkType::GPF_T, "GPF_T", 170, &[], Same("GPF-T")),
+    (LinkType::GPF_F, "GPF_F", 171, &[], Same("GPF-F")),
+    (LinkType::ERF_ETH, "ERF_ETH", 175, &[], Same("Ethernet with Endace ERF header")),
+    (LinkType::ERF_POS, "ERF_POS", 176, &[], Same("Packet-over-SONET with Endace ERF header")),
+    (LinkType::LINUX_LAPD, "LINUX_LAPD", 177, &[], Same("Linux vISDN LAPD")),
+    (LinkType::MFR, "MFR", 182, &[], Same("FRF.16 Frame Relay")),
+    (LinkType::A429, "A429", 184, &[], Same("Arinc 429")),
+    (LinkType::A653_ICM, "A653_ICM", 185, &[], Same("Arinc 653 Interpartition Communication")),
+    (LinkType::USB_FREEBSD, "USB_FREEBSD", 186, &[], Same("USB with FreeBSD header")),
+    (LinkType::BLUETOOTH_HCI_H4, "BLUETOOTH_HCI_H4", 187, &[], Same("Bluetooth HCI UART transport layer")),
+    (LinkType::IEEE802_16_MAC_CPS, "IEEE802_16_MAC_CPS", 188, &[], Same("IEEE 802.16 MAC Common Part Sublayer")),
+    (LinkType::USB_LINUX, "USB_LINUX", 189, &[], Same("USB with Linux header")),
+    (LinkType::CAN20B, "CAN20B", 190, &[], Same("Controller Area Network (CAN) v. 2.0B")),
+    (LinkType::IEEE802_15_4_LINUX, "IEEE802_15_4_LINUX", 191, &[], Same("IEEE 802.15.4 with Linux padding")),
+    (LinkType::IEEE802_16_MAC_CPS_RADIO, "IEEE802_16_MAC_CPS_RADIO", 193, &[], Same("IEEE 802.16 MAC Common Part Sublayer plus radiotap header")),
+    (LinkType::IEEE802_15_4, "IEEE802_15_4", 195, &[], Same("IEEE 802.15.4 with FCS")),
+    (LinkType::SITA, "SITA", 196, &[], Same("SITA pseudo-header")),
+    (LinkType::RAIF1, "RAIF1", 198, &[], Same("Ethernet with u10 Networks pseudo-header")),
+    (LinkType::IPMB_KONTRON, "IPMB_KONTRON", 199, &[], Same("IPMB with Kontron pseudo-header")),
+    (LinkType::BLUETOOTH_HCI_H4_WITH_PHDR, "BLUETOOTH_HCI_H4_WITH_PHDR", 201, &[], Same("Bluetooth HCI UART transport layer plus pseudo-header")),
+    (LinkType::AX25_KISS, "AX25_KISS", 202, &[], Same("AX.25 with KISS header")),
+    (LinkType::I2C_LINUX, "I2C_LINUX", 209, &[], Renamed("IPMB_LINUX", "IPMB with Linux/Pigeon Point pseudo-header")),
+    (LinkType::IEEE802_15_4_NONASK_PHY, "IEEE802_15_4_NONASK_PHY", 215, &[], Same("IEEE 802.15.4 with non-ASK PHY data")),
+    (LinkType::LINUX_EVDEV, "LINUX_EVDEV", 216, &[], Same("Linux evdev events")),
+    (LinkType::MPLS, "MPLS", 219, &[], Same("MPLS with label as link-layer header")),
+    (LinkType::USB_LINUX_MMAPPED, "USB_LINUX_MMAPPED", 220, &[], Same("USB with padded Linux header")),
+    (LinkType::DECT, "DECT", 221, &[], Same("DECT")),
+    (LinkType::AOS, "AOS", 222, &[], Same("AOS Space Data Link protocol")),
+    (LinkType::WIHART, "WIHART", 223, &[], Same("Wireless HART")),
+    (LinkType::FC_2, "FC_2", 224, &[], Same("Fibre Channel FC-2")),
+    (LinkType::FC_2_WITH_FRAME_DELIMS, "FC_2_WITH_FRAME_DELIMS", 225, &[], Same("Fibre Channel FC-2 with frame delimiters")),
+    (LinkType::CAN_SOCKETCAN, "CAN_SOCKETCAN", 227, &[], Same("CAN-bus with SocketCAN headers")),
+    (LinkType::IEEE802_15_4_NOFCS, "IEEE802_15_4_NOFCS", 230, &[], Same("IEEE 802.15.4 without FCS")),
+    (LinkType::DBUS, "DBUS", 231, &[], Same("D-Bus")),
+    (LinkType::DVB_CI, "DVB_CI", 235, &[], Same("DVB-CI")),
+    (LinkType::MUX27010, "MUX27010", 236, &[], Same("MUX27010")),
+    (LinkType::STANAG_5066_D_PDU, "STANAG_5066_D_PDU", 237, &[], Same("STANAG 5066 D_PDUs")),
+    (LinkType::NFLOG, "NFLOG", 239, &[], Same("Linux netfilter log messages")),
+    (LinkType::IPOIB, "IPOIB", 242, &[], Same("RFC 4391 IP-over-Infiniband")),
+    (LinkType::MPEG_2_TS, "MPEG_2_TS", 243, &[], Same("MPEG-2 transport stream")),
+    (LinkType::NG40, "NG40", 244, &[], Same("ng40 protocol tester Iub/Iur")),
+    (LinkType::NFC_LLCP, "NFC_LLCP", 245, &[], Same("NFC LLCP PDUs with pseudo-header")),
+    (LinkType::PFSYNC, "PFSYNC", 246, &[], Same("Packet filter state syncing")),
+    (LinkType::INFINIBAND, "INFINIBAND", 247, &[], Same("InfiniBand")),
+    (LinkType::SCTP, "SCTP", 248, &[], Same("SCTP")),
+    (LinkType::USBPCAP, "USBPCAP", 249, &[], Same("USB with USBPcap header")),
+    (LinkType::RTAC_SERIAL, "RTAC_SERIAL", 250, &[], Same("Schweitzer Engineering Laboratories RTAC packets")),
+    (LinkType::BLUETOOTH_LE_LL, "BLUETOOTH_LE_LL", 251, &[], Same("Bluetooth Low Energy air interface")),
+    (LinkType::NETLINK, "NETLINK", 253, &[], Same("Linux netlink")),
+    (LinkType::BLUETOOTH_LINUX_MONITOR, "BLUETOOTH_LINUX_MONITOR", 254, &[], Same("Bluetooth Linux Monitor")),
+    (LinkType::BLUETOOTH_BREDR_BB, "BLUETOOTH_BREDR_BB", 255, &[], Same("Bluetooth Basic Rate/Enhanced Data Rate baseband packets")),
+    (LinkType::BLUETOOTH_LE_LL_WITH_PHDR, "BLUETOOTH_LE_LL_WITH_PHDR", 256, &[], Same("Bluetooth Low Energy air interface with pseudo-header")),
+    (LinkType::PROFIBUS_DL, "PROFIBUS_DL", 257, &[], Same("PROFIBUS data link layer")),
+    (LinkType::PKTAP, "PKTAP", 258, &[], Same("Apple DLT_PKTAP")),
+    (LinkType::EPON, "EPON", 259, &[], Same("Ethernet with 802.3 Clause 65 EPON preamble")),
+    (LinkType::IPMI_HPM_2, "IPMI_HPM_2", 260, &[], Same("IPMI trace packets")),
+    (LinkType::ZWAVE_R1_R2, "ZWAVE_R1_R2", 261, &[], Same("Z-Wave RF profile R1 and R2 packets")),
+    (LinkType::ZWAVE_R3, "ZWAVE_R3", 262, &[], Same("Z-Wave RF profile R3 packets")),
+    (LinkType::WATTSTOPPER_DLM, "WATTSTOPPER_DLM", 263, &[], Same("WattStopper Digital Lighting Management (DLM) and Legrand Nitoo Open protocol")),
+    (LinkType::ISO_14443, "ISO_14443", 264, &[], Same("ISO 14443 messages")),
+    (LinkType::RDS, "RDS", 265, &[], Same("IEC 62106 Radio Data System groups")),
+    (LinkType::USB_DARWIN, "USB_DARWIN", 266, &[], Same("USB with Darwin header")),
+    (LinkType::OPENFLOW, "OPENFLOW", 267, &[], Same("OpenBSD DLT_OPENFLOW")),
+    (LinkType::SDLC, "SDLC", 268, &[], Same("IBM SDLC frames")),
+    (LinkType::TI_LLN_SNIFFER, "TI_LLN_SNIFFER", 269, &[], Same("TI LLN sniffer frames")),
+    (LinkType::VSOCK, "VSOCK", 271, &[], Same("Linux vsock")),
+    (LinkType::NORDIC_BLE, "NORDIC_BLE", 272, &[], Same("Nordic Semiconductor Bluetooth LE sniffer frames")),
+    (LinkType::DOCSIS31_XRA31, "DOCSIS31_XRA31", 273, &[], Same("Excentis XRA-31 DOCSIS 3.1 RF sniffer frames")),
+    (LinkType::ETHERNET_MPACKET, "ETHERNET_MPACKET", 274, &[], Same("802.3br mPackets")),
+    (LinkType::DISPLAYPORT_AUX, "DISPLAYPORT_AUX", 275, &[], Same("DisplayPort AUX channel monitoring data")),
+    (LinkType::OPENVIZSLA, "OPENVIZSLA", 278, &[], Same("OpenVizsla USB")),
+    (LinkType::EBHSCR, "EBHSCR", 279, &[], Same("Elektrobit High Speed Capture and Replay (EBHSCR)")),
+    (LinkType::VPP_DISPATCH, "VPP_DISPATCH", 280, &[], Same("VPP graph dispatch tracer")),
+    (LinkType::ELEE, "ELEE", 286, &[], Same("ELEE lawful intercept packets")),
+    (LinkType::Z_WAVE_SERIAL, "Z_WAVE_SERIAL", 287, &[], Same("Z-Wave serial frames between host and chip")),
+    (LinkType::USB_2_0, "USB_2_0", 288, &[], Same("USB 2.0/1.1/1.0 as transmitted over the cable")),
+    (LinkType::ATSC_ALP, "ATSC_ALP", 289, &[], Same("ATSC Link-Layer Protocol packets")),
+    (LinkType::ETW, "ETW", 290, &[], Absent),
+    (LinkType::NETANALYZER_NG, "NETANALYZER_NG", 291, &[], Absent),
+    (LinkType::ZBOSS_NCP, "ZBOSS_NCP", 292, &[], Absent),
+    (LinkType::USB_2_0_LOW_SPEED, "USB_2_0_LOW_SPEED", 293, &[], Absent),
+    (LinkType::USB_2_0_FULL_SPEED, "USB_2_0_FULL_SPEED", 294, &[], Absent),
+    (LinkType::USB_2_0_HIGH_SPEED, "USB_2_0_HIGH_SPEED", 295, &[], Absent),
+    (LinkType::AUERSWALD_LOG, "AUERSWALD_LOG", 296, &[], Absent),
+    (LinkType::ZWAVE_TAP, "ZWAVE_TAP", 297, &[], Absent),
+    (LinkType::SILABS_DEBUG_CHANNEL, "SILABS_DEBUG_CHANNEL", 298, &[], Absent),
+    (LinkType::FIRA_UCI, "FIRA_UCI", 299, &[], Absent),
+    (LinkType::MDB, "MDB", 300, &[], Absent),
+    (LinkType::DECT_NR, "DECT_NR", 301, &[], Absent),
+    (LinkType::IEEE802_15_4_TAP, "IEEE802_15_4_TAP", 283, &[], Same("IEEE 802.15.4 with pseudo-header")),
+    (LinkType::IEEE802_11, "IEEE802_11", 105, &[], Same("802.11")),
+    (LinkType::IEEE802_11_RADIO, "IEEE802_11_RADIO", 127, &[], Same("802.11 plus radiotap header")),
+    (LinkType::IEEE802_11_RADIO_AVS, "IEEE802_11_RADIO_AVS", 163, &[], Same("802.11 plus AVS radio information header")),
+    (LinkType::PRISM_HEADER, "PRISM_HEADER", 119, &[], Same("802.11 plus Prism header")),
+    (LinkType::PPI, "PPI", 192, &[], Same("Per-Packet Information")),
 ];
 
 impl LinkType {
@@ -448,6 +409,27 @@ impl LinkType {
             let n: u16 = bare.strip_prefix("USER")?.parse().ok()?;
             (n <= 15).then_some(LinkType::Matching(147 + n))
         })
+    }
+
+    /// libpcap 1.10.3's name and description of the link type (what its
+    /// `pcap_datalink_val_to_name` and `pcap_datalink_val_to_description`
+    /// return for [`LinkType::dlt`]), or `None` where 1.10.3 has no entry
+    /// for it (names libpcap has given since, and `USER0` to `USER15`).
+    ///
+    /// ```
+    /// use sluice_wire::link::LinkType;
+    /// assert_eq!(LinkType::EN10MB.libpcap_1_10(), Some(("EN10MB", "Ethernet")));
+    /// // Renamed since: libpcap master calls 209 I2C_LINUX.
+    /// assert_eq!(LinkType::I2C_LINUX.libpcap_1_10().unwrap().0, "IPMB_LINUX");
+    /// assert_eq!(LinkType::ETW.libpcap_1_10(), None);
+    /// ```
+    pub fn libpcap_1_10(self) -> Option<(&'static str, &'static str)> {
+        let e = TABLE.iter().find(|e| e.0 == self)?;
+        match e.4 {
+            Absent => None,
+            Same(description) => Some((e.1, description)),
+            Renamed(name, description) => Some((name, description)),
+        }
     }
 
     /// The link type of a number found in a capture file.
@@ -491,8 +473,12 @@ impl LinkType {
     /// use sluice_wire::link::LinkType;
     /// assert_eq!(LinkType::RAW.dlt(), 12);
     /// assert_eq!(LinkType::EN10MB.dlt(), 1);
+    /// assert_eq!(LinkType::Matching(150).dlt(), 150);
     /// ```
     pub fn dlt(self) -> u32 {
+        if let LinkType::Matching(n) = self {
+            return u32::from(n);
+        }
         TABLE
             .iter()
             .find(|e| e.0 == self)
@@ -548,6 +534,53 @@ impl std::fmt::Display for LinkType {
         f.write_str(self.name())
     }
 }
+
+/// A link type as a user writes one: a number (a LINKTYPE value, or a DLT
+/// value that means the same), or a libpcap DLT name in any case, with or
+/// without a `DLT_` or `LINKTYPE_` prefix. Front ends that take a link
+/// type from their users (the Python module's `linktype=`) parse it here.
+///
+/// ```
+/// use sluice_wire::link::LinkType;
+/// assert_eq!("en10mb".parse(), Ok(LinkType::EN10MB));
+/// assert_eq!("DLT_LINUX_SLL".parse(), Ok(LinkType::LINUX_SLL));
+/// assert_eq!("LINKTYPE_RAW".parse(), Ok(LinkType::RAW));
+/// assert_eq!("113".parse(), Ok(LinkType::LINUX_SLL));
+/// let e = "ETHERNET2".parse::<LinkType>().unwrap_err();
+/// assert_eq!(e.to_string(), "unknown link type 'ETHERNET2'");
+/// ```
+impl std::str::FromStr for LinkType {
+    type Err = UnknownLinkType;
+
+    fn from_str(text: &str) -> Result<LinkType, UnknownLinkType> {
+        let found = match text.parse::<u32>() {
+            Ok(n) => LinkType::from_number(n),
+            Err(_) => {
+                let upper = text.to_ascii_uppercase();
+                let bare = upper.strip_prefix("LINKTYPE_").unwrap_or(&upper);
+                LinkType::from_name(bare)
+            }
+        };
+        found.ok_or_else(|| UnknownLinkType(text.to_string()))
+    }
+}
+
+/// A link type's name or number that sluice does not know (its text).
+///
+/// ```
+/// let e = "42000".parse::<sluice_wire::link::LinkType>().unwrap_err();
+/// assert_eq!(e.0, "42000");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownLinkType(pub String);
+
+impl std::fmt::Display for UnknownLinkType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown link type '{}'", self.0)
+    }
+}
+
+impl std::error::Error for UnknownLinkType {}
 
 /// How a link header names the protocol it carries.
 ///

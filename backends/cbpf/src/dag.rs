@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use sluice_ir::branch::Branches;
 use sluice_ir::{CmpOp, Filter, Pred, Val};
 
 use crate::opt::FxBuild;
@@ -54,13 +55,13 @@ pub(crate) struct Dag {
 }
 
 impl Dag {
-    pub fn build(filter: &Filter) -> Dag {
+    pub(crate) fn build(filter: &Filter) -> Dag {
         Dag::build_as(filter, false)
     }
 
     /// The DAG, with tests as libpcap's peephole pass leaves them (`peep`:
     /// `jset #0` never holds) for the refusal model.
-    pub fn build_as(filter: &Filter, peep: bool) -> Dag {
+    pub(crate) fn build_as(filter: &Filter, peep: bool) -> Dag {
         let mut dag = Dag {
             vals: Vec::new(),
             val_ids: HashMap::default(),
@@ -72,7 +73,7 @@ impl Dag {
         dag
     }
 
-    pub fn intern(&mut self, v: &Val) -> ValId {
+    pub(crate) fn intern(&mut self, v: &Val) -> ValId {
         if let Some(&id) = self.val_ids.get(v) {
             return id;
         }
@@ -85,72 +86,6 @@ impl Dag {
     fn push(&mut self, n: Node) -> NodeId {
         self.nodes.push(n);
         (self.nodes.len() - 1) as NodeId
-    }
-
-    /// The node that evaluates `p` and continues at `t` when it holds and at
-    /// `f` when not. Recursion depth is the nesting depth of `p`; the
-    /// operands of an `and`/`or` are chained in a loop, right to left.
-    fn lower(&mut self, p: &Pred, t: NodeId, f: NodeId) -> NodeId {
-        match p {
-            Pred::True => t,
-            Pred::False => f,
-            Pred::Cmp { op, lhs, rhs } => {
-                if let (Val::Const(a), Val::Const(b)) = (lhs, rhs) {
-                    return if op.apply(*a, *b) { t } else { f };
-                }
-                let lhs = self.intern(lhs);
-                let rhs = match rhs {
-                    Val::Const(k) => Rhs::K(*k),
-                    v => Rhs::V(self.intern(v)),
-                };
-                let test = Test::Cmp { lhs, op: *op, rhs };
-                // libpcap's peephole pass gives `jset #0` (which never
-                // holds) one successor, the false one.
-                let t = if self.peep && *op == CmpOp::Set && rhs == Rhs::K(0) {
-                    f
-                } else {
-                    t
-                };
-                self.push(Node::Test { test, jt: t, jf: f })
-            }
-            Pred::Not(q) => self.lower(q, f, t),
-            Pred::And(ps) => {
-                let mut cur = t;
-                for q in ps.iter().rev() {
-                    cur = self.lower(q, cur, f);
-                }
-                cur
-            }
-            Pred::Or(ps) => {
-                let mut cur = f;
-                for q in ps.iter().rev() {
-                    cur = self.lower(q, t, cur);
-                }
-                cur
-            }
-            Pred::In { val, keys } => {
-                let lhs = self.intern(val);
-                if keys.is_empty() {
-                    // No key: false, but the value is still read (and may abort).
-                    let test = Test::Cmp {
-                        lhs,
-                        op: CmpOp::Ge,
-                        rhs: Rhs::K(0),
-                    };
-                    return self.push(Node::Test { test, jt: f, jf: f });
-                }
-                self.lower_set(lhs, keys, t, f)
-            }
-            Pred::ProtoChain { v6, start, proto } => {
-                let start = self.intern(start);
-                let test = Test::ProtoChain {
-                    v6: *v6,
-                    start,
-                    proto: *proto,
-                };
-                self.push(Node::Test { test, jt: t, jf: f })
-            }
-        }
     }
 
     /// Membership of a value in sorted keys as a balanced search tree:
@@ -191,7 +126,7 @@ impl Dag {
 
     /// The outcome of `test` whenever it does not abort, if its values are
     /// known constants ([`Val::known`]: `x & 0 == 1` is false).
-    pub fn known_outcome(&self, test: &Test) -> Option<bool> {
+    pub(crate) fn known_outcome(&self, test: &Test) -> Option<bool> {
         let Test::Cmp { lhs, op, rhs } = *test else {
             return None;
         };
@@ -204,13 +139,69 @@ impl Dag {
     }
 
     /// True if evaluating the test can abort the filter.
-    pub fn can_abort(&self, test: &Test) -> bool {
+    pub(crate) fn can_abort(&self, test: &Test) -> bool {
         match *test {
             Test::Cmp { lhs, rhs, .. } => {
                 self.vals[lhs as usize].can_abort()
                     || matches!(rhs, Rhs::V(r) if self.vals[r as usize].can_abort())
             }
             Test::ProtoChain { .. } => true,
+        }
+    }
+}
+
+/// Tests are the DAG's nodes; `and`, `or` and `not` are the IR's one walk
+/// ([`sluice_ir::branch`]), so the DAG is linear in the size of the IR.
+impl Branches for Dag {
+    type Target = NodeId;
+
+    /// The node that makes the test `p` ([`Branches::test`]): a `ret` of
+    /// the outcome for constants, else a test node.
+    fn test(&mut self, p: &Pred, t: NodeId, f: NodeId) -> NodeId {
+        match p {
+            Pred::Cmp { op, lhs, rhs } => {
+                if let (Val::Const(a), Val::Const(b)) = (lhs, rhs) {
+                    return if op.apply(*a, *b) { t } else { f };
+                }
+                let lhs = self.intern(lhs);
+                let rhs = match rhs {
+                    Val::Const(k) => Rhs::K(*k),
+                    v => Rhs::V(self.intern(v)),
+                };
+                let test = Test::Cmp { lhs, op: *op, rhs };
+                // libpcap's peephole pass gives `jset #0` (which never
+                // holds) one successor, the false one.
+                let t = if self.peep && *op == CmpOp::Set && rhs == Rhs::K(0) {
+                    f
+                } else {
+                    t
+                };
+                self.push(Node::Test { test, jt: t, jf: f })
+            }
+            Pred::In { val, keys } => {
+                let lhs = self.intern(val);
+                if keys.is_empty() {
+                    // No key: false, but the value is still read (and may abort).
+                    let test = Test::Cmp {
+                        lhs,
+                        op: CmpOp::Ge,
+                        rhs: Rhs::K(0),
+                    };
+                    return self.push(Node::Test { test, jt: f, jf: f });
+                }
+                self.lower_set(lhs, keys, t, f)
+            }
+            Pred::ProtoChain { v6, start, proto } => {
+                let start = self.intern(start);
+                let test = Test::ProtoChain {
+                    v6: *v6,
+                    start,
+                    proto: *proto,
+                };
+                self.push(Node::Test { test, jt: t, jf: f })
+            }
+            // `and`, `or`, `not` and constants are the walk's.
+            p => self.lower(p, t, f),
         }
     }
 }

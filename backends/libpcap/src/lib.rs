@@ -124,7 +124,11 @@ impl Libpcap {
     /// system libpcap, or say why not.
     ///
     /// ```
-    /// let _maybe = sluice_libpcap::Libpcap::load();
+    /// match sluice_libpcap::Libpcap::load() {
+    ///     Ok(pcap) => assert!(pcap.version().starts_with("libpcap version ")),
+    ///     // Without a libpcap the error says which names were tried.
+    ///     Err(e) => assert!(e.to_string().contains("libpcap")),
+    /// }
     /// ```
     pub fn load() -> Result<Libpcap, Error> {
         if let Some(path) = std::env::var_os(ENV).filter(|p| !p.is_empty()) {
@@ -198,7 +202,8 @@ impl Libpcap {
     ///
     /// ```
     /// if let Ok(p) = sluice_libpcap::Libpcap::load() {
-    ///     println!("{}", p.version());
+    ///     let v = p.version();
+    ///     assert!(v.starts_with("libpcap version "), "{v}");
     /// }
     /// ```
     pub fn version(&self) -> String {

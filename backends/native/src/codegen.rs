@@ -15,6 +15,7 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::JITModule;
 use cranelift_module::Module;
+use sluice_ir::branch::Branches;
 use sluice_ir::{BinOp, CmpOp, Filter, Pred, Size, Val};
 
 /// Which machine function [`build`] generates.
@@ -224,84 +225,6 @@ impl Gen<'_, '_> {
                 let a = self.val(lhs);
                 let c = self.val(rhs);
                 self.cmp(op, a, c)
-            }
-        }
-    }
-
-    /// A fresh block that evaluates `p` and continues at `t` when it holds
-    /// and at `f` when not (aborts go to `self.reject`). Blocks made here are
-    /// reachable only through the returned block.
-    fn lower(&mut self, p: &Pred, t: Block, f: Block) -> Block {
-        match p {
-            Pred::True => t,
-            Pred::False => f,
-            Pred::Cmp { op, lhs, rhs } => {
-                let blk = self.b.create_block();
-                self.b.switch_to_block(blk);
-                let saved = self.known;
-                let cond = self.compare(*op, lhs, rhs);
-                self.b.ins().brif(cond, t, &[], f, &[]);
-                self.known = saved;
-                blk
-            }
-            Pred::Not(q) => self.lower(q, f, t),
-            Pred::And(ps) if f == self.reject => self.lower_rejecting_and(ps, t),
-            Pred::And(ps) => {
-                let mut cur = t;
-                for q in ps.iter().rev() {
-                    cur = self.lower(q, cur, f);
-                }
-                cur
-            }
-            Pred::Or(ps) => {
-                let mut cur = f;
-                for q in ps.iter().rev() {
-                    cur = self.lower(q, t, cur);
-                }
-                cur
-            }
-            Pred::In { val, keys } => {
-                let blk = self.b.create_block();
-                self.b.switch_to_block(blk);
-                let saved = self.known;
-                let v = self.val(val);
-                self.known = saved;
-                let tree = self.b.create_block();
-                self.b.ins().jump(tree, &[]);
-                self.set(tree, v, keys, t, f);
-                blk
-            }
-            Pred::ProtoChain { v6, start, proto } => {
-                let blk = self.b.create_block();
-                self.b.switch_to_block(blk);
-                let saved = self.known;
-                let s = self.val(start);
-                self.known = saved;
-                let mut sig = Signature::new(self.b.func.signature.call_conv);
-                sig.params.push(AbiParam::new(self.ptr));
-                sig.params.push(AbiParam::new(types::I64));
-                sig.params.push(AbiParam::new(types::I32));
-                sig.params.push(AbiParam::new(types::I32));
-                sig.returns.push(AbiParam::new(types::I32));
-                let sigref = self.b.import_signature(sig);
-                let helper = protochain_helper as extern "C" fn(_, _, _, _) -> u32;
-                let callee = self.b.ins().iconst(self.ptr, helper as usize as i64);
-                let arg = self
-                    .b
-                    .ins()
-                    .iconst(types::I32, ((*v6 as i64) << 8) | *proto as i64);
-                let call =
-                    self.b
-                        .ins()
-                        .call_indirect(sigref, callee, &[self.pkt, self.caplen, s, arg]);
-                let r = self.b.inst_results(call)[0];
-                let done = self.b.create_block();
-                let is_false = self.b.ins().icmp_imm(IntCC::Equal, r, PC_FALSE);
-                self.b.ins().brif(is_false, f, &[], done, &[]);
-                self.b.switch_to_block(done);
-                let is_true = self.b.ins().icmp_imm(IntCC::Equal, r, PC_TRUE);
-                self.b.ins().brif(is_true, t, &[], self.reject, &[]);
-                blk
             }
         }
     }
@@ -647,6 +570,79 @@ impl Gen<'_, '_> {
             Size::Half => self.b.ins().uload16(types::I32, flags, addr, 0),
             Size::Word => self.b.ins().load(types::I32, flags, addr, 0),
         }
+    }
+}
+
+/// Tests are blocks of their own; `and`, `or` and `not` are the IR's one
+/// walk ([`sluice_ir::branch`]), but for an `and` that rejects when it
+/// fails, lowered whole ([`Gen::lower_rejecting_and`]).
+impl Branches for Gen<'_, '_> {
+    type Target = Block;
+
+    /// A fresh block that makes the test `p` and continues at `t` when it
+    /// holds and at `f` when not (aborts go to `self.reject`). Blocks made
+    /// here are reachable only through the returned block.
+    fn test(&mut self, p: &Pred, t: Block, f: Block) -> Block {
+        match p {
+            Pred::Cmp { op, lhs, rhs } => {
+                let blk = self.b.create_block();
+                self.b.switch_to_block(blk);
+                let saved = self.known;
+                let cond = self.compare(*op, lhs, rhs);
+                self.b.ins().brif(cond, t, &[], f, &[]);
+                self.known = saved;
+                blk
+            }
+            Pred::In { val, keys } => {
+                let blk = self.b.create_block();
+                self.b.switch_to_block(blk);
+                let saved = self.known;
+                let v = self.val(val);
+                self.known = saved;
+                let tree = self.b.create_block();
+                self.b.ins().jump(tree, &[]);
+                self.set(tree, v, keys, t, f);
+                blk
+            }
+            Pred::ProtoChain { v6, start, proto } => {
+                let blk = self.b.create_block();
+                self.b.switch_to_block(blk);
+                let saved = self.known;
+                let s = self.val(start);
+                self.known = saved;
+                let mut sig = Signature::new(self.b.func.signature.call_conv);
+                sig.params.push(AbiParam::new(self.ptr));
+                sig.params.push(AbiParam::new(types::I64));
+                sig.params.push(AbiParam::new(types::I32));
+                sig.params.push(AbiParam::new(types::I32));
+                sig.returns.push(AbiParam::new(types::I32));
+                let sigref = self.b.import_signature(sig);
+                let helper = protochain_helper as extern "C" fn(_, _, _, _) -> u32;
+                let callee = self.b.ins().iconst(self.ptr, helper as usize as i64);
+                let arg = self
+                    .b
+                    .ins()
+                    .iconst(types::I32, ((*v6 as i64) << 8) | *proto as i64);
+                let call =
+                    self.b
+                        .ins()
+                        .call_indirect(sigref, callee, &[self.pkt, self.caplen, s, arg]);
+                let r = self.b.inst_results(call)[0];
+                let done = self.b.create_block();
+                let is_false = self.b.ins().icmp_imm(IntCC::Equal, r, PC_FALSE);
+                self.b.ins().brif(is_false, f, &[], done, &[]);
+                self.b.switch_to_block(done);
+                let is_true = self.b.ins().icmp_imm(IntCC::Equal, r, PC_TRUE);
+                self.b.ins().brif(is_true, t, &[], self.reject, &[]);
+                blk
+            }
+            // `and`, `or`, `not` and constants are the walk's.
+            p => self.lower(p, t, f),
+        }
+    }
+
+    fn and(&mut self, ps: &[Pred], t: Block, f: Block) -> Option<Block> {
+        (f == self.reject).then(|| self.lower_rejecting_and(ps, t))
     }
 }
 

@@ -75,6 +75,7 @@ mod codegen;
 pub mod floor;
 pub mod fpl;
 pub mod merged;
+mod probe;
 mod settle;
 pub mod tree;
 

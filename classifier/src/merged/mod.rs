@@ -89,8 +89,16 @@ pub struct Merged {
 /// Reusable per-reader memory for classification.
 ///
 /// ```
-/// let s = sluice_classifier::merged::Scratch::default();
-/// drop(s);
+/// use sluice_classifier::merged::{Compiled, Merged, Scratch};
+/// use sluice_ir::{Filter, Pred, Size, Val};
+/// let mut m = Merged::default();
+/// m.insert(5, &Compiled::new(Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 7), 1)), 0);
+/// // One scratch serves packet after packet.
+/// let (mut s, mut out) = (Scratch::default(), Vec::new());
+/// m.classify(&[7], 1, &mut s, &mut out);
+/// assert_eq!(out, [5]);
+/// m.classify(&[8], 1, &mut s, &mut out);
+/// assert!(out.is_empty());
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct Scratch {

@@ -297,8 +297,13 @@ impl Merged {
     /// found in [`GroupView::keys`] or by probing the group's table).
     ///
     /// ```
-    /// let m = sluice_classifier::merged::Merged::default();
-    /// m.each_slot_filter(0, sluice_classifier::merged::Slot { value: 1, datum: 0 }, |_, _| unreachable!());
+    /// use sluice_classifier::merged::{Compiled, Merged};
+    /// let mut m = Merged::default();
+    /// m.insert(2, &Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 9);
+    /// let (_, slot) = m.group_view(0).unwrap().keys().next().unwrap();
+    /// let mut seen = Vec::new();
+    /// m.each_slot_filter(0, slot, |f, p| seen.push((f, p)));
+    /// assert_eq!(seen, [(2, 9)]);
     /// ```
     #[inline]
     pub fn each_slot_filter(&self, group: u32, slot: Slot, mut f: impl FnMut(u32, i32)) {

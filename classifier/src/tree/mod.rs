@@ -217,8 +217,12 @@ impl DecisionTree {
     /// Forget the changes recorded so far (see [`Nodes::forget_changed`]).
     ///
     /// ```
+    /// use sluice_classifier::merged::Compiled;
     /// let mut t = sluice_classifier::tree::DecisionTree::default();
+    /// t.track_changes(true);
+    /// t.insert(0, &Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
     /// t.forget_changed();
+    /// assert!(t.take_changed().is_empty());
     /// ```
     pub fn forget_changed(&mut self) {
         self.nodes.forget_changed();

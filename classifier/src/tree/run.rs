@@ -27,8 +27,16 @@ use super::node::{NodeId, Nodes, MAX_TUPLE, NONE};
 /// [`DecisionTree`](super::DecisionTree).
 ///
 /// ```
-/// let s = sluice_classifier::tree::Scratch::default();
-/// drop(s);
+/// use sluice_classifier::{merged::Compiled, tree::{DecisionTree, Scratch}};
+/// use sluice_ir::{Filter, Pred, Size, Val};
+/// let mut t = DecisionTree::default();
+/// t.insert(5, &Compiled::new(Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 7), 1)), 0);
+/// // One scratch serves packet after packet.
+/// let (mut s, mut out) = (Scratch::default(), Vec::new());
+/// t.classify(&[7], 1, &mut s, &mut out);
+/// assert_eq!(out, [5]);
+/// t.classify(&[8], 1, &mut s, &mut out);
+/// assert!(out.is_empty());
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct Scratch {
@@ -47,7 +55,9 @@ impl Scratch {
     ///
     /// ```
     /// let mut s = sluice_classifier::tree::Scratch::default();
-    /// let _ = s.memo();
+    /// s.memo().next_packet(1);
+    /// assert_eq!(s.memo().cached(0, || Some(4)), Some(4));
+    /// assert_eq!(s.memo().cached(0, || None), Some(4)); // the same memory
     /// ```
     pub fn memo(&mut self) -> &mut Memo {
         &mut self.memo

@@ -14,7 +14,6 @@ use crate::types::*;
 use sluice_bpf::Insn;
 use sluice_capture::CaptureFormat;
 use sluice_filter::{LinkType, Program, SystemResolver};
-use sluice_pcap::ast::{Expr, Other};
 use std::ffi::{c_char, c_int, c_uint};
 use std::sync::{Arc, Mutex};
 
@@ -61,15 +60,6 @@ pub(crate) fn program_of(insns: Vec<Insn>) -> Result<Installed, String> {
         .map_err(|e| format!("BPF program is not valid: {e}"))
 }
 
-/// Whether an expression uses the `vlan` keyword.
-fn uses_vlan(text: &str) -> bool {
-    sluice_pcap::parser::parse(text).is_ok_and(|e| {
-        e.leaves()
-            .iter()
-            .any(|l| matches!(l, Expr::Other(Other::Vlan(_), _)))
-    })
-}
-
 /// The instructions of a C program, copied; `None` for NULL or empty.
 ///
 /// # Safety
@@ -94,16 +84,6 @@ pub(crate) unsafe fn insns_of(fp: *const bpf_program) -> Option<Vec<Insn>> {
     )
 }
 
-/// The message programs print for a compile error: libpcap's words for
-/// an expression (see [`crate::wording`]); sluice's for the others.
-/// (`sluice filter` shows sluice's own messages, with the column.)
-fn message(text: &str, dlt: c_int, e: &sluice_filter::Error) -> String {
-    match e {
-        sluice_filter::Error::Expression(c) => crate::wording::libpcap_message(text, dlt, c),
-        other => other.to_string(),
-    }
-}
-
 /// Compiles `text` for a DLT value; the message on failure.
 fn compile(
     text: &str,
@@ -123,7 +103,10 @@ fn compile(
         return Err("snaplen of 0 rejects all packets".into());
     }
     let snaplen = snaplen as u32;
-    let program = Program::builder(linktype)
+    // A refused expression gets libpcap 1.10.3's words
+    // (`ProgramBuilder::libpcap_message`); `sluice filter` shows sluice's
+    // own, with the column.
+    let builder = Program::builder(linktype)
         .snaplen(snaplen)
         .optimize(optimize)
         // A handle on a capture file compiles with libpcap's savefile rule
@@ -131,12 +114,13 @@ fn compile(
         .offline(file.is_some())
         .capture_big_endian(file.unwrap_or(cfg!(target_endian = "big")))
         .netmask((netmask != PCAP_NETMASK_UNKNOWN).then_some(netmask))
-        .resolver(Arc::new(SystemResolver))
+        .resolver(Arc::new(SystemResolver));
+    let program = builder
         .expression(text)
-        .map_err(|e| message(text, dlt, &e))?;
+        .map_err(|e| builder.libpcap_message(text, &e))?;
     let installed = Installed {
+        reads_vlan_tags: program.uses_vlan(),
         program: Arc::new(program),
-        reads_vlan_tags: uses_vlan(text),
     };
     remember(&installed);
     Ok(installed.program)

@@ -38,7 +38,6 @@
 #![allow(unsafe_code)]
 
 mod attach;
-mod dlt_table;
 pub mod dump;
 mod fastfilter;
 pub mod filter;
@@ -53,7 +52,6 @@ pub mod read;
 // their meaning is libpcap's documentation.
 #[allow(missing_docs)]
 pub mod types;
-mod wording;
 
 pub use dump::*;
 pub use filter::*;

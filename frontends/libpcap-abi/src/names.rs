@@ -6,9 +6,10 @@
 //! buffer as libpcap's do (`pcap_statustostr` of an unknown code,
 //! `pcap_strerror`, `pcap_datalink_val_to_description_or_dlt`).
 
-use crate::dlt_table::DLTS;
+use sluice_wire::link::LinkType;
 use std::cell::RefCell;
-use std::ffi::{c_char, c_int, CStr};
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::sync::OnceLock;
 
 /// The libpcap release whose ABI and messages this library has.
 pub const COMPATIBLE: &str = "1.10.3";
@@ -21,16 +22,31 @@ pub static LIB_VERSION: &CStr =
 #[no_mangle]
 pub static pcap_version: [u8; 7] = *b"1.10.3\0";
 
+/// libpcap 1.10.3's table of link-type names, as C strings: `(name
+/// without DLT_, description, DLT value)` for every link type of
+/// `sluice-wire`'s table that 1.10.3 has an entry for
+/// ([`LinkType::libpcap_1_10`]). Built once, kept for the life of the
+/// process, so the pointers handed to C stay valid.
+fn dlts() -> &'static [(CString, CString, c_int)] {
+    static DLTS: OnceLock<Vec<(CString, CString, c_int)>> = OnceLock::new();
+    DLTS.get_or_init(|| {
+        let c = |s: &str| CString::new(s).expect("no NUL in a link-type name");
+        LinkType::all()
+            .filter_map(|lt| {
+                let (name, description) = lt.libpcap_1_10()?;
+                Some((c(name), c(description), lt.dlt() as c_int))
+            })
+            .collect()
+    })
+}
+
 /// The DLT value of a file's LINKTYPE value (they differ on a few link
-/// types, for historical reasons).
+/// types, for historical reasons: [`LinkType::dlt`]); a value sluice does
+/// not know stays as it is.
 pub fn linktype_to_dlt(linktype: u32) -> c_int {
-    match linktype {
-        100 => 11, // ATM_RFC1483
-        101 => 12, // RAW
-        102 => 15, // SLIP_BSDOS
-        103 => 16, // PPP_BSDOS
-        106 => 19, // ATM_CLIP
-        other => other as c_int,
+    match LinkType::from_number(linktype) {
+        Some(lt) if lt.number() == linktype => lt.dlt() as c_int,
+        _ => linktype as c_int,
     }
 }
 
@@ -79,7 +95,8 @@ pub unsafe extern "C" fn pcap_datalink_name_to_val(name: *const c_char) -> c_int
         let Some(name) = (unsafe { crate::cstr(name) }) else {
             return -1;
         };
-        DLTS.iter()
+        dlts()
+            .iter()
             .find(|(n, _, _)| n.to_bytes().eq_ignore_ascii_case(name.to_bytes()))
             .map_or(-1, |e| e.2)
     })
@@ -89,7 +106,8 @@ pub unsafe extern "C" fn pcap_datalink_name_to_val(name: *const c_char) -> c_int
 #[no_mangle]
 pub extern "C" fn pcap_datalink_val_to_name(dlt: c_int) -> *const c_char {
     crate::guard::entry(std::ptr::null(), move || {
-        DLTS.iter()
+        dlts()
+            .iter()
             .find(|e| e.2 == dlt)
             .map_or(std::ptr::null(), |e| e.0.as_ptr())
     })
@@ -100,7 +118,8 @@ pub extern "C" fn pcap_datalink_val_to_name(dlt: c_int) -> *const c_char {
 #[no_mangle]
 pub extern "C" fn pcap_datalink_val_to_description(dlt: c_int) -> *const c_char {
     crate::guard::entry(std::ptr::null(), move || {
-        DLTS.iter()
+        dlts()
+            .iter()
             .find(|e| e.2 == dlt)
             .map_or(std::ptr::null(), |e| e.1.as_ptr())
     })
@@ -111,7 +130,7 @@ pub extern "C" fn pcap_datalink_val_to_description(dlt: c_int) -> *const c_char 
 #[no_mangle]
 pub extern "C" fn pcap_datalink_val_to_description_or_dlt(dlt: c_int) -> *const c_char {
     crate::guard::entry(std::ptr::null(), move || {
-        match DLTS.iter().find(|e| e.2 == dlt) {
+        match dlts().iter().find(|e| e.2 == dlt) {
             Some(e) => e.1.as_ptr(),
             None => scratch(&format!("DLT {dlt}")),
         }
@@ -227,13 +246,29 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for (name, _, v) in DLTS {
-            // SAFETY: a static C string.
+        assert_eq!(dlts().len(), 152, "1.10.3's table has 152 names");
+        for (name, _, v) in dlts() {
+            // SAFETY: a C string that lives as long as the process.
             let got = unsafe { pcap_datalink_name_to_val(name.as_ptr()) };
-            assert_eq!(DLTS.iter().find(|e| e.0 == *name).unwrap().2, got);
+            assert_eq!(*v, got);
             assert!(!pcap_datalink_val_to_name(*v).is_null());
         }
+        // SAFETY: static C strings.
+        unsafe {
+            assert_eq!(pcap_datalink_name_to_val(c"ipmb_linux".as_ptr()), 209);
+            assert_eq!(pcap_datalink_name_to_val(c"I2C_LINUX".as_ptr()), -1);
+            let d = CStr::from_ptr(pcap_datalink_val_to_description(12));
+            assert_eq!(d, c"Raw IP");
+            let d = CStr::from_ptr(pcap_datalink_val_to_description_or_dlt(290));
+            assert_eq!(d, c"DLT 290");
+        }
         assert_eq!(linktype_to_dlt(101), 12);
+        assert_eq!(linktype_to_dlt(100), 11);
+        assert_eq!(linktype_to_dlt(106), 19);
+        assert_eq!(linktype_to_dlt(12), 12);
+        assert_eq!(linktype_to_dlt(1), 1);
+        assert_eq!(linktype_to_dlt(150), 150);
+        assert_eq!(linktype_to_dlt(9999), 9999);
         assert_eq!(dlt_to_linktype(12), Some(101));
         assert_eq!(dlt_to_linktype(400), None);
         assert_eq!(errno_text(2), "No such file or directory");

@@ -29,25 +29,16 @@
 
 use crate::{Action, Error, Insn, Op, Program, MAX_PUSHSTK, MAX_PUSHWORD};
 use std::collections::HashMap;
-use thiserror::Error as ThisError;
 
 /// A syntax error, with its line and column (both from 1; columns count
-/// characters).
+/// characters): the positioned error every language with program text
+/// shares ([`sluice_ir::TextError`]).
 ///
 /// ```
 /// let e = sluice_cspf::assemble("pushword P[6]\n  pushlt | cand #1").unwrap_err();
 /// assert!(e.to_string().starts_with("line 2, column 3"));
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, ThisError)]
-#[error("line {line}, column {column}: {message}")]
-pub struct AsmError {
-    /// The line.
-    pub line: usize,
-    /// The column.
-    pub column: usize,
-    /// What is wrong.
-    pub message: String,
-}
+pub type AsmError = sluice_ir::TextError;
 
 #[derive(Clone, Debug, PartialEq)]
 enum Tok {
@@ -194,17 +185,9 @@ fn assemble_with(text: &str, inline: bool) -> Result<Program, Error> {
 
 /// The instructions, priority and copy flag of a text, unverified.
 pub(crate) fn parse(text: &str, inline: bool) -> Result<(Vec<Insn>, u8, bool), AsmError> {
-    let pos_err = |at: usize, message: String| {
-        let (line, column) = line_col(text, at);
-        AsmError {
-            line,
-            column,
-            message,
-        }
-    };
     let toks = Lexer { text, inline }
         .tokens()
-        .map_err(|(at, m)| pos_err(at, m))?;
+        .map_err(|(at, m)| AsmError::at(text, at, m))?;
     let mut p = Parser {
         text,
         toks,
@@ -212,14 +195,6 @@ pub(crate) fn parse(text: &str, inline: bool) -> Result<(Vec<Insn>, u8, bool), A
         names: HashMap::new(),
     };
     p.program()
-}
-
-fn line_col(text: &str, at: usize) -> (usize, usize) {
-    let at = at.min(text.len());
-    let before = &text[..at];
-    let line = before.matches('\n').count() + 1;
-    let start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, before[start..].chars().count() + 1)
 }
 
 fn action_of(name: &str) -> Option<Action> {
@@ -248,12 +223,7 @@ fn is_reserved(name: &str) -> bool {
 
 impl<'a> Parser<'a> {
     fn err<T>(&self, at: usize, message: impl Into<String>) -> Result<T, AsmError> {
-        let (line, column) = line_col(self.text, at);
-        Err(AsmError {
-            line,
-            column,
-            message: message.into(),
-        })
+        Err(AsmError::at(self.text, at, message))
     }
 
     fn peek(&self) -> Option<&Tok> {

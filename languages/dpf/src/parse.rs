@@ -2,26 +2,17 @@
 
 use crate::{Atom, Expr, Filter, Rel};
 use sluice_ir::BinOp;
-use thiserror::Error;
 
 /// A syntax or type error, with its line and column (from 1; columns count
-/// characters).
+/// characters): the positioned error every language with program text
+/// shares ([`sluice_ir::TextError`]).
 ///
 /// ```
 /// let e = sluice_dpf::parse("(12:16 == 0x800) &&\n (9:7 == 6)").unwrap_err();
 /// assert_eq!((e.line, e.column), (2, 5));
 /// assert!(e.to_string().contains("8, 16 or 32"));
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
-#[error("line {line}, column {column}: {message}")]
-pub struct ParseError {
-    /// The line.
-    pub line: usize,
-    /// The column.
-    pub column: usize,
-    /// What is wrong.
-    pub message: String,
-}
+pub type ParseError = sluice_ir::TextError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Tok {
@@ -80,21 +71,8 @@ pub fn parse(text: &str) -> Result<Filter, ParseError> {
     }
 }
 
-fn position(text: &str, at: usize) -> (usize, usize) {
-    let at = at.min(text.len());
-    let before = &text[..at];
-    let line = before.matches('\n').count() + 1;
-    let start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, before[start..].chars().count() + 1)
-}
-
 fn error<T>(text: &str, at: usize, message: impl Into<String>) -> Result<T, ParseError> {
-    let (line, column) = position(text, at);
-    Err(ParseError {
-        line,
-        column,
-        message: message.into(),
-    })
+    Err(ParseError::at(text, at, message))
 }
 
 fn lex(text: &str) -> Result<Vec<(Tok, usize)>, ParseError> {

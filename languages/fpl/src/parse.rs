@@ -39,7 +39,7 @@ pub(crate) struct Pos {
 }
 
 impl Pos {
-    pub fn err(self, msg: impl Into<String>) -> Error {
+    pub(crate) fn err(self, msg: impl Into<String>) -> Error {
         Error::new(self.line, self.col, msg)
     }
 }

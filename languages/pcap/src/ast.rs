@@ -125,6 +125,21 @@ impl Expr {
         walk(self, &mut out);
         out
     }
+
+    /// Whether the expression has a `vlan` keyword: its program reads a
+    /// VLAN tag in the frame, where libpcap's kernel filter would read the
+    /// tag the kernel took off from the packet's metadata.
+    ///
+    /// ```
+    /// use sluice_pcap::parser::parse;
+    /// assert!(parse("tcp or (vlan 10 and udp)").unwrap().uses_vlan());
+    /// assert!(!parse("ether proto 0x8100").unwrap().uses_vlan());
+    /// ```
+    pub fn uses_vlan(&self) -> bool {
+        self.leaves()
+            .iter()
+            .any(|l| matches!(l, Expr::Other(Other::Vlan(_), _)))
+    }
 }
 
 /// A primitive with its (inherited) qualifiers and value.

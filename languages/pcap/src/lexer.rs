@@ -10,25 +10,14 @@
 //! name). A backslash turns anything up to a blank, `!`, `(` or `)` into a
 //! name (`\tcp`).
 //!
-//! ```
-//! use sluice_pcap::lexer::{tokenize, Tok, Kw};
-//! let toks = tokenize("tcp port ftp-data").unwrap();
-//! assert_eq!(toks[1].tok, Tok::Kw(Kw::Port));
-//! assert_eq!(toks[2].tok, Tok::Id("ftp-data".into()));
-//! assert_eq!(toks[3].tok, Tok::Eof);
-//! ```
+//! Crate-internal: only this crate's stages use it (front ends go through
+//! `sluice-filter`); the examples are the `examples` unit tests below.
 
 use crate::ast::{Proto, Span};
 use crate::error::CompileError;
 use std::net::Ipv6Addr;
 
 /// Keywords other than protocol names and `and`/`or`/`not`.
-///
-/// ```
-/// use sluice_pcap::lexer::{tokenize, Tok, Kw};
-/// assert_eq!(tokenize("dir").unwrap()[0].tok, Tok::Kw(Kw::Dir));
-/// assert_eq!(tokenize("direction").unwrap()[0].tok, Tok::Kw(Kw::Dir));
-/// ```
 #[allow(missing_docs)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kw {
@@ -108,12 +97,6 @@ pub enum Kw {
 }
 
 /// A token.
-///
-/// ```
-/// use sluice_pcap::lexer::{tokenize, Tok};
-/// assert_eq!(tokenize("0x1a").unwrap()[0].tok, Tok::Num(26));
-/// assert_eq!(tokenize("1a").unwrap()[0].tok, Tok::Id("1a".into()));
-/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum Tok {
     /// A protocol name (`ether`, `ip`, `tcp`, ...).
@@ -186,11 +169,6 @@ pub enum Tok {
 
 impl Tok {
     /// A short description for error messages.
-    ///
-    /// ```
-    /// use sluice_pcap::lexer::Tok;
-    /// assert_eq!(Tok::Eof.describe(), "end of expression");
-    /// ```
     pub fn describe(&self) -> String {
         match self {
             Tok::Eof => "end of expression".into(),
@@ -236,11 +214,6 @@ fn op_text(t: &Tok) -> &'static str {
 }
 
 /// A token with its byte span.
-///
-/// ```
-/// use sluice_pcap::{ast::Span, lexer::tokenize};
-/// assert_eq!(tokenize(" ip").unwrap()[0].span, Span::new(1, 3));
-/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Token {
     /// The token.
@@ -445,23 +418,11 @@ const CONSTANTS: &[(&str, u32)] = &[
 ];
 
 /// The value of a named constant such as `tcp-syn` or `icmp-echo`.
-///
-/// ```
-/// assert_eq!(sluice_pcap::lexer::named_constant("tcp-syn"), Some(2));
-/// assert_eq!(sluice_pcap::lexer::named_constant("icmp6-echo"), Some(128));
-/// assert_eq!(sluice_pcap::lexer::named_constant("tcp"), None);
-/// ```
 pub fn named_constant(name: &str) -> Option<u32> {
     CONSTANTS.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
 }
 
 /// The keyword or protocol token a word stands for, if any.
-///
-/// ```
-/// use sluice_pcap::{ast::Proto, lexer::{keyword, Tok}};
-/// assert_eq!(keyword("ether"), Some(Tok::Proto(Proto::Link)));
-/// assert_eq!(keyword("Ether"), None);
-/// ```
 pub fn keyword(word: &str) -> Option<Tok> {
     WORDS
         .iter()
@@ -470,12 +431,6 @@ pub fn keyword(word: &str) -> Option<Tok> {
 }
 
 /// The canonical spelling of a protocol name.
-///
-/// ```
-/// use sluice_pcap::{ast::Proto, lexer::proto_name};
-/// assert_eq!(proto_name(Proto::Link), "link");
-/// assert_eq!(proto_name(Proto::Ip6), "ip6");
-/// ```
 pub fn proto_name(p: Proto) -> &'static str {
     WORDS
         .iter()
@@ -485,11 +440,6 @@ pub fn proto_name(p: Proto) -> &'static str {
 }
 
 /// The canonical spelling of a keyword.
-///
-/// ```
-/// use sluice_pcap::lexer::{kw_name, Kw};
-/// assert_eq!(kw_name(Kw::PortRange), "portrange");
-/// ```
 pub fn kw_name(k: Kw) -> &'static str {
     WORDS
         .iter()
@@ -719,11 +669,6 @@ fn parse_number(text: &str, span: Span) -> Result<u32, CompileError> {
 
 /// The value of one part of a dotted number, as libpcap reads it (decimal,
 /// or hex with `0x`); saturates instead of overflowing.
-///
-/// ```
-/// assert_eq!(sluice_pcap::lexer::dotted_part("1023"), 1023);
-/// assert_eq!(sluice_pcap::lexer::dotted_part("0x10"), 16);
-/// ```
 pub fn dotted_part(text: &str) -> u32 {
     let (digits, radix) = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         Some(h) => (h, 16),
@@ -737,11 +682,6 @@ pub fn dotted_part(text: &str) -> u32 {
 
 /// Packs a dotted number: each part in 8 bits, big-endian (parts above 255
 /// keep only their low 8 bits; the text keeps the full values).
-///
-/// ```
-/// assert_eq!(sluice_pcap::lexer::pack_dotted("10.1"), (0x0a01, 16));
-/// assert_eq!(sluice_pcap::lexer::pack_dotted("1.2.3.4"), (0x01020304, 32));
-/// ```
 pub fn pack_dotted(text: &str) -> (u32, u32) {
     let mut addr: u32 = 0;
     let mut bits = 0;
@@ -773,13 +713,6 @@ fn parse_mac(text: &str) -> [u8; 6] {
 }
 
 /// Splits a filter expression into tokens, ending with [`Tok::Eof`].
-///
-/// ```
-/// use sluice_pcap::lexer::{tokenize, Tok};
-/// let t = tokenize("ether host ab:cd:ef:0:0:1").unwrap();
-/// assert_eq!(t[2].tok, Tok::Mac("ab:cd:ef:0:0:1".into(), [0xab, 0xcd, 0xef, 0, 0, 1]));
-/// assert!(tokenize("port 4294967296").is_err());
-/// ```
 pub fn tokenize(text: &str) -> Result<Vec<Token>, CompileError> {
     let s = text.as_bytes();
     let mut out = Vec::new();
@@ -1059,5 +992,98 @@ mod tests {
         );
         assert!(tokenize("host é").is_err());
         assert!(tokenize("a . b").is_err());
+    }
+}
+
+#[cfg(test)]
+mod examples {
+    //! The examples of the items above, which are crate-internal.
+
+    #[test]
+    fn module() {
+        use crate::lexer::{tokenize, Kw, Tok};
+        let toks = tokenize("tcp port ftp-data").unwrap();
+        assert_eq!(toks[1].tok, Tok::Kw(Kw::Port));
+        assert_eq!(toks[2].tok, Tok::Id("ftp-data".into()));
+        assert_eq!(toks[3].tok, Tok::Eof);
+    }
+
+    #[test]
+    fn kw() {
+        use crate::lexer::{tokenize, Kw, Tok};
+        assert_eq!(tokenize("dir").unwrap()[0].tok, Tok::Kw(Kw::Dir));
+        assert_eq!(tokenize("direction").unwrap()[0].tok, Tok::Kw(Kw::Dir));
+    }
+
+    #[test]
+    fn tok() {
+        use crate::lexer::{tokenize, Tok};
+        assert_eq!(tokenize("0x1a").unwrap()[0].tok, Tok::Num(26));
+        assert_eq!(tokenize("1a").unwrap()[0].tok, Tok::Id("1a".into()));
+    }
+
+    #[test]
+    fn describe() {
+        use crate::lexer::Tok;
+        assert_eq!(Tok::Eof.describe(), "end of expression");
+    }
+
+    #[test]
+    fn token() {
+        use crate::{ast::Span, lexer::tokenize};
+        assert_eq!(tokenize(" ip").unwrap()[0].span, Span::new(1, 3));
+    }
+
+    #[test]
+    fn named_constant() {
+        assert_eq!(crate::lexer::named_constant("tcp-syn"), Some(2));
+        assert_eq!(crate::lexer::named_constant("icmp6-echo"), Some(128));
+        assert_eq!(crate::lexer::named_constant("tcp"), None);
+    }
+
+    #[test]
+    fn keyword() {
+        use crate::{
+            ast::Proto,
+            lexer::{keyword, Tok},
+        };
+        assert_eq!(keyword("ether"), Some(Tok::Proto(Proto::Link)));
+        assert_eq!(keyword("Ether"), None);
+    }
+
+    #[test]
+    fn proto_name() {
+        use crate::{ast::Proto, lexer::proto_name};
+        assert_eq!(proto_name(Proto::Link), "link");
+        assert_eq!(proto_name(Proto::Ip6), "ip6");
+    }
+
+    #[test]
+    fn kw_name() {
+        use crate::lexer::{kw_name, Kw};
+        assert_eq!(kw_name(Kw::PortRange), "portrange");
+    }
+
+    #[test]
+    fn dotted_part() {
+        assert_eq!(crate::lexer::dotted_part("1023"), 1023);
+        assert_eq!(crate::lexer::dotted_part("0x10"), 16);
+    }
+
+    #[test]
+    fn pack_dotted() {
+        assert_eq!(crate::lexer::pack_dotted("10.1"), (0x0a01, 16));
+        assert_eq!(crate::lexer::pack_dotted("1.2.3.4"), (0x01020304, 32));
+    }
+
+    #[test]
+    fn tokenize() {
+        use crate::lexer::{tokenize, Tok};
+        let t = tokenize("ether host ab:cd:ef:0:0:1").unwrap();
+        assert_eq!(
+            t[2].tok,
+            Tok::Mac("ab:cd:ef:0:0:1".into(), [0xab, 0xcd, 0xef, 0, 0, 1])
+        );
+        assert!(tokenize("port 4294967296").is_err());
     }
 }

@@ -1,12 +1,13 @@
 //! The pcap filter language (tcpdump's expressions) with libpcap's meaning.
 //!
-//! The pipeline is text → [`lexer`] → [`parser`] (a syntax tree, [`ast`],
+//! The pipeline is text → the lexer (`lexer`, crate-internal) → [`parser`] (a syntax tree, [`ast`],
 //! with libpcap's qualifier inheritance resolved) → [`gen`] (sluice's
 //! intermediate form, `sluice_ir`). Link types and where their headers are
 //! live in [`link`] (`sluice-wire`'s table); the protocol and service
-//! names in [`names`], inside sluice: no `/etc` files, no DNS. Host
+//! names in the crate's own tables (`names`), inside sluice: no `/etc` files, no DNS. Host
 //! names are resolved only through a [`resolve::Resolver`] the caller
-//! gives ([`compile_with`]).
+//! gives ([`compile_with`]). [`libpcap_message`] words a refusal as
+//! libpcap 1.10.3 does, for libpcap's C front end.
 //!
 //! ```
 //! use sluice_pcap::{compile, link::LinkType};
@@ -20,15 +21,17 @@
 pub mod ast;
 pub mod error;
 pub mod gen;
-pub mod lexer;
-pub mod names;
+pub(crate) mod lexer;
+pub(crate) mod names;
 pub mod parser;
 pub mod resolve;
+mod wording;
 
 pub use error::CompileError;
 /// Link types and where their headers are: the table lives in
 /// [`sluice_wire::link`], the one place sluice keeps link-layer knowledge.
 pub use sluice_wire::link;
+pub use wording::libpcap_message;
 
 /// Parse and compile an expression for a link type; the filter returns
 /// `snaplen` on accept, as libpcap's do.
@@ -201,6 +204,14 @@ pub struct Compiled {
     /// assert!(ethernet.judged.is_none());
     /// ```
     pub judged: Option<sluice_ir::Pred>,
+    /// The expression has a `vlan` keyword ([`ast::Expr::uses_vlan`]).
+    ///
+    /// ```
+    /// use sluice_pcap::{compile_options, link::LinkType, Options};
+    /// assert!(compile_options("vlan and tcp", LinkType::EN10MB, &Options::new(1)).unwrap().uses_vlan);
+    /// assert!(!compile_options("tcp", LinkType::EN10MB, &Options::new(1)).unwrap().uses_vlan);
+    /// ```
+    pub uses_vlan: bool,
 }
 
 /// Compile an expression for a link type with the given options.

@@ -6,19 +6,10 @@
 //! Debian's netbase `/etc/services` and `/etc/protocols` (what the reference
 //! libpcap reads); the others are libpcap's own lists (libpcap master).
 //!
-//! ```
-//! use sluice_pcap::names;
-//! assert_eq!(names::service("ssh").unwrap().tcp, Some(22));
-//! assert_eq!(names::ip_protocol("udp"), Some(17));
-//! assert_eq!(names::ether_type("ip6"), Some(0x86dd));
-//! ```
+//! Crate-internal: only this crate's stages use it (front ends go through
+//! `sluice-filter`); the examples are the `examples` unit tests below.
 
 /// The ports a service name stands for, per transport protocol.
-///
-/// ```
-/// let d = sluice_pcap::names::service("domain").unwrap();
-/// assert_eq!((d.tcp, d.udp), (Some(53), Some(53)));
-/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct ServicePorts {
     /// The TCP port, if the name is a TCP service.
@@ -30,13 +21,6 @@ pub struct ServicePorts {
 }
 
 /// Looks up a service name (case-sensitive, as in `/etc/services`).
-///
-/// ```
-/// use sluice_pcap::names::service;
-/// assert_eq!(service("ftp-data").unwrap().tcp, Some(20));
-/// assert_eq!(service("bootps").unwrap().udp, Some(67));
-/// assert!(service("no-such-service").is_none());
-/// ```
 pub fn service(name: &str) -> Option<ServicePorts> {
     SERVICES
         .iter()
@@ -46,14 +30,6 @@ pub fn service(name: &str) -> Option<ServicePorts> {
 
 /// Looks up an IP protocol name (`/etc/protocols`, including aliases), as
 /// used by `proto \name` for IPv4 and IPv6.
-///
-/// ```
-/// use sluice_pcap::names::ip_protocol;
-/// assert_eq!(ip_protocol("tcp"), Some(6));
-/// assert_eq!(ip_protocol("TCP"), Some(6));
-/// assert_eq!(ip_protocol("ipv6-icmp"), Some(58));
-/// assert_eq!(ip_protocol("nosuchprotocol"), None);
-/// ```
 pub fn ip_protocol(name: &str) -> Option<u8> {
     IP_PROTOCOLS.iter().find(|p| p.0 == name).map(|p| p.1)
 }
@@ -77,13 +53,6 @@ const ETHER_TYPES: &[(&str, u16)] = &[
 ];
 
 /// Looks up an EtherType name (`ether proto \ip6`, `ether proto lldp`).
-///
-/// ```
-/// use sluice_pcap::names::ether_type;
-/// assert_eq!(ether_type("arp"), Some(0x0806));
-/// assert_eq!(ether_type("lldp"), Some(0x88cc));
-/// assert_eq!(ether_type("iso"), None); // an LLC SAP, see llc_sap
-/// ```
 pub fn ether_type(name: &str) -> Option<u16> {
     ETHER_TYPES.iter().find(|e| e.0 == name).map(|e| e.1)
 }
@@ -98,21 +67,11 @@ const LLC_SAPS: &[(&str, u8)] = &[
 ];
 
 /// Looks up an LLC SAP name (`ether proto \stp`).
-///
-/// ```
-/// assert_eq!(sluice_pcap::names::llc_sap("stp"), Some(0x42));
-/// assert_eq!(sluice_pcap::names::llc_sap("ip"), None);
-/// ```
 pub fn llc_sap(name: &str) -> Option<u8> {
     LLC_SAPS.iter().find(|e| e.0 == name).map(|e| e.1)
 }
 
 /// Looks up an ISO network-layer protocol id for `iso proto \name`.
-///
-/// ```
-/// assert_eq!(sluice_pcap::names::iso_proto("isis"), Some(0x83));
-/// assert_eq!(sluice_pcap::names::iso_proto("clnp"), Some(0x81));
-/// ```
 pub fn iso_proto(name: &str) -> Option<u8> {
     match name {
         "clnp" => Some(0x81),
@@ -245,30 +204,16 @@ const PF_ACTIONS: &[(&str, u32)] = &[
 
 /// An 802.11 frame type (`data`, `mgt`, `ctl` and their long names), as
 /// the value of the type bits of the frame control field.
-///
-/// ```
-/// assert_eq!(sluice_pcap::names::wlan_type("control"), Some(0x04));
-/// ```
 pub fn wlan_type(name: &str) -> Option<u32> {
     lookup_ci(WLAN_TYPES, name)
 }
 
 /// Whether an 802.11 frame type has named subtypes.
-///
-/// ```
-/// assert!(sluice_pcap::names::wlan_has_subtypes(0x08));
-/// assert!(!sluice_pcap::names::wlan_has_subtypes(0x0c));
-/// ```
 pub fn wlan_has_subtypes(ty: u32) -> bool {
     WLAN_SUBTYPES.iter().any(|(t, _)| *t == ty)
 }
 
 /// A subtype name of the given 802.11 frame type, as the subtype bits.
-///
-/// ```
-/// assert_eq!(sluice_pcap::names::wlan_subtype_of(0x00, "beacon"), Some(0x80));
-/// assert_eq!(sluice_pcap::names::wlan_subtype_of(0x04, "beacon"), None);
-/// ```
 pub fn wlan_subtype_of(ty: u32, name: &str) -> Option<u32> {
     let (_, table) = WLAN_SUBTYPES.iter().find(|(t, _)| *t == ty)?;
     lookup_ci(table, name)
@@ -276,10 +221,6 @@ pub fn wlan_subtype_of(ty: u32, name: &str) -> Option<u32> {
 
 /// A subtype name of any 802.11 frame type (in libpcap's search order:
 /// management, control, data), as type and subtype bits together.
-///
-/// ```
-/// assert_eq!(sluice_pcap::names::wlan_subtype("qos-data"), Some(0x88));
-/// ```
 pub fn wlan_subtype(name: &str) -> Option<u32> {
     WLAN_SUBTYPES
         .iter()
@@ -287,46 +228,26 @@ pub fn wlan_subtype(name: &str) -> Option<u32> {
 }
 
 /// An 802.11 direction (`nods`, `tods`, `fromds`, `dstods`), as the DS bits.
-///
-/// ```
-/// assert_eq!(sluice_pcap::names::wlan_direction("fromds"), Some(2));
-/// ```
 pub fn wlan_direction(name: &str) -> Option<u32> {
     lookup_ci(WLAN_DIRS, name)
 }
 
 /// An LLC S (supervisory) frame function: `rr`, `rnr`, `rej`.
-///
-/// ```
-/// assert_eq!(sluice_pcap::names::llc_s_function("rnr"), Some(0x05));
-/// ```
 pub fn llc_s_function(name: &str) -> Option<u32> {
     lookup_ci(LLC_S, name)
 }
 
 /// An LLC U (unnumbered) frame function: `ui`, `ua`, `disc`, `xid`...
-///
-/// ```
-/// assert_eq!(sluice_pcap::names::llc_u_function("xid"), Some(0xaf));
-/// ```
 pub fn llc_u_function(name: &str) -> Option<u32> {
     lookup_ci(LLC_U, name)
 }
 
 /// A pflog reason code (`match`, `bad-offset`, `fragment`...).
-///
-/// ```
-/// assert_eq!(sluice_pcap::names::pf_reason("short"), Some(3));
-/// ```
 pub fn pf_reason(name: &str) -> Option<u32> {
     lookup_ci(PF_REASONS, name)
 }
 
 /// A pflog action (`pass`, `block`, `nat`, `rdr`...).
-///
-/// ```
-/// assert_eq!(sluice_pcap::names::pf_action("block"), Some(1));
-/// ```
 pub fn pf_action(name: &str) -> Option<u32> {
     lookup_ci(PF_ACTIONS, name)
 }
@@ -788,3 +709,106 @@ const IP_PROTOCOLS: &[(&str, u8)] = &[
     ("ethernet", 143),
     ("Ethernet", 143),
 ];
+
+#[cfg(test)]
+mod examples {
+    //! The examples of the items above, which are crate-internal.
+
+    #[test]
+    fn module() {
+        use crate::names;
+        assert_eq!(names::service("ssh").unwrap().tcp, Some(22));
+        assert_eq!(names::ip_protocol("udp"), Some(17));
+        assert_eq!(names::ether_type("ip6"), Some(0x86dd));
+    }
+
+    #[test]
+    fn service_ports() {
+        let d = crate::names::service("domain").unwrap();
+        assert_eq!((d.tcp, d.udp), (Some(53), Some(53)));
+    }
+
+    #[test]
+    fn service() {
+        use crate::names::service;
+        assert_eq!(service("ftp-data").unwrap().tcp, Some(20));
+        assert_eq!(service("bootps").unwrap().udp, Some(67));
+        assert!(service("no-such-service").is_none());
+    }
+
+    #[test]
+    fn ip_protocol() {
+        use crate::names::ip_protocol;
+        assert_eq!(ip_protocol("tcp"), Some(6));
+        assert_eq!(ip_protocol("TCP"), Some(6));
+        assert_eq!(ip_protocol("ipv6-icmp"), Some(58));
+        assert_eq!(ip_protocol("nosuchprotocol"), None);
+    }
+
+    #[test]
+    fn ether_type() {
+        use crate::names::ether_type;
+        assert_eq!(ether_type("arp"), Some(0x0806));
+        assert_eq!(ether_type("lldp"), Some(0x88cc));
+        assert_eq!(ether_type("iso"), None); // an LLC SAP, see llc_sap
+    }
+
+    #[test]
+    fn llc_sap() {
+        assert_eq!(crate::names::llc_sap("stp"), Some(0x42));
+        assert_eq!(crate::names::llc_sap("ip"), None);
+    }
+
+    #[test]
+    fn iso_proto() {
+        assert_eq!(crate::names::iso_proto("isis"), Some(0x83));
+        assert_eq!(crate::names::iso_proto("clnp"), Some(0x81));
+    }
+
+    #[test]
+    fn wlan_type() {
+        assert_eq!(crate::names::wlan_type("control"), Some(0x04));
+    }
+
+    #[test]
+    fn wlan_has_subtypes() {
+        assert!(crate::names::wlan_has_subtypes(0x08));
+        assert!(!crate::names::wlan_has_subtypes(0x0c));
+    }
+
+    #[test]
+    fn wlan_subtype_of() {
+        assert_eq!(crate::names::wlan_subtype_of(0x00, "beacon"), Some(0x80));
+        assert_eq!(crate::names::wlan_subtype_of(0x04, "beacon"), None);
+    }
+
+    #[test]
+    fn wlan_subtype() {
+        assert_eq!(crate::names::wlan_subtype("qos-data"), Some(0x88));
+    }
+
+    #[test]
+    fn wlan_direction() {
+        assert_eq!(crate::names::wlan_direction("fromds"), Some(2));
+    }
+
+    #[test]
+    fn llc_s_function() {
+        assert_eq!(crate::names::llc_s_function("rnr"), Some(0x05));
+    }
+
+    #[test]
+    fn llc_u_function() {
+        assert_eq!(crate::names::llc_u_function("xid"), Some(0xaf));
+    }
+
+    #[test]
+    fn pf_reason() {
+        assert_eq!(crate::names::pf_reason("short"), Some(3));
+    }
+
+    #[test]
+    fn pf_action() {
+        assert_eq!(crate::names::pf_action("block"), Some(1));
+    }
+}

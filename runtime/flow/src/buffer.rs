@@ -1232,10 +1232,17 @@ impl Reader {
     /// Publish the read position now (instead of at the next batch).
     ///
     /// ```
-    /// # use std::sync::Arc;
-    /// # use sluice_flow::buffer::{IBuf, PBuf, Preference, Reader};
-    /// # let mut r = Reader::new(Arc::new(PBuf::new(1, 1, Preference::Fast).unwrap()), Arc::new(IBuf::new(1, Preference::Fast).unwrap()), 1).unwrap();
+    /// use std::sync::Arc;
+    /// use sluice_flow::buffer::{IBuf, Meta, PBuf, Preference, Reader};
+    /// let pbuf = Arc::new(PBuf::new(4, 8, Preference::Slow).unwrap());
+    /// let ibuf = Arc::new(IBuf::new(4, Preference::Slow).unwrap());
+    /// let mut r = Reader::new(pbuf.clone(), ibuf.clone(), 64).unwrap();
+    /// let pos = pbuf.store(&Meta { caplen: 1, ..Meta::default() }, &[7], 0).unwrap();
+    /// ibuf.push(pos, 1);
+    /// assert!(r.next().is_some());
+    /// assert_eq!(ibuf.oldest_needed(), Some(pos)); // the writer still keeps it
     /// r.commit();
+    /// assert_eq!(ibuf.oldest_needed(), None);
     /// ```
     pub fn commit(&mut self) {
         if self.published != self.r {

@@ -63,8 +63,18 @@ impl FplClass {
     /// The class with these external functions.
     ///
     /// ```
-    /// let c = sluice_flow::fpl::FplClass::with_externs(sluice_fpl::Externs::new());
-    /// # let _ = c;
+    /// use sluice_flow::class::FilterClass;
+    /// let mut ext = sluice_fpl::Externs::new();
+    /// let double: sluice_fpl::ExternFn = std::sync::Arc::new(|i: &[u32], o: &mut [u32], _: &[u8]| {
+    ///     o[0] = 2 * i[0];
+    ///     1
+    /// });
+    /// ext.register("double", 1, 1, double).unwrap();
+    /// let c = sluice_flow::fpl::FplClass::with_externs(ext);
+    /// let info = c.check(&["EXTERN(double, 0, 1); RETURN MEM[1];".into()]).unwrap();
+    /// assert_eq!(info.externs, vec!["double".to_string()]);
+    /// // The built-in functions are not among these.
+    /// assert!(c.check(&["EXTERN(GetDynTCPDPortFromRTSP, 0, 0); RETURN 1;".into()]).is_err());
     /// ```
     pub fn with_externs(externs: Externs) -> FplClass {
         FplClass { externs }

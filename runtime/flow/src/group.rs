@@ -32,7 +32,7 @@ use std::time::Instant;
 /// Most memory the filter instances of one group may hold in their MBufs
 /// and IBufs together: 1 GiB. A flow that would take more is refused when
 /// it is instantiated.
-pub const MAX_INSTANCE_BYTES: usize = 1 << 30;
+pub(crate) const MAX_INSTANCE_BYTES: usize = 1 << 30;
 
 /// How a flow group's buffers are sized and managed. Sizes are bounded
 /// (see [`crate::buffer`]): [`Group::new`] refuses a configuration past a

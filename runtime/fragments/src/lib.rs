@@ -280,7 +280,12 @@ impl HeldPacket {
 /// Which packet a delivery is.
 ///
 /// ```
-/// assert!(matches!(sluice_fragments::Source::Current, sluice_fragments::Source::Current));
+/// use sluice_fragments::{HeldPacket, Source};
+/// let held = HeldPacket::copy(7, &sluice_capture::Packet::new(1, 1, 1, b"earlier"));
+/// match Source::Held(&held) {
+///     Source::Held(h) => assert_eq!(h.index, 7),
+///     Source::Current => unreachable!(),
+/// }
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub enum Source<'a> {
@@ -309,9 +314,13 @@ impl<'a> Delivery<'a> {
     /// The delivered packet, given the packet just dispatched.
     ///
     /// ```
-    /// let out = sluice_fragments::Output::default();
-    /// let p = sluice_capture::Packet::new(1, 2, 1, b"x");
-    /// for d in out.iter() { let _ = d.packet(&p); }
+    /// use sluice_fragments::{Delivery, HeldPacket, Source};
+    /// let now = sluice_capture::Packet::new(1, 2, 1, b"now");
+    /// let held = HeldPacket::copy(0, &sluice_capture::Packet::new(1, 1, 1, b"earlier"));
+    /// let d = Delivery { source: Source::Current, filters: &[0] };
+    /// assert_eq!(d.packet(&now).data, b"now");
+    /// let d = Delivery { source: Source::Held(&held), filters: &[0] };
+    /// assert_eq!(d.packet(&now).data, b"earlier");
     /// ```
     pub fn packet(&self, current: &Packet<'a>) -> Packet<'a> {
         match self.source {

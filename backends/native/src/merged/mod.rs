@@ -387,7 +387,13 @@ impl NativeMerged {
     ///
     /// ```
     /// let mut m = sluice_native::merged::NativeMerged::new();
+    /// m.insert(3, &sluice_classifier::merged::Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
+    /// m.update();
+    /// assert_eq!(m.classify_first(&[], 0, &mut Default::default()), Some(3));
     /// m.remove(3);
+    /// m.update();
+    /// assert_eq!(m.classify_first(&[], 0, &mut Default::default()), None);
+    /// assert_eq!(m.merged().len(), 0);
     /// ```
     pub fn remove(&mut self, id: u32) {
         self.fresh = false;
@@ -454,7 +460,12 @@ impl NativeMerged {
     ///
     /// ```
     /// let mut m = sluice_native::merged::NativeMerged::new();
+    /// m.insert(0, &sluice_classifier::merged::Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
     /// m.update();
+    /// let built = m.native_stats().compilations;
+    /// m.update(); // nothing changed: nothing is compiled again
+    /// assert_eq!(m.native_stats().compilations, built);
+    /// assert_eq!(m.classify_first(&[], 0, &mut Default::default()), Some(0));
     /// ```
     pub fn update(&mut self) {
         if !self.native {

@@ -14,9 +14,10 @@ use super::plan::Action;
 use super::raw::{Layout, RAW_MIX, RAW_MUL};
 use super::units::{answer, Hit, TableDesc, MANY, NO_MATCH};
 use crate::batch::prefetch;
+use crate::probe::{key_home, key_match, key_slot_bytes, Emitter, Walk};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, Block, InstBuilder, MemFlags, Signature, Value};
-use cranelift_frontend::Variable;
+use cranelift_frontend::{FunctionBuilder, Variable};
 use sluice_classifier::merged::Slot;
 
 /// Where a function's matches go.
@@ -35,27 +36,16 @@ pub(super) enum Out {
     Prefetch,
 }
 
-/// A linear probe's loop in generated code: its head block with the slot
-/// index and the steps left as parameters, the table's mask and the
-/// current slot's address.
-struct ProbeWalk {
-    head: Block,
-    i: Value,
-    left: Value,
-    mask: Value,
-    slot: Value,
-}
-
-/// Bytes per slot of a group's own [`KeyTable`](sluice_classifier::table::KeyTable)
-/// with keys of `width` fields: value, datum and the key, 32 bits each.
-pub(super) fn key_slot_bytes(width: usize) -> usize {
-    (width + 2) * 4
-}
-
 /// Called from generated code: ask the CPU to bring the cache line at `p`
 /// (a slot of a probed table) closer, ahead of the probe that reads it.
 extern "C" fn prefetch_helper(p: *const u8) {
     prefetch(p)
+}
+
+impl<'a> Emitter<'a> for Gen<'a, '_> {
+    fn fb(&mut self) -> &mut FunctionBuilder<'a> {
+        &mut self.b
+    }
 }
 
 impl Gen<'_, '_> {
@@ -253,13 +243,13 @@ impl Gen<'_, '_> {
         let step = self.b.create_block();
         self.b.ins().brif(empty, after, &[], step, &[]);
         self.b.switch_to_block(step);
-        self.probe_step(&walk, after);
+        walk.step(&mut self.b, after);
     }
 
     /// The start of a linear probe from slot `i0` of a table at `base`
     /// (`mask + 1` slots of `stride` bytes). In the prefetch pass: prefetch
     /// that slot, continue at `after` and return `None`. Otherwise: the
-    /// loop over slots, its head switched to, with the slot's address.
+    /// loop over slots ([`Walk::start`]).
     fn probe_start(
         &mut self,
         base: Value,
@@ -267,7 +257,7 @@ impl Gen<'_, '_> {
         mask: Value,
         stride: i64,
         after: Block,
-    ) -> Option<ProbeWalk> {
+    ) -> Option<Walk> {
         if matches!(self.out, Out::Prefetch) {
             let off = self.b.ins().imul_imm(i0, stride);
             let slot = self.b.ins().iadd(base, off);
@@ -275,30 +265,7 @@ impl Gen<'_, '_> {
             self.b.ins().jump(after, &[]);
             return None;
         }
-        let budget = self.b.ins().iadd_imm(mask, 1);
-        let head = self.b.create_block();
-        let i = self.b.append_block_param(head, types::I64);
-        let left = self.b.append_block_param(head, types::I64);
-        self.b.ins().jump(head, &[i0, budget]);
-        self.b.switch_to_block(head);
-        let off = self.b.ins().imul_imm(i, stride);
-        let slot = self.b.ins().iadd(base, off);
-        Some(ProbeWalk {
-            head,
-            i,
-            left,
-            mask,
-            slot,
-        })
-    }
-
-    /// Go on to the next slot of a probe (wrapping), or to `after` once
-    /// every slot was seen.
-    fn probe_step(&mut self, w: &ProbeWalk, after: Block) {
-        let i1 = self.b.ins().iadd_imm(w.i, 1);
-        let i1 = self.b.ins().band(i1, w.mask);
-        let l1 = self.b.ins().iadd_imm(w.left, -1);
-        self.b.ins().brif(l1, w.head, &[i1, l1], after, &[]);
+        Some(Walk::start(&mut self.b, base, i0, mask, stride))
     }
 
     /// Call [`prefetch_helper`] on `addr`.
@@ -315,7 +282,6 @@ impl Gen<'_, '_> {
     /// constants) and probe group `group`'s table; a hit is written;
     /// continue at `after`.
     fn probe(&mut self, group: u32, key: &[Value], after: Block) {
-        let (words, h) = crate::key_hash(&mut self.b, key);
         let desc = self.b.ins().iadd_imm(
             self.tables,
             (group as usize * std::mem::size_of::<TableDesc>()) as i64,
@@ -333,35 +299,14 @@ impl Gen<'_, '_> {
             desc,
             std::mem::offset_of!(TableDesc, mask) as i32,
         );
-        let i0 = self.b.ins().band(h, mask);
-        let stride = key_slot_bytes(key.len());
-        let Some(walk) = self.probe_start(base, i0, mask, stride as i64, after) else {
+        let (words, i0) = key_home(&mut self.b, key, mask);
+        let stride = key_slot_bytes(key.len()) as i64;
+        let Some(walk) = self.probe_start(base, i0, mask, stride, after) else {
             return;
         };
-        let slot = walk.slot;
-        let v = self.b.ins().load(types::I32, fl, slot, 0);
-        let next = self.b.create_block();
-        let live = self.b.create_block();
-        self.b.ins().brif(v, live, &[], after, &[]);
-        self.b.switch_to_block(live);
-        let gone = self.b.ins().icmp_imm(IntCC::Equal, v, u32::MAX as i64);
-        self.branch_out(gone, next);
-        for (j, w) in words.iter().enumerate() {
-            let at = (8 + 8 * j) as i32;
-            let two = key.len() > 2 * j + 1;
-            let s = if two {
-                self.b.ins().load(types::I64, fl, slot, at)
-            } else {
-                let s = self.b.ins().load(types::I32, fl, slot, at);
-                self.b.ins().uextend(types::I64, s)
-            };
-            let ne = self.b.ins().icmp(IntCC::NotEqual, s, *w);
-            self.branch_out(ne, next);
-        }
-        let datum = self.b.ins().load(types::I32, fl, slot, 4);
-        self.hit(group, v, datum, None, None);
-        self.b.ins().jump(after, &[]);
-        self.b.switch_to_block(next);
-        self.probe_step(&walk, after);
+        key_match(self, &walk, &words, key.len(), after, |g, value, datum| {
+            g.hit(group, value, datum, None, None);
+            g.b.ins().jump(after, &[]);
+        });
     }
 }

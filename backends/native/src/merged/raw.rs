@@ -122,7 +122,7 @@ impl Layout {
     /// field is a 1-, 2- or 4-byte packet load (and the host is
     /// little-endian, where a load's bytes keep their packet order in the
     /// word).
-    pub fn of(key: &[R], fixed: &[Option<u32>]) -> Option<Layout> {
+    pub(crate) fn of(key: &[R], fixed: &[Option<u32>]) -> Option<Layout> {
         if cfg!(target_endian = "big") || key.is_empty() {
             return None;
         }
@@ -206,7 +206,7 @@ impl Layout {
 
     /// The same layout with each load's and fixed field's read replaced
     /// by `f` of it (the packed words stay as they are).
-    pub fn with_reads(&self, f: impl Fn(R) -> R) -> Layout {
+    pub(crate) fn with_reads(&self, f: impl Fn(R) -> R) -> Layout {
         Layout {
             loads: self
                 .loads
@@ -220,24 +220,24 @@ impl Layout {
 
     /// Words per slot: the key's, and the answer's if it has a word of its
     /// own, rounded up to a power of two.
-    pub fn stride(&self) -> usize {
+    pub(crate) fn stride(&self) -> usize {
         (self.answer_at / 8 + 1).next_power_of_two()
     }
 
     /// Bytes per slot.
-    pub fn slot_bytes(&self) -> usize {
+    pub(crate) fn slot_bytes(&self) -> usize {
         self.stride() * 8
     }
 
     /// True when the answer shares the key's last word (whose packed value
     /// then fits in its low 32 bits).
-    pub fn answer_in_key(&self) -> bool {
+    pub(crate) fn answer_in_key(&self) -> bool {
         self.answer_at < self.words * 8
     }
 
     /// A key (one network-order value per field, as the group's table
     /// holds it) as packed words, into `out` (`words` long).
-    pub fn pack(&self, key: &[u32], out: &mut [u64]) -> Result<(), Unpacked> {
+    pub(crate) fn pack(&self, key: &[u32], out: &mut [u64]) -> Result<(), Unpacked> {
         debug_assert_eq!(key.len(), self.fields.len());
         let mut bytes = vec![[0u8; 8]; self.words];
         let mut other = false;
@@ -279,7 +279,7 @@ pub(super) struct RawTable {
 
 impl RawTable {
     /// An empty table for keys of this layout.
-    pub fn new(layout: Layout) -> RawTable {
+    pub(crate) fn new(layout: Layout) -> RawTable {
         RawTable::with_slots(layout, 8)
     }
 
@@ -329,33 +329,33 @@ impl RawTable {
     }
 
     /// How the keys are packed.
-    pub fn layout(&self) -> &Layout {
+    pub(crate) fn layout(&self) -> &Layout {
         &self.layout
     }
 
     /// The slots, for generated code.
-    pub fn as_ptr(&self) -> *const u64 {
+    pub(crate) fn as_ptr(&self) -> *const u64 {
         self.slots.as_ptr()
     }
 
     /// The value-and-datum words, one per slot, for generated code.
-    pub fn values_ptr(&self) -> *const u64 {
+    pub(crate) fn values_ptr(&self) -> *const u64 {
         self.values.as_ptr()
     }
 
     /// Slot count minus one.
-    pub fn mask(&self) -> u64 {
+    pub(crate) fn mask(&self) -> u64 {
         self.mask as u64
     }
 
     /// The home slot is `raw_hash(key) >> shift()`: 64 minus the log2 of
     /// the slot count.
-    pub fn shift(&self) -> u64 {
+    pub(crate) fn shift(&self) -> u64 {
         64 - (self.mask as u64 + 1).trailing_zeros() as u64
     }
 
     /// Bytes the slots and the value words take.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         (self.slots.len() + self.values.len()) * 8
     }
 
@@ -451,7 +451,7 @@ impl RawTable {
     /// false when the key cannot have an entry in this layout (a fixed
     /// field differs): the table must be built again with another.
     #[must_use]
-    pub fn set(&mut self, key: &[u32], entry: Option<(u32, u32)>) -> bool {
+    pub(crate) fn set(&mut self, key: &[u32], entry: Option<(u32, u32)>) -> bool {
         let mut packed = vec![0; self.layout.words];
         match self.layout.pack(key, &mut packed) {
             Ok(()) => {}

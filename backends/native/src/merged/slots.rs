@@ -37,7 +37,7 @@ unsafe impl Sync for Mapping {}
 
 impl Slots {
     /// `len` zeroed words.
-    pub fn zeroed(len: usize) -> Slots {
+    pub(crate) fn zeroed(len: usize) -> Slots {
         let bytes = len * 8;
         if bytes >= HUGE_MIN && cfg!(target_os = "linux") {
             if let Some(m) = Mapping::new(len) {

@@ -14,9 +14,10 @@
 
 use super::emit::Gen;
 use super::plan::{plan_group, Action, ClusterKey, GroupSig, Item, Plan};
-use super::probe::{key_slot_bytes, Out};
+use super::probe::Out;
 use super::raw::RawTable;
 use crate::batch::DescLayout;
+use crate::probe::key_slot_bytes;
 use crate::{CodePages, NativeError};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlags, Value};
@@ -142,8 +143,18 @@ unsafe impl Sync for Unit {}
 /// Opaque.
 ///
 /// ```
-/// use sluice_classifier::Engine;
-/// let _: Option<<sluice_native::merged::NativeMerged as Engine>::Derived> = None;
+/// use sluice_classifier::{merged::Compiled, Engine};
+/// use sluice_native::merged::NativeMerged;
+/// let f = Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1));
+/// let (mut first, mut second) = (NativeMerged::new(), NativeMerged::new());
+/// first.insert(0, &f, 0);
+/// second.insert(0, &f, 0);
+/// let mut code: Option<<NativeMerged as Engine>::Derived> = None;
+/// first.refresh(&mut code); // builds the code ...
+/// assert!(code.is_some());
+/// second.refresh(&mut code); // ... which the second copy adopts
+/// assert_eq!(second.native_stats().compilations, 0);
+/// assert_eq!(second.classify_first(&[], 0, &mut Default::default()), Some(0));
 /// ```
 pub struct Code {
     pub(super) units: Vec<Arc<Unit>>,

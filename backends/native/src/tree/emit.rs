@@ -13,6 +13,7 @@
 use super::plan::{Big, Child, FieldRead, PCond, PNode, Segment, Small};
 use super::run::{grow_helper, read_helper, set_helper, visit_helper, Ctx, TableDesc, TreeFn};
 use super::units::CHUNK;
+use crate::probe::{key_home, key_match, key_slot_bytes, Emitter, Walk};
 use crate::{CodePages, NativeError};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
@@ -146,6 +147,12 @@ enum Slot {
 
 fn flags() -> MemFlags {
     MemFlags::new().with_notrap()
+}
+
+impl<'a> Emitter<'a> for Gen<'a> {
+    fn fb(&mut self) -> &mut FunctionBuilder<'a> {
+        &mut self.b
+    }
 }
 
 impl Gen<'_> {
@@ -634,8 +641,6 @@ impl Gen<'_> {
     fn big(&mut self, v: Value, t: &Big) {
         let after = self.b.create_block();
         let key = self.key(v, &t.more, after);
-        let w = key.len();
-        let (_, h) = crate::key_hash(&mut self.b, &key);
         let fl = MemFlags::trusted().with_readonly();
         let size = std::mem::size_of::<TableDesc>() as i64;
         let desc = match self.data {
@@ -655,46 +660,24 @@ impl Gen<'_> {
             .b
             .ins()
             .load(types::I64, fl, desc, offset_of!(TableDesc, mask) as i32);
-        let i0 = self.b.ins().band(h, mask);
-        let budget = self.b.ins().iadd_imm(mask, 1);
-        let head = self.b.create_block();
-        let i = self.b.append_block_param(head, types::I64);
-        let left = self.b.append_block_param(head, types::I64);
-        self.b.ins().jump(head, &[i0, budget]);
-        self.b.switch_to_block(head);
-        let stride = ((w + 2) * 4) as i64;
-        let off = self.b.ins().imul_imm(i, stride);
-        let slot = self.b.ins().iadd(base, off);
-        let fl = MemFlags::trusted();
-        let val = self.b.ins().load(types::I32, fl, slot, 0);
-        let next = self.b.create_block();
-        let live = self.b.create_block();
-        self.b.ins().brif(val, live, &[], after, &[]);
-        self.b.switch_to_block(live);
-        let gone = self.b.ins().icmp_imm(IntCC::Equal, val, u32::MAX as i64);
-        self.branch_out(gone, next);
-        for (j, x) in key.iter().enumerate() {
-            let word = self.b.ins().load(types::I32, fl, slot, (8 + 4 * j) as i32);
-            let ne = self.b.ins().icmp(IntCC::NotEqual, word, *x);
-            self.branch_out(ne, next);
-        }
-        let datum = self.b.ins().load(types::I32, fl, slot, 4);
-        let one = self.b.create_block();
-        let walk = self.b.create_block();
-        self.b.ins().brif(datum, one, &[], walk, &[]);
-        self.b.switch_to_block(one);
-        let s = self.b.ins().iadd_imm(datum, -1);
-        self.push(Slot::Value(s));
-        self.b.ins().jump(after, &[]);
-        self.b.switch_to_block(walk);
-        let child = self.b.ins().iadd_imm(val, -1);
-        self.call_unit(VisitArg::Value(child));
-        self.b.ins().jump(after, &[]);
-        self.b.switch_to_block(next);
-        let i1 = self.b.ins().iadd_imm(i, 1);
-        let i1 = self.b.ins().band(i1, mask);
-        let l1 = self.b.ins().iadd_imm(left, -1);
-        self.b.ins().brif(l1, head, &[i1, l1], after, &[]);
+        let (words, i0) = key_home(&mut self.b, &key, mask);
+        let stride = key_slot_bytes(key.len()) as i64;
+        let walk = Walk::start(&mut self.b, base, i0, mask, stride);
+        // A slot's datum is 1 + the slot to report, or 0 with its value
+        // 1 + the child node to visit.
+        key_match(self, &walk, &words, key.len(), after, |g, val, datum| {
+            let one = g.b.create_block();
+            let visit = g.b.create_block();
+            g.b.ins().brif(datum, one, &[], visit, &[]);
+            g.b.switch_to_block(one);
+            let s = g.b.ins().iadd_imm(datum, -1);
+            g.push(Slot::Value(s));
+            g.b.ins().jump(after, &[]);
+            g.b.switch_to_block(visit);
+            let child = g.b.ins().iadd_imm(val, -1);
+            g.call_unit(VisitArg::Value(child));
+            g.b.ins().jump(after, &[]);
+        });
         self.b.switch_to_block(after);
     }
 

@@ -90,8 +90,15 @@ pub struct NativeTreeStats {
 /// Per-reader memory of a [`NativeTree`].
 ///
 /// ```
-/// let s = sluice_native::tree::NativeScratch::default();
-/// drop(s);
+/// use sluice_ir::{Filter, Pred, Size, Val};
+/// let mut t = sluice_native::tree::NativeTree::new();
+/// t.insert(1, &sluice_classifier::merged::Compiled::new(Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 7), 1)), 0);
+/// t.update();
+/// // One scratch serves packet after packet.
+/// let mut s = sluice_native::tree::NativeScratch::default();
+/// assert_eq!(t.classify_first(&[7], 1, &mut s), Some(1));
+/// assert_eq!(t.classify_first(&[8], 1, &mut s), None);
+/// assert_eq!(t.classify_first(&[7], 1, &mut s), Some(1));
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct NativeScratch {
@@ -253,7 +260,13 @@ impl NativeTree {
     ///
     /// ```
     /// let mut t = sluice_native::tree::NativeTree::new();
+    /// t.insert(3, &sluice_classifier::merged::Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
+    /// t.update();
+    /// assert_eq!(t.classify_first(&[], 0, &mut Default::default()), Some(3));
     /// t.remove(3);
+    /// t.update();
+    /// assert_eq!(t.classify_first(&[], 0, &mut Default::default()), None);
+    /// assert!(t.tree().is_empty());
     /// ```
     pub fn remove(&mut self, id: u32) {
         self.fresh = false;
@@ -481,8 +494,17 @@ impl NativeTree {
 /// its own). Opaque.
 ///
 /// ```
-/// use sluice_classifier::Engine;
-/// let _: Option<<sluice_native::tree::NativeTree as Engine>::Derived> = None;
+/// use sluice_classifier::{merged::Compiled, Engine};
+/// use sluice_native::tree::NativeTree;
+/// let f = Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1));
+/// let (mut first, mut second) = (NativeTree::new(), NativeTree::new());
+/// first.insert(0, &f, 0);
+/// second.insert(0, &f, 0);
+/// let mut built: Option<<NativeTree as Engine>::Derived> = None;
+/// first.refresh(&mut built); // builds the code ...
+/// assert!(built.is_some());
+/// second.refresh(&mut built); // ... which the second copy adopts
+/// assert_eq!(second.classify_first(&[], 0, &mut Default::default()), Some(0));
 /// ```
 #[derive(Clone)]
 pub struct Built {

@@ -317,7 +317,10 @@ impl Plan {
     /// ```
     /// use sluice_native::tree::plan::{Ids, Plan};
     /// let mut ids = Ids::default();
-    /// Plan::unit(&Default::default(), 0, &mut ids).release(&mut ids);
+    /// let p = Plan { tables: vec![(4, 0)], ..Plan::default() };
+    /// assert_eq!(ids.tables.take((4, 0)), 0);
+    /// p.release(&mut ids);
+    /// assert_eq!(ids.tables.all(), &[None]); // number 0 is free again
     /// ```
     pub fn release(&self, ids: &mut Ids) {
         for &at in &self.tables {

@@ -40,7 +40,7 @@ pub(crate) struct Function {
 
 impl Function {
     /// Compile `root` (a whole plan, or a shape with [`Consts::Data`]).
-    pub fn compile(root: &PNode, consts: Consts) -> Result<Function, NativeError> {
+    pub(crate) fn compile(root: &PNode, consts: Consts) -> Result<Function, NativeError> {
         let (func, pages, bytes) = emit::compile(root, consts)?;
         Ok(Function {
             func,
@@ -236,7 +236,7 @@ impl Compiler {
     /// With a `budget`, compilation stops once it is spent: the units left
     /// run through the tree's walk (correct, slower) and are compiled by
     /// later updates.
-    pub fn update(
+    pub(crate) fn update(
         &mut self,
         t: &DecisionTree,
         changed: &[NodeId],

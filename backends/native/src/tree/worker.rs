@@ -38,7 +38,7 @@ pub(crate) struct Worker {
 impl Worker {
     /// Compile `job` on the worker's thread, unless it is already there.
     /// False when no thread could be started.
-    pub fn submit(&mut self, job: Job) -> bool {
+    pub(crate) fn submit(&mut self, job: Job) -> bool {
         if self.in_flight.contains(&job) {
             return true;
         }
@@ -57,7 +57,7 @@ impl Worker {
 
     /// The finished jobs, waiting up to `wait` for the first when none
     /// has finished yet (and some are in flight).
-    pub fn collect(&mut self, wait: Duration) -> Vec<Done> {
+    pub(crate) fn collect(&mut self, wait: Duration) -> Vec<Done> {
         let Some(rx) = &self.done else {
             return Vec::new();
         };

@@ -17,11 +17,11 @@ use sluice_ir::{CmpOp, Pred, Size, Val};
 
 /// ARCnet protocol ids (RFC 1201 numbering).
 mod arctype {
-    pub const IP: u32 = 0xd4;
-    pub const ARP: u32 = 0xd5;
-    pub const REVARP: u32 = 0xd6;
-    pub const ATALK: u32 = 0xdd;
-    pub const INET6: u32 = 0xc4;
+    pub(crate) const IP: u32 = 0xd4;
+    pub(crate) const ARP: u32 = 0xd5;
+    pub(crate) const REVARP: u32 = 0xd6;
+    pub(crate) const ATALK: u32 = 0xdd;
+    pub(crate) const INET6: u32 = 0xc4;
 }
 
 /// SunATM: the traffic type in the low nibble of the first byte.

@@ -247,6 +247,7 @@ pub fn generate_options(
         filter: Filter::new(pred, options.snaplen),
         optimize,
         judged,
+        uses_vlan: e.uses_vlan(),
     })
 }
 

@@ -8,46 +8,46 @@ use sluice_ir::{BinOp, CmpOp, Pred, Size, Val};
 
 /// Ethernet types and LLC SAPs the generator names.
 pub(crate) mod ethertype {
-    pub const IP: u32 = 0x0800;
-    pub const ARP: u32 = 0x0806;
-    pub const RARP: u32 = 0x8035;
-    pub const IPV6: u32 = 0x86dd;
-    pub const ATALK: u32 = 0x809b;
-    pub const AARP: u32 = 0x80f3;
-    pub const IPX: u32 = 0x8137;
-    pub const DECNET: u32 = 0x6003;
-    pub const LAT: u32 = 0x6004;
-    pub const SCA: u32 = 0x6007;
-    pub const MOPRC: u32 = 0x6002;
-    pub const MOPDL: u32 = 0x6001;
-    pub const PPPOED: u32 = 0x8863;
-    pub const PPPOES: u32 = 0x8864;
-    pub const MPLS: u32 = 0x8847;
-    pub const VLAN_TPIDS: [u32; 3] = [0x8100, 0x88a8, 0x9100];
+    pub(crate) const IP: u32 = 0x0800;
+    pub(crate) const ARP: u32 = 0x0806;
+    pub(crate) const RARP: u32 = 0x8035;
+    pub(crate) const IPV6: u32 = 0x86dd;
+    pub(crate) const ATALK: u32 = 0x809b;
+    pub(crate) const AARP: u32 = 0x80f3;
+    pub(crate) const IPX: u32 = 0x8137;
+    pub(crate) const DECNET: u32 = 0x6003;
+    pub(crate) const LAT: u32 = 0x6004;
+    pub(crate) const SCA: u32 = 0x6007;
+    pub(crate) const MOPRC: u32 = 0x6002;
+    pub(crate) const MOPDL: u32 = 0x6001;
+    pub(crate) const PPPOED: u32 = 0x8863;
+    pub(crate) const PPPOES: u32 = 0x8864;
+    pub(crate) const MPLS: u32 = 0x8847;
+    pub(crate) const VLAN_TPIDS: [u32; 3] = [0x8100, 0x88a8, 0x9100];
     /// Largest 802.3 length: type fields above it are Ethernet types.
-    pub const ETHERMTU: u32 = 1500;
-    pub const SAP_ISONS: u32 = 0xfe;
-    pub const SAP_IP: u32 = 0x06;
-    pub const SAP_NETBEUI: u32 = 0xf0;
-    pub const SAP_IPX: u32 = 0xe0;
-    pub const SAP_8021D: u32 = 0x42;
+    pub(crate) const ETHERMTU: u32 = 1500;
+    pub(crate) const SAP_ISONS: u32 = 0xfe;
+    pub(crate) const SAP_IP: u32 = 0x06;
+    pub(crate) const SAP_NETBEUI: u32 = 0xf0;
+    pub(crate) const SAP_IPX: u32 = 0xe0;
+    pub(crate) const SAP_8021D: u32 = 0x42;
 }
 use ethertype as et;
 
 /// IP protocol numbers the generator names.
 pub(crate) mod ipproto {
-    pub const ICMP: u32 = 1;
-    pub const IGMP: u32 = 2;
-    pub const TCP: u32 = 6;
-    pub const IGRP: u32 = 9;
-    pub const UDP: u32 = 17;
-    pub const ESP: u32 = 50;
-    pub const AH: u32 = 51;
-    pub const ICMPV6: u32 = 58;
-    pub const PIM: u32 = 103;
-    pub const VRRP: u32 = 112;
-    pub const SCTP: u32 = 132;
-    pub const FRAGMENT: u32 = 44;
+    pub(crate) const ICMP: u32 = 1;
+    pub(crate) const IGMP: u32 = 2;
+    pub(crate) const TCP: u32 = 6;
+    pub(crate) const IGRP: u32 = 9;
+    pub(crate) const UDP: u32 = 17;
+    pub(crate) const ESP: u32 = 50;
+    pub(crate) const AH: u32 = 51;
+    pub(crate) const ICMPV6: u32 = 58;
+    pub(crate) const PIM: u32 = 103;
+    pub(crate) const VRRP: u32 = 112;
+    pub(crate) const SCTP: u32 = 132;
+    pub(crate) const FRAGMENT: u32 = 44;
 }
 
 /// OSI network-layer protocol identifiers (after the 0xfefe LLC header).
@@ -55,9 +55,6 @@ const ISO8473_CLNP: u32 = 0x81;
 const ISO9542_ESIS: u32 = 0x82;
 const ISO10589_ISIS: u32 = 0x83;
 
-/// A load `off` bytes after `at`. A constant address is computed modulo
-/// 2^32, as libpcap computes its constant offsets (this matters only for
-/// the Juniper links whose network layer is at libpcap's "not set" offset).
 /// `(v & mask) == k` as libpcap's code generator tests it (`gen_mcmp`:
 /// `and #mask; jeq #k`), in the form its optimiser then sees: with `k` 0
 /// its peephole pass makes it `jset #mask` with the branches swapped, so
@@ -65,9 +62,11 @@ const ISO10589_ISIS: u32 = 0x83;
 /// model relates to other tests depends on it: `wlan type mgt and wlan
 /// type data` is a `jset` and a `jeq` to libpcap, and kept).
 ///
-/// ```ignore
+/// ```text
 /// mcmp(fc, 0x0c, 0) == Pred::not(Pred::cmp(CmpOp::Set, fc, Val::Const(0x0c)))
 /// ```
+///
+/// (checked by `tests::mcmp_with_zero_is_a_negated_jset`).
 pub(crate) fn mcmp(v: Val, mask: u32, k: u32) -> Pred {
     if k == 0 && mask != 0 && mask != u32::MAX {
         return Pred::not(Pred::cmp(CmpOp::Set, v, Val::Const(mask)));
@@ -80,6 +79,9 @@ pub(crate) fn bit_set(v: Val, bit: u32) -> Pred {
     Pred::cmp(CmpOp::Set, v, Val::Const(bit))
 }
 
+/// A load `off` bytes after `at`. A constant address is computed modulo
+/// 2^32, as libpcap computes its constant offsets (this matters only for
+/// the Juniper links whose network layer is at libpcap's "not set" offset).
 pub(crate) fn ld(at: &Val, off: u32, size: Size) -> Val {
     match at {
         Val::Const(c) => Val::load_abs(c.wrapping_add(off), size),
@@ -696,6 +698,37 @@ impl ValExt for Val {
                 size,
             },
             v => v,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With `k` 0 the test is libpcap's optimised `jset` with the branches
+    /// swapped, and answers `(v & mask) == k` for every byte all the same.
+    #[test]
+    fn mcmp_with_zero_is_a_negated_jset() {
+        let fc = Val::load_abs(0, Size::Byte);
+        assert_eq!(
+            mcmp(fc.clone(), 0x0c, 0),
+            Pred::not(Pred::cmp(CmpOp::Set, fc.clone(), Val::Const(0x0c)))
+        );
+        assert_eq!(
+            mcmp(fc.clone(), 0x0c, 8),
+            Pred::masked_eq(fc.clone(), 0x0c, 8)
+        );
+        for (mask, k) in [(0x0c, 0), (0x0c, 8), (0xff, 0), (0, 0)] {
+            let p = mcmp(fc.clone(), mask, k);
+            for b in 0..=255u8 {
+                let want = (u32::from(b) & mask) == k;
+                assert_eq!(
+                    sluice_ir::eval_pred(&p, &[b], 1),
+                    Ok(want),
+                    "{mask:#x} {k} {b}"
+                );
+            }
         }
     }
 }

@@ -284,8 +284,14 @@ impl MBuf {
     /// End a filter update.
     ///
     /// ```
-    /// let m = sluice_flow::buffer::MBuf::new(0);
-    /// m.begin(); m.end();
+    /// let m = sluice_flow::buffer::MBuf::new(2);
+    /// m.begin();
+    /// m.set(0, 1);
+    /// m.set(1, 2);
+    /// m.end();
+    /// // A reader sees the update whole once it has ended.
+    /// assert_eq!(m.snapshot(), vec![1, 2]);
+    /// assert_eq!(m.load_u64(0), 2 << 32 | 1);
     /// ```
     #[inline]
     pub fn end(&self) {

@@ -647,9 +647,14 @@ impl Flow {
     /// same.
     ///
     /// ```
+    /// let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/sample.pcap");
     /// let g = sluice_flow::Group::new(Default::default()).unwrap();
-    /// let f = sluice_flow::Flow::create(&g);
+    /// let mut f = sluice_flow::Flow::create(&g);
+    /// f.populate(&format!("(file,{sample}) -> (packetcount)")).unwrap();
+    /// f.instantiate_unchecked().unwrap();
+    /// assert_eq!((g.flow_count(), g.instance_count()), (1, 2));
     /// f.close();
+    /// assert_eq!((g.flow_count(), g.instance_count()), (0, 0));
     /// ```
     pub fn close(mut self) {
         self.close_inner();

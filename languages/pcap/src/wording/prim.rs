@@ -5,8 +5,8 @@
 //! — and the first that fails gives the message.
 
 use super::Ctx;
-use sluice_pcap::ast::{Dir, Kind, Prim, Proto, Value};
-use sluice_pcap::names;
+use crate::ast::{Dir, Kind, Prim, Proto, Value};
+use crate::names;
 use std::net::IpAddr;
 
 /// libpcap's keyword for a protocol qualifier.

@@ -1,25 +1,24 @@
-//! The words a refused filter expression gets from `pcap_compile`:
-//! libpcap 1.10.3's, the release Debian's programs were built against, so
-//! that tcpdump, tshark and the Python bindings print on sluice what they
-//! print on libpcap. (`sluice filter` keeps sluice's own messages, which
-//! name the column and often say more.)
+//! The words a refused filter expression gets from libpcap 1.10.3's
+//! `pcap_compile`, the release Debian's programs were built against, so
+//! that tcpdump, tshark and the Python bindings print on sluice's libpcap
+//! what they print on libpcap. (`sluice filter` keeps sluice's own
+//! messages, which name the column and often say more.)
 //!
 //! The rule of the module: it decides wording only. sluice's compiler has
 //! already refused the expression; this finds the part it refused and
 //! says why as libpcap would, checking in libpcap's order (a primitive's
-//! value shape, then its kind, protocol and direction; see [`prim`]).
-//! Where libpcap's reason cannot be told, sluice's message stands.
+//! value shape, then its kind, protocol and direction; see `prim`).
+//! Where libpcap's reason cannot be told, sluice's message stands. Link
+//! types are named and described as 1.10.3's table has them
+//! ([`LinkType::libpcap_1_10`]).
 
 mod other;
 mod prim;
 
-use crate::names::{pcap_datalink_val_to_description_or_dlt, pcap_datalink_val_to_name};
-use sluice_filter::{LinkType, SystemResolver};
-use sluice_pcap::ast::{Expr, Other, Span};
-use sluice_pcap::resolve::Resolver;
-use sluice_pcap::CompileError;
-use sluice_wire::link::{Layout, ProtoField};
-use std::ffi::{c_int, CStr};
+use crate::ast::{Expr, Other, Span};
+use crate::resolve::Resolver;
+use crate::CompileError;
+use sluice_wire::link::{Layout, LinkType, ProtoField};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -29,11 +28,12 @@ pub(crate) const SYNTAX: &str = "can't parse filter expression: syntax error";
 /// What the rules know of one refusal.
 pub(crate) struct Ctx<'a> {
     text: &'a str,
-    dlt: c_int,
+    linktype: LinkType,
     sluice: &'a str,
     /// A `pppoes` came before the refused part: libpcap then describes
     /// the link as PPP.
     after_pppoes: bool,
+    resolver: Option<&'a dyn Resolver>,
 }
 
 impl Ctx<'_> {
@@ -42,24 +42,24 @@ impl Ctx<'_> {
         self.text.get(span.start..span.end).unwrap_or("")
     }
 
-    /// libpcap's name of the link type (`EN10MB`), or "".
+    /// libpcap 1.10.3's name of the link type (`EN10MB`), or "".
     fn dlt_name(&self) -> &'static str {
-        let p = pcap_datalink_val_to_name(self.dlt);
-        if p.is_null() {
-            return "";
-        }
-        // SAFETY: a static NUL-terminated string of the link-type table.
-        unsafe { CStr::from_ptr(p) }.to_str().unwrap_or("")
+        self.linktype.libpcap_1_10().map_or("", |(name, _)| name)
     }
 
-    /// libpcap's description of the link type, or `DLT n` (PPP's after
-    /// `pppoes`, whose session payload libpcap treats as a PPP link).
+    /// libpcap 1.10.3's description of the link type, or `DLT n` (PPP's
+    /// after `pppoes`, whose session payload libpcap treats as a PPP
+    /// link).
     fn link_description(&self) -> String {
-        let dlt = if self.after_pppoes { 9 } else { self.dlt };
-        let p = pcap_datalink_val_to_description_or_dlt(dlt);
-        // SAFETY: a NUL-terminated string, static or in this thread's
-        // scratch buffer, read at once.
-        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        let lt = if self.after_pppoes {
+            LinkType::PPP
+        } else {
+            self.linktype
+        };
+        match lt.libpcap_1_10() {
+            Some((_, description)) => description.to_string(),
+            None => format!("DLT {}", lt.dlt()),
+        }
     }
 
     /// Whether sluice's message mentions `what`.
@@ -69,7 +69,7 @@ impl Ctx<'_> {
 
     /// A host name's addresses, as the compiler resolved them.
     fn resolve(&self, name: &str) -> Option<Vec<IpAddr>> {
-        SystemResolver.host(name).ok()
+        self.resolver?.host(name).ok()
     }
 
     /// Whether libpcap refuses every link-layer protocol test on this link
@@ -79,44 +79,50 @@ impl Ctx<'_> {
         if matches!(self.dlt_name(), "DSA_TAG_BRCM" | "DSA_TAG_DSA") {
             return true;
         }
-        let lt = u32::try_from(self.dlt).ok().and_then(LinkType::from_number);
-        lt.map(Layout::of)
-            .map_or(true, |l| l.field == ProtoField::NoLinkType)
+        Layout::of(self.linktype).field == ProtoField::NoLinkType
     }
 
     /// Whether the link has a field naming the protocol it carries
     /// (libpcap tries IPv4 and IPv6 host addresses alike only where it has
     /// none).
     fn has_link_type_field(&self) -> bool {
-        let lt = u32::try_from(self.dlt).ok().and_then(LinkType::from_number);
-        !lt.map(Layout::of).is_some_and(|l| {
-            matches!(
-                l.field,
-                ProtoField::IpVersion
-                    | ProtoField::OnlyIpv4
-                    | ProtoField::OnlyIpv6
-                    | ProtoField::SlipIp
-                    | ProtoField::NoLinkType
-            )
-        })
+        !matches!(
+            Layout::of(self.linktype).field,
+            ProtoField::IpVersion
+                | ProtoField::OnlyIpv4
+                | ProtoField::OnlyIpv6
+                | ProtoField::SlipIp
+                | ProtoField::NoLinkType
+        )
     }
 }
 
-/// libpcap's words for sluice's refusal `e` of `text` on link type `dlt`.
+/// libpcap 1.10.3's words for sluice's refusal `e` of expression `text`
+/// on `linktype`; host names resolve through `resolver`, as they did when
+/// the expression was compiled (`None`: names are unknown).
 ///
-/// ```ignore
-/// // (crate-internal) `tcp port 99999` on Ethernet:
-/// // "illegal port number 99999 > 65535"
 /// ```
-pub(crate) fn libpcap_message(text: &str, dlt: c_int, e: &CompileError) -> String {
-    let expr = match sluice_pcap::parser::parse(text) {
+/// use sluice_pcap::{compile, libpcap_message, link::LinkType};
+/// let text = "tcp port 99999";
+/// let e = compile(text, LinkType::EN10MB, 262144).unwrap_err();
+/// assert_eq!(libpcap_message(text, LinkType::EN10MB, &e, None), "illegal port number 99999 > 65535");
+/// let e = compile("tcp and", LinkType::EN10MB, 262144).unwrap_err();
+/// assert_eq!(libpcap_message("tcp and", LinkType::EN10MB, &e, None), "can't parse filter expression: syntax error");
+/// ```
+pub fn libpcap_message(
+    text: &str,
+    linktype: LinkType,
+    e: &CompileError,
+    resolver: Option<Arc<dyn Resolver>>,
+) -> String {
+    let expr = match crate::parser::parse(text) {
         Ok(x) => x,
         Err(pe) => {
             // The scanner's complaint about the token where parsing
             // stopped, else a refusal of what came before it.
             let rest = text.get(pe.span.start..).unwrap_or("");
             return other::lexical(rest, &e.message)
-                .or_else(|| prefix_refusal(text, dlt, &pe))
+                .or_else(|| prefix_refusal(text, linktype, &pe, resolver))
                 .unwrap_or_else(|| SYNTAX.into());
         }
     };
@@ -130,9 +136,10 @@ pub(crate) fn libpcap_message(text: &str, dlt: c_int, e: &CompileError) -> Strin
     }
     let cx = Ctx {
         text,
-        dlt,
+        linktype,
         sluice: &e.message,
         after_pppoes: pppoes_before(&expr, e.span),
+        resolver: resolver.as_deref(),
     };
     let found = innermost(&expr, e.span).and_then(|node| match node {
         Expr::Prim(p) => prim::refusal(p, &cx),
@@ -147,16 +154,19 @@ pub(crate) fn libpcap_message(text: &str, dlt: c_int, e: &CompileError) -> Strin
 /// read it, so an expression that fails to parse can still be refused
 /// for a primitive before the bad part: the refusal of the text up to
 /// the parse error, if that part compiles to an error.
-fn prefix_refusal(text: &str, dlt: c_int, pe: &CompileError) -> Option<String> {
+fn prefix_refusal(
+    text: &str,
+    linktype: LinkType,
+    pe: &CompileError,
+    resolver: Option<Arc<dyn Resolver>>,
+) -> Option<String> {
     let prefix = text.get(..pe.span.start)?.trim_end();
     if prefix.is_empty() || prefix.len() >= text.len() {
         return None;
     }
-    let lt = u32::try_from(dlt).ok().and_then(LinkType::from_number)?;
-    sluice_pcap::parser::parse(prefix).ok()?;
-    let resolver: Arc<dyn Resolver> = Arc::new(SystemResolver);
-    match sluice_pcap::compile_with(prefix, lt, 262_144, false, Some(resolver)) {
-        Err(e) => Some(libpcap_message(prefix, dlt, &e)),
+    crate::parser::parse(prefix).ok()?;
+    match crate::compile_with(prefix, linktype, 262_144, false, resolver.clone()) {
+        Err(e) => Some(libpcap_message(prefix, linktype, &e, resolver)),
         Ok(_) => None,
     }
 }

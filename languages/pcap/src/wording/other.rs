@@ -6,7 +6,7 @@
 //! knows the links); only the words are libpcap's.
 
 use super::Ctx;
-use sluice_pcap::ast::{Atm, AtmField, Expr, Mtp2Type, Mtp3Field, Other, Proto, Wlan};
+use crate::ast::{Atm, AtmField, Expr, Mtp2Type, Mtp3Field, Other, Proto, Wlan};
 
 /// libpcap's words for the refusal of the keyword or relation `e`.
 pub(super) fn refusal(e: &Expr, cx: &Ctx<'_>) -> Option<String> {
