@@ -112,7 +112,7 @@ pub fn io_error(e: &std::io::Error, path: &str) -> PyErr {
 }
 
 /// An output that could not be written, in the command's words.
-fn output_error(e: &sluice_capture::sink::OutputError) -> PyErr {
+pub fn output_error(e: &sluice_capture::sink::OutputError) -> PyErr {
     os_error(e.io(), e.to_string())
 }
 

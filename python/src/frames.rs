@@ -1,7 +1,7 @@
 //! Many frames handed over from Python at once: a list of `bytes`, or one
 //! contiguous buffer with `n + 1` offsets (Arrow's binary layout: frame
 //! `i` is `data[offsets[i]:offsets[i+1]]`), with optional wire lengths;
-//! or a [`Batch`](crate::capture::Batch) read from a capture.
+//! or a [`Batch`](crate::batch::Batch) read from a capture.
 //!
 //! The rule: what the native call indexes with is *copied* before it is
 //! checked. The call runs with the GIL released, so another Python thread
@@ -12,7 +12,7 @@
 //! and `bytearray` refuse to resize a buffer that is exported), and new
 //! bytes written into it meanwhile give new verdicts, never a bad index.
 
-use crate::capture::Batch;
+use crate::batch::Batch;
 use numpy::{PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
