@@ -26,6 +26,14 @@ pub struct Options {
     pub snaplen: u32,
     /// Where `LANG:@path` filter files are read from.
     pub dir: Option<PathBuf>,
+    /// Fragment dispatch (MPF section 3): later fragments of an IP
+    /// datagram go to the filters that took its first fragment, held
+    /// within these limits when they come first.
+    pub fragments: Option<sluice_fragments::Limits>,
+    /// MPF: every filter a `bpf:` program, MPF instructions allowed, in
+    /// one MPF set ([`crate::mpf_set`]); not with `first_match` or
+    /// `fragments`.
+    pub mpf: Option<sluice_mpf::Config>,
 }
 
 impl Default for Options {
@@ -35,6 +43,8 @@ impl Default for Options {
             native: true,
             snaplen: 262_144,
             dir: None,
+            fragments: None,
+            mpf: None,
         }
     }
 }
@@ -110,6 +120,22 @@ impl Splitter {
         let merged = Arc::new(merged);
         compiled.insert((linktype, big_endian), merged.clone());
         Ok(merged)
+    }
+
+    /// The set as one MPF set, for one run (MPF sets keep per-run state:
+    /// registered keys and postponed packets).
+    pub fn mpf(&self) -> Result<sluice_mpf::MpfSet, SplitError> {
+        if self.filters.is_empty() {
+            return Err(SplitError::NoFilters);
+        }
+        let config = self.options.mpf.unwrap_or_default();
+        crate::mpf_set(&self.filters, self.options.dir.as_deref(), config).map_err(|bad| {
+            SplitError::Programs(
+                bad.into_iter()
+                    .map(|b| (self.filters[b.index].clone(), b.why.to_string()))
+                    .collect(),
+            )
+        })
     }
 
     /// A classifier for one run over a capture written in this byte order.
