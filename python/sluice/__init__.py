@@ -36,10 +36,9 @@ from ._sluice import (
     LiveCapture,
     Reader,
     Writer,
-    open,
-    split,
     wait_any,
 )
+from ._inputs import open, split
 from ._tables import to_arrow, to_pandas
 
 __version__ = "0.1.0"

@@ -3,17 +3,19 @@
 //! (for `Filter.verdicts` and Arrow).
 
 use crate::batch::{packet_tuple, Batch, Builder};
-use crate::errors::{capture_error, io_error};
+use crate::errors::{capture_error, decompress_error, io_error};
+use crate::pyfile::Source;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sluice_capture::{CaptureFormat, CaptureReader};
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Read};
 use std::sync::Mutex;
 
-/// A capture being read.
-type Inner = CaptureReader<BufReader<File>>;
+/// A capture being read (decompressed as it is read when it is gzip or
+/// zstd).
+type Inner = CaptureReader<Box<dyn Read + Send>>;
 
 /// A pcap or pcapng file, read packet by packet.
 ///
@@ -54,20 +56,41 @@ impl Reader {
     }
 }
 
-/// Open a capture file (pcap or pcapng, told apart by its first bytes).
+/// Open a capture (pcap or pcapng, told apart by its first bytes; gzip
+/// and zstd files are decompressed as they are read): a path, or a file
+/// object (anything with ``read``: an open file, ``io.BytesIO``, an fsspec
+/// file), named ``name`` in errors. ``sluice.open`` also takes URLs
+/// (``http://``, ``s3://``... through fsspec).
 ///
 /// >>> r = sluice.open("examples/sample.pcap")
 /// >>> sum(1 for _ in r) > 0
 /// True
 #[pyfunction]
-pub fn open(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Reader> {
-    let name = path.display().to_string();
-    let file = File::open(&path).map_err(|e| io_error(&e, &name))?;
-    let meta = file.metadata().map_err(|e| io_error(&e, &name))?;
-    if meta.is_dir() {
-        return Err(io_error(&std::io::Error::other("Is a directory"), &name));
-    }
-    let reader = CaptureReader::from_reader(BufReader::with_capacity(1 << 20, file), &name)
+#[pyo3(signature = (source, name=None, close=false))]
+pub fn open(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+    name: Option<String>,
+    close: bool,
+) -> PyResult<Reader> {
+    let source = Source::extract(source, name, close)?;
+    let name = source.name();
+    let raw: Box<dyn Read + Send> = match source {
+        Source::Path(path) => {
+            let file = File::open(&path).map_err(|e| io_error(&e, &name))?;
+            let meta = file.metadata().map_err(|e| io_error(&e, &name))?;
+            if meta.is_dir() {
+                return Err(io_error(&std::io::Error::other("Is a directory"), &name));
+            }
+            Box::new(BufReader::with_capacity(1 << 20, file))
+        }
+        Source::File(f, _) => Box::new(BufReader::with_capacity(1 << 20, f)),
+    };
+    let (stream, _) = py
+        .detach(|| sluice_capture::decompress(raw))
+        .map_err(|e| decompress_error(py, e, &name))?;
+    let reader = py
+        .detach(|| CaptureReader::from_reader(stream, &name))
         .map_err(|e| capture_error(py, e))?;
     Ok(Reader {
         format: reader.format(),

@@ -30,6 +30,7 @@ mod filter;
 mod flow;
 mod frames;
 mod live;
+mod pyfile;
 mod split;
 mod wait;
 mod writer;

@@ -1,0 +1,144 @@
+"""How ``sluice.dask`` runs tasks: on a Dask client, or on local threads
+when there is none, and how it makes sure a run ends.
+
+The rule: a run never waits without a bound. Before anything is sent,
+every worker is asked (with a probe that needs nothing of sluice to reach
+it) whether it imports the same sluice; while tasks run, a cluster left
+without workers for ``worker_timeout`` seconds ends the run with an error,
+and a task's error reaches the caller at once, naming the worker and the
+input it was reading; the run's other tasks are then cancelled.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, List, Optional
+
+WORKER_TIMEOUT = 60.0
+"""Seconds a run waits with no worker in the cluster before it fails."""
+
+# What a worker evaluates to say which sluice it has: built from builtins
+# only, so that a worker without sluice can still run the probe (and say
+# so) instead of failing to unpickle the task.
+_PROBE = "__import__('sluice._sluice').__version__"
+
+
+class WorkerError(RuntimeError):
+    """A Dask worker that cannot run sluice's tasks (no sluice, another
+    version), or a cluster left without workers."""
+
+
+def where() -> str:
+    """The worker this runs on, as Dask names it, or this process."""
+    try:
+        from distributed import get_worker
+
+        return f"worker {get_worker().address}"
+    except (ImportError, ValueError):
+        return f"process {os.getpid()}"
+
+
+def located(e: BaseException, what: str) -> BaseException:
+    """`e` with `what` (a worker and an input) in its message, same type and
+    attributes, so the caller still catches what it expects."""
+    if isinstance(e, OSError) and e.strerror:
+        e.strerror = f"{e.strerror} ({what})"
+        return e
+    if e.args and isinstance(e.args[0], str):
+        e.args = (f"{e.args[0]} ({what})",) + tuple(e.args[1:])
+    elif not e.args:
+        e.args = (what,)
+    return e
+
+
+def check_workers(client: Any) -> None:
+    """Raise `WorkerError` unless every worker imports this sluice."""
+    from . import __version__
+
+    answers: Dict[str, Any] = client.run(eval, _PROBE, on_error="return")
+    bad = []
+    for addr, got in sorted(answers.items()):
+        if isinstance(got, BaseException):
+            bad.append(f"{addr}: cannot import sluice ({type(got).__name__}: {got})")
+        elif got != __version__:
+            bad.append(f"{addr}: sluice {got}, not {__version__} as here")
+    if bad:
+        raise WorkerError(
+            "workers that cannot run sluice's tasks (install the same sluice on every worker):\n  "
+            + "\n  ".join(bad)
+        )
+
+
+class Runner:
+    """Tasks on a Dask client, or (with no client) on local threads: the
+    native code releases the GIL, so threads run ranges in parallel."""
+
+    def __init__(self, client: Any, worker_timeout: float = WORKER_TIMEOUT) -> None:
+        if client is None:
+            try:
+                from distributed import get_client
+
+                client = get_client()
+            except (ImportError, ValueError):
+                client = None
+        self.client = client
+        self.worker_timeout = worker_timeout
+        self.pool = ThreadPoolExecutor(os.cpu_count() or 1) if client is None else None
+        self.submitted: List[Any] = []
+        if client is not None:
+            check_workers(client)
+
+    def submit(self, key: str, fn: Any, *args: Any, **kw: Any) -> Any:
+        if self.client is not None:
+            f = self.client.submit(fn, *args, key=key, pure=False, **kw)
+        else:
+            assert self.pool is not None
+            f = self.pool.submit(fn, *args)
+        self.submitted.append(f)
+        return f
+
+    def scatter(self, value: Any) -> Any:
+        """One object sent to every worker once (a list given alone would
+        be scattered element by element: a future per filter)."""
+        if self.client is not None:
+            return self.client.scatter([value], broadcast=True, hash=False)[0]
+        return value
+
+    def wait(self, futures: List[Any], progress: bool = False) -> List[Any]:
+        """The futures' results: the first error as soon as it happens, a
+        `WorkerError` when the cluster has had no worker for
+        `worker_timeout` seconds."""
+        if self.client is None:
+            return [f.result() for f in futures]
+        from distributed import wait
+
+        if progress:
+            from distributed import progress as show
+
+            show(futures)
+        alone_since: Optional[float] = None
+        while True:
+            try:
+                wait(futures, timeout=1.0, return_when="FIRST_EXCEPTION")
+            except TimeoutError:
+                pass
+            if any(f.status in ("error", "cancelled") for f in futures) or all(f.done() for f in futures):
+                return self.client.gather(futures)
+            if self.client.nthreads():
+                alone_since = None
+                continue
+            now = time.monotonic()
+            alone_since = alone_since or now
+            if now - alone_since >= self.worker_timeout:
+                raise WorkerError(
+                    f"the Dask cluster has had no worker for {self.worker_timeout:.0f} s: "
+                    "every worker was lost (see their logs); the run is abandoned"
+                )
+
+    def close(self, failed: bool = False) -> None:
+        if failed and self.client is not None and self.submitted:
+            self.client.cancel(self.submitted)
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=failed)
