@@ -11,8 +11,10 @@ input it was reading; the run's other tasks are then cancelled.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
+from concurrent.futures import CancelledError
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List, Optional
 
@@ -23,6 +25,10 @@ WORKER_TIMEOUT = 60.0
 # only, so that a worker without sluice can still run the probe (and say
 # so) instead of failing to unpickle the task.
 _PROBE = "__import__('sluice._sluice').__version__"
+
+
+def _identity(value: Any) -> Any:
+    return value
 
 
 class WorkerError(RuntimeError):
@@ -43,8 +49,10 @@ def where() -> str:
 def located(e: BaseException, what: str) -> BaseException:
     """`e` with `what` (a worker and an input) in its message, same type and
     attributes, so the caller still catches what it expects."""
-    if isinstance(e, OSError) and e.strerror:
+    if isinstance(e, OSError) and e.strerror and len(e.args) >= 2:
+        # Both: str() reads the attribute, pickling (to the client) the args.
         e.strerror = f"{e.strerror} ({what})"
+        e.args = (e.args[0], e.strerror) + tuple(e.args[2:])
         return e
     if e.args and isinstance(e.args[0], str):
         e.args = (f"{e.args[0]} ({what})",) + tuple(e.args[1:])
@@ -99,11 +107,13 @@ class Runner:
         self.submitted.append(f)
         return f
 
-    def scatter(self, value: Any) -> Any:
-        """One object sent to every worker once (a list given alone would
-        be scattered element by element: a future per filter)."""
+    def share(self, key: str, value: Any) -> Any:
+        """One object every task uses, fetched by each worker once: the
+        result of a task (not scattered data, which is gone with the
+        workers holding it, cancelling every task that needs it), so the
+        scheduler can make it again on another worker."""
         if self.client is not None:
-            return self.client.scatter([value], broadcast=True, hash=False)[0]
+            return self.client.submit(_identity, value, key=key, pure=False)
         return value
 
     def wait(self, futures: List[Any], progress: bool = False) -> List[Any]:
@@ -121,11 +131,17 @@ class Runner:
         alone_since: Optional[float] = None
         while True:
             try:
-                wait(futures, timeout=1.0, return_when="FIRST_EXCEPTION")
-            except TimeoutError:
+                wait(futures, timeout=1.0)
+            except (TimeoutError, asyncio.TimeoutError):
                 pass
             if any(f.status in ("error", "cancelled") for f in futures) or all(f.done() for f in futures):
-                return self.client.gather(futures)
+                try:
+                    return self.client.gather(futures)
+                except CancelledError as e:
+                    raise WorkerError(
+                        f"the scheduler cancelled the run's tasks ({e}): workers were lost with data "
+                        "the tasks needed"
+                    ) from e
             if self.client.nthreads():
                 alone_since = None
                 continue

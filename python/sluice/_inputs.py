@@ -10,6 +10,7 @@ fsspec (or protocol package) is an ImportError that says what to install.
 
 from __future__ import annotations
 
+import builtins
 import os
 import re
 from typing import Any, Optional, Tuple, Union
@@ -67,7 +68,7 @@ def compressed(source: Source) -> Optional[str]:
     """``"gzip"`` or ``"zstd"`` when the capture is compressed (read whole,
     never in byte ranges), else ``None``."""
     source = absolute(source)
-    f = open_url(source) if is_url(source) else open(source, "rb")
+    f = open_url(source) if is_url(source) else builtins.open(source, "rb")
     with f:
         head = f.read(4)
     if head[:2] == b"\x1f\x8b":
