@@ -4,7 +4,9 @@
 filter  sluice.Filter.verdicts on generated session traffic held in memory
         (one Batch: frames in one buffer with offsets; and a list of bytes),
         against the Rust command's per-packet cost on the same file in the
-        same run (`sluice bench`: its native-batch engine, the same code),
+        same run (`sluice bench`: its native-batch engine, the same code,
+        building each batch's descriptors from its buffer as the Python
+        side does),
         and against the usual Python ways with a BPF filter: dpkt reading
         the file with libpcap's pcap_offline_filter (ctypes) on each packet,
         and scapy's sniff(offline=..., filter=...).

@@ -12,6 +12,7 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sluice_capture::Packet;
+use std::sync::Arc;
 
 /// Frames read together: ``data`` holds them one after another, frame i
 /// is ``data[offsets[i]:offsets[i+1]]``; ``wirelens``, ``timestamps_ns``
@@ -23,18 +24,37 @@ use sluice_capture::Packet;
 /// >>> b = sluice.open("examples/sample.pcap").read_batch(3)
 /// >>> len(b), int(b.offsets[0]), len(b.data) == int(b.offsets[-1])
 /// (3, 0, True)
-#[pyclass(module = "sluice", frozen, get_all)]
+#[pyclass(module = "sluice", frozen)]
 pub struct Batch {
     /// The frames, one after another.
+    #[pyo3(get)]
     pub data: Py<PyBytes>,
     /// n + 1 byte positions in ``data`` (int64).
+    #[pyo3(get)]
     pub offsets: Py<PyArray1<i64>>,
     /// Lengths on the wire (int64).
+    #[pyo3(get)]
     pub wirelens: Py<PyArray1<i64>>,
     /// Time stamps in nanoseconds since 1970 (int64).
+    #[pyo3(get)]
     pub timestamps_ns: Py<PyArray1<i64>>,
     /// Link types (uint16).
+    #[pyo3(get)]
     pub linktypes: Py<PyArray1<u16>>,
+    /// Where each frame is, as the batch was built: what native calls
+    /// index `data` with (the numpy arrays above may be rewritten by
+    /// Python code; these cannot, and were right when they were made).
+    pub spans: Arc<Spans>,
+}
+
+/// A batch's frame positions and wire lengths, kept in Rust memory.
+#[derive(Debug, Default)]
+pub struct Spans {
+    /// n + 1 byte positions in the batch's data, never decreasing, the
+    /// last one its length.
+    pub offsets: Vec<i64>,
+    /// Wire lengths.
+    pub wirelens: Vec<u32>,
 }
 
 #[pymethods]
@@ -95,12 +115,17 @@ impl Builder {
 
     /// The finished batch, as Python objects.
     pub fn finish(self, py: Python<'_>) -> Batch {
+        let spans = Arc::new(Spans {
+            offsets: self.offsets.clone(),
+            wirelens: self.wirelens.iter().map(|&w| w as u32).collect(),
+        });
         Batch {
             data: PyBytes::new(py, &self.data).unbind(),
             offsets: PyArray1::from_vec(py, self.offsets).unbind(),
             wirelens: PyArray1::from_vec(py, self.wirelens).unbind(),
             timestamps_ns: PyArray1::from_vec(py, self.ts).unbind(),
             linktypes: PyArray1::from_vec(py, self.linktypes).unbind(),
+            spans,
         }
     }
 }
