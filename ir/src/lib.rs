@@ -26,6 +26,7 @@
 
 #[cfg(feature = "arbitrary")]
 pub mod arbitrary;
+pub mod codec;
 pub mod eval;
 pub mod simplify;
 

@@ -116,6 +116,8 @@ pub fn options(
 #[pyclass(module = "sluice", frozen)]
 pub struct FilterSet {
     splitter: Arc<Splitter>,
+    /// Link types loaded from shipped bytes (not compiled here).
+    loaded: std::sync::Mutex<Vec<String>>,
 }
 
 impl FilterSet {
@@ -182,6 +184,7 @@ impl FilterSet {
         let options = options(first_match, fragments, mpf)?;
         Ok(FilterSet {
             splitter: FilterSet::from_py(py, filters, options)?,
+            loaded: Default::default(),
         })
     }
 
@@ -197,6 +200,62 @@ impl FilterSet {
         let n = lt.number() as u16;
         py.detach(move || splitter.merged(n, cfg!(target_endian = "big")).map(drop))
             .map_err(|e| split_error(py, e))
+    }
+
+    /// The set compiled for a link type (name or number; Ethernet by
+    /// default) as bytes in sluice's versioned shipped format: what
+    /// ``load`` takes in another process (a Dask worker) that has the same
+    /// filters, instead of compiling them again.
+    ///
+    /// >>> s = sluice.FilterSet({"web": "tcp port 80"})
+    /// >>> blob = s.export()
+    /// >>> sluice.FilterSet({"web": "tcp port 80"}).load(blob)
+    /// 'EN10MB'
+    #[pyo3(signature = (linktype=None))]
+    fn export<'py>(
+        &self,
+        py: Python<'py>,
+        linktype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let lt = match linktype {
+            Some(v) if !v.is_none() => crate::filter::linktype(v)?,
+            _ => sluice_filter::LinkType::EN10MB,
+        };
+        let splitter = self.splitter.clone();
+        let n = lt.number() as u16;
+        let bytes = py
+            .detach(move || splitter.export(n, cfg!(target_endian = "big")))
+            .map_err(|e| split_error(py, e))?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Load bytes ``export`` made from the same filters and settings by
+    /// the same sluice: the set's merged classifier for their link type is
+    /// built from them, nothing compiled. Returns the link type's name;
+    /// ``ValueError`` when the bytes are not such bytes.
+    fn load(&self, py: Python<'_>, shipped: &[u8]) -> PyResult<String> {
+        let splitter = self.splitter.clone();
+        let bytes = shipped.to_vec();
+        let (lt, _) = py
+            .detach(move || splitter.load(&bytes))
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let name = sluice_filter::LinkType::from_number(u32::from(lt))
+            .map_or_else(|| lt.to_string(), |l| l.name().to_string());
+        self.loaded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(name.clone());
+        Ok(name)
+    }
+
+    /// The link types whose classifier was loaded from shipped bytes
+    /// (``load``) rather than compiled here.
+    #[getter]
+    fn loaded(&self) -> Vec<String> {
+        self.loaded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The filters' names, in order.

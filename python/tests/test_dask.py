@@ -155,6 +155,31 @@ def test_prepare_compiles_on_every_worker(client, tmp_path):
         sluice.dask.prepare({"bad": "tcp prt 1"}, client)
 
 
+def test_the_set_is_compiled_once_and_shipped(client, tmp_path):
+    src = numbered_pcap(tmp_path / "s.pcap", 2000)
+    filters = {f"port{p}": f"udp dst port {p}" for p in (53, 80, 81, 443)}
+    filters["host3"] = "src host 10.0.0.3"
+    sluice.dask.prepare(filters, client)
+    digest = sluice.dask._digest(list(filters.items()), {"first_match": False})
+
+    def loaded():
+        return [s.loaded for (d, _), s in sluice.dask._SETS.items() if d == digest]
+
+    # Every worker loaded the client's compiled set: none compiled it.
+    assert all(v == [["EN10MB"]] for v in client.run(loaded).values())
+    got = sluice.dask.split_counts([src], filters, client=client, range_bytes=40_000)
+    assert got == sluice.split(src, filters, count=True)
+    # Without shipping each worker compiles (and counts the same).
+    assert sluice.dask.split_counts([src], filters, client=client, ship=False, first_match=True) == \
+        sluice.split(src, filters, first_match=True, count=True)
+    # Shipped bytes load only into the set they were made from.
+    blob = sluice.FilterSet(filters).export()
+    with pytest.raises(ValueError, match="other filters"):
+        sluice.FilterSet({"x": "tcp"}).load(blob)
+    with pytest.raises(ValueError):
+        sluice.FilterSet(filters).load(blob[:-3])
+
+
 def test_inputs_as_relative_paths_urls_and_compressed_files(client, tmp_path, sluice_bin, monkeypatch):
     import gzip
 

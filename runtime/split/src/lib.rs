@@ -17,6 +17,8 @@
 //!   file (with [`sluice_capture::verify_chain`] proving the cuts exact);
 //!   with fragment dispatch ([`Options::fragments`]) or as one MPF set
 //!   ([`Options::mpf`], [`mpf_set`]).
+//! * [`shipped`]: a set compiled once, as bytes another process loads
+//!   ([`Splitter::export`], [`Splitter::load`]) instead of compiling it.
 //!
 //! ```
 //! use sluice_split::{filter_pairs, split, Options, Part, Splitter};
@@ -37,11 +39,12 @@ mod filters;
 mod merging;
 mod mpf;
 mod run;
+pub mod shipped;
 mod splitter;
 
 pub use error::{BadFilter, SplitError};
 pub use filters::{check_name, filter_pairs, parse_filters, FilterLine};
-pub use merging::{Merging, MergingScratch, Rejected};
+pub use merging::{compile_set, Merging, MergingScratch, Rejected};
 pub use mpf::{mpf_set, BadProgram, NotMpf};
 pub use run::{split, split_reader, Outputs, Part, Report};
 pub use splitter::{Classify, Options, Splitter};
