@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
 import time
+import warnings
 from concurrent.futures import CancelledError
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List, Optional
@@ -46,9 +48,27 @@ def where() -> str:
         return f"process {os.getpid()}"
 
 
+def _picklable_causes(e: BaseException, depth: int = 0) -> None:
+    """Causes that cannot travel to the client (an HTTP library's error
+    holding its response headers) replaced by their type and text, so that
+    the error itself travels with its type (Dask sends a bare Exception of
+    its repr when any link of the chain does not pickle)."""
+    for attr in ("__cause__", "__context__"):
+        c = getattr(e, attr)
+        if c is None or depth > 8:
+            continue
+        try:
+            pickle.loads(pickle.dumps(c))
+        except Exception:
+            c = RuntimeError(f"{type(c).__name__}: {c}")
+            setattr(e, attr, c)
+        _picklable_causes(c, depth + 1)
+
+
 def located(e: BaseException, what: str) -> BaseException:
     """`e` with `what` (a worker and an input) in its message, same type and
     attributes, so the caller still catches what it expects."""
+    _picklable_causes(e)
     if isinstance(e, OSError) and e.strerror and len(e.args) >= 2:
         # Both: str() reads the attribute, pickling (to the client) the args.
         e.strerror = f"{e.strerror} ({what})"
@@ -113,7 +133,13 @@ class Runner:
         workers holding it, cancelling every task that needs it), so the
         scheduler can make it again on another worker."""
         if self.client is not None:
-            return self.client.submit(_identity, value, key=key, pure=False)
+            # Dask warns about a large object in the graph and suggests
+            # scattering it: here it is deliberate (once per run, and it
+            # survives the loss of any worker, which scattered data does
+            # not).
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+                return self.client.submit(_identity, value, key=key, pure=False)
         return value
 
     def wait(self, futures: List[Any], progress: bool = False) -> List[Any]:

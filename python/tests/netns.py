@@ -206,3 +206,105 @@ def libpcap_frames(capture: Path, expr: str, scratch: Path) -> List[bytes]:
 
     with sluice.open(scratch) as r:
         return [frame for _, frame in r]
+
+
+class Lan:
+    """Namespaces on one private LAN (10.232.0.0/24): a bridge in a hub
+    namespace, and a veth from it into each member namespace (`eth0`,
+    10.232.0.N); each stands for a machine. Members and their addresses
+    are given in order, from .1."""
+
+    def __init__(self, test: str, members: Sequence[str]) -> None:
+        tag = f"slpy{os.getpid()}-{next(_NEXT)}"
+        self.hub = f"{tag}hub"
+        self.ns = {m: f"{tag}{m}" for m in members}
+        self.addr = {m: f"10.232.0.{i + 1}" for i, m in enumerate(members)}
+        self.dir = Path(tempfile.mkdtemp(prefix=f"sluice-py-{test}-"))
+        self._bg: List[Bg] = []
+        try:
+            ip("netns", "add", self.hub)
+            ip("-n", self.hub, "link", "add", "br0", "type", "bridge")
+            ip("-n", self.hub, "link", "set", "br0", "up")
+            for i, m in enumerate(members):
+                ns = self.ns[m]
+                ip("netns", "add", ns)
+                ip("-n", self.hub, "link", "add", f"h{i}", "type", "veth", "peer", "name", "eth0", "netns", ns)
+                ip("-n", self.hub, "link", "set", f"h{i}", "master", "br0", "up")
+                ip("-n", ns, "addr", "add", f"{self.addr[m]}/24", "dev", "eth0")
+                ip("-n", ns, "link", "set", "eth0", "up")
+                ip("-n", ns, "link", "set", "lo", "up")
+            for m in members:
+                _wait_up(self.ns[m], "eth0")
+        except (RuntimeError, subprocess.CalledProcessError, OSError) as e:
+            self.close()
+            if REQUIRED:
+                pytest.fail(f"{test}: cannot make a test network: {e}")
+            pytest.skip(f"{test}: live tests need root to make network namespaces ({e})")
+
+    def home(self, member: str) -> Path:
+        """A working directory of the member's own."""
+        d = self.dir / member
+        d.mkdir(exist_ok=True)
+        return d
+
+    def start(self, member: str, *args: str, env: Optional[Dict[str, str]] = None) -> Bg:
+        """A program run in the member's namespace and directory."""
+        bg = Bg(["ip", "netns", "exec", self.ns[member], *args], cwd=self.home(member), env=env)
+        self._bg.append(bg)
+        return bg
+
+    def run(self, member: str, *args: str, timeout: float = 300,
+            env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
+        return subprocess.run(["ip", "netns", "exec", self.ns[member], *args], capture_output=True,
+                              timeout=timeout, cwd=self.home(member), env=env)
+
+    def close(self) -> None:
+        for bg in self._bg:
+            bg.kill()
+        for ns in [*self.ns.values(), self.hub]:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def nginx(lan: Lan, member: str, root: Path, port: int = 8080) -> Bg:
+    """Debian's nginx serving `root` (read-only, range requests) on the
+    member's address, in the foreground, its files in its own home."""
+    home = lan.home(member)
+    for d in ("temp", "logs"):
+        (home / d).mkdir(exist_ok=True)
+    conf = home / "nginx.conf"
+    conf.write_text(f"""
+user root;
+daemon off;
+worker_processes 1;
+pid {home}/nginx.pid;
+error_log stderr notice;
+events {{ worker_connections 256; }}
+http {{
+    access_log {home}/logs/access.log;
+    client_body_temp_path {home}/temp/body;
+    proxy_temp_path {home}/temp/proxy;
+    fastcgi_temp_path {home}/temp/fastcgi;
+    uwsgi_temp_path {home}/temp/uwsgi;
+    scgi_temp_path {home}/temp/scgi;
+    types {{ application/octet-stream pcap; }}
+    server {{
+        listen {lan.addr[member]}:{port};
+        root {root};
+        location / {{ autoindex off; }}
+    }}
+}}
+""")
+    exe = shutil.which("nginx") or "/usr/sbin/nginx"
+    bg = lan.start(member, exe, "-p", str(home), "-c", str(conf), "-e", "stderr")
+    start = time.monotonic()
+    while True:
+        done = lan.run(member, "bash", "-c",
+                       f"exec 3<>/dev/tcp/{lan.addr[member]}/{port}", timeout=5)
+        if done.returncode == 0:
+            return bg
+        if bg.proc.poll() is not None:
+            raise AssertionError(f"nginx exited ({bg.proc.returncode}): {bg.stderr()}")
+        if time.monotonic() - start > 20:
+            raise AssertionError(f"nginx not listening after 20 s: {bg.stderr()}")
+        time.sleep(0.1)
