@@ -51,16 +51,34 @@ impl fmt::Display for CodecError {
 impl std::error::Error for CodecError {}
 
 /// Append a little-endian `u32`.
+///
+/// ```
+/// let mut b = Vec::new();
+/// sluice_ir::codec::put_u32(&mut b, 0x0102_0304);
+/// assert_eq!(b, [4, 3, 2, 1]);
+/// ```
 pub fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
 /// Append a length (a `u32`).
+///
+/// ```
+/// let mut b = Vec::new();
+/// sluice_ir::codec::put_len(&mut b, 2);
+/// assert_eq!(sluice_ir::codec::Reader::new(&b).u32().unwrap(), 2);
+/// ```
 pub fn put_len(out: &mut Vec<u8>, n: usize) {
     put_u32(out, u32::try_from(n).expect("fewer than 2^32 items"));
 }
 
 /// Append sorted keys: their count, then each.
+///
+/// ```
+/// let mut b = Vec::new();
+/// sluice_ir::codec::put_keys(&mut b, &[1, 7]);
+/// assert_eq!(&sluice_ir::codec::Reader::new(&b).keys().unwrap()[..], &[1, 7]);
+/// ```
 pub fn put_keys(out: &mut Vec<u8>, keys: &[u32]) {
     put_len(out, keys.len());
     for &k in keys {
@@ -92,6 +110,13 @@ const BIN_OPS: [BinOp; 10] = [
 const CMP_OPS: [CmpOp; 4] = [CmpOp::Eq, CmpOp::Gt, CmpOp::Ge, CmpOp::Set];
 
 /// Append a value.
+///
+/// ```
+/// use sluice_ir::{codec, Val};
+/// let mut b = Vec::new();
+/// codec::encode_val(&Val::Len, &mut b);
+/// assert_eq!(codec::Reader::new(&b).val().unwrap(), Val::Len);
+/// ```
 pub fn encode_val(v: &Val, out: &mut Vec<u8>) {
     match v {
         Val::Const(c) => {
@@ -119,6 +144,13 @@ pub fn encode_val(v: &Val, out: &mut Vec<u8>) {
 }
 
 /// Append a predicate.
+///
+/// ```
+/// use sluice_ir::{codec, Pred};
+/// let mut b = Vec::new();
+/// codec::encode_pred(&Pred::Not(Box::new(Pred::True)), &mut b);
+/// assert_eq!(codec::Reader::new(&b).pred().unwrap(), Pred::Not(Box::new(Pred::True)));
+/// ```
 pub fn encode_pred(p: &Pred, out: &mut Vec<u8>) {
     match p {
         Pred::True => out.push(0),
@@ -155,12 +187,25 @@ pub fn encode_pred(p: &Pred, out: &mut Vec<u8>) {
 }
 
 /// Append a filter: its predicate, then its accept value.
+///
+/// ```
+/// use sluice_ir::{codec, Filter, Pred};
+/// let mut b = Vec::new();
+/// codec::encode_filter(&Filter::new(Pred::True, 9), &mut b);
+/// assert_eq!(b, [0, 9, 0, 0, 0]);
+/// ```
 pub fn encode_filter(f: &Filter, out: &mut Vec<u8>) {
     encode_pred(&f.pred, out);
     put_u32(out, f.accept);
 }
 
 /// Bytes being decoded, with the position and nesting depth.
+///
+/// ```
+/// let mut r = sluice_ir::codec::Reader::new(&[1, 2, 0, 0, 0]);
+/// assert_eq!((r.u8().unwrap(), r.u32().unwrap()), (1, 2));
+/// assert!(r.is_empty() && r.u8().is_err());
+/// ```
 #[derive(Debug)]
 pub struct Reader<'a> {
     bytes: &'a [u8],
@@ -197,6 +242,13 @@ impl<'a> Reader<'a> {
     }
 
     /// The next `n` bytes.
+    ///
+    /// ```
+    /// let mut r = sluice_ir::codec::Reader::new(b"abc");
+    /// assert_eq!(r.take(2).unwrap(), b"ab");
+    /// assert_eq!(r.position(), 2);
+    /// assert!(r.take(2).is_err());
+    /// ```
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], CodecError> {
         match self.bytes.get(self.at..self.at.saturating_add(n)) {
             Some(s) if self.at.checked_add(n).is_some() => {
@@ -229,6 +281,11 @@ impl<'a> Reader<'a> {
 
     /// A length, refused when `each` bytes per item would run past the
     /// input (so a bogus length allocates nothing).
+    ///
+    /// ```
+    /// let huge = [255, 255, 255, 255, 1];
+    /// assert!(sluice_ir::codec::Reader::new(&huge).count(1).is_err());
+    /// ```
     pub fn count(&mut self, each: usize) -> Result<usize, CodecError> {
         let n = self.u32()? as usize;
         let left = self.bytes.len() - self.at;
@@ -239,6 +296,10 @@ impl<'a> Reader<'a> {
     }
 
     /// A boolean byte (0 or 1).
+    ///
+    /// ```
+    /// assert!(sluice_ir::codec::Reader::new(&[2]).bool().is_err());
+    /// ```
     pub fn bool(&mut self) -> Result<bool, CodecError> {
         match self.u8()? {
             0 => Ok(false),

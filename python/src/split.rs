@@ -447,11 +447,13 @@ pub fn split<'py>(
 }
 
 /// One range of one file, as ``sluice.dask`` runs it on a worker: the
-/// records of ``path`` that start in ``start..end`` (from the checkpoint
-/// ``resume`` when known), counted and written to
-/// ``out_dir/NAME{suffix}.pcap`` files (only filters that get packets).
-/// Returns a dict: ``packets``, ``counts`` (list), ``files`` (list of
-/// paths or None), ``ends`` (the range's ends, for ``verify_ranges``),
+/// records of ``source`` (a path, or a seekable file object named
+/// ``name``) that start in ``start..end`` (from the checkpoint ``resume``
+/// when known), counted and written to ``out_dir/NAME{suffix}.pcap``
+/// files (only filters that get packets). Returns a dict: ``packets``,
+/// ``fragments`` and ``mpf`` (their counters, or None), ``counts`` (list),
+/// ``files`` (list of paths or None), ``ends`` (the range's ends, for
+/// ``verify_ranges``),
 /// ``error`` (``None`` or the exception the range stopped with: the
 /// file's error only if ``verify_ranges`` finds the range started right).
 #[pyfunction]

@@ -72,6 +72,13 @@ fn encode_paths(paths: Option<&[Path]>, out: &mut Vec<u8>) {
 }
 
 /// Append a compiled filter.
+///
+/// ```
+/// use sluice_classifier::merged::{encode_compiled, Compiled};
+/// let mut b = Vec::new();
+/// encode_compiled(&Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), &mut b);
+/// assert!(!b.is_empty());
+/// ```
 pub fn encode_compiled(c: &Compiled, out: &mut Vec<u8>) {
     sluice_ir::codec::encode_filter(c.filter(), out);
     encode_paths(c.paths(), out);
@@ -149,6 +156,11 @@ fn decode_paths(r: &mut Reader<'_>) -> Result<Option<Vec<Path>>, CodecError> {
 }
 
 /// Read a compiled filter written by [`encode_compiled`].
+///
+/// ```
+/// let mut r = sluice_ir::codec::Reader::new(&[9]);
+/// assert!(sluice_classifier::merged::decode_compiled(&mut r).is_err());
+/// ```
 pub fn decode_compiled(r: &mut Reader<'_>) -> Result<Compiled, CodecError> {
     let filter = r.filter()?;
     let paths = decode_paths(r)?;

@@ -45,6 +45,11 @@ pub enum Compression {
 
 impl Compression {
     /// The compression a file's first bytes announce, if any.
+    ///
+    /// ```
+    /// use sluice_capture::Compression;
+    /// assert_eq!(Compression::sniff(&[0x28, 0xb5, 0x2f, 0xfd]), Some(Compression::Zstd));
+    /// ```
     pub fn sniff(head: &[u8]) -> Option<Compression> {
         if head.starts_with(&[0x1f, 0x8b]) {
             Some(Compression::Gzip)
@@ -60,6 +65,10 @@ impl Compression {
     }
 
     /// The name of the compression and of the command that undoes it.
+    ///
+    /// ```
+    /// assert_eq!(sluice_capture::Compression::Gzip.name(), "gzip");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Compression::Gzip => "gzip",
@@ -135,6 +144,12 @@ fn decoder(
 /// The stream with a compressed capture's layer taken off (gzip, zstd),
 /// and the compression found; the stream as it is when it is not
 /// compressed.
+///
+/// ```
+/// let (_, kind) = sluice_capture::decompress(Box::new(std::io::Cursor::new(vec![0xd4, 0xc3])))?;
+/// assert_eq!(kind, None);
+/// # Ok::<(), sluice_capture::DecompressError>(())
+/// ```
 pub fn decompress(
     mut raw: Box<dyn Read + Send>,
 ) -> Result<(Box<dyn Read + Send>, Option<Compression>), DecompressError> {
@@ -176,6 +191,12 @@ enum Inner<R> {
 
 impl<R: Read + Seek + Send + 'static> SeekableInput<R> {
     /// Look at the first bytes of `file` (then back to its start).
+    ///
+    /// ```
+    /// let i = sluice_capture::SeekableInput::new(std::io::Cursor::new(vec![0x1f, 0x8b, 8]))?;
+    /// assert_eq!(i.compression(), Some(sluice_capture::Compression::Gzip));
+    /// # Ok::<(), sluice_capture::DecompressError>(())
+    /// ```
     pub fn new(mut file: R) -> Result<SeekableInput<R>, DecompressError> {
         let start = head(&mut file, 6).map_err(DecompressError::Read)?;
         file.seek(SeekFrom::Start(0))
@@ -198,6 +219,11 @@ impl<R: Read + Seek + Send + 'static> SeekableInput<R> {
 
 impl<R> SeekableInput<R> {
     /// The compression taken off, if any.
+    ///
+    /// ```
+    /// let i = sluice_capture::SeekableInput::new(std::io::Cursor::new(vec![1u8, 2, 3])).unwrap();
+    /// assert_eq!(i.compression(), None);
+    /// ```
     pub fn compression(&self) -> Option<Compression> {
         self.compression
     }

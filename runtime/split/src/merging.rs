@@ -12,6 +12,13 @@ use std::sync::Arc;
 /// Every filter of a set compiled for merging with `builder`'s link type
 /// and settings (on every core), in set order; or every filter that does
 /// not compile.
+///
+/// ```
+/// use sluice_filter::{LinkType, Program};
+/// let set = sluice_split::filter_pairs([("a", "tcp"), ("b", "udp prt 1")]).unwrap();
+/// let bad = sluice_split::compile_set(&set, &Program::builder(LinkType::EN10MB)).unwrap_err();
+/// assert_eq!(bad[0].index, 1);
+/// ```
 pub fn compile_set(
     filters: &[FilterLine],
     builder: &ProgramBuilder,
@@ -87,6 +94,14 @@ impl Merging {
 
     /// Filters already compiled (in set order, as [`compile_set`] gives
     /// them, or read back from a shipped set) merged into one classifier.
+    ///
+    /// ```
+    /// use sluice_filter::{LinkType, Program};
+    /// use sluice_split::{compile_set, filter_pairs, Merging, MergingScratch};
+    /// let set = filter_pairs([("all", "")]).unwrap();
+    /// let m = Merging::from_compiled(compile_set(&set, &Program::builder(LinkType::EN10MB)).unwrap(), false);
+    /// assert_eq!(m.classify_first(&[0; 60], 60, &mut MergingScratch::default()), Some(0));
+    /// ```
     pub fn from_compiled(compiled: Vec<Compiled>, native: bool) -> Merging {
         let mut merged = match native {
             true => Merging::Native(NativeAuto::empty()),

@@ -34,9 +34,17 @@ use sluice_classifier::merged::{decode_compiled, encode_compiled, Compiled};
 use sluice_ir::codec::{put_len, put_u32, Reader};
 
 /// The first bytes of a shipped set.
+///
+/// ```
+/// assert_eq!(sluice_split::shipped::MAGIC, b"SLUICESET");
+/// ```
 pub const MAGIC: &[u8] = b"SLUICESET";
 
 /// The format's version; a reader refuses any other.
+///
+/// ```
+/// assert_eq!(sluice_split::shipped::VERSION, 1);
+/// ```
 pub const VERSION: u32 = 1;
 
 /// Why bytes cannot be loaded into a set.

@@ -159,6 +159,12 @@ impl Splitter {
     /// filters and settings, by the same sluice): its link type's merged
     /// classifier is built from it, nothing is compiled. Returns the link
     /// type and byte order it is for.
+    ///
+    /// ```
+    /// use sluice_split::{filter_pairs, Options, Splitter};
+    /// let s = Splitter::new(filter_pairs([("a", "tcp")]).unwrap(), Options::default());
+    /// assert!(s.load(b"not shipped bytes").is_err());
+    /// ```
     pub fn load(&self, bytes: &[u8]) -> Result<(u16, bool), crate::shipped::ShipError> {
         let (linktype, big_endian, compiled) = crate::shipped::decode(self, bytes)?;
         let merged = Arc::new(Merging::from_compiled(compiled, self.options.native));
@@ -171,6 +177,13 @@ impl Splitter {
 
     /// The set as one MPF set, for one run (MPF sets keep per-run state:
     /// registered keys and postponed packets).
+    ///
+    /// ```
+    /// use sluice_split::{filter_pairs, Options, Splitter};
+    /// let s = Splitter::new(filter_pairs([("a", "bpf:1; 6 0 0 1")]).unwrap(), Options::default());
+    /// assert_eq!(s.mpf()?.stats().filters, 1);
+    /// # Ok::<(), sluice_split::SplitError>(())
+    /// ```
     pub fn mpf(&self) -> Result<sluice_mpf::MpfSet, SplitError> {
         if self.filters.is_empty() {
             return Err(SplitError::NoFilters);
