@@ -12,9 +12,16 @@ same run.
   speed (`sluice replay --topspeed`, as scripts/bench-live.py), `tcp`
   (every frame) and one session filter (none of the traffic): received,
   dropped, CPU per packet.
+* `bpf_filter` and `pcap_offline_filter` called by a C program
+  (scripts/bench-filter.c) for every packet of the capture, once per
+  expression, the program compiled by each library's own `pcap_compile`:
+  nanoseconds per call (best of 7, thread CPU time); and libtrace's
+  `tracestats` with three filters (it calls `bpf_filter` once per packet
+  and filter) over the capture repeated to 4.4 M packets.
 
 Usage: sudo scripts/bench-abi.py [--packets N] [--libpcap-timeout S]
                                  [--no-live] [--no-big-filter]
+                                 [--no-tcpdump] [--no-filters]
 Needs a release build (cargo build --release), tcpdump and, for the live
 part, root and iproute2. Prints Markdown tables.
 """
@@ -131,12 +138,76 @@ def live_part(a, work):
         live.net_down()
 
 
+FILTERS = [
+    "tcp port 80",
+    "ip6 and not icmp6",
+    "udp or arp",
+    "host 10.0.0.1 or host 10.0.0.2",
+    "tcp[tcpflags] & (tcp-syn|tcp-fin) != 0 and not src net 10.0.0.0/8",
+    "ip and tcp and dst port 80 and tcp[13] & 2 != 0",
+    " or ".join("host 10.0.%d.%d" % (i >> 8, i & 255) for i in range(1, 40)),
+    "",
+]
+
+
+def filter_part(a, work):
+    """bpf_filter and pcap_offline_filter per call, and tracestats."""
+    big = os.path.join(work, "filters.pcap")
+    n = min(a.packets, 200_000)
+    live.write_pcap(big, live.traffic(1000, n, 128))
+    prog = os.path.join(work, "bench-filter")
+    subprocess.run(["cc", "-O2", "-o", prog, os.path.join(ROOT, "scripts", "bench-filter.c"), "-lpcap"],
+                   check=True)
+    rows = {}
+    for lib in ("libpcap", "sluice"):
+        out = subprocess.run(on(lib, [prog, big, "3"] + FILTERS), capture_output=True, text=True, check=True)
+        for line in out.stdout.splitlines():
+            expr, func, ns, acc = line.split("\t")
+            rows.setdefault((expr, func), {})[lib] = (float(ns), int(acc))
+    print(f"\n### bpf_filter and pcap_offline_filter: {n:,} packets of 128 bytes, ns per call "
+          "(best of 7, thread CPU time)\n")
+    print("| expression | function | libpcap | sluice | speed-up |")
+    print("| --- | --- | --- | --- | --- |")
+    for (expr, func), r in rows.items():
+        (lns, lacc), (sns, sacc) = r["libpcap"], r["sluice"]
+        if lacc != sacc:
+            raise SystemExit(f"{expr} {func}: libpcap accepts {lacc}, sluice {sacc}")
+        shown = expr if len(expr) < 70 else expr[:40] + f"... ({expr.count(' or ') + 1} terms)"
+        print(f"| `{shown}` | {func} | {lns:.1f} | {sns:.1f} | {lns / sns:.2f}× |")
+    if not shutil.which("tracestats"):
+        print("\n(tracestats skipped: apt-get install libtrace-tools)")
+        return
+    huge = os.path.join(work, "tracestats.pcap")
+    with open(big, "rb") as f:
+        data = f.read()
+    copies = max(1, 4_400_000 // n)
+    with open(huge, "wb") as f:
+        f.write(data[:24])
+        for _ in range(copies):
+            f.write(data[24:])
+    os.remove(big)
+    exprs = ["tcp port 80", "ip6 and not icmp6", "udp or arp"]
+    cmd = ["tracestats"] + [x for e in exprs for x in ("-f", e)] + ["pcapfile:" + huge]
+    print(f"\n### tracestats, three filters, {n * copies:,} packets, best of 3\n")
+    print("| | libpcap | sluice | speed-up |")
+    print("| --- | --- | --- | --- |")
+    best = {}
+    for lib in ("libpcap", "sluice"):
+        best[lib] = min(timed(on(lib, cmd), a.libpcap_timeout) for _ in range(3))
+    (lw, lc, _), (sw, sc, _) = best["libpcap"], best["sluice"]
+    print(f"| wall time | {lw:.2f} s | {sw:.2f} s | {lw / sw:.2f}× |")
+    print(f"| CPU time | {lc:.2f} s | {sc:.2f} s | {lc / sc:.2f}× |")
+    os.remove(huge)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--packets", type=int, default=2_000_000)
     p.add_argument("--libpcap-timeout", type=int, default=1800)
     p.add_argument("--no-live", action="store_true")
     p.add_argument("--no-big-filter", action="store_true")
+    p.add_argument("--no-tcpdump", action="store_true")
+    p.add_argument("--no-filters", action="store_true")
     a = p.parse_args()
     if not os.path.exists(SLUICE):
         raise SystemExit("build first: cargo build --release")
@@ -144,8 +215,11 @@ def main():
     print(f"cores: {os.cpu_count()}; {out.stdout.splitlines()[1] if out.stdout else out.stderr}")
     work = tempfile.mkdtemp(prefix="sluice-abi-bench-")
     try:
-        offline(a, work)
-        if not a.no_live:
+        if not a.no_tcpdump:
+            offline(a, work)
+        if not a.no_filters:
+            filter_part(a, work)
+        if not a.no_live and not a.no_tcpdump:
             if os.geteuid() != 0:
                 print("\n(live part skipped: needs root)")
             else:

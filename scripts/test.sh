@@ -24,8 +24,36 @@ command -v dumpcap >/dev/null 2>&1 || need+=(tshark)
 command -v cc >/dev/null 2>&1 || need+=(gcc)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 /usr/bin/python3 -c 'import pcapy' >/dev/null 2>&1 || need+=(python3-pcapy)
+# More of Debian's libpcap programs and bindings, run on both libraries
+# (frontends/libpcap-abi/tests/programs.rs, tests/live/abi.rs): installing
+# them all takes about 25 s on a fresh machine.
+command -v ettercap >/dev/null 2>&1 || need+=(ettercap-text-only)
+command -v iftop >/dev/null 2>&1 || need+=(iftop)
+command -v tcptrace >/dev/null 2>&1 || need+=(tcptrace)
+command -v tcpslice >/dev/null 2>&1 || need+=(tcpslice)
+command -v tcpreplay >/dev/null 2>&1 || need+=(tcpreplay)
+command -v tracestats >/dev/null 2>&1 || need+=(libtrace-tools)
+command -v tcpflow >/dev/null 2>&1 || need+=(tcpflow)
+command -v p0f >/dev/null 2>&1 || need+=(p0f)
+command -v tcpick >/dev/null 2>&1 || need+=(tcpick)
+command -v ssldump >/dev/null 2>&1 || need+=(ssldump)
+command -v httpry >/dev/null 2>&1 || need+=(httpry)
+command -v tcpstat >/dev/null 2>&1 || need+=(tcpstat)
+command -v softflowd >/dev/null 2>&1 || need+=(softflowd)
+command -v urlsnarf >/dev/null 2>&1 || need+=(dsniff)
+command -v sngrep >/dev/null 2>&1 || need+=(sngrep)
+command -v nmap >/dev/null 2>&1 || need+=(nmap)
+command -v hping3 >/dev/null 2>&1 || need+=(hping3)
+command -v arping >/dev/null 2>&1 || need+=(arping)
+/usr/bin/perl -MNet::Pcap -e1 >/dev/null 2>&1 || need+=(libnet-pcap-perl)
+command -v ruby >/dev/null 2>&1 && ruby -e 'require "pcaprub"' >/dev/null 2>&1 || need+=(ruby-pcaprub)
 /usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 [ -n "$(ls /usr/include/python3*/Python.h 2>/dev/null)" ] || need+=(python3-dev)
+# The daemon's status page is loaded in headless Chromium
+# (tests/live/daemon_http.rs); its systemd unit is checked with
+# systemd-analyze (tests/live/daemon_ops.rs).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 # libpcap master is built from its source (../shared/reference) with cmake,
 # flex and bison.
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
@@ -38,6 +66,10 @@ command -v zstd >/dev/null 2>&1 || need+=(zstd)
 # The README's install route: setcap (libcap2-bin) and man (man-db).
 command -v setcap >/dev/null 2>&1 || [ -x /usr/sbin/setcap ] || need+=(libcap2-bin)
 command -v man >/dev/null 2>&1 || need+=(man-db)
+# tests/compile_cost.rs counts the instructions of a large compile with
+# valgrind's callgrind (a count, not a time, so machine load does not
+# matter).
+command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo=sudo
@@ -61,6 +93,7 @@ export SLUICE_PYPCAP_PYTHON="$venv/bin/python"
 export SLUICE_MASTER_REQUIRED=1
 # Every tool the ABI tests use is installed now: they must run, not skip.
 export SLUICE_ABI_REQUIRED=1
+export SLUICE_VALGRIND_REQUIRED=1
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 # As root the live tests can make network namespaces: they must run, not skip.
@@ -106,5 +139,12 @@ if [ "$(id -u)" = 0 ]; then
     case "$debs" in /*) ;; *) debs="./$debs" ;; esac
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$debs"/sluice_*.deb
     SLUICE_README_BIN=/usr/bin/sluice cargo test --test cli readme
-    [ "$had" = 1 ] || DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq sluice
+    # The daemon's unit, users and policy came with it, and the unit is
+    # valid where systemd looks for it.
+    for f in /usr/lib/systemd/system/sluice-daemon.service \
+        /usr/lib/sysusers.d/sluice-daemon.conf /etc/sluice/daemon.policy; do
+        [ -f "$f" ] || { echo "the package did not install $f" >&2; exit 1; }
+    done
+    systemd-analyze verify --man=no /usr/lib/systemd/system/sluice-daemon.service
+    [ "$had" = 1 ] || DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq sluice
 fi

@@ -1,8 +1,9 @@
 //! sluice: packet filters with libpcap's exact meaning, many at once, fast.
 //!
-//! This crate is the `sluice` command and the front door to the library:
-//! every layer of the pipeline is re-exported here under a short name, so
-//! one dependency reaches all of them.
+//! This crate is the `sluice` command and the library's one door: every
+//! layer of the pipeline is re-exported here under a short name, so one
+//! dependency reaches all of them. (`sluice-filter`, re-exported as
+//! [`filter`], is the stage every front end compiles a filter through.)
 //!
 //! | layer | module | what it holds |
 //! | --- | --- | --- |
@@ -11,7 +12,7 @@
 //! | intermediate form | [`ir`] | the meaning every language compiles to |
 //! | back ends | [`cbpf`], [`native`], [`libpcap`] | classic BPF, machine code (Cranelift), the system libpcap as a yardstick |
 //! | many filters at once | [`classifier`], [`mpf`], [`split`] | the merged classifier, MPF's shared-prefix sets, one pass of a named filter set over a capture (or a byte range of it) |
-//! | runtime | [`capture`], [`live`], [`fragments`], [`flow`] | pcap/pcapng files, live interfaces and sending, IP fragments and TCP streams, FFPF flows |
+//! | runtime | [`capture`], [`live`], [`fragments`], [`flow`], [`shm`], [`daemon`] | pcap/pcapng files and safe writers, live interfaces and sessions, IP fragments, FFPF flows, shared memory between processes, the daemon and its clients |
 //! | the wire below IP | [`wire`] ([`LinkType`]) | link types and their headers, VLAN tags, finding the IP header |
 //!
 //! ```
@@ -37,6 +38,7 @@ pub use sluice_capture as capture;
 pub use sluice_cbpf as cbpf;
 pub use sluice_classifier as classifier;
 pub use sluice_cspf as cspf;
+pub use sluice_daemon as daemon;
 pub use sluice_dpf as dpf;
 pub use sluice_filter as filter;
 pub use sluice_flow as flow;
@@ -48,6 +50,7 @@ pub use sluice_live as live;
 pub use sluice_mpf as mpf;
 pub use sluice_native as native;
 pub use sluice_pcap as pcap;
+pub use sluice_shm as shm;
 pub use sluice_split as split;
 pub use sluice_wire as wire;
 
@@ -55,3 +58,4 @@ pub use sluice_filter::{Error, Language, LinkType, Program, ProgramBuilder, Runn
 
 pub mod merge;
 pub mod summary;
+pub mod timing;

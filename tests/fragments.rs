@@ -408,7 +408,7 @@ fn dispatcher_delivers_every_fragment_where_the_model_says() {
                     let index = match del.source {
                         Source::Current => i as u64,
                         Source::Held(h) => {
-                            assert_eq!(h.data, pkts[h.index as usize]);
+                            assert_eq!(h.packet.data, pkts[h.index as usize]);
                             h.index
                         }
                     };

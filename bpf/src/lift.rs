@@ -118,6 +118,8 @@ fn reads(v: &Val, l: &Val) -> bool {
         Val::Load { base, .. } => reads(base, l),
         Val::Bin(_, a, b) => reads(a, l) || reads(b, l),
         Val::Neg(a) => reads(a, l),
+        // (Lifting makes no shared values.)
+        Val::Shared(s) => reads(s.val(), l),
         Val::Const(_) | Val::Len => false,
     }
 }

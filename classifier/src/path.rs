@@ -326,6 +326,11 @@ pub fn paths(pred: &Pred, accept: u32) -> Result<Vec<Path>, TooComplex> {
     if accept == 0 {
         return Ok(Vec::new());
     }
+    // Values computed once and reused (nested tunnels) would be copied
+    // into every path: such filters run whole, as classic BPF.
+    if pred.has_shared() {
+        return Err(TooComplex);
+    }
     match by_parts(pred, accept) {
         Ok(mut out) => {
             out.sort_by(|a, b| a.atoms.cmp(&b.atoms));
@@ -482,6 +487,9 @@ fn val_loads<'v>(v: &'v Val, out: &mut Vec<(&'v Val, u64)>) -> bool {
             !divides && val_loads(a, out) && val_loads(b, out)
         }
         Val::Neg(a) => val_loads(a, out),
+        // (Filters with shared values are not split into paths: see
+        // `paths`.)
+        Val::Shared(s) => val_loads(s.val(), out),
     }
 }
 

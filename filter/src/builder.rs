@@ -196,7 +196,7 @@ impl ProgramBuilder {
             .map_err(Error::Expression)?;
         // Where libpcap turns its optimiser off, so does sluice: no
         // folding, no "expression rejects all packets".
-        Program::from_ir(c.filter, c.optimize, true)
+        Program::from_ir(c.filter, c.optimize, true, c.judged)
     }
 }
 

@@ -18,19 +18,19 @@
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The expression is not valid.
-    #[error("{0}")]
+    #[error(transparent)]
     Expression(#[from] sluice_pcap::CompileError),
     /// The expression is valid but accepts no packet at all (libpcap refuses these too).
     #[error("expression rejects all packets")]
     RejectsAll,
     /// The program could not be lowered to classic BPF.
-    #[error("{0}")]
-    Lower(#[source] sluice_cbpf::LowerError),
+    #[error(transparent)]
+    Lower(sluice_cbpf::LowerError),
     /// A BPF program text could not be parsed.
-    #[error("{0}")]
+    #[error(transparent)]
     BpfText(#[from] sluice_bpf::ParseError),
     /// A BPF program failed verification.
-    #[error("{0}")]
+    #[error(transparent)]
     BpfVerify(#[from] sluice_bpf::VerifyError),
     /// A CSPF program could not be assembled or verified.
     #[error("cspf: {0}")]

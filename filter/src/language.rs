@@ -237,12 +237,12 @@ impl Spec {
         let compiled = match self.language {
             Language::Pcap => options.expression(&self.pcap_text()),
             Language::Bpf => Program::from_bpf_text(&self.bpf_text()),
-            Language::Cspf => self
-                .cspf()
-                .and_then(|p| Program::from_ir(p.to_ir(options.snaplen), options.optimize, false)),
-            Language::Dpf => self
-                .dpf()
-                .and_then(|f| Program::from_ir(f.to_ir(options.snaplen), options.optimize, false)),
+            Language::Cspf => self.cspf().and_then(|p| {
+                Program::from_ir(p.to_ir(options.snaplen), options.optimize, false, None)
+            }),
+            Language::Dpf => self.dpf().and_then(|f| {
+                Program::from_ir(f.to_ir(options.snaplen), options.optimize, false, None)
+            }),
         };
         compiled.map_err(|e| self.located(e))
     }

@@ -41,7 +41,7 @@ mod textfile;
 pub use builder::{ProgramBuilder, SystemResolver};
 pub use error::{caret_under, Error};
 pub use language::{Language, Spec};
-pub use program::{Program, Runner};
+pub use program::{NotNative, Program, Runner};
 pub use redact::redact;
 pub use sluice_wire::link::LinkType;
 pub use textfile::{read_text, read_text_file, MAX_TEXT_FILE_BYTES};

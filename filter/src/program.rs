@@ -40,6 +40,23 @@ impl Runner {
     }
 }
 
+/// Why a program runs without native code (the BPF interpreter runs it).
+///
+/// ```
+/// let e = sluice_filter::NotNative::NoIr;
+/// assert!(e.to_string().contains("does not lift"));
+/// ```
+#[derive(Debug, thiserror::Error)]
+pub enum NotNative {
+    /// A BPF program whose control flow does not lift into the
+    /// intermediate form that native code is made from.
+    #[error("the BPF program's control flow does not lift into the intermediate form")]
+    NoIr,
+    /// The code generator failed.
+    #[error(transparent)]
+    Codegen(sluice_native::NativeError),
+}
+
 /// A compiled filter, ready to run on packets.
 ///
 /// It keeps the intermediate form (the reference meaning, when the filter
@@ -58,7 +75,7 @@ impl Runner {
 pub struct Program {
     ir: Option<sluice_ir::Filter>,
     bpf: Vec<sluice_bpf::Insn>,
-    native: Arc<OnceLock<Option<sluice_native::NativeFilter>>>,
+    native: Arc<OnceLock<Result<sluice_native::NativeFilter, Arc<NotNative>>>>,
 }
 
 impl Program {
@@ -110,14 +127,18 @@ impl Program {
     ///
     /// `pcap`: the filter is a pcap expression, refused when optimising as
     /// libpcap's optimiser refuses it (arithmetic it cannot do, a program
-    /// it reduces to `ret #0`), judged on the predicate as written.
+    /// it reduces to `ret #0`), judged on the predicate as written, or on
+    /// `judged` where libpcap's optimiser sees another
+    /// ([`sluice_pcap::Compiled::judged`]).
     pub(crate) fn from_ir(
         mut ir: sluice_ir::Filter,
         optimize: bool,
         pcap: bool,
+        judged: Option<sluice_ir::Pred>,
     ) -> Result<Program, Error> {
         if optimize && pcap {
-            match sluice_cbpf::libpcap_refusal(&ir) {
+            let judged = judged.map(|p| sluice_ir::Filter::new(p, ir.accept));
+            match sluice_cbpf::libpcap_refusal(judged.as_ref().unwrap_or(&ir)) {
                 Ok(()) => {}
                 Err(sluice_cbpf::LowerError::RejectsAll) => return Err(Error::RejectsAll),
                 Err(e) => return Err(Error::Lower(e)),
@@ -212,12 +233,28 @@ impl Program {
     /// assert!(p.native().is_some());
     /// ```
     pub fn native(&self) -> Option<&sluice_native::NativeFilter> {
+        self.native_or_why().ok()
+    }
+
+    /// The native code of the filter, or why there is none (and the BPF
+    /// interpreter runs it instead): never swallowed, so a front end can
+    /// say so.
+    ///
+    /// ```
+    /// use sluice_filter::{NotNative, Program};
+    /// // `ret A` after a load does not lift into the intermediate form.
+    /// let p = Program::from_bpf_text("2\n48 0 0 0\n22 0 0 0\n").unwrap();
+    /// assert!(matches!(p.native_or_why(), Err(NotNative::NoIr)));
+    /// ```
+    pub fn native_or_why(&self) -> Result<&sluice_native::NativeFilter, &NotNative> {
         self.native
             .get_or_init(|| {
-                let ir = self.ir.as_ref()?;
-                sluice_native::NativeFilter::compile(ir).ok()
+                let ir = self.ir.as_ref().ok_or(Arc::new(NotNative::NoIr))?;
+                sluice_native::NativeFilter::compile(ir)
+                    .map_err(|e| Arc::new(NotNative::Codegen(e)))
             })
             .as_ref()
+            .map_err(|e| &**e)
     }
 
     /// Run the native code on one packet; the interpreter where there is none.

@@ -5,7 +5,9 @@
 //! The rule: [`Reader`] is the only way bytes become IR, and it refuses
 //! (never panics on) anything that is not exactly an encoding: unknown
 //! tags, lengths past the input, nesting deeper than [`MAX_DEPTH`], `In`
-//! keys that are not sorted and distinct. Integers are little-endian;
+//! keys that are not sorted and distinct, references to shared values not
+//! read yet. A shared value ([`Val::Shared`]) is written once and referred
+//! to by number after that ([`Encoder`]), and read back shared. Integers are little-endian;
 //! each node is a tag byte and its fields. The layout is versioned by the
 //! format that carries it (see `sluice_split::shipped`), not here.
 //!
@@ -21,7 +23,7 @@
 //! assert!(Reader::new(&bytes[..bytes.len() - 1]).filter().is_err());
 //! ```
 
-use crate::{BinOp, CmpOp, Filter, Pred, Size, Val};
+use crate::{BinOp, CmpOp, Filter, Pred, Shared, Size, Val};
 use std::fmt;
 use std::sync::Arc;
 
@@ -109,94 +111,153 @@ const BIN_OPS: [BinOp; 10] = [
 
 const CMP_OPS: [CmpOp; 4] = [CmpOp::Eq, CmpOp::Gt, CmpOp::Ge, CmpOp::Set];
 
-/// Append a value.
+/// Writes IR into bytes, remembering the shared values ([`Val::Shared`])
+/// already written: each is written once, later uses refer to it by its
+/// number, so a value built on shared ones (pcap's nested tunnels) stays
+/// the size it has in memory, and reading it back shares it again.
 ///
 /// ```
-/// use sluice_ir::{codec, Val};
+/// use sluice_ir::{codec, BinOp, Size, Val};
+/// let off = Val::shared(Val::bin(BinOp::Add, Val::load_abs(0, Size::Byte), Val::Const(4)));
+/// let v = Val::bin(BinOp::Add, off.clone(), off);
 /// let mut b = Vec::new();
-/// codec::encode_val(&Val::Len, &mut b);
-/// assert_eq!(codec::Reader::new(&b).val().unwrap(), Val::Len);
+/// codec::Encoder::new(&mut b).val(&v);
+/// assert_eq!(codec::Reader::new(&b).val().unwrap(), v);
 /// ```
-pub fn encode_val(v: &Val, out: &mut Vec<u8>) {
-    match v {
-        Val::Const(c) => {
-            out.push(0);
-            put_u32(out, *c);
-        }
-        Val::Len => out.push(1),
-        Val::Load { base, offset, size } => {
-            out.push(2);
-            encode_val(base, out);
-            put_u32(out, *offset);
-            out.push(size_tag(*size));
-        }
-        Val::Bin(op, a, b) => {
-            out.push(3);
-            out.push(BIN_OPS.iter().position(|o| o == op).expect("every op") as u8);
-            encode_val(a, out);
-            encode_val(b, out);
-        }
-        Val::Neg(a) => {
-            out.push(4);
-            encode_val(a, out);
-        }
-    }
+pub struct Encoder<'a> {
+    out: &'a mut Vec<u8>,
+    shared: std::collections::HashMap<usize, u32>,
 }
 
-/// Append a predicate.
-///
-/// ```
-/// use sluice_ir::{codec, Pred};
-/// let mut b = Vec::new();
-/// codec::encode_pred(&Pred::Not(Box::new(Pred::True)), &mut b);
-/// assert_eq!(codec::Reader::new(&b).pred().unwrap(), Pred::Not(Box::new(Pred::True)));
-/// ```
-pub fn encode_pred(p: &Pred, out: &mut Vec<u8>) {
-    match p {
-        Pred::True => out.push(0),
-        Pred::False => out.push(1),
-        Pred::Cmp { op, lhs, rhs } => {
-            out.push(2);
-            out.push(CMP_OPS.iter().position(|o| o == op).expect("every op") as u8);
-            encode_val(lhs, out);
-            encode_val(rhs, out);
+impl<'a> Encoder<'a> {
+    /// An encoder appending to `out`.
+    pub fn new(out: &'a mut Vec<u8>) -> Encoder<'a> {
+        Encoder {
+            out,
+            shared: Default::default(),
         }
-        Pred::Not(a) => {
-            out.push(3);
-            encode_pred(a, out);
+    }
+
+    /// The bytes written so far (and before).
+    pub fn out(&mut self) -> &mut Vec<u8> {
+        self.out
+    }
+
+    /// Append a value.
+    ///
+    /// ```
+    /// use sluice_ir::{codec, Val};
+    /// let mut b = Vec::new();
+    /// codec::Encoder::new(&mut b).val(&Val::Len);
+    /// assert_eq!(codec::Reader::new(&b).val().unwrap(), Val::Len);
+    /// ```
+    pub fn val(&mut self, v: &Val) {
+        match v {
+            Val::Const(c) => {
+                self.out.push(0);
+                put_u32(self.out, *c);
+            }
+            Val::Len => self.out.push(1),
+            Val::Load { base, offset, size } => {
+                self.out.push(2);
+                self.val(base);
+                put_u32(self.out, *offset);
+                self.out.push(size_tag(*size));
+            }
+            Val::Bin(op, a, b) => {
+                self.out.push(3);
+                self.out
+                    .push(BIN_OPS.iter().position(|o| o == op).expect("every op") as u8);
+                self.val(a);
+                self.val(b);
+            }
+            Val::Neg(a) => {
+                self.out.push(4);
+                self.val(a);
+            }
+            Val::Shared(s) => match self.shared.get(&s.id()) {
+                Some(&n) => {
+                    self.out.push(6);
+                    put_u32(self.out, n);
+                }
+                None => {
+                    self.out.push(5);
+                    self.val(s.val());
+                    let n = u32::try_from(self.shared.len()).expect("fewer than 2^32 values");
+                    self.shared.insert(s.id(), n);
+                }
+            },
         }
-        Pred::And(ps) | Pred::Or(ps) => {
-            out.push(if matches!(p, Pred::And(_)) { 4 } else { 5 });
-            put_len(out, ps.len());
-            for q in ps {
-                encode_pred(q, out);
+    }
+
+    /// Append a predicate.
+    ///
+    /// ```
+    /// use sluice_ir::{codec, Pred};
+    /// let mut b = Vec::new();
+    /// codec::Encoder::new(&mut b).pred(&Pred::Not(Box::new(Pred::True)));
+    /// assert_eq!(codec::Reader::new(&b).pred().unwrap(), Pred::Not(Box::new(Pred::True)));
+    /// ```
+    pub fn pred(&mut self, p: &Pred) {
+        match p {
+            Pred::True => self.out.push(0),
+            Pred::False => self.out.push(1),
+            Pred::Cmp { op, lhs, rhs } => {
+                self.out.push(2);
+                self.out
+                    .push(CMP_OPS.iter().position(|o| o == op).expect("every op") as u8);
+                self.val(lhs);
+                self.val(rhs);
+            }
+            Pred::Not(a) => {
+                self.out.push(3);
+                self.pred(a);
+            }
+            Pred::And(ps) | Pred::Or(ps) => {
+                self.out.push(if matches!(p, Pred::And(_)) { 4 } else { 5 });
+                put_len(self.out, ps.len());
+                for q in ps {
+                    self.pred(q);
+                }
+            }
+            Pred::In { val, keys } => {
+                self.out.push(6);
+                self.val(val);
+                put_keys(self.out, keys);
+            }
+            Pred::ProtoChain { v6, start, proto } => {
+                self.out.push(7);
+                self.out.push(u8::from(*v6));
+                self.val(start);
+                self.out.push(*proto);
             }
         }
-        Pred::In { val, keys } => {
-            out.push(6);
-            encode_val(val, out);
-            put_keys(out, keys);
-        }
-        Pred::ProtoChain { v6, start, proto } => {
-            out.push(7);
-            out.push(u8::from(*v6));
-            encode_val(start, out);
-            out.push(*proto);
-        }
+    }
+
+    /// Append a filter: its predicate, then its accept value.
+    ///
+    /// ```
+    /// use sluice_ir::{codec, Filter, Pred};
+    /// let mut b = Vec::new();
+    /// codec::Encoder::new(&mut b).filter(&Filter::new(Pred::True, 9));
+    /// assert_eq!(b, [0, 9, 0, 0, 0]);
+    /// ```
+    pub fn filter(&mut self, f: &Filter) {
+        self.pred(&f.pred);
+        put_u32(self.out, f.accept);
     }
 }
 
-/// Append a filter: its predicate, then its accept value.
+/// Append a filter with an encoder of its own ([`Encoder::filter`]).
 ///
 /// ```
 /// use sluice_ir::{codec, Filter, Pred};
 /// let mut b = Vec::new();
-/// codec::encode_filter(&Filter::new(Pred::True, 9), &mut b);
-/// assert_eq!(b, [0, 9, 0, 0, 0]);
+/// codec::encode_filter(&Filter::new(Pred::False, 1), &mut b);
+/// assert_eq!(codec::Reader::new(&b).filter().unwrap(), Filter::new(Pred::False, 1));
 /// ```
 pub fn encode_filter(f: &Filter, out: &mut Vec<u8>) {
-    encode_pred(&f.pred, out);
-    put_u32(out, f.accept);
+    Encoder::new(out).filter(f);
 }
 
 /// Bytes being decoded, with the position and nesting depth.
@@ -211,6 +272,8 @@ pub struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
     depth: usize,
+    /// The shared values read so far, by number.
+    shared: Vec<Shared>,
 }
 
 impl<'a> Reader<'a> {
@@ -220,6 +283,7 @@ impl<'a> Reader<'a> {
             bytes,
             at: 0,
             depth: 0,
+            shared: Vec::new(),
         }
     }
 
@@ -351,6 +415,19 @@ impl<'a> Reader<'a> {
                 Val::Bin(op, Box::new(self.val()?), Box::new(self.val()?))
             }
             4 => Val::Neg(Box::new(self.val()?)),
+            5 => {
+                let s = Shared::new(self.val()?);
+                self.shared.push(s.clone());
+                Val::Shared(s)
+            }
+            6 => {
+                let n = self.u32()? as usize;
+                let s = self
+                    .shared
+                    .get(n)
+                    .ok_or_else(|| self.error(format!("no shared value {n} read before")))?;
+                Val::Shared(s.clone())
+            }
             t => {
                 return Err(CodecError {
                     at,
@@ -459,6 +536,43 @@ mod tests {
             Pred::False,
         ]);
         round(&Filter::new(p, 262144));
+    }
+
+    #[test]
+    fn shared_values_stay_shared_and_small() {
+        // Each level uses the one below twice: written out, 2^40 loads.
+        let mut v = Val::load_abs(14, Size::Byte);
+        for _ in 0..40 {
+            v = Val::shared(Val::bin(BinOp::Add, v.clone(), v));
+        }
+        let f = Filter::new(Pred::cmp(CmpOp::Eq, v, Val::Const(3)), 1);
+        let mut b = Vec::new();
+        encode_filter(&f, &mut b);
+        assert!(b.len() < 1000, "{} bytes", b.len());
+        // Equality of values read back (other allocations) walks them
+        // written out: round trips of a smaller tower.
+        let mut small = Val::load_abs(14, Size::Byte);
+        for _ in 0..8 {
+            small = Val::shared(Val::bin(BinOp::Add, small.clone(), small));
+        }
+        round(&Filter::new(Pred::cmp(CmpOp::Eq, small, Val::Const(3)), 1));
+        let back = Reader::new(&b).filter().unwrap();
+        let Pred::Cmp {
+            lhs: Val::Shared(top),
+            ..
+        } = &back.pred
+        else {
+            panic!("{back:?}");
+        };
+        let Val::Bin(_, a, c) = top.val() else {
+            panic!()
+        };
+        let (Val::Shared(a), Val::Shared(c)) = (&**a, &**c) else {
+            panic!()
+        };
+        assert_eq!(a.id(), c.id(), "read back shared");
+        // A reference to a value not read yet.
+        assert!(Reader::new(&[6, 0, 0, 0, 0]).val().is_err());
     }
 
     #[test]

@@ -49,20 +49,7 @@ pub fn load(pkt: &[u8], base: u32, offset: u32, width: u32) -> Result<u32, Abort
 /// assert_eq!(eval_val(&Val::Len, &[], 60), Ok(60));
 /// ```
 pub fn eval_val(v: &Val, pkt: &[u8], wirelen: u32) -> Result<u32, Abort> {
-    match v {
-        Val::Const(k) => Ok(*k),
-        Val::Len => Ok(wirelen),
-        Val::Load { base, offset, size } => {
-            let b = eval_val(base, pkt, wirelen)?;
-            load(pkt, b, *offset, size.bytes())
-        }
-        Val::Bin(op, a, b) => {
-            let a = eval_val(a, pkt, wirelen)?;
-            let b = eval_val(b, pkt, wirelen)?;
-            op.apply(a, b).ok_or(Abort)
-        }
-        Val::Neg(a) => Ok(eval_val(a, pkt, wirelen)?.wrapping_neg()),
-    }
+    Eval::new(pkt, wirelen).val(v)
 }
 
 /// Evaluate a predicate on a packet.
@@ -72,38 +59,88 @@ pub fn eval_val(v: &Val, pkt: &[u8], wirelen: u32) -> Result<u32, Abort> {
 /// assert_eq!(eval_pred(&Pred::True, &[], 0), Ok(true));
 /// ```
 pub fn eval_pred(p: &Pred, pkt: &[u8], wirelen: u32) -> Result<bool, Abort> {
-    match p {
-        Pred::True => Ok(true),
-        Pred::False => Ok(false),
-        Pred::Cmp { op, lhs, rhs } => {
-            let a = eval_val(lhs, pkt, wirelen)?;
-            let b = eval_val(rhs, pkt, wirelen)?;
-            Ok(op.apply(a, b))
+    Eval::new(pkt, wirelen).pred(p)
+}
+
+/// One evaluation: the packet, and the shared values already computed
+/// (a [`Val::Shared`] means its inner value, which depends on the packet
+/// only, so it is computed once per packet).
+struct Eval<'a> {
+    pkt: &'a [u8],
+    wirelen: u32,
+    /// (shared value's id, its value), in the order computed.
+    memo: Vec<(usize, u32)>,
+}
+
+impl<'a> Eval<'a> {
+    fn new(pkt: &'a [u8], wirelen: u32) -> Eval<'a> {
+        Eval {
+            pkt,
+            wirelen,
+            memo: Vec::new(),
         }
-        Pred::Not(q) => Ok(!eval_pred(q, pkt, wirelen)?),
-        Pred::And(ps) => {
-            for q in ps {
-                if !eval_pred(q, pkt, wirelen)? {
-                    return Ok(false);
-                }
+    }
+
+    fn val(&mut self, v: &Val) -> Result<u32, Abort> {
+        match v {
+            Val::Const(k) => Ok(*k),
+            Val::Len => Ok(self.wirelen),
+            Val::Load { base, offset, size } => {
+                let b = self.val(base)?;
+                load(self.pkt, b, *offset, size.bytes())
             }
-            Ok(true)
-        }
-        Pred::Or(ps) => {
-            for q in ps {
-                if eval_pred(q, pkt, wirelen)? {
-                    return Ok(true);
-                }
+            Val::Bin(op, a, b) => {
+                let a = self.val(a)?;
+                let b = self.val(b)?;
+                op.apply(a, b).ok_or(Abort)
             }
-            Ok(false)
+            Val::Neg(a) => Ok(self.val(a)?.wrapping_neg()),
+            Val::Shared(s) => {
+                let id = s.id();
+                if let Some(&(_, x)) = self.memo.iter().find(|(i, _)| *i == id) {
+                    return Ok(x);
+                }
+                let x = self.val(s.val())?;
+                self.memo.push((id, x));
+                Ok(x)
+            }
         }
-        Pred::In { val, keys } => {
-            let v = eval_val(val, pkt, wirelen)?;
-            Ok(keys.binary_search(&v).is_ok())
-        }
-        Pred::ProtoChain { v6, start, proto } => {
-            let start = eval_val(start, pkt, wirelen)?;
-            protochain(pkt, start, *v6, *proto)
+    }
+
+    fn pred(&mut self, p: &Pred) -> Result<bool, Abort> {
+        match p {
+            Pred::True => Ok(true),
+            Pred::False => Ok(false),
+            Pred::Cmp { op, lhs, rhs } => {
+                let a = self.val(lhs)?;
+                let b = self.val(rhs)?;
+                Ok(op.apply(a, b))
+            }
+            Pred::Not(q) => Ok(!self.pred(q)?),
+            Pred::And(ps) => {
+                for q in ps {
+                    if !self.pred(q)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Pred::Or(ps) => {
+                for q in ps {
+                    if self.pred(q)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+            Pred::In { val, keys } => {
+                let v = self.val(val)?;
+                Ok(keys.binary_search(&v).is_ok())
+            }
+            Pred::ProtoChain { v6, start, proto } => {
+                let start = self.val(start)?;
+                protochain(self.pkt, start, *v6, *proto)
+            }
         }
     }
 }
@@ -184,6 +221,39 @@ mod tests {
         assert_eq!(eval_val(&v, &[], 5), Err(Abort));
         let p = Pred::cmp(CmpOp::Eq, v, Val::Const(0));
         assert_eq!(eval_pred(&Pred::not(p), &[], 5), Err(Abort));
+    }
+
+    #[test]
+    fn a_shared_value_means_its_inner_value() {
+        // Ten levels, each using the one before twice: 2^10 copies unshared.
+        let mut v = Val::load_abs(0, Size::Byte);
+        for _ in 0..10 {
+            let s = Val::shared(v);
+            v = Val::bin(
+                BinOp::Add,
+                Val::load(s.clone(), 0, Size::Byte),
+                Val::bin(BinOp::And, s, Val::Const(1)),
+            );
+        }
+        let pkt = [0u8, 1, 1, 0, 1, 0, 0, 1, 1, 1, 0, 1];
+        // The same value without sharing, evaluated as a tree.
+        fn unshare(v: &Val) -> Val {
+            match v {
+                Val::Shared(s) => unshare(s.val()),
+                Val::Load { base, offset, size } => Val::load(unshare(base), *offset, *size),
+                Val::Bin(op, a, b) => Val::Bin(*op, Box::new(unshare(a)), Box::new(unshare(b))),
+                Val::Neg(a) => Val::Neg(Box::new(unshare(a))),
+                v => v.clone(),
+            }
+        }
+        let plain = unshare(&v);
+        for n in 0..=pkt.len() {
+            assert_eq!(
+                eval_val(&v, &pkt[..n], 60),
+                eval_val(&plain, &pkt[..n], 60),
+                "{n} bytes"
+            );
+        }
     }
 
     #[test]

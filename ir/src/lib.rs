@@ -28,9 +28,11 @@
 pub mod arbitrary;
 pub mod codec;
 pub mod eval;
+mod shared;
 pub mod simplify;
 
 pub use eval::{eval_pred, eval_val, Abort};
+pub use shared::Shared;
 
 /// Width of a packet load.
 ///
@@ -152,6 +154,9 @@ pub enum Val {
     Bin(BinOp, Box<Val>, Box<Val>),
     /// Two's complement negation.
     Neg(Box<Val>),
+    /// A value used in several places, held once: it means its inner
+    /// value; an engine may compute it once and reuse it ([`Shared`]).
+    Shared(Shared),
 }
 
 impl Val {
@@ -220,6 +225,43 @@ impl Val {
             }
         }
         Val::Bin(op, Box::new(lhs), Box::new(rhs))
+    }
+
+    /// `v` held once, for use in several places ([`Shared`]); a constant,
+    /// the length, a load at a fixed offset or a value already shared is
+    /// returned as it is (it costs no more to copy).
+    ///
+    /// ```
+    /// use sluice_ir::{BinOp, Size, Val};
+    /// assert_eq!(Val::shared(Val::Len), Val::Len);
+    /// let hl = Val::shared(Val::ip_hdr_len(14));
+    /// assert!(matches!(hl, Val::Shared(_)));
+    /// assert_eq!(Val::shared(hl.clone()), hl);
+    /// ```
+    pub fn shared(v: Val) -> Val {
+        match v {
+            Val::Const(_) | Val::Len | Val::Shared(_) => v,
+            Val::Load { ref base, .. } if base.is_const() => v,
+            v => Val::Shared(Shared::new(v)),
+        }
+    }
+
+    /// Whether a [`Val::Shared`] occurs in the value (not looking inside
+    /// shared values, so in time linear in the value's own size).
+    ///
+    /// ```
+    /// use sluice_ir::Val;
+    /// assert!(!Val::Len.has_shared());
+    /// assert!(Val::plus(Val::shared(Val::ip_hdr_len(14)), 4).has_shared());
+    /// ```
+    pub fn has_shared(&self) -> bool {
+        match self {
+            Val::Const(_) | Val::Len => false,
+            Val::Load { base, .. } => base.has_shared(),
+            Val::Bin(_, a, b) => a.has_shared() || b.has_shared(),
+            Val::Neg(a) => a.has_shared(),
+            Val::Shared(_) => true,
+        }
     }
 
     /// `base + k`, folded where possible (adding 0 is the identity).
@@ -294,6 +336,7 @@ impl Val {
                 }
             }
             Val::Neg(_) => TOP,
+            Val::Shared(s) => s.upper_bound(),
         };
         r.min(TOP)
     }
@@ -315,6 +358,7 @@ impl Val {
             Val::Const(k) => Some(*k),
             Val::Len | Val::Load { .. } => None,
             Val::Neg(x) => x.known().map(u32::wrapping_neg),
+            Val::Shared(s) => s.known(),
             Val::Bin(op, a, b) => {
                 let (ka, kb) = (a.known(), b.known());
                 if let (Some(x), Some(y)) = (ka, kb) {
@@ -364,6 +408,7 @@ impl Val {
                     || b.can_abort()
             }
             Val::Neg(a) => a.can_abort(),
+            Val::Shared(s) => s.can_abort(),
         }
     }
 }
@@ -583,6 +628,26 @@ impl Pred {
             1 => out.pop().expect("one element"),
             _ if is_and => Pred::And(out),
             _ => Pred::Or(out),
+        }
+    }
+
+    /// Whether a [`Val::Shared`] occurs in the predicate (not looking
+    /// inside shared values): engines that cannot reuse a computed value
+    /// hand such filters to one that can.
+    ///
+    /// ```
+    /// use sluice_ir::{Pred, Val};
+    /// assert!(!Pred::True.has_shared());
+    /// assert!(Pred::eq(Val::shared(Val::ip_hdr_len(14)), 20).has_shared());
+    /// ```
+    pub fn has_shared(&self) -> bool {
+        match self {
+            Pred::True | Pred::False => false,
+            Pred::Cmp { lhs, rhs, .. } => lhs.has_shared() || rhs.has_shared(),
+            Pred::Not(p) => p.has_shared(),
+            Pred::And(ps) | Pred::Or(ps) => ps.iter().any(Pred::has_shared),
+            Pred::In { val, .. } => val.has_shared(),
+            Pred::ProtoChain { start, .. } => start.has_shared(),
         }
     }
 

@@ -200,6 +200,12 @@ fn deliver(
             shared.cond.notify_all();
             Ok(true)
         }
+        // One read of the rings handed over: whoever waits for a batch
+        // looks again (once per read, not per packet).
+        Event::Handed => {
+            shared.cond.notify_all();
+            Ok(true)
+        }
         Event::Reloaded(_) => Ok(true),
     }
 }

@@ -104,11 +104,6 @@ impl CompatArgs {
 /// tcpdump's `-L` for the interface a live capture opened: its one link
 /// type, named and described as in `banner` (`listening on eth0,
 /// link-type EN10MB (Ethernet), ...`).
-///
-/// ```ignore
-/// let b = "listening on eth0, link-type EN10MB (Ethernet), snapshot length 262144 bytes";
-/// assert_eq!(link_types("eth0", b), "Data link types for eth0:\n  EN10MB (Ethernet)\n");
-/// ```
 pub fn link_types(name: &str, banner: &str) -> String {
     let lt = banner
         .split_once("link-type ")

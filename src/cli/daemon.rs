@@ -4,10 +4,11 @@
 //!
 //! The rule: the daemon's work is the runtime's; this module reads
 //! options, turns SIGINT/SIGTERM into a stop and SIGHUP into a policy
-//! reload, and prints.
+//! reload, starts the status page (`--http`), and prints.
 
 use super::{print_out, signals, Fail};
 use sluice::flow::buffer::Preference;
+use sluice_daemon::http::{Board, Http};
 use sluice_daemon::{Client, Config, Daemon, Steering};
 use std::path::PathBuf;
 
@@ -23,7 +24,7 @@ pub struct DaemonArgs {
     )]
     interfaces: Vec<String>,
     /// The socket clients connect to.
-    #[arg(long, value_name = "PATH", default_value = "/run/sluice.sock")]
+    #[arg(long, value_name = "PATH", default_value = "/run/sluice/sluice.sock")]
     socket: PathBuf,
     /// The socket's mode, in octal (who may connect at all) [default: 0660].
     #[arg(long = "socket-mode", value_name = "MODE", value_parser = octal)]
@@ -61,6 +62,14 @@ pub struct DaemonArgs {
     /// No kernel pre-filter (every packet is copied to user space).
     #[arg(long = "no-kernel-filter")]
     no_kernel_filter: bool,
+    /// Serve the status, read-only, over HTTP at ADDR (IP:PORT; port 0
+    /// picks one): /status.json, /history.json and a live page at /.
+    #[arg(long, value_name = "ADDR", conflicts_with = "status")]
+    http: Option<String>,
+    /// Let --http listen on an address other than loopback (whoever
+    /// reaches it sees every client's filters and counts).
+    #[arg(long = "http-any", requires = "http")]
+    http_any: bool,
     /// Ask the daemon at --socket what it is doing, print it and exit.
     #[arg(long)]
     status: bool,
@@ -112,7 +121,20 @@ pub fn run(args: DaemonArgs) -> Result<(), Fail> {
     config.stall_timeout = args.stall_timeout;
     config.kernel_filter = !args.no_kernel_filter;
     signals::install(true)?;
+    // The status page listens before the capture opens, so a bad address
+    // is an error before anything runs.
+    let http = match &args.http {
+        Some(addr) => {
+            let board = Board::new();
+            config.board = Some(board.clone());
+            Some(Http::start(addr, args.http_any, board).map_err(|e| Fail(e.to_string()))?)
+        }
+        None => None,
+    };
     let daemon = Daemon::new(config).map_err(|e| Fail(e.to_string()))?;
+    if let Some(h) = &http {
+        eprintln!("sluice: status page at http://{}/", h.local_addr());
+    }
     let names: Vec<String> = daemon
         .interfaces()
         .iter()

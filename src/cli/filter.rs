@@ -408,6 +408,9 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
     for info in reader.declared_interfaces() {
         compile(&mut programs, info.linktype, info.snaplen)?;
     }
+    if let Some(p) = programs.values().next() {
+        say_if_not_native(p, args.engine);
+    }
     let mut to = Accepted::new(&args);
     let open_writer = |to: &mut Accepted| -> Result<(), Fail> {
         if let (None, Some(path)) = (&to.writer, &args.write) {
@@ -595,6 +598,7 @@ fn run_live(
     let lt = linktype_of(live.linktype(), live.name())?;
     let big_endian = cfg!(target_endian = "big");
     let program = source.program(lt, snaplen, optimize, None)?;
+    say_if_not_native(&program, args.engine);
     if args.dump > 0 {
         return print_out(&dump(&program, args.dump));
     }
@@ -676,6 +680,16 @@ fn run_live(
         })?;
     }
     Ok(())
+}
+
+/// With `--engine native` asked for, say on standard error why a program
+/// runs in the BPF interpreter instead, if it does.
+fn say_if_not_native(p: &Program, engine: Option<EngineArg>) {
+    if matches!(engine, Some(EngineArg::Native)) {
+        if let Err(why) = p.native_or_why() {
+            eprintln!("sluice: --engine native: the BPF interpreter runs this filter: {why}");
+        }
+    }
 }
 
 /// Each worker's classifier for one program: filter id 0 when it accepts.

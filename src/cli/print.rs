@@ -22,10 +22,6 @@ pub enum Dump {
 impl Dump {
     /// tcpdump's choice among its flags: `-X` wins over `-x`, which wins
     /// over `-A`; doubled flags dump the link header too.
-    ///
-    /// ```ignore
-    /// assert_eq!(Dump::from_flags(1, 2, 0), Dump::HexAscii { link: true });
-    /// ```
     pub fn from_flags(x: u8, big_x: u8, a: u8) -> Dump {
         if big_x > 0 {
             Dump::HexAscii {
@@ -222,6 +218,13 @@ pub fn ascii(out: &mut String, data: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dump_flags_choose_as_tcpdump_does() {
+        assert_eq!(Dump::from_flags(1, 2, 0), Dump::HexAscii { link: true });
+        assert_eq!(Dump::from_flags(2, 0, 1), Dump::Hex { link: true });
+        assert_eq!(Dump::from_flags(0, 0, 1), Dump::Ascii { link: false });
+    }
 
     fn opts(ts: u8) -> Options {
         Options {

@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A capture of about 100 MB: the sample's packets over and over (made
-/// once for the tests of this file).
+/// once, and kept for the next run: it is the same every time).
 fn big() -> PathBuf {
     static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     PATH.get_or_init(|| {
@@ -22,8 +22,12 @@ fn big() -> PathBuf {
         while out.len() < 100 << 20 {
             out.extend_from_slice(body);
         }
-        let path = fresh_dir("interrupt-input").join("big.pcap");
-        std::fs::write(&path, out).unwrap();
+        let path = std::env::temp_dir().join("sluice-test-interrupt-input.pcap");
+        if std::fs::read(&path).ok().as_deref() != Some(&out[..]) {
+            let part = path.with_extension(format!("{}.part", std::process::id()));
+            std::fs::write(&part, out).unwrap();
+            std::fs::rename(&part, &path).unwrap();
+        }
         path
     })
     .clone()
@@ -154,7 +158,9 @@ fn interrupted(
             text(&o.stderr)
         );
         cut += usize::from(check(&dir, &full));
+        let _ = std::fs::remove_dir_all(&dir);
     }
+    let _ = std::fs::remove_dir_all(&full);
     assert!(cut > 0, "no run was interrupted before its end");
 }
 
@@ -256,22 +262,29 @@ fn split_keeps_a_prefix_of_every_output() {
     );
 }
 
+/// `filter -r - -w OUT tcp` fed the first `bytes` of `input` through a
+/// pipe that then stays open (the run waits for more), 300 ms on.
+fn fed(input: &Path, out: &Path, bytes: usize) -> (Child, std::process::ChildStdin) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["filter", "-r", "-", "-w", s(out), "tcp"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let head = std::fs::read(input).unwrap()[..bytes].to_vec();
+    std::io::Write::write_all(&mut stdin, &head).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    (child, stdin)
+}
+
 #[test]
 fn a_second_interrupt_ends_at_once_and_leaves_nothing() {
     let input = big();
     let dir = fresh_dir("twice");
     let out = dir.join("out.pcap");
     // A slow pipe keeps the run busy: -r - from a writer that waits.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["filter", "-r", "-", "-w", s(&out), "tcp"])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let head = std::fs::read(&input).unwrap()[..1 << 20].to_vec();
-    std::io::Write::write_all(&mut stdin, &head).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    let (child, stdin) = fed(&input, &out, 1 << 20);
     // Blocked reading its input, it cannot stop by itself: the second
     // signal ends it.
     signal(&child, "INT");
@@ -282,6 +295,7 @@ fn a_second_interrupt_ends_at_once_and_leaves_nothing() {
     assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));
     let (_, temps) = outputs(&dir, "out.pcap");
     assert!(!temps, "a temporary file remains");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -291,16 +305,7 @@ fn after_a_kill_the_next_run_names_what_was_left() {
     let out = dir.join("out.pcap");
     // Fed from a pipe, the run is still going when it is killed: 4 MB
     // in, about half of it accepted, much of that flushed to the file.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["filter", "-r", "-", "-w", s(&out), "tcp"])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let head = std::fs::read(&input).unwrap()[..4 << 20].to_vec();
-    std::io::Write::write_all(&mut stdin, &head).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    let (child, stdin) = fed(&input, &out, 4 << 20);
     signal(&child, "KILL");
     let _ = child.wait_with_output();
     drop(stdin);
@@ -335,4 +340,5 @@ fn after_a_kill_the_next_run_names_what_was_left() {
         err.contains(s(&left[0])) && err.contains("interrupted run"),
         "{err}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -135,6 +135,9 @@ pub(crate) fn gen_leaf(rng: &mut Rng, lt: LinkType) -> String {
     if (wlan && rng.chance(25)) || rng.chance(2) {
         return gen_wlan(rng);
     }
+    if rng.chance(10) {
+        return gen_qualified(rng);
+    }
     if rng.chance(3) {
         return rng
             .pick(&[

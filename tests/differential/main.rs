@@ -41,7 +41,11 @@
 //! are generated as the whole expression), and relations before primitives
 //! that need link offsets on links whose offsets libpcap computes in a
 //! prologue (its register allocator may let the relation overwrite them).
-//! `classes.rs` checks the classes of issue 21 on captures it writes.
+//! `classes.rs` checks the classes of issue 21 on captures it writes;
+//! `forms.rs` makes primitives of every qualifier × identifier form;
+//! `registers.rs` compares where libpcap runs out of scratch registers
+//! (nested tunnels, nested arithmetic); `bounds.rs` bounds every short
+//! expression's compile in time and memory.
 
 use proptest::prelude::*;
 use sluice::{LinkType, Program};
@@ -49,14 +53,18 @@ use sluice_testsupport::{corpus, Rng};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+mod bounds;
 mod classes;
 mod expressions;
+mod forms;
 mod frames;
 mod oracle;
 mod packets;
+mod registers;
 mod values;
 
 use expressions::*;
+use forms::*;
 use frames::*;
 use oracle::*;
 use packets::*;
@@ -121,6 +129,7 @@ fn random_expressions_match_libpcap() {
         if let Some(r) = refusal_difference(&c) {
             refusal_differences += 1;
             let why = r.why();
+            println!("case {case}: {why}: {text:?} on {lt} ({origin:?})");
             *known.entry(why).or_default() += 1;
             // The program that was built must reject every packet, unless
             // libpcap's own unoptimised program accepts it too: then
@@ -189,10 +198,10 @@ fn random_expressions_match_libpcap() {
         println!("  known difference, {n} expressions: {why}");
     }
     // sluice's model of libpcap's optimiser refuses as libpcap does on
-    // almost every expression (see `refusal_difference`): a regression in
-    // it shows here.
+    // almost every expression (see `refusal_difference`; 71 of 592,797
+    // compiled at 1,000,000 cases): a regression in it shows here.
     assert!(
-        refusal_differences * 1000 <= compiled.max(1000),
+        refusal_differences * 4000 <= compiled.max(4000),
         "{refusal_differences} of {compiled} expressions refused by only one optimiser"
     );
     assert!(

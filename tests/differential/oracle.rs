@@ -114,7 +114,10 @@ pub(crate) fn lp_run(p: &LpProgram, pkt: &[u8]) -> bool {
 /// sluice's builder for a link type as libpcap's handle of that origin
 /// compiles.
 pub(crate) fn builder(lt: LinkType, origin: Origin) -> sluice::ProgramBuilder {
-    let b = Program::builder(lt).snaplen(65535);
+    // Host names resolve as libpcap resolves them (the system's resolver).
+    let b = Program::builder(lt)
+        .snaplen(65535)
+        .resolver(std::sync::Arc::new(sluice::filter::SystemResolver));
     match origin.file_big_endian() {
         Some(be) => b.offline(true).capture_big_endian(be),
         None => b,

@@ -5,6 +5,13 @@
 //! same bytes (timestamps aside), their closing statistics the same, and
 //! what they print about interfaces and compiled filters the same.
 //!
+//! Other Debian programs run once on each library in the same network,
+//! their output compared with times, random ports and ids masked: iftop
+//! (`-t`, which cancels its capture thread at exit), tcpreplay `-v`
+//! (which pipes what it sends into `tcpdump -r -`), nmap, nping, hping3
+//! and arping (probing the other end of the pair, a bounded number of
+//! times).
+//!
 //! The candidate is found as the ABI crate's tests find it
 //! (`SLUICE_ABI_LIB`, else `target/<profile>/libpcap.so`; see
 //! `frontends/libpcap-abi/tests/common/mod.rs`). Root only, like every
@@ -12,7 +19,7 @@
 #![forbid(unsafe_code)]
 
 #[path = "../../frontends/libpcap-abi/tests/common/mod.rs"]
-mod harness;
+pub(super) mod harness;
 
 use super::net::{frames, Bg, Net};
 use super::{replay_all, settle, stat, text};
@@ -323,4 +330,254 @@ fn abi_interfaces_and_programs_are_printed_as_on_libpcap() {
             }
         }
     }
+}
+
+/// Lines that say how long something took, with random ports, ids and
+/// sequence numbers: every number and time unit in them is masked.
+const TIMED: &[&str] = &[
+    "Starting Nmap",
+    "Starting Nping",
+    "latency",
+    "scanned in",
+    "SENT (",
+    "RCVD (",
+    "rtt",
+    "round-trip",
+    "pinged in",
+    "time=",
+    "Actual:",
+    "Rated:",
+    "Flows:",
+];
+
+/// `out` with the numbers of [`TIMED`] lines masked.
+fn untimed(out: &[u8]) -> String {
+    text(out)
+        .lines()
+        .map(|l| {
+            if !TIMED.iter().any(|t| l.contains(t)) {
+                return l.to_string();
+            }
+            let mut m = String::new();
+            let mut in_num = false;
+            for c in l.chars() {
+                if c.is_ascii_digit() || (in_num && c == '.') {
+                    if !in_num {
+                        m.push('#');
+                    }
+                    in_num = true;
+                } else {
+                    in_num = false;
+                    m.push(c);
+                }
+            }
+            ["usec", "msec", "ms", "sec", "s)"].iter().fold(m, |m, u| {
+                m.replace(&format!("# {u}"), "# U")
+                    .replace(&format!("#{u}"), "#U")
+            })
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn live_untimed_masks_only_numbers_of_timed_lines() {
+    assert_eq!(untimed(b"rtt=0.9 ms\nlen=40 id=3"), "rtt=# U\nlen=40 id=3");
+    assert_eq!(
+        untimed(b"index=0 time=10.696 usec\nx"),
+        untimed(b"index=0 time=16.611 msec\nx")
+    );
+}
+
+/// Programs that probe the other end of the pair: the same output on
+/// both libraries, timings masked.
+#[test]
+fn abi_probing_programs_answer_as_on_libpcap() {
+    let Some(net) = Net::new("abi-probes") else {
+        return;
+    };
+    let runs: &[(&str, &str, &[&str])] = &[
+        ("nmap", "nmap", &["-n", "-sS", "-p", "22,80", "10.231.0.2"]),
+        (
+            "nping",
+            "nmap",
+            &[
+                "-c",
+                "2",
+                "--delay",
+                "200ms",
+                "--tcp",
+                "-p",
+                "80",
+                "10.231.0.2",
+            ],
+        ),
+        (
+            "hping3",
+            "hping3",
+            &["-c", "2", "-i", "u200000", "-S", "-p", "80", "10.231.0.2"],
+        ),
+        (
+            "arping",
+            "arping",
+            &["-c", "2", "-w", "200000", "-I", "va", "10.231.0.2"],
+        ),
+    ];
+    for (program, package, args) in runs {
+        if !harness::have(program) {
+            harness::skip(
+                program,
+                &format!("{program} missing (apt-get install {package})"),
+            );
+            continue;
+        }
+        let mut outs = Vec::new();
+        for lib in Lib::BOTH {
+            let mut cmd = net.cmd(&net.a, program, args);
+            lib.apply(&mut cmd);
+            outs.push(cmd.output().unwrap());
+        }
+        let (c, s) = (&outs[0], &outs[1]);
+        let what = format!("{program} {}", args.join(" "));
+        assert!(
+            s.status.success() && !s.stdout.is_empty(),
+            "{what}: {}",
+            text(&s.stderr)
+        );
+        assert_eq!(c.status, s.status, "{what}: {}", text(&c.stderr));
+        assert_eq!(
+            untimed(&c.stdout),
+            untimed(&s.stdout),
+            "{what}: standard output"
+        );
+        assert_eq!(
+            untimed(&c.stderr),
+            untimed(&s.stderr),
+            "{what}: standard error"
+        );
+    }
+}
+
+/// tcpreplay -v sends a capture and pipes it into `tcpdump -r -`, which
+/// prints each packet as it comes: on a library that does not hand a
+/// pipe's records over at once, tcpreplay gives up ("poll() timeout").
+#[test]
+fn abi_tcpreplay_verbose_prints_what_it_sends_as_on_libpcap() {
+    if !harness::have("tcpreplay") {
+        harness::skip("tcpreplay", "tcpreplay missing (apt-get install tcpreplay)");
+        return;
+    }
+    let Some(net) = Net::new("abi-tcpreplay") else {
+        return;
+    };
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample.pcap");
+    let mut outs = Vec::new();
+    for lib in Lib::BOTH {
+        let mut cmd = net.cmd(&net.a, "tcpreplay", &["-v", "-x", "4", "-i", "va"]);
+        cmd.arg(&sample);
+        lib.apply(&mut cmd);
+        outs.push(cmd.output().unwrap());
+    }
+    let (c, s) = (&outs[0], &outs[1]);
+    assert!(s.status.success(), "{}", text(&s.stderr));
+    assert!(
+        text(&s.stdout).contains("HTTP: GET / HTTP/1.1"),
+        "{}",
+        text(&s.stdout)
+    );
+    assert_eq!(c.status, s.status, "{}", text(&c.stderr));
+    assert_eq!(untimed(&c.stdout), untimed(&s.stdout));
+    assert_eq!(untimed(&c.stderr), untimed(&s.stderr));
+}
+
+/// iftop's text mode on both libraries at once while a capture is
+/// replayed: the same hosts, traffic counted, and an exit after `-s`
+/// seconds that cancels its capture thread. (The totals depend on when
+/// each started, so they are not compared.)
+#[test]
+fn abi_iftop_counts_what_it_counts_on_libpcap() {
+    if !harness::have("iftop") {
+        harness::skip("iftop", "iftop missing (apt-get install iftop)");
+        return;
+    }
+    let Some(net) = Net::new("abi-iftop") else {
+        return;
+    };
+    let args = ["-t", "-s", "4", "-n", "-N", "-P", "-i", "vb"];
+    let runs: Vec<Bg> = Lib::BOTH
+        .iter()
+        .map(|lib| {
+            let mut cmd = net.cmd(&net.b, "iftop", &args);
+            lib.apply(&mut cmd);
+            let bg = Bg::start(cmd);
+            // "Listening on" goes to a buffered standard output: wait for
+            // its last line on standard error, then for the capture.
+            assert!(
+                bg.said("MAC address is"),
+                "iftop on the {} library: {}",
+                lib.tag(),
+                bg.stderr_now()
+            );
+            bg
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    // iftop looks at its clock when packets come: traffic goes on until
+    // both have ended (at most 20 rounds of a 14-frame capture).
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample.pcap");
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let outs: Vec<std::process::Output> = std::thread::scope(|sc| {
+        sc.spawn(|| {
+            for _ in 0..20 {
+                if done.load(std::sync::atomic::Ordering::Acquire) {
+                    break;
+                }
+                net.replay(&sample);
+                std::thread::sleep(Duration::from_millis(400));
+            }
+        });
+        let outs = runs.into_iter().map(Bg::wait).collect();
+        done.store(true, std::sync::atomic::Ordering::Release);
+        outs
+    });
+    let (c, s) = (&outs[0], &outs[1]);
+    assert!(s.status.success(), "{}", text(&s.stderr));
+    assert_eq!(c.status, s.status, "{}", text(&c.stderr));
+    // The host lines (name and direction) as a set, and the totals.
+    let summary = |o: &[u8]| {
+        let t = text(o);
+        let mut hosts: Vec<String> = t
+            .lines()
+            .filter(|l| l.contains("=>") || l.contains("<="))
+            .map(|l| {
+                let l = l
+                    .trim_start()
+                    .trim_start_matches(|c: char| c.is_ascii_digit())
+                    .trim();
+                l.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+            })
+            .collect();
+        hosts.sort();
+        hosts.dedup();
+        let totals: Vec<String> = t
+            .lines()
+            .filter(|l| l.starts_with("Cumulative"))
+            .map(str::to_string)
+            .collect();
+        (hosts, totals)
+    };
+    let (want, got) = (summary(&s.stdout), summary(&c.stdout));
+    assert!(
+        !want.0.is_empty() && !want.1.is_empty(),
+        "{}",
+        text(&s.stdout)
+    );
+    assert_eq!(got.0, want.0, "candidate printed:\n{}", text(&c.stdout));
+    assert_eq!(
+        got.1.len(),
+        want.1.len(),
+        "candidate printed:\n{}",
+        text(&c.stdout)
+    );
+    assert!(!got.1[0].trim_end().ends_with(" 0B"), "{}", got.1[0]);
 }

@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::Duration;
 
 /// `sluice daemon -i vb --socket SOCK EXTRA...` in the capturing namespace.
-fn daemon(net: &Net, sock: &Path, extra: &[&str]) -> Bg {
+pub(super) fn daemon(net: &Net, sock: &Path, extra: &[&str]) -> Bg {
     let mut args = vec!["daemon", "-i", "vb", "--socket", sock.to_str().unwrap()];
     args.extend_from_slice(extra);
     let mut bg = Bg::start(net.sluice(&args));
@@ -22,7 +22,7 @@ fn daemon(net: &Net, sock: &Path, extra: &[&str]) -> Bg {
 
 /// `sluice flow --daemon SOCK -w DIR SPECS...` (a client process),
 /// listening; `setpriv` runs it as another user when `uid` is given.
-fn client(sock: &Path, dir: &Path, specs: &[String], uid: Option<u32>) -> Bg {
+pub(super) fn client(sock: &Path, dir: &Path, specs: &[String], uid: Option<u32>) -> Bg {
     std::fs::create_dir_all(dir).unwrap();
     let mut args: Vec<String> = vec![
         "flow".into(),
@@ -56,7 +56,7 @@ fn client(sock: &Path, dir: &Path, specs: &[String], uid: Option<u32>) -> Bg {
     bg
 }
 
-fn spec(expr: &str) -> String {
+pub(super) fn spec(expr: &str) -> String {
     match expr {
         "" => "(iface,vb)".into(),
         e => format!("(iface,vb) -> (BPF,\"{e}\")"),
@@ -64,7 +64,7 @@ fn spec(expr: &str) -> String {
 }
 
 /// The daemon's status as JSON.
-fn status(sock: &Path) -> serde_json::Value {
+pub(super) fn status(sock: &Path) -> serde_json::Value {
     let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args([
             "daemon",
@@ -80,7 +80,7 @@ fn status(sock: &Path) -> serde_json::Value {
 }
 
 /// Each flow's report from a client's JSON: (packets, lost, accepted).
-fn reports(out: &[u8]) -> Vec<(u64, u64, u64)> {
+pub(super) fn reports(out: &[u8]) -> Vec<(u64, u64, u64)> {
     let v: serde_json::Value = serde_json::from_slice(out).unwrap();
     v["flows"]
         .as_array()
@@ -342,8 +342,9 @@ fn garbage_idle_and_passing_clients_do_not_take_the_daemon_down() {
             break;
         }
     }
-    // 1,000 clients come and go, half of them with a flow.
+    // 1,000 clients come, half of them with a flow, all at once, then go.
     let before = (fds(pid), rss_kib(pid));
+    let mut crowd = Vec::new();
     for i in 0..1000 {
         let c = Channel::connect(&sock).unwrap();
         c.send(br#"{"op":"hello","version":1}"#, &[]).unwrap();
@@ -358,7 +359,17 @@ fn garbage_idle_and_passing_clients_do_not_take_the_daemon_down() {
             let got = c.recv().unwrap().unwrap();
             assert_eq!(got.fds.len(), 3);
         }
+        crowd.push(c);
     }
+    // A status of 1,000 clients is longer than a message: it comes in a
+    // memory file beside one.
+    let s = status(&sock);
+    assert!(
+        s["clients"].as_array().unwrap().len() >= 1000,
+        "{}",
+        s["daemon"]
+    );
+    drop(crowd);
     drop(idle);
     std::thread::sleep(Duration::from_millis(500));
     let after = (fds(pid), rss_kib(pid));

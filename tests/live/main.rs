@@ -8,6 +8,10 @@ mod abi;
 #[path = "../common/mod.rs"]
 mod common;
 mod daemon;
+mod daemon_abi;
+mod daemon_filters;
+mod daemon_http;
+mod daemon_ops;
 mod net;
 
 use net::{frames, libpcap_filter, stamps, Bg, Net};

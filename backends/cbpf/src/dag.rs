@@ -49,15 +49,24 @@ pub(crate) struct Dag {
     val_ids: HashMap<Val, ValId, FxBuild>,
     pub nodes: Vec<Node>,
     pub entry: NodeId,
+    /// Tests as libpcap's peephole pass leaves them (the refusal model).
+    peep: bool,
 }
 
 impl Dag {
     pub fn build(filter: &Filter) -> Dag {
+        Dag::build_as(filter, false)
+    }
+
+    /// The DAG, with tests as libpcap's peephole pass leaves them (`peep`:
+    /// `jset #0` never holds) for the refusal model.
+    pub fn build_as(filter: &Filter, peep: bool) -> Dag {
         let mut dag = Dag {
             vals: Vec::new(),
             val_ids: HashMap::default(),
             nodes: vec![Node::Leaf(0), Node::Leaf(filter.accept)],
             entry: REJECT,
+            peep,
         };
         dag.entry = dag.lower(&filter.pred, ACCEPT, REJECT);
         dag
@@ -95,6 +104,13 @@ impl Dag {
                     v => Rhs::V(self.intern(v)),
                 };
                 let test = Test::Cmp { lhs, op: *op, rhs };
+                // libpcap's peephole pass gives `jset #0` (which never
+                // holds) one successor, the false one.
+                let t = if self.peep && *op == CmpOp::Set && rhs == Rhs::K(0) {
+                    f
+                } else {
+                    t
+                };
                 self.push(Node::Test { test, jt: t, jf: f })
             }
             Pred::Not(q) => self.lower(q, f, t),

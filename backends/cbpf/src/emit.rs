@@ -4,6 +4,8 @@ use sluice_bpf::op::*;
 use sluice_bpf::Insn;
 use sluice_ir::{BinOp, CmpOp, Size, Val};
 
+use std::collections::HashMap;
+
 use crate::dag::{Dag, Node, NodeId, Rhs, Test, ValId};
 use crate::{LowerError, SCRATCH_WORDS};
 
@@ -79,22 +81,49 @@ fn msh_addr(v: &Val) -> Option<u32> {
     }
 }
 
+/// Shared values ([`Val::Shared`]) get scratch words from the top down;
+/// temporaries use the words below them.
 struct Gen<'a> {
     vals: &'a [Val],
     out: Vec<Insn>,
+    /// Shared values by id: their index (bit in `avail`, word
+    /// `SCRATCH_WORDS - 1 - index`).
+    shared: HashMap<usize, u32, crate::opt::FxBuild>,
+    /// Shared values whose word holds them here (computed on every path
+    /// to this point).
+    avail: u64,
 }
+
+/// At most this many shared values get a scratch word each.
+const MAX_SHARED: usize = 12;
 
 impl Gen<'_> {
     fn stmt(&mut self, code: u16, k: u32) {
         self.out.push(Insn::stmt(code, k));
     }
 
-    fn slot(depth: u32) -> Result<u32, LowerError> {
-        if depth < SCRATCH_WORDS {
+    /// The scratch word for a temporary at `depth`.
+    fn slot(&self, depth: u32) -> Result<u32, LowerError> {
+        if depth + (self.shared.len() as u32) < SCRATCH_WORDS {
             Ok(depth)
         } else {
             Err(LowerError::TooComplex)
         }
+    }
+
+    /// A shared value's index, and whether its word holds it here.
+    fn shared_at(&self, s: &sluice_ir::Shared) -> (u32, bool) {
+        let i = self.shared[&s.id()];
+        (i, self.avail & (1 << i) != 0)
+    }
+
+    fn shared_word(i: u32) -> u32 {
+        SCRATCH_WORDS - 1 - i
+    }
+
+    /// Whether `v` is a shared value its word holds here.
+    fn held(&self, v: &Val) -> bool {
+        matches!(v, Val::Shared(s) if self.shared_at(s).1)
     }
 
     /// Load `v` into X without touching A, if it is that simple.
@@ -102,6 +131,10 @@ impl Gen<'_> {
         match v {
             Val::Const(k) => self.stmt(BPF_LDX | BPF_W | BPF_IMM, *k),
             Val::Len => self.stmt(BPF_LDX | BPF_W | BPF_LEN, 0),
+            Val::Shared(s) if self.shared_at(s).1 => {
+                let i = self.shared_at(s).0;
+                self.stmt(BPF_LDX | BPF_MEM, Self::shared_word(i))
+            }
             v => match msh_addr(v) {
                 Some(k) => self.stmt(BPF_LDX | BPF_B | BPF_MSH, k),
                 None => return false,
@@ -110,45 +143,47 @@ impl Gen<'_> {
         true
     }
 
-    fn x_simple(v: &Val) -> bool {
-        matches!(v, Val::Const(_) | Val::Len) || msh_addr(v).is_some()
+    fn x_simple(&self, v: &Val) -> bool {
+        matches!(v, Val::Const(_) | Val::Len) || self.held(v) || msh_addr(v).is_some()
     }
 
     /// True if computing `v` into A leaves X alone.
-    fn keeps_x(v: &Val) -> bool {
+    fn keeps_x(&self, v: &Val) -> bool {
         match v {
             Val::Const(_) | Val::Len => true,
             Val::Load { base, offset, .. } => {
                 matches!(**base, Val::Const(c) if c.checked_add(*offset).is_some())
             }
-            _ => false,
+            v => self.held(v),
         }
     }
 
     /// How many scratch words computing `v` needs (what [`Gen::val`] uses).
-    fn need(v: &Val) -> u32 {
+    fn need(&self, v: &Val) -> u32 {
         match v {
             Val::Const(_) | Val::Len => 0,
+            Val::Shared(s) if self.shared_at(s).1 => 0,
+            Val::Shared(s) => self.need(s.val()),
             Val::Load { base, .. } => match **base {
                 Val::Const(_) => 0,
-                ref b if Self::x_simple(b) => 0,
-                ref b => Self::need(b),
+                ref b if self.x_simple(b) => 0,
+                ref b => self.need(b),
             },
-            Val::Neg(a) => Self::need(a),
+            Val::Neg(a) => self.need(a),
             Val::Bin(op, a, b) => match (op, &**b) {
-                (_, Val::Const(_)) => Self::need(a),
-                (BinOp::Shl | BinOp::Shr, b) => Self::need(b).max(Self::need(a) + 2),
-                (_, b) if Self::x_simple(b) => Self::need(a),
-                (_, b) => Self::pair_need(a, b).0,
+                (_, Val::Const(_)) => self.need(a),
+                (BinOp::Shl | BinOp::Shr, b) => self.need(b).max(self.need(a) + 2),
+                (_, b) if self.x_simple(b) => self.need(a),
+                (_, b) => self.pair_need(a, b).0,
             },
         }
     }
 
     /// Scratch words needed to get `a` into A and `b` into X through
     /// memory, and whether `b` goes first.
-    fn pair_need(a: &Val, b: &Val) -> (u32, bool) {
-        let (na, nb) = (Self::need(a), Self::need(b));
-        if Self::keeps_x(a) {
+    fn pair_need(&self, a: &Val, b: &Val) -> (u32, bool) {
+        let (na, nb) = (self.need(a), self.need(b));
+        if self.keeps_x(a) {
             return (nb, true);
         }
         let b_first = nb.max(na + 1);
@@ -164,13 +199,13 @@ impl Gen<'_> {
     /// needs more scratch. Both sides are pure apart from aborts, and any
     /// abort aborts the whole filter, so the order does not matter.
     fn pair(&mut self, a: &Val, b: &Val, depth: u32) -> Result<(), LowerError> {
-        if Self::keeps_x(a) {
+        if self.keeps_x(a) {
             self.val(b, depth)?;
             self.stmt(BPF_MISC | BPF_TAX, 0);
             return self.val(a, depth);
         }
-        let s = Self::slot(depth)?;
-        if Self::pair_need(a, b).1 {
+        let s = self.slot(depth)?;
+        if self.pair_need(a, b).1 {
             self.val(b, depth)?;
             self.stmt(BPF_ST, s);
             self.val(a, depth + 1)?;
@@ -216,6 +251,19 @@ impl Gen<'_> {
                 self.stmt(BPF_ALU | BPF_NEG, 0);
             }
             Val::Bin(op, a, b) => self.bin(*op, a, b, depth)?,
+            Val::Shared(s) => {
+                // Its word once computed on every path here, else
+                // computed now (where the value itself would be) and kept.
+                let (i, held) = self.shared_at(s);
+                let word = Self::shared_word(i);
+                if held {
+                    self.stmt(BPF_LD | BPF_MEM, word);
+                } else {
+                    self.val(s.val(), depth)?;
+                    self.stmt(BPF_ST, word);
+                    self.avail |= 1 << i;
+                }
+            }
         }
         Ok(())
     }
@@ -241,8 +289,8 @@ impl Gen<'_> {
                 // The IR says a shift by >= 32 gives 0; engines differ (libpcap
                 // 1.10.3 on x86 shifts by the amount mod 32). Compute
                 // (a << (s & 31)) & mask with mask = all ones iff s < 32.
-                let s = Self::slot(depth)?;
-                let m = Self::slot(depth + 1)?;
+                let s = self.slot(depth)?;
+                let m = self.slot(depth + 1)?;
                 self.val(b, depth)?;
                 self.stmt(BPF_ST, s);
                 self.stmt(BPF_ALU | BPF_RSH | BPF_K, 5);
@@ -261,7 +309,7 @@ impl Gen<'_> {
                 self.stmt(BPF_LDX | BPF_MEM, m);
                 self.stmt(BPF_ALU | BPF_AND | BPF_X, 0);
             }
-            (_, b) if Self::x_simple(b) => {
+            (_, b) if self.x_simple(b) => {
                 self.val(a, depth)?;
                 self.val_x(b);
                 self.stmt(code | BPF_X, 0);
@@ -283,7 +331,8 @@ impl Gen<'_> {
         a_known: bool,
     ) -> Result<(u16, u32), LowerError> {
         let jmp = BPF_JMP | jmp_bits(op);
-        let l = &self.vals[lhs as usize];
+        let vals = self.vals;
+        let l = &vals[lhs as usize];
         match rhs {
             Rhs::K(k) => {
                 if !a_known {
@@ -292,8 +341,8 @@ impl Gen<'_> {
                 Ok((jmp | BPF_K, k))
             }
             Rhs::V(r) => {
-                let r = &self.vals[r as usize];
-                if Self::x_simple(r) {
+                let r = &vals[r as usize];
+                if self.x_simple(r) {
                     if !a_known {
                         self.val(l, 0)?;
                     }
@@ -335,6 +384,8 @@ impl Gen<'_> {
         const NONE: u32 = 59;
         let want = proto as u32;
         let base = self.out.len();
+        // Its words 0 to 4 must be below the shared values'.
+        self.slot(4)?;
         if !start.is_const() {
             self.val(start, 0)?;
             self.stmt(BPF_ST, 0);
@@ -471,6 +522,27 @@ impl Gen<'_> {
     }
 }
 
+/// Gives every shared value in `v` (and in shared values) an index, inner
+/// ones first.
+fn find_shared(v: &Val, out: &mut HashMap<usize, u32, crate::opt::FxBuild>) {
+    match v {
+        Val::Const(_) | Val::Len => {}
+        Val::Load { base, .. } => find_shared(base, out),
+        Val::Bin(_, a, b) => {
+            find_shared(a, out);
+            find_shared(b, out);
+        }
+        Val::Neg(a) => find_shared(a, out),
+        Val::Shared(s) => {
+            if !out.contains_key(&s.id()) {
+                find_shared(s.val(), out);
+                let i = out.len() as u32;
+                out.insert(s.id(), i);
+            }
+        }
+    }
+}
+
 /// One laid-out node.
 struct Block {
     /// Code in `Gen::out`.
@@ -482,6 +554,11 @@ struct Block {
 }
 
 pub(crate) fn emit(dag: &Dag, optimize: bool) -> Result<Vec<Insn>, LowerError> {
+    emit_at_most(dag, optimize, crate::MAX_INSNS)
+}
+
+/// [`emit`], refusing programs of more than `max` instructions.
+pub(crate) fn emit_at_most(dag: &Dag, optimize: bool, max: usize) -> Result<Vec<Insn>, LowerError> {
     let n = dag.nodes.len();
     // Reachable nodes, in decreasing id order (a topological order).
     let mut reach = vec![false; n];
@@ -526,11 +603,35 @@ pub(crate) fn emit(dag: &Dag, optimize: bool) -> Result<Vec<Insn>, LowerError> {
     let mut gen = Gen {
         vals: &dag.vals,
         out: Vec::with_capacity(order.len() * 2),
+        shared: HashMap::default(),
+        avail: 0,
     };
+    for &id in &order {
+        if let Node::Test { test, .. } = dag.nodes[id as usize] {
+            let (l, r) = match test {
+                Test::Cmp { lhs, rhs, .. } => (lhs, if let Rhs::V(r) = rhs { r } else { lhs }),
+                Test::ProtoChain { start, .. } => (start, start),
+            };
+            find_shared(&dag.vals[l as usize], &mut gen.shared);
+            find_shared(&dag.vals[r as usize], &mut gen.shared);
+        }
+    }
+    if gen.shared.len() > MAX_SHARED {
+        return Err(LowerError::TooComplex);
+    }
+    // Which shared values each node's code finds in their words: those
+    // computed on every path to it (the intersection over the edges into
+    // it; the first node has none).
+    let mut avail_in = vec![u64::MAX; n];
+    avail_in[dag.entry as usize] = 0;
     let mut index = vec![u32::MAX; n];
     let mut blocks: Vec<Block> = Vec::with_capacity(order.len());
     for &id in &order {
+        if gen.out.len() > max {
+            return Err(LowerError::TooLarge);
+        }
         index[id as usize] = blocks.len() as u32;
+        gen.avail = avail_in[id as usize];
         let start = gen.out.len();
         let (last, succ) = match dag.nodes[id as usize] {
             Node::Leaf(k) => (Insn::stmt(BPF_RET | BPF_K, k), None),
@@ -544,6 +645,9 @@ pub(crate) fn emit(dag: &Dag, optimize: bool) -> Result<Vec<Insn>, LowerError> {
                         gen.protochain(v6, &start, proto)?
                     }
                 };
+                for next in [jt, jf] {
+                    avail_in[next as usize] &= gen.avail;
+                }
                 (Insn::jump(code, k, 0, 0), Some((jt, jf)))
             }
         };
@@ -553,12 +657,17 @@ pub(crate) fn emit(dag: &Dag, optimize: bool) -> Result<Vec<Insn>, LowerError> {
             succ,
         });
     }
-    Ok(layout(&blocks, &index, &gen.out, |id| {
+    let out = layout(&blocks, &index, &gen.out, |id| {
         match dag.nodes[id as usize] {
             Node::Leaf(k) => Some(k),
             _ => None,
         }
-    }))
+    });
+    // (Trampolines add at most one instruction per jump.)
+    if out.len() > max {
+        return Err(LowerError::TooLarge);
+    }
+    Ok(out)
 }
 
 /// Place the blocks in order. A conditional jump further than 255

@@ -28,6 +28,7 @@
 
 mod dag;
 mod emit;
+mod keeps;
 mod opt;
 mod refuse;
 
@@ -45,6 +46,15 @@ use sluice_ir::Filter;
 /// ```
 pub const SCRATCH_WORDS: u32 = 16;
 
+/// The most instructions a lowered program may have: 16 Mi (128 MiB of
+/// instructions; a 1,000,000-term `host a or host b or …` takes about
+/// 5.4 Mi). Past it lowering stops with [`LowerError::TooLarge`].
+///
+/// ```
+/// assert_eq!(sluice_cbpf::MAX_INSNS, 1 << 24);
+/// ```
+pub const MAX_INSNS: usize = 1 << 24;
+
 /// Why a filter could not be lowered.
 ///
 /// ```
@@ -55,6 +65,9 @@ pub const SCRATCH_WORDS: u32 = 16;
 pub enum LowerError {
     /// A value needs more than [`SCRATCH_WORDS`] scratch words.
     TooComplex,
+    /// The program would have more than [`MAX_INSNS`] instructions (the
+    /// bound on every lowering's size and memory).
+    TooLarge,
     /// The filter rejects every packet as libpcap's optimiser finds it
     /// (libpcap's "expression rejects all packets"; sluice's optimiser
     /// finds more, and then lowers them to `ret #0` without refusing:
@@ -70,6 +83,10 @@ impl fmt::Display for LowerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LowerError::TooComplex => f.write_str("expression too complex"),
+            LowerError::TooLarge => write!(
+                f,
+                "expression too large: its program would have more than {MAX_INSNS} instructions"
+            ),
             LowerError::RejectsAll => f.write_str("expression rejects all packets"),
             LowerError::Refused(r) => write!(f, "{r}"),
         }

@@ -36,7 +36,7 @@ use std::fmt;
 use crate::dag::{Dag, Node, Test};
 use crate::opt::{merge, thread, Collapse, Rules};
 use crate::LowerError;
-use sluice_ir::{BinOp, Filter, Val};
+use sluice_ir::{BinOp, Filter, Pred, Val};
 
 /// Arithmetic libpcap's optimiser refuses.
 ///
@@ -71,11 +71,39 @@ impl fmt::Display for Refusal {
 /// `arithmetic`: refuse arithmetic as libpcap's optimiser does (pcap
 /// expressions); otherwise such values are just not constant.
 pub(crate) fn check(filter: &Filter, arithmetic: bool) -> Result<(), LowerError> {
+    // Arithmetic the model would refuse is looked for in the blocks it
+    // reaches: where there is none anywhere, a path it cannot cut is
+    // enough to keep the program.
+    if !(arithmetic && refusable_arithmetic(&filter.pred))
+        && crate::keeps::keeps(&filter.pred, arithmetic, QUICK_BUDGET) == Some(true)
+    {
+        return Ok(());
+    }
+    model(filter, arithmetic)
+}
+
+/// How many tests the quick proof looks at before the model decides.
+const QUICK_BUDGET: usize = 1 << 20;
+
+/// Whether some value of `p` has arithmetic libpcap's optimiser may refuse.
+fn refusable_arithmetic(p: &Pred) -> bool {
+    match p {
+        Pred::True | Pred::False => false,
+        Pred::Cmp { lhs, rhs, .. } => fold(lhs).is_err() || fold(rhs).is_err(),
+        Pred::Not(q) => refusable_arithmetic(q),
+        Pred::And(ps) | Pred::Or(ps) => ps.iter().any(refusable_arithmetic),
+        Pred::In { val, .. } => fold(val).is_err(),
+        Pred::ProtoChain { start, .. } => fold(start).is_err(),
+    }
+}
+
+/// The model itself: libpcap's two passes on the program's DAG.
+pub(crate) fn model(filter: &Filter, arithmetic: bool) -> Result<(), LowerError> {
     let fold = |v: &Val| match fold(v) {
         Err(LowerError::Refused(_)) if !arithmetic => Ok(None),
         r => r,
     };
-    let mut dag = Dag::build(filter);
+    let mut dag = Dag::build_as(filter, true);
     // Pass 1, to a fixed point (two rounds reach it on these DAGs).
     for _ in 0..2 {
         thread(&mut dag, Rules::Libpcap);
@@ -131,7 +159,7 @@ pub(crate) fn check(filter: &Filter, arithmetic: bool) -> Result<(), LowerError>
 /// When (in which pass) a value becomes a known constant for libpcap's
 /// optimiser, and which; `None` if it never does. Refusals as the
 /// optimiser reports them.
-fn fold(v: &Val) -> Result<Option<(u32, u32)>, LowerError> {
+pub(crate) fn fold(v: &Val) -> Result<Option<(u32, u32)>, LowerError> {
     let refuse = |r| Err(LowerError::Refused(r));
     Ok(match v {
         Val::Const(k) => Some((0, *k)),
@@ -141,6 +169,9 @@ fn fold(v: &Val) -> Result<Option<(u32, u32)>, LowerError> {
             None
         }
         Val::Neg(x) => fold(x)?.map(|(p, k)| (p, k.wrapping_neg())),
+        // The value itself (libpcap computes it where it is used; shared
+        // values come from nested tunnels, at most a few levels deep).
+        Val::Shared(s) => fold(s.val())?,
         Val::Bin(op, a, b) => {
             let fa = fold(a)?;
             let fb = fold(b)?;

@@ -442,3 +442,110 @@ fn sets_lower_to_search_trees_that_agree_with_the_ir() {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(2048),
+        ..ProptestConfig::default()
+    })]
+
+    /// The quick proof that libpcap keeps a program (a path its optimiser
+    /// cannot cut) never keeps one the model of that optimiser refuses.
+    #[test]
+    fn the_quick_proof_never_keeps_what_the_model_refuses(
+        ps in prop::collection::vec(arb_pred(), 1..4),
+        arithmetic in any::<bool>(),
+    ) {
+        // Contradictions are likelier with a few operands on one pool.
+        let pred = Pred::and(ps);
+        let f = Filter::new(pred, ACCEPT);
+        if crate::keeps::keeps(&f.pred, arithmetic, 10_000) == Some(true) {
+            let model = crate::refuse::model(&f, arithmetic);
+            prop_assert!(
+                !matches!(model, Err(LowerError::RejectsAll)),
+                "kept, but the model refuses {:?}", f.pred
+            );
+        }
+    }
+}
+
+/// Values held once (`Val::Shared`, nested tunnels' offsets) are computed
+/// once per path into a scratch word and reused where every path to a use
+/// computed them; the program stays small where copies would grow
+/// exponentially, and means what the IR means on every truncation.
+#[test]
+fn shared_values_are_computed_once_per_path() {
+    // Each level reads at the last one twice and adds it.
+    let mut v = ld(0, Size::Byte);
+    let mut levels = Vec::new();
+    for _ in 0..10 {
+        let s = Val::shared(v);
+        levels.push(s.clone());
+        v = bin(
+            BinOp::Add,
+            Val::load(s.clone(), 1, Size::Byte),
+            bin(BinOp::And, s, Val::Const(3)),
+        );
+    }
+    let deep = Val::shared(v);
+    let first = ld(2, Size::Byte);
+    let filters = [
+        // Used once, then again after a branch that computed it on one
+        // side only: the second use must compute it again.
+        Pred::and(vec![
+            Pred::or(vec![eq(first.clone(), 1), eq(deep.clone(), 7)]),
+            Pred::cmp(
+                sluice_ir::CmpOp::Gt,
+                bin(BinOp::Add, deep.clone(), Val::Const(1)),
+                Val::Const(5),
+            ),
+        ]),
+        // Computed on every path before its second use.
+        Pred::and(vec![
+            Pred::not(eq(deep.clone(), 3)),
+            Pred::or(vec![
+                eq(first, 4),
+                Pred::cmp(
+                    sluice_ir::CmpOp::Set,
+                    Val::load(levels[4].clone(), 0, Size::Half),
+                    Val::Const(0x0101),
+                ),
+            ]),
+            Pred::cmp(sluice_ir::CmpOp::Gt, Val::Len, deep.clone()),
+        ]),
+    ];
+    let pkt: Vec<u8> = (0..40u32).map(|i| ((i * 7 + 1) % 5) as u8).collect();
+    let mut pkts = Vec::new();
+    for n in 0..=pkt.len() {
+        pkts.push(pkt[..n].to_vec());
+        let mut q = pkt[..n].to_vec();
+        q.iter_mut().for_each(|b| *b ^= 1);
+        pkts.push(q);
+    }
+    for p in filters {
+        let f = Filter::new(p, ACCEPT);
+        let accepted = pkts.iter().filter(|p| f.run(p, 60) != 0).count();
+        assert!(accepted > 0 && accepted < pkts.len(), "{accepted}");
+        check(&f, &pkts);
+        let prog = crate::lower_with(&f, Options { optimize: false }).unwrap();
+        assert!(prog.len() < 400, "{} instructions", prog.len());
+    }
+}
+
+/// Every lowering is bounded: past the limit it stops with an error.
+#[test]
+fn programs_past_the_limit_are_refused() {
+    let big = Pred::Or((0..200).map(|k| eq(ld(k % 60, Size::Byte), k)).collect());
+    let f = Filter::new(big, ACCEPT);
+    let dag = crate::dag::Dag::build(&f);
+    let full = crate::emit::emit(&dag, false).unwrap();
+    assert!(full.len() > 300);
+    assert_eq!(
+        crate::emit::emit_at_most(&dag, false, 300),
+        Err(LowerError::TooLarge)
+    );
+    assert_eq!(
+        crate::emit::emit_at_most(&dag, false, full.len()).unwrap(),
+        full
+    );
+}

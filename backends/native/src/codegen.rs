@@ -7,7 +7,7 @@
 //! one load (`coalesce`).
 
 use crate::batch::DescLayout;
-use crate::{raw_const, raw_mask, settle, shift32, CodePages, NativeError, Stats};
+use crate::{raw_const, raw_mask, settle, CodePages, NativeError, Stats};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     types, AbiParam, Block, BlockCall, InstBuilder, JumpTableData, MemFlags, Signature, Type, Value,
@@ -506,28 +506,18 @@ impl Gen<'_, '_> {
                 let x = self.val(a);
                 self.b.ins().ineg(x)
             }
+            // Its value, computed here (`NativeFilter::compile` leaves
+            // filters with shared values to classic BPF, which reuses them).
+            Val::Shared(s) => self.val(s.val()),
         }
     }
 
     fn bin(&mut self, op: BinOp, x: Value, y: Value) -> Value {
-        match op {
-            BinOp::Add => self.b.ins().iadd(x, y),
-            BinOp::Sub => self.b.ins().isub(x, y),
-            BinOp::Mul => self.b.ins().imul(x, y),
-            BinOp::Div | BinOp::Mod => {
-                let zero = self.b.ins().icmp_imm(IntCC::Equal, y, 0);
-                self.abort_if(zero);
-                if op == BinOp::Div {
-                    self.b.ins().udiv(x, y)
-                } else {
-                    self.b.ins().urem(x, y)
-                }
-            }
-            BinOp::And => self.b.ins().band(x, y),
-            BinOp::Or => self.b.ins().bor(x, y),
-            BinOp::Xor => self.b.ins().bxor(x, y),
-            BinOp::Shl | BinOp::Shr => shift32(&mut self.b, op == BinOp::Shl, x, y),
+        if crate::divides(op) {
+            let zero = self.b.ins().icmp_imm(IntCC::Equal, y, 0);
+            self.abort_if(zero);
         }
+        crate::arith(&mut self.b, op, x, y)
     }
 
     fn bin_imm(&mut self, op: BinOp, x: Value, k: u32) -> Value {
@@ -671,6 +661,7 @@ fn must_val(v: &Val) -> u64 {
         },
         Val::Bin(_, a, b) => must_val(a).max(must_val(b)),
         Val::Neg(a) => must_val(a),
+        Val::Shared(s) => must_val(s.val()),
     }
 }
 
@@ -757,6 +748,7 @@ fn must_ind_val(v: &Val, out: &mut Vec<(Val, u64)>) {
             must_ind_val(b, out);
         }
         Val::Neg(a) => must_ind_val(a, out),
+        Val::Shared(s) => must_ind_val(s.val(), out),
     }
 }
 
@@ -773,20 +765,37 @@ struct Atom {
 
 /// A conjunct as an [`Atom`], when it is one (and can be true at all).
 fn atom(p: &Pred) -> Option<Atom> {
-    let Pred::Cmp {
-        op: CmpOp::Eq,
-        lhs,
-        rhs: Val::Const(k),
-    } = p
-    else {
-        return None;
+    // `v & m == 0` is also written `not (v & m != 0)` (libpcap's `jset`).
+    let unset = match p {
+        Pred::Not(q) => match &**q {
+            Pred::Cmp {
+                op: CmpOp::Set,
+                lhs,
+                rhs: Val::Const(m),
+            } => Some((lhs, *m)),
+            _ => None,
+        },
+        _ => None,
     };
-    let (load, mask) = match lhs {
-        Val::Bin(BinOp::And, a, m) => match **m {
+    let (lhs, k, unset_mask) = match (p, unset) {
+        (_, Some((lhs, m))) => (lhs, &0u32, Some(m)),
+        (
+            Pred::Cmp {
+                op: CmpOp::Eq,
+                lhs,
+                rhs: Val::Const(k),
+            },
+            None,
+        ) => (lhs, k, None),
+        _ => return None,
+    };
+    let (load, mask) = match (lhs, unset_mask) {
+        (v, Some(m)) => (v, m),
+        (Val::Bin(BinOp::And, a, m), None) => match **m {
             Val::Const(m) => (&**a, m),
             _ => return None,
         },
-        v => (v, u32::MAX),
+        (v, None) => (v, u32::MAX),
     };
     let Val::Load { base, offset, size } = load else {
         return None;

@@ -548,23 +548,28 @@ impl G<'_> {
             let c = g.b.ins().icmp(cc, x, y);
             g.b.ins().uextend(types::I32, c)
         };
-        match op {
-            BinOp::Add => self.b.ins().iadd(x, y),
-            BinOp::Sub => self.b.ins().isub(x, y),
-            BinOp::Mul => self.b.ins().imul(x, y),
-            BinOp::Div | BinOp::Mod => {
+        // The arithmetic operators mean what the IR's do.
+        let arith = match op {
+            BinOp::Add => Some(sluice_ir::BinOp::Add),
+            BinOp::Sub => Some(sluice_ir::BinOp::Sub),
+            BinOp::Mul => Some(sluice_ir::BinOp::Mul),
+            BinOp::Div => Some(sluice_ir::BinOp::Div),
+            BinOp::Mod => Some(sluice_ir::BinOp::Mod),
+            BinOp::Shl => Some(sluice_ir::BinOp::Shl),
+            BinOp::Shr => Some(sluice_ir::BinOp::Shr),
+            BinOp::BitAnd => Some(sluice_ir::BinOp::And),
+            BinOp::BitOr => Some(sluice_ir::BinOp::Or),
+            BinOp::BitXor => Some(sluice_ir::BinOp::Xor),
+            _ => None,
+        };
+        if let Some(a) = arith {
+            if crate::divides(a) {
                 let z = self.b.ins().icmp_imm(IntCC::Equal, y, 0);
                 self.abort_if(z);
-                if op == BinOp::Div {
-                    self.b.ins().udiv(x, y)
-                } else {
-                    self.b.ins().urem(x, y)
-                }
             }
-            BinOp::Shl | BinOp::Shr => crate::shift32(&mut self.b, op == BinOp::Shl, x, y),
-            BinOp::BitAnd => self.b.ins().band(x, y),
-            BinOp::BitOr => self.b.ins().bor(x, y),
-            BinOp::BitXor => self.b.ins().bxor(x, y),
+            return crate::arith(&mut self.b, a, x, y);
+        }
+        match op {
             BinOp::Eq => cmp(self, IntCC::Equal),
             BinOp::Ne => cmp(self, IntCC::NotEqual),
             BinOp::Lt => cmp(self, IntCC::UnsignedLessThan),
@@ -583,6 +588,7 @@ impl G<'_> {
                 };
                 self.b.ins().uextend(types::I32, r)
             }
+            _ => unreachable!("arithmetic is done above"),
         }
     }
 

@@ -148,14 +148,14 @@ pub enum NativeError {
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum HostError {
     /// A setting was refused.
-    #[error("{0}")]
-    Setting(#[source] std::sync::Arc<settings::SetError>),
+    #[error(transparent)]
+    Setting(std::sync::Arc<settings::SetError>),
     /// Cranelift does not generate code for this CPU.
     #[error("{0}")]
     Unsupported(&'static str),
     /// The target description could not be built.
-    #[error("{0}")]
-    Isa(#[source] std::sync::Arc<cranelift_codegen::CodegenError>),
+    #[error(transparent)]
+    Isa(std::sync::Arc<cranelift_codegen::CodegenError>),
 }
 
 /// What the code generator emitted, for tests and curiosity.
@@ -364,6 +364,30 @@ pub(crate) fn key_hash(b: &mut FunctionBuilder, key: &[Value]) -> (Vec<Value>, V
     (words, b.ins().bxor(x, s))
 }
 
+/// `x op y` on 32 bits for the IR's arithmetic operators, as every
+/// language of sluice means them (wrapping, unsigned division, shifts of
+/// 32 or more giving 0). A divisor must have been checked against zero
+/// first ([`divides`]): the caller aborts the filter there.
+pub(crate) fn arith(b: &mut FunctionBuilder, op: sluice_ir::BinOp, x: Value, y: Value) -> Value {
+    use sluice_ir::BinOp;
+    match op {
+        BinOp::Add => b.ins().iadd(x, y),
+        BinOp::Sub => b.ins().isub(x, y),
+        BinOp::Mul => b.ins().imul(x, y),
+        BinOp::Div => b.ins().udiv(x, y),
+        BinOp::Mod => b.ins().urem(x, y),
+        BinOp::And => b.ins().band(x, y),
+        BinOp::Or => b.ins().bor(x, y),
+        BinOp::Xor => b.ins().bxor(x, y),
+        BinOp::Shl | BinOp::Shr => shift32(b, op == BinOp::Shl, x, y),
+    }
+}
+
+/// Whether `op` divides (its right side must not be zero).
+pub(crate) fn divides(op: sluice_ir::BinOp) -> bool {
+    matches!(op, sluice_ir::BinOp::Div | sluice_ir::BinOp::Mod)
+}
+
 /// `x << y` (or `x >> y`, logical) on 32 bits as sluice's languages mean
 /// it: a shift by 32 or more gives 0, where Cranelift shifts by `y mod 32`.
 pub(crate) fn shift32(b: &mut FunctionBuilder, left: bool, x: Value, y: Value) -> Value {
@@ -448,6 +472,45 @@ unsafe impl Send for BatchCode {}
 // SAFETY: see `Send`.
 unsafe impl Sync for BatchCode {}
 
+/// At most this many operations once shared values are copied into
+/// their uses ([`sluice_ir::Val::Shared`]).
+const MAX_EXPANDED: u64 = 1 << 16;
+
+/// How many value operations `p` has with every shared value copied into
+/// each of its uses (saturating).
+fn expanded_size(p: &Pred) -> u64 {
+    use sluice_ir::Val;
+    use std::collections::HashMap;
+    fn val(v: &Val, memo: &mut HashMap<usize, u64>) -> u64 {
+        match v {
+            Val::Const(_) | Val::Len => 1,
+            Val::Load { base, .. } => 1 + val(base, memo),
+            Val::Bin(_, a, b) => (1 + val(a, memo)).saturating_add(val(b, memo)),
+            Val::Neg(a) => 1 + val(a, memo),
+            Val::Shared(s) => {
+                if let Some(&n) = memo.get(&s.id()) {
+                    return n;
+                }
+                let n = val(s.val(), memo);
+                memo.insert(s.id(), n);
+                n
+            }
+        }
+    }
+    fn pred(p: &Pred, memo: &mut HashMap<usize, u64>) -> u64 {
+        match p {
+            Pred::True | Pred::False => 1,
+            Pred::Cmp { lhs, rhs, .. } => (1 + val(lhs, memo)).saturating_add(val(rhs, memo)),
+            Pred::Not(q) => pred(q, memo),
+            Pred::And(ps) | Pred::Or(ps) => {
+                ps.iter().fold(1u64, |n, q| n.saturating_add(pred(q, memo)))
+            }
+            Pred::In { val: v, .. } | Pred::ProtoChain { start: v, .. } => 1 + val(v, memo),
+        }
+    }
+    pred(p, &mut HashMap::new())
+}
+
 impl NativeFilter {
     /// Compile a filter for the host CPU.
     ///
@@ -459,6 +522,18 @@ impl NativeFilter {
     /// ```
     pub fn compile(filter: &Filter) -> Result<NativeFilter, NativeError> {
         // (The host's target description is built once per process.)
+        if filter.pred.has_shared() {
+            // This code generator computes a shared value at each use (as
+            // a copy); classic BPF keeps it in a scratch word. Copies are
+            // cheap for one or two nested tunnels, not for five.
+            let copied = expanded_size(&filter.pred);
+            if copied > MAX_EXPANDED {
+                return Err(NativeError::Limit(format!(
+                    "values shared between tests (nested tunnels) would be copied into \
+                     {copied} operations, more than {MAX_EXPANDED}: they run as classic BPF"
+                )));
+            }
+        }
         let tests = size(&filter.pred);
         if tests > MAX_TESTS {
             return Err(NativeError::Limit(format!(

@@ -393,3 +393,47 @@ fn settled_tests_and_byte_order_compares() {
     assert!(s.settled >= 2, "{s:?}");
     assert!(s.raw_compares >= 2, "{s:?}");
 }
+
+/// libpcap's "not a fragment" test is a `jset` (`not (ip[6:2] & 0x1fff !=
+/// 0)`, as the pcap front end writes it): an atom like `& 0x1fff == 0`.
+#[test]
+fn unset_bits_are_atoms_too() {
+    use sluice_ir::{CmpOp, Val};
+    let session = Pred::And(vec![
+        ether_type(0x800),
+        Pred::not(Pred::cmp(
+            CmpOp::Set,
+            ld(20, Size::Half),
+            Val::Const(0x1fff),
+        )),
+        // TTL and protocol, right after the fragment field.
+        eq(ld(22, Size::Half), 0x4006),
+    ]);
+    let mut pkts = sample_packets();
+    pkts.extend([tcp_packet(5), tcp_packet(6)]);
+    let n = check(&Filter::new(session, 1), &pkts);
+    assert_eq!(n.stats().coalesced, 1, "{:?}", n.stats());
+}
+
+/// Values held once (`Val::Shared`, nested tunnels' offsets) are copied
+/// into their uses while the copies stay small, and left to classic BPF
+/// beyond that.
+#[test]
+fn shared_values_are_copied_while_small() {
+    use sluice_ir::{BinOp, Val};
+    let chain = |levels: usize| {
+        let mut v = ld(0, Size::Byte);
+        for _ in 0..levels {
+            let s = Val::shared(v);
+            v = Val::bin(
+                BinOp::Add,
+                Val::load(s.clone(), 1, Size::Byte),
+                Val::bin(BinOp::And, s, Val::Const(3)),
+            );
+        }
+        Filter::new(Pred::cmp(sluice_ir::CmpOp::Gt, Val::Len, v), 1)
+    };
+    let pkts: Vec<Vec<u8>> = vec![(0..40u32).map(|i| (i % 3) as u8).collect()];
+    check(&chain(4), &pkts);
+    assert!(NativeFilter::compile(&chain(40)).is_err());
+}

@@ -24,7 +24,7 @@
 use super::{Compiled, Whole};
 use crate::path::{Atom, KeySet, Path, Test, MAX_ATOMS, MAX_PATHS};
 use sluice_bpf::Insn;
-use sluice_ir::codec::{encode_pred, encode_val, put_keys, put_len, put_u32, CodecError, Reader};
+use sluice_ir::codec::{put_keys, put_len, put_u32, CodecError, Encoder, Reader};
 use std::sync::Arc;
 
 fn encode_test(t: &Test, out: &mut Vec<u8>) {
@@ -43,35 +43,36 @@ fn encode_test(t: &Test, out: &mut Vec<u8>) {
     put_u32(out, k);
 }
 
-fn encode_paths(paths: Option<&[Path]>, out: &mut Vec<u8>) {
+fn encode_paths(paths: Option<&[Path]>, e: &mut Encoder<'_>) {
     let Some(paths) = paths else {
-        out.push(0);
+        e.out().push(0);
         return;
     };
-    out.push(1);
-    put_len(out, paths.len());
+    e.out().push(1);
+    put_len(e.out(), paths.len());
     for p in paths {
-        put_len(out, p.atoms.len());
+        put_len(e.out(), p.atoms.len());
         for a in &p.atoms {
             match a {
                 Atom::Field { val, test, truth } => {
-                    out.push(0);
-                    encode_val(val, out);
-                    encode_test(test, out);
-                    out.push(u8::from(*truth));
+                    e.out().push(0);
+                    e.val(val);
+                    encode_test(test, e.out());
+                    e.out().push(u8::from(*truth));
                 }
                 Atom::Pred { pred, truth } => {
-                    out.push(1);
-                    encode_pred(pred, out);
-                    out.push(u8::from(*truth));
+                    e.out().push(1);
+                    e.pred(pred);
+                    e.out().push(u8::from(*truth));
                 }
             }
         }
-        put_u32(out, p.accept);
+        put_u32(e.out(), p.accept);
     }
 }
 
-/// Append a compiled filter.
+/// Append a compiled filter (the values it shares written once, for the
+/// filter and its paths alike).
 ///
 /// ```
 /// use sluice_classifier::merged::{encode_compiled, Compiled};
@@ -80,9 +81,11 @@ fn encode_paths(paths: Option<&[Path]>, out: &mut Vec<u8>) {
 /// assert!(!b.is_empty());
 /// ```
 pub fn encode_compiled(c: &Compiled, out: &mut Vec<u8>) {
-    sluice_ir::codec::encode_filter(c.filter(), out);
-    encode_paths(c.paths(), out);
-    encode_paths(c.absorbed_raw(), out);
+    let mut e = Encoder::new(out);
+    e.filter(c.filter());
+    encode_paths(c.paths(), &mut e);
+    encode_paths(c.absorbed_raw(), &mut e);
+    let out = e.out();
     match c.whole() {
         Whole::Bpf(prog) => {
             out.push(0);

@@ -9,7 +9,7 @@
 //! expression itself; any other program (built by hand, read from a
 //! file) is verified and lifted to sluice's intermediate form.
 
-use crate::handle::{handle_or, pcap_t, Source, BAD_HANDLE};
+use crate::handle::{handle_or, pcap_t, Kind, Source, BAD_HANDLE};
 use crate::types::*;
 use sluice_bpf::Insn;
 use sluice_capture::CaptureFormat;
@@ -117,10 +117,12 @@ fn compile(
         .ok()
         .and_then(LinkType::from_number)
         .ok_or_else(|| format!("unknown data link type {dlt}"))?;
-    let snaplen = u32::try_from(snaplen)
-        .ok()
-        .filter(|&s| s > 0)
-        .unwrap_or(262_144);
+    // libpcap: a snapshot length of 0 accepts no byte of any packet; a
+    // negative one is taken as unsigned.
+    if snaplen == 0 {
+        return Err("snaplen of 0 rejects all packets".into());
+    }
+    let snaplen = snaplen as u32;
     let program = Program::builder(linktype)
         .snaplen(snaplen)
         .optimize(optimize)
@@ -200,44 +202,45 @@ pub unsafe extern "C" fn pcap_compile(
     optimize: c_int,
     netmask: BpfU32,
 ) -> c_int {
-    let h = handle_or!(p, BAD_HANDLE);
-    if !h.is_activated() {
-        return h.fail(
-            PCAP_ERROR_NOT_ACTIVATED,
-            "not-yet-activated pcap_t passed to pcap_compile",
-        );
-    }
-    if fp.is_null() {
-        return h.fail(PCAP_ERROR, "pcap_compile: NULL program pointer");
-    }
-    // SAFETY: as documented.
-    let text = match unsafe { expression(text) } {
-        Ok(t) => t,
-        Err(e) => return h.fail(PCAP_ERROR, &e),
-    };
-    let file = match &*h.source.borrow() {
-        Source::Offline(o) => match o.reader.format() {
-            CaptureFormat::Pcap { big_endian, .. } | CaptureFormat::PcapNg { big_endian, .. } => {
-                Some(big_endian)
-            }
-        },
-        _ => None,
-    };
-    match compile(
-        &text,
-        h.dlt.get(),
-        h.snapshot.get(),
-        optimize != 0,
-        file,
-        netmask,
-    ) {
-        // SAFETY: fp checked non-NULL and writable per the contract.
-        Ok(prog) => match unsafe { fill(fp, &prog) } {
-            Ok(()) => 0,
+    crate::guard::entry(-1, move || {
+        let h = handle_or!(p, BAD_HANDLE);
+        if !h.is_activated() {
+            return h.fail(
+                PCAP_ERROR_NOT_ACTIVATED,
+                "not-yet-activated pcap_t passed to pcap_compile",
+            );
+        }
+        if fp.is_null() {
+            return h.fail(PCAP_ERROR, "pcap_compile: NULL program pointer");
+        }
+        // SAFETY: as documented.
+        let text = match unsafe { expression(text) } {
+            Ok(t) => t,
+            Err(e) => return h.fail(PCAP_ERROR, &e),
+        };
+        let file = match &*h.source.lock() {
+            Source::Offline(o) => match o.reader.format() {
+                CaptureFormat::Pcap { big_endian, .. }
+                | CaptureFormat::PcapNg { big_endian, .. } => Some(big_endian),
+            },
+            _ => None,
+        };
+        match compile(
+            &text,
+            h.dlt.get(),
+            h.snapshot.get(),
+            optimize != 0,
+            file,
+            netmask,
+        ) {
+            // SAFETY: fp checked non-NULL and writable per the contract.
+            Ok(prog) => match unsafe { fill(fp, &prog) } {
+                Ok(()) => 0,
+                Err(e) => h.fail(PCAP_ERROR, &e),
+            },
             Err(e) => h.fail(PCAP_ERROR, &e),
-        },
-        Err(e) => h.fail(PCAP_ERROR, &e),
-    }
+        }
+    })
 }
 
 /// `pcap_compile_nopcap`: [`pcap_compile`] without a handle.
@@ -253,21 +256,23 @@ pub unsafe extern "C" fn pcap_compile_nopcap(
     optimize: c_int,
     netmask: BpfU32,
 ) -> c_int {
-    if fp.is_null() {
-        return PCAP_ERROR;
-    }
-    // SAFETY: as documented.
-    let Ok(text) = (unsafe { expression(text) }) else {
-        return PCAP_ERROR;
-    };
-    match compile(&text, dlt, snaplen, optimize != 0, None, netmask) {
-        // SAFETY: fp checked non-NULL.
-        Ok(prog) => match unsafe { fill(fp, &prog) } {
-            Ok(()) => 0,
+    crate::guard::entry(-1, move || {
+        if fp.is_null() {
+            return PCAP_ERROR;
+        }
+        // SAFETY: as documented.
+        let Ok(text) = (unsafe { expression(text) }) else {
+            return PCAP_ERROR;
+        };
+        match compile(&text, dlt, snaplen, optimize != 0, None, netmask) {
+            // SAFETY: fp checked non-NULL.
+            Ok(prog) => match unsafe { fill(fp, &prog) } {
+                Ok(()) => 0,
+                Err(_) => PCAP_ERROR,
+            },
             Err(_) => PCAP_ERROR,
-        },
-        Err(_) => PCAP_ERROR,
-    }
+        }
+    })
 }
 
 /// `pcap_freecode`: frees the instructions of a compiled program.
@@ -276,13 +281,15 @@ pub unsafe extern "C" fn pcap_compile_nopcap(
 /// `fp` NULL or a program filled by this library (or malloc'd by C).
 #[no_mangle]
 pub unsafe extern "C" fn pcap_freecode(fp: *mut bpf_program) {
-    // SAFETY: as documented; free(NULL) is a no-op.
-    if let Some(fp) = unsafe { fp.as_mut() } {
-        // SAFETY: the instructions were malloc'd.
-        unsafe { libc::free(fp.bf_insns.cast()) };
-        fp.bf_insns = std::ptr::null_mut();
-        fp.bf_len = 0;
-    }
+    crate::guard::entry((), move || {
+        // SAFETY: as documented; free(NULL) is a no-op.
+        if let Some(fp) = unsafe { fp.as_mut() } {
+            // SAFETY: the instructions were malloc'd.
+            unsafe { libc::free(fp.bf_insns.cast()) };
+            fp.bf_insns = std::ptr::null_mut();
+            fp.bf_len = 0;
+        }
+    })
 }
 
 /// `pcap_setfilter`: installs a program; later packets are judged by it
@@ -292,39 +299,41 @@ pub unsafe extern "C" fn pcap_freecode(fp: *mut bpf_program) {
 /// `p` NULL or from this library; `fp` NULL or a valid program.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_setfilter(p: *mut pcap_t, fp: *mut bpf_program) -> c_int {
-    let h = handle_or!(p, BAD_HANDLE);
-    if !h.is_activated() {
-        return h.fail(PCAP_ERROR_NOT_ACTIVATED, crate::types::NOT_ACTIVATED_MSG);
-    }
-    if matches!(*h.source.borrow(), Source::Dead) {
-        return h.fail(
-            PCAP_ERROR,
-            "A filter cannot be set on a pcap_open_dead pcap_t",
-        );
-    }
-    if fp.is_null() {
-        return h.fail(PCAP_ERROR, "No filter specified");
-    }
-    // SAFETY: as documented.
-    let Some(insns) = (unsafe { insns_of(fp) }) else {
-        return h.fail(PCAP_ERROR, "BPF program is not valid");
-    };
-    let program = match program_of(insns) {
-        Ok(p) => p,
-        Err(e) => return h.fail(PCAP_ERROR, &e),
-    };
-    if let Ok(mut src) = h.source.try_borrow_mut() {
-        if let Source::Live(l) = &mut *src {
+    crate::guard::entry(-1, move || {
+        let h = handle_or!(p, BAD_HANDLE);
+        if !h.is_activated() {
+            return h.fail(PCAP_ERROR_NOT_ACTIVATED, crate::types::NOT_ACTIVATED_MSG);
+        }
+        if h.kind() == Kind::Dead {
+            return h.fail(
+                PCAP_ERROR,
+                "A filter cannot be set on a pcap_open_dead pcap_t",
+            );
+        }
+        if fp.is_null() {
+            return h.fail(PCAP_ERROR, "No filter specified");
+        }
+        // SAFETY: as documented.
+        let Some(insns) = (unsafe { insns_of(fp) }) else {
+            return h.fail(PCAP_ERROR, "BPF program is not valid");
+        };
+        let program = match program_of(insns) {
+            Ok(p) => p,
+            Err(e) => return h.fail(PCAP_ERROR, &e),
+        };
+        if let Source::Live(l) = &mut *h.source.lock() {
             if let Err(e) = l.set_kernel_filter(&program) {
                 return h.fail(PCAP_ERROR, &e);
             }
         }
-    }
-    *h.filter.borrow_mut() = Some(program.program);
-    0
+        h.set_filter(Some(program.program));
+        0
+    })
 }
 
-/// `pcap_offline_filter`: whether the program accepts a packet.
+/// `pcap_offline_filter`: the program's verdict on a packet (0: rejected),
+/// run as sluice's native code, compiled once per program (see
+/// [`crate::fastfilter`]).
 ///
 /// # Safety
 /// `fp` NULL or a valid program; `hdr` and `pkt` NULL or valid for
@@ -335,70 +344,32 @@ pub unsafe extern "C" fn pcap_offline_filter(
     hdr: *const pcap_pkthdr,
     pkt: *const u8,
 ) -> c_int {
-    // SAFETY: as documented.
-    let (Some(insns), Some(hdr)) = (unsafe { insns_of(fp) }, unsafe { hdr.as_ref() }) else {
-        return 0;
-    };
-    if pkt.is_null() && hdr.caplen > 0 {
-        return 0;
-    }
-    if sluice_bpf::Verifier::userland().verify(&insns).is_err() {
-        return 0;
-    }
-    let data = if pkt.is_null() {
-        &[][..]
-    } else {
-        // SAFETY: caplen bytes, per the contract.
-        unsafe { std::slice::from_raw_parts(pkt, hdr.caplen as usize) }
-    };
-    sluice_bpf::run(&insns, data, hdr.len) as c_int
-}
-
-/// The instructions a program starting at `pc` can reach, for
-/// `bpf_filter`, which is not told the length: the walk stops at returns
-/// and at libpcap's largest program.
-///
-/// # Safety
-/// `pc` points at a program a BPF interpreter may run.
-unsafe fn reachable(pc: *const bpf_insn) -> Vec<Insn> {
-    const MAX: usize = 1 << 16;
-    let mut seen = vec![false; MAX];
-    let mut todo = vec![0usize];
-    let mut end = 0;
-    while let Some(i) = todo.pop() {
-        if i >= MAX || seen[i] {
-            continue;
+    crate::guard::pure(0, move || {
+        // SAFETY: as documented.
+        let (Some(fp), Some(hdr)) = (unsafe { fp.as_ref() }, unsafe { hdr.as_ref() }) else {
+            return 0;
+        };
+        if fp.bf_insns.is_null() || fp.bf_len == 0 || fp.bf_len > 1 << 20 {
+            return 0;
         }
-        seen[i] = true;
-        end = end.max(i + 1);
-        // SAFETY: an interpreter running the program reads this one.
-        let r = unsafe { *pc.add(i) };
-        match r.code & 0x07 {
-            0x06 => {}
-            0x05 if r.code & 0xf0 == 0x00 => todo.push(i + 1 + r.k as usize),
-            0x05 => {
-                todo.push(i + 1 + r.jt as usize);
-                todo.push(i + 1 + r.jf as usize);
-            }
-            _ => todo.push(i + 1),
+        if pkt.is_null() && hdr.caplen > 0 {
+            return 0;
         }
-    }
-    (0..end)
-        .map(|i| {
-            // SAFETY: reached above.
-            let r = unsafe { *pc.add(i) };
-            Insn {
-                code: r.code,
-                jt: r.jt,
-                jf: r.jf,
-                k: r.k,
-            }
-        })
-        .collect()
+        // SAFETY: bf_len instructions, per the contract.
+        let insns = unsafe { std::slice::from_raw_parts(fp.bf_insns, fp.bf_len as usize) };
+        let data = if pkt.is_null() {
+            &[][..]
+        } else {
+            // SAFETY: caplen bytes, per the contract.
+            unsafe { std::slice::from_raw_parts(pkt, hdr.caplen as usize) }
+        };
+        crate::fastfilter::filter_sized(insns, data, hdr.len).map_or(0, |v| v as c_int)
+    })
 }
 
 /// `bpf_filter`: runs a program on `buflen` bytes of a packet `wirelen`
-/// long; NULL program accepts everything.
+/// long (a NULL program accepts everything), as sluice's native code,
+/// compiled once per program (see [`crate::fastfilter`]).
 ///
 /// # Safety
 /// `pc` NULL or a program that ends in returns; `p` valid for `buflen`
@@ -410,18 +381,19 @@ pub unsafe extern "C" fn bpf_filter(
     wirelen: c_uint,
     buflen: c_uint,
 ) -> c_uint {
-    if pc.is_null() {
-        return c_uint::MAX;
-    }
-    // SAFETY: as documented.
-    let prog = unsafe { reachable(pc) };
-    let data = if p.is_null() {
-        &[][..]
-    } else {
-        // SAFETY: buflen bytes, per the contract.
-        unsafe { std::slice::from_raw_parts(p, buflen as usize) }
-    };
-    sluice_bpf::run(&prog, data, wirelen)
+    crate::guard::pure(0, move || {
+        if pc.is_null() {
+            return c_uint::MAX;
+        }
+        let data = if p.is_null() {
+            &[][..]
+        } else {
+            // SAFETY: buflen bytes, per the contract.
+            unsafe { std::slice::from_raw_parts(p, buflen as usize) }
+        };
+        // SAFETY: as documented.
+        unsafe { crate::fastfilter::filter_unsized(pc, data, wirelen) }
+    })
 }
 
 /// libpcap's own checks of a program (`bpf_validate`'s rules): known
@@ -473,15 +445,17 @@ pub(crate) fn libpcap_valid(prog: &[Insn]) -> bool {
 /// `f` NULL or valid for `len` instructions.
 #[no_mangle]
 pub unsafe extern "C" fn bpf_validate(f: *const bpf_insn, len: c_int) -> c_int {
-    let fp = bpf_program {
-        bf_len: len.max(0) as c_uint,
-        bf_insns: f.cast_mut(),
-    };
-    // SAFETY: as documented.
-    match unsafe { insns_of(&fp) } {
-        Some(insns) => c_int::from(libpcap_valid(&insns)),
-        None => 0,
-    }
+    crate::guard::entry(0, move || {
+        let fp = bpf_program {
+            bf_len: len.max(0) as c_uint,
+            bf_insns: f.cast_mut(),
+        };
+        // SAFETY: as documented.
+        match unsafe { insns_of(&fp) } {
+            Some(insns) => c_int::from(libpcap_valid(&insns)),
+            None => 0,
+        }
+    })
 }
 
 /// `bpf_image`: one instruction as `tcpdump -d` prints it (a per-thread
@@ -491,17 +465,19 @@ pub unsafe extern "C" fn bpf_validate(f: *const bpf_insn, len: c_int) -> c_int {
 /// `insn` NULL or a valid instruction.
 #[no_mangle]
 pub unsafe extern "C" fn bpf_image(insn: *const bpf_insn, n: c_int) -> *mut c_char {
-    // SAFETY: as documented.
-    let Some(r) = (unsafe { insn.as_ref() }) else {
-        return crate::names::scratch("(NULL instruction)").cast_mut();
-    };
-    let i = Insn {
-        code: r.code,
-        jt: r.jt,
-        jf: r.jf,
-        k: r.k,
-    };
-    crate::names::scratch(&sluice_bpf::image(&i, n.max(0) as usize)).cast_mut()
+    crate::guard::entry(std::ptr::null_mut(), move || {
+        // SAFETY: as documented.
+        let Some(r) = (unsafe { insn.as_ref() }) else {
+            return crate::names::scratch("(NULL instruction)").cast_mut();
+        };
+        let i = Insn {
+            code: r.code,
+            jt: r.jt,
+            jf: r.jf,
+            k: r.k,
+        };
+        crate::names::scratch(&sluice_bpf::image(&i, n.max(0) as usize)).cast_mut()
+    })
 }
 
 extern "C" {
@@ -515,26 +491,28 @@ extern "C" {
 /// `p` NULL or a valid program.
 #[no_mangle]
 pub unsafe extern "C" fn bpf_dump(p: *const bpf_program, option: c_int) {
-    // SAFETY: as documented.
-    let Some(insns) = (unsafe { insns_of(p) }) else {
-        return;
-    };
-    let text = match option {
-        o if o > 2 => sluice_bpf::disasm_ddd(&insns),
-        2 => sluice_bpf::disasm_dd(&insns),
-        _ => sluice_bpf::disasm_d(&insns),
-    };
-    let text = if text.ends_with('\n') {
-        text
-    } else {
-        text + "\n"
-    };
-    let Ok(text) = std::ffi::CString::new(text) else {
-        return;
-    };
-    // SAFETY: C's stdout stream, so the output interleaves with the
-    // program's own printf in order.
-    unsafe {
-        libc::fputs(text.as_ptr(), stdout);
-    }
+    crate::guard::entry((), move || {
+        // SAFETY: as documented.
+        let Some(insns) = (unsafe { insns_of(p) }) else {
+            return;
+        };
+        let text = match option {
+            o if o > 2 => sluice_bpf::disasm_ddd(&insns),
+            2 => sluice_bpf::disasm_dd(&insns),
+            _ => sluice_bpf::disasm_d(&insns),
+        };
+        let text = if text.ends_with('\n') {
+            text
+        } else {
+            text + "\n"
+        };
+        let Ok(text) = std::ffi::CString::new(text) else {
+            return;
+        };
+        // SAFETY: C's stdout stream, so the output interleaves with the
+        // program's own printf in order.
+        unsafe {
+            libc::fputs(text.as_ptr(), stdout);
+        }
+    })
 }

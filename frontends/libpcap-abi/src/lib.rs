@@ -37,9 +37,12 @@
 // dereference in a block with its SAFETY note.
 #![allow(unsafe_code)]
 
+mod attach;
 mod dlt_table;
 pub mod dump;
+mod fastfilter;
 pub mod filter;
+pub mod guard;
 pub mod handle;
 pub mod live;
 pub mod names;

@@ -12,14 +12,14 @@
 //! programs that `select` on it (dumpcap reads one packet per wake-up).
 
 use crate::filter::Installed;
-use crate::handle::{handle_or, pcap_t, Source, BAD_HANDLE};
+use crate::handle::{handle_or, lock, pcap_t, Kind, Source, BAD_HANDLE};
 use crate::names::linktype_to_dlt;
 use crate::read::{accepts, header};
 use crate::types::*;
 use sluice_capture::Packet;
 use sluice_live::{Capture, Config, Direction, KernelFilter, LiveError};
 use std::ffi::{c_char, c_int, CString};
-use std::sync::atomic::Ordering;
+
 use std::time::Duration;
 
 /// What `pcap_create`'s setters record, for `pcap_activate`.
@@ -32,6 +32,13 @@ pub(crate) struct Settings {
     buffer_size: c_int,
     immediate: bool,
     direction: Direction,
+}
+
+impl Settings {
+    /// `pcap_set_timeout`'s milliseconds.
+    pub(crate) fn timeout_ms(&self) -> c_int {
+        self.timeout_ms
+    }
 }
 
 impl Default for Settings {
@@ -48,27 +55,42 @@ impl Default for Settings {
     }
 }
 
+/// Where a live handle's packets come from.
+pub(crate) enum Feed {
+    /// A ring of its own.
+    Ring(Capture),
+    /// The sluice daemon's shared buffers (`SLUICE_DAEMON`).
+    Daemon(crate::attach::Attached),
+}
+
 /// An activated capture.
 pub(crate) struct Live {
-    cap: Capture,
+    feed: Feed,
     /// The link types the device offers (`pcap_list_datalinks`).
     dlts: Vec<c_int>,
     /// The filter judges a frame as the kernel saw it (see
     /// [`Live::set_kernel_filter`]).
     judge_kernel_view: bool,
-    timeout: Duration,
     buffer: c_int,
     sender: Option<sluice_live::Sender>,
-    stats: pcap_stat,
+    /// The packet last handed over (a copy: the ring's block moves on).
+    pkt: Vec<u8>,
 }
-
-/// How long one read waits at most, so that `pcap_breakloop` from another
-/// thread is seen.
-const SLICE: Duration = Duration::from_millis(100);
 
 impl Live {
     pub(crate) fn fd(&self) -> c_int {
-        self.cap.fd()
+        match &self.feed {
+            Feed::Ring(cap) => cap.fd(),
+            Feed::Daemon(d) => d.fd(),
+        }
+    }
+
+    /// The device's name.
+    pub(crate) fn device(&self) -> &str {
+        match &self.feed {
+            Feed::Ring(cap) => cap.name(),
+            Feed::Daemon(d) => d.device(),
+        }
     }
 
     pub(crate) fn buffer_size(&self) -> c_int {
@@ -86,52 +108,51 @@ impl Live {
     /// does, on the frame as the kernel sees it (a tag the kernel took
     /// off is not in it), and user space judges that same frame.
     pub(crate) fn set_kernel_filter(&mut self, p: &Installed) -> Result<(), String> {
-        let (bpf, linktype) = (p.program.bpf(), self.cap.linktype());
+        let cap = match &mut self.feed {
+            Feed::Ring(cap) => cap,
+            Feed::Daemon(d) => return d.set_filter(p.program.bpf()),
+        };
+        let (bpf, linktype) = (p.program.bpf(), cap.linktype());
         self.judge_kernel_view = linktype == 1 && !p.reads_vlan_tags;
         let kf = if self.judge_kernel_view {
             KernelFilter::as_kernel_sees(bpf, linktype)
         } else {
             KernelFilter::new(bpf, linktype)
         };
-        self.cap
-            .set_filter(kf)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        cap.set_filter(kf).map(|_| ()).map_err(|e| e.to_string())
     }
 
-    fn update_stats(&mut self) {
-        if let Ok(s) = self.cap.stats() {
-            self.stats.ps_recv = s.received as u32;
-            self.stats.ps_drop = s.dropped as u32;
-        }
-    }
-
-    /// One read: what the ring has within the timeout, up to `cnt`
-    /// accepted packets (`cnt` <= 0: all that is ready). Returns the count
-    /// handed over or a libpcap code.
-    pub(crate) fn read(
-        &mut self,
-        h: &pcap_t,
-        cnt: c_int,
-        each: &mut dyn FnMut(&pcap_pkthdr, &[u8]),
-    ) -> c_int {
-        if h.take_break() {
-            return PCAP_ERROR_BREAK;
-        }
-        let filter = h.filter.borrow().clone();
-        let nano = h.precision.get() == PCAP_TSTAMP_PRECISION_NANO;
-        let wait = if h.nonblock.get() {
-            Duration::ZERO
-        } else if self.timeout.is_zero() {
-            SLICE
-        } else {
-            self.timeout.min(SLICE)
+    /// The kernel's counts since the capture opened.
+    pub(crate) fn stats(&mut self) -> Result<pcap_stat, String> {
+        let cap = match &mut self.feed {
+            Feed::Ring(cap) => cap,
+            Feed::Daemon(d) => return Ok(d.stats()),
         };
-        let mut n: c_int = 0;
-        // Stopping (a count reached, pcap_breakloop from the callback)
-        // leaves the block's other packets in the ring for the next read.
+        let s = cap.stats().map_err(|e| live_message(&e).1)?;
+        Ok(pcap_stat {
+            ps_recv: s.received as u32,
+            ps_drop: s.dropped as u32,
+            ps_ifdrop: 0,
+        })
+    }
+
+    /// The next packet ready in the ring that `filter` accepts, copied
+    /// out of the ring (`None`: nothing ready now). Does not wait: the
+    /// caller waits on [`Live::fd`] outside, where it may be cancelled.
+    /// The rest of the ring block stays for the next call, so the socket
+    /// stays readable for programs that `select` on it.
+    pub(crate) fn take_one(
+        &mut self,
+        filter: Option<&sluice_filter::Program>,
+        nano: bool,
+    ) -> Result<Option<(pcap_pkthdr, *const u8)>, String> {
         let kernel_view = self.judge_kernel_view;
-        let r = self.cap.dispatch_views(wait, |pkt, view| {
+        let cap = match &mut self.feed {
+            Feed::Ring(cap) => cap,
+            Feed::Daemon(d) => return d.take_one(filter, nano),
+        };
+        let (pkt_buf, mut got) = (&mut self.pkt, None);
+        let r = cap.dispatch_views(Duration::ZERO, |pkt, view| {
             let judged = match view {
                 Some(v) if kernel_view => Packet {
                     data: v,
@@ -141,19 +162,18 @@ impl Live {
                 },
                 _ => *pkt,
             };
-            if !accepts(filter.as_deref(), &judged) {
+            if !accepts(filter, &judged) {
                 return true;
             }
-            each(&header(pkt, nano), pkt.data);
-            n += 1;
-            let counted = cnt > 0 && n >= cnt;
-            !(counted || h.break_loop.load(Ordering::Acquire))
+            pkt_buf.clear();
+            pkt_buf.extend_from_slice(pkt.data);
+            got = Some(header(pkt, nano));
+            false
         });
-        self.update_stats();
-        h.live_stats.set(self.stats);
-        match r {
-            Ok(_) => n,
-            Err(e) => h.fail(PCAP_ERROR, &live_message(&e).1),
+        match (r, got) {
+            (_, Some(hdr)) => Ok(Some((hdr, self.pkt.as_ptr()))),
+            (Ok(_), None) => Ok(None),
+            (Err(e), None) => Err(live_message(&e).1),
         }
     }
 }
@@ -203,13 +223,16 @@ fn live_message(e: &LiveError) -> (c_int, String) {
 /// `source` NULL or a C string; `errbuf` NULL or `PCAP_ERRBUF_SIZE` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_create(source: *const c_char, _errbuf: *mut c_char) -> *mut pcap_t {
-    // SAFETY: as documented.
-    let device = unsafe { crate::cstr(source) }
-        .map_or_else(|| "any".into(), |s| s.to_string_lossy().into_owned());
-    let p = pcap_t::register(Source::Created, 1, 262_144, PCAP_TSTAMP_PRECISION_MICRO);
-    // SAFETY: just registered.
-    unsafe { &*p }.settings.borrow_mut().device = device;
-    p
+    crate::guard::entry(std::ptr::null_mut(), move || {
+        // SAFETY: as documented.
+        let device = unsafe { crate::cstr(source) }
+            .map_or_else(|| "any".into(), |s| s.to_string_lossy().into_owned());
+        let p = pcap_t::register(Source::Created, 1, 262_144, PCAP_TSTAMP_PRECISION_MICRO);
+        if let Some(h) = pcap_t::get(p) {
+            lock(&h.settings).device = device;
+        }
+        p
+    })
 }
 
 /// Runs `set` on a created handle's settings: 0, or
@@ -219,7 +242,7 @@ fn set(p: *mut pcap_t, set: impl FnOnce(&mut Settings)) -> c_int {
     if h.is_activated() {
         return h.fail(PCAP_ERROR_ACTIVATED, crate::types::ACTIVATED_MSG);
     }
-    set(&mut h.settings.borrow_mut());
+    set(&mut lock(&h.settings));
     0
 }
 
@@ -229,7 +252,7 @@ fn set(p: *mut pcap_t, set: impl FnOnce(&mut Settings)) -> c_int {
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_set_snaplen(p: *mut pcap_t, snaplen: c_int) -> c_int {
-    set(p, |s| s.snaplen = snaplen)
+    crate::guard::entry(-1, move || set(p, |s| s.snaplen = snaplen))
 }
 
 /// `pcap_set_promisc`.
@@ -238,7 +261,7 @@ pub unsafe extern "C" fn pcap_set_snaplen(p: *mut pcap_t, snaplen: c_int) -> c_i
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_set_promisc(p: *mut pcap_t, promisc: c_int) -> c_int {
-    set(p, |s| s.promisc = promisc != 0)
+    crate::guard::entry(-1, move || set(p, |s| s.promisc = promisc != 0))
 }
 
 /// `pcap_set_timeout`: milliseconds a read waits for packets (the ring's
@@ -248,7 +271,7 @@ pub unsafe extern "C" fn pcap_set_promisc(p: *mut pcap_t, promisc: c_int) -> c_i
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_set_timeout(p: *mut pcap_t, ms: c_int) -> c_int {
-    set(p, |s| s.timeout_ms = ms.max(0))
+    crate::guard::entry(-1, move || set(p, |s| s.timeout_ms = ms.max(0)))
 }
 
 /// `pcap_set_buffer_size`: the ring's size in bytes.
@@ -257,10 +280,12 @@ pub unsafe extern "C" fn pcap_set_timeout(p: *mut pcap_t, ms: c_int) -> c_int {
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_set_buffer_size(p: *mut pcap_t, bytes: c_int) -> c_int {
-    set(p, |s| {
-        if bytes > 0 {
-            s.buffer_size = bytes;
-        }
+    crate::guard::entry(-1, move || {
+        set(p, |s| {
+            if bytes > 0 {
+                s.buffer_size = bytes;
+            }
+        })
     })
 }
 
@@ -270,7 +295,7 @@ pub unsafe extern "C" fn pcap_set_buffer_size(p: *mut pcap_t, bytes: c_int) -> c
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_set_immediate_mode(p: *mut pcap_t, on: c_int) -> c_int {
-    set(p, |s| s.immediate = on != 0)
+    crate::guard::entry(-1, move || set(p, |s| s.immediate = on != 0))
 }
 
 /// `pcap_set_rfmon`: monitor mode is not offered; accepted when off.
@@ -279,7 +304,7 @@ pub unsafe extern "C" fn pcap_set_immediate_mode(p: *mut pcap_t, on: c_int) -> c
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_set_rfmon(p: *mut pcap_t, _on: c_int) -> c_int {
-    set(p, |_| ())
+    crate::guard::entry(-1, move || set(p, |_| ()))
 }
 
 /// `pcap_can_set_rfmon`: 0 (no monitor mode).
@@ -288,8 +313,10 @@ pub unsafe extern "C" fn pcap_set_rfmon(p: *mut pcap_t, _on: c_int) -> c_int {
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_can_set_rfmon(p: *mut pcap_t) -> c_int {
-    handle_or!(p, BAD_HANDLE);
-    0
+    crate::guard::entry(-1, move || {
+        handle_or!(p, BAD_HANDLE);
+        0
+    })
 }
 
 /// `pcap_set_tstamp_type`: only the host's time stamps are offered.
@@ -298,11 +325,11 @@ pub unsafe extern "C" fn pcap_can_set_rfmon(p: *mut pcap_t) -> c_int {
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_set_tstamp_type(p: *mut pcap_t, t: c_int) -> c_int {
-    match set(p, |_| ()) {
+    crate::guard::entry(-1, move || match set(p, |_| ()) {
         0 if t == 0 => 0,
         0 => PCAP_WARNING_TSTAMP_TYPE_NOTSUP,
         e => e,
-    }
+    })
 }
 
 /// `pcap_set_tstamp_precision`: micro- or nanoseconds.
@@ -311,15 +338,17 @@ pub unsafe extern "C" fn pcap_set_tstamp_type(p: *mut pcap_t, t: c_int) -> c_int
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_set_tstamp_precision(p: *mut pcap_t, precision: c_int) -> c_int {
-    let h = handle_or!(p, BAD_HANDLE);
-    if h.is_activated() {
-        return h.fail(PCAP_ERROR_ACTIVATED, crate::types::ACTIVATED_MSG);
-    }
-    if precision != PCAP_TSTAMP_PRECISION_MICRO && precision != PCAP_TSTAMP_PRECISION_NANO {
-        return PCAP_ERROR_TSTAMP_PRECISION_NOTSUP;
-    }
-    h.precision.set(precision);
-    0
+    crate::guard::entry(-1, move || {
+        let h = handle_or!(p, BAD_HANDLE);
+        if h.is_activated() {
+            return h.fail(PCAP_ERROR_ACTIVATED, crate::types::ACTIVATED_MSG);
+        }
+        if precision != PCAP_TSTAMP_PRECISION_MICRO && precision != PCAP_TSTAMP_PRECISION_NANO {
+            return PCAP_ERROR_TSTAMP_PRECISION_NOTSUP;
+        }
+        h.precision.set(precision);
+        0
+    })
 }
 
 /// `pcap_set_protocol_linux`: only `ETH_P_ALL` (0) is offered.
@@ -328,11 +357,11 @@ pub unsafe extern "C" fn pcap_set_tstamp_precision(p: *mut pcap_t, precision: c_
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_set_protocol_linux(p: *mut pcap_t, protocol: c_int) -> c_int {
-    match set(p, |_| ()) {
+    crate::guard::entry(-1, move || match set(p, |_| ()) {
         0 if protocol == 0 || protocol == libc::ETH_P_ALL => 0,
         0 => PCAP_ERROR,
         e => e,
-    }
+    })
 }
 
 /// `pcap_list_tstamp_types`: the one type offered, the host's
@@ -343,21 +372,23 @@ pub unsafe extern "C" fn pcap_set_protocol_linux(p: *mut pcap_t, protocol: c_int
 /// `p` NULL or from this library; `types` NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_list_tstamp_types(p: *mut pcap_t, types: *mut *mut c_int) -> c_int {
-    let h = handle_or!(p, BAD_HANDLE);
-    if types.is_null() {
-        return h.fail(PCAP_ERROR, "pcap_list_tstamp_types: NULL list pointer");
-    }
-    // SAFETY: malloc of one int, checked.
-    let list = unsafe { libc::malloc(std::mem::size_of::<c_int>()) }.cast::<c_int>();
-    if list.is_null() {
-        return h.fail(PCAP_ERROR, "malloc: Cannot allocate memory");
-    }
-    // SAFETY: one int allocated; `types` writable per the contract.
-    unsafe {
-        *list = 0;
-        *types = list;
-    }
-    1
+    crate::guard::entry(-1, move || {
+        let h = handle_or!(p, BAD_HANDLE);
+        if types.is_null() {
+            return h.fail(PCAP_ERROR, "pcap_list_tstamp_types: NULL list pointer");
+        }
+        // SAFETY: malloc of one int, checked.
+        let list = unsafe { libc::malloc(std::mem::size_of::<c_int>()) }.cast::<c_int>();
+        if list.is_null() {
+            return h.fail(PCAP_ERROR, "malloc: Cannot allocate memory");
+        }
+        // SAFETY: one int allocated; `types` writable per the contract.
+        unsafe {
+            *list = 0;
+            *types = list;
+        }
+        1
+    })
 }
 
 /// `pcap_free_tstamp_types`.
@@ -366,8 +397,10 @@ pub unsafe extern "C" fn pcap_list_tstamp_types(p: *mut pcap_t, types: *mut *mut
 /// `types` NULL or from [`pcap_list_tstamp_types`].
 #[no_mangle]
 pub unsafe extern "C" fn pcap_free_tstamp_types(types: *mut c_int) {
-    // SAFETY: malloc'd or NULL.
-    unsafe { libc::free(types.cast()) }
+    crate::guard::entry((), move || {
+        // SAFETY: malloc'd or NULL.
+        unsafe { libc::free(types.cast()) }
+    })
 }
 
 /// `pcap_activate`: opens the ring. 0, or a `PCAP_ERROR_*` code with
@@ -377,45 +410,65 @@ pub unsafe extern "C" fn pcap_free_tstamp_types(types: *mut c_int) {
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_activate(p: *mut pcap_t) -> c_int {
-    let h = handle_or!(p, BAD_HANDLE);
-    if h.is_activated() {
-        return h.fail(PCAP_ERROR_ACTIVATED, crate::types::ACTIVATED_MSG);
-    }
-    let s = h.settings.borrow().clone();
-    let mut config = Config::new(&s.device);
-    config.snaplen = if s.snaplen <= 0 || s.snaplen > 262_144 {
-        262_144
-    } else {
-        s.snaplen as u32
-    };
-    config.promiscuous = s.promisc;
-    config.direction = s.direction;
-    config.immediate = s.immediate;
-    if s.timeout_ms > 0 {
-        config.block_timeout = Duration::from_millis(s.timeout_ms as u64);
-    }
-    config.buffer_kib((s.buffer_size.max(65_536) as usize).div_ceil(1024));
-    let cap = match Capture::open(&config) {
-        Ok(c) => c,
-        Err(e) => {
-            let (code, msg) = live_message(&e);
-            return h.fail(code, &msg);
+    crate::guard::entry(-1, move || {
+        let h = handle_or!(p, BAD_HANDLE);
+        if h.is_activated() {
+            return h.fail(PCAP_ERROR_ACTIVATED, crate::types::ACTIVATED_MSG);
         }
-    };
-    let dlt = linktype_to_dlt(u32::from(cap.linktype()));
-    h.dlt.set(dlt);
-    h.snapshot.set(cap.snaplen() as c_int);
-    let live = Live {
-        dlts: device_datalinks(&s.device, dlt),
-        judge_kernel_view: false,
-        timeout: Duration::from_millis(s.timeout_ms as u64),
-        buffer: (config.block_size * config.blocks) as c_int,
-        cap,
-        sender: None,
-        stats: pcap_stat::default(),
-    };
-    *h.source.borrow_mut() = Source::Live(Box::new(live));
-    0
+        let s = lock(&h.settings).clone();
+        let mut config = Config::new(&s.device);
+        config.snaplen = if s.snaplen <= 0 || s.snaplen > 262_144 {
+            262_144
+        } else {
+            s.snaplen as u32
+        };
+        config.promiscuous = s.promisc;
+        config.direction = s.direction;
+        config.immediate = s.immediate;
+        if s.timeout_ms > 0 {
+            config.block_timeout = Duration::from_millis(s.timeout_ms as u64);
+        }
+        config.buffer_kib((s.buffer_size.max(65_536) as usize).div_ceil(1024));
+        // With SLUICE_DAEMON set, the daemon captures and this handle reads
+        // its shared buffers.
+        let daemon = std::env::var("SLUICE_DAEMON")
+            .ok()
+            .filter(|p| !p.is_empty());
+        let (feed, linktype, snaplen) = match daemon {
+            Some(path) => match crate::attach::Attached::open(&path, &s.device) {
+                Ok(d) => {
+                    let (lt, sl) = (d.linktype(), d.snaplen().min(config.snaplen));
+                    (Feed::Daemon(d), lt, sl)
+                }
+                Err(msg) => return h.fail(PCAP_ERROR, &msg),
+            },
+            None => match Capture::open(&config) {
+                Ok(c) => {
+                    let (lt, sl) = (c.linktype(), c.snaplen());
+                    (Feed::Ring(c), lt, sl)
+                }
+                Err(e) => {
+                    let (code, msg) = live_message(&e);
+                    return h.fail(code, &msg);
+                }
+            },
+        };
+        let dlt = linktype_to_dlt(u32::from(linktype));
+        h.dlt.set(dlt);
+        h.snapshot.set(snaplen as c_int);
+        let live = Live {
+            dlts: device_datalinks(&s.device, dlt),
+            judge_kernel_view: false,
+            buffer: (config.block_size * config.blocks) as c_int,
+            feed,
+            sender: None,
+            pkt: Vec::new(),
+        };
+        h.socket.set(live.fd());
+        h.selectable.set(live.fd());
+        h.set_source(Source::Live(Box::new(live)));
+        0
+    })
 }
 
 /// `pcap_open_live`: [`pcap_create`], the settings and [`pcap_activate`]
@@ -431,41 +484,44 @@ pub unsafe extern "C" fn pcap_open_live(
     to_ms: c_int,
     errbuf: *mut c_char,
 ) -> *mut pcap_t {
-    // SAFETY: as documented.
-    let p = unsafe { pcap_create(device, errbuf) };
-    // SAFETY: p was just created by this library.
-    let status = unsafe {
-        pcap_set_snaplen(p, snaplen);
-        pcap_set_promisc(p, promisc);
-        pcap_set_timeout(p, to_ms);
-        pcap_activate(p)
-    };
-    if status < 0 {
-        // SAFETY: p is registered (created above).
-        let h = unsafe { &*p };
-        let dev = h.settings.borrow().device.clone();
-        // SAFETY: the handle's NUL-terminated buffer.
-        let why = unsafe { crate::cstr(h.errbuf_ptr()) }
-            .map(|c| c.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        // SAFETY: a static or per-thread C string.
-        let status_text = unsafe { crate::cstr(crate::names::pcap_statustostr(status)) }
-            .map(|c| c.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let msg = match status {
-            PCAP_ERROR => format!("{dev}: {why}"),
-            PCAP_ERROR_NO_SUCH_DEVICE | PCAP_ERROR_PERM_DENIED | -11 => {
-                format!("{dev}: {status_text} ({why})")
-            }
-            _ => format!("{dev}: {status_text}"),
-        };
+    crate::guard::entry(std::ptr::null_mut(), move || {
         // SAFETY: as documented.
-        unsafe { crate::put_errbuf(errbuf, &msg) };
-        // SAFETY: registered, not used again.
-        unsafe { crate::handle::pcap_close(p) };
-        return std::ptr::null_mut();
-    }
-    p
+        let p = unsafe { pcap_create(device, errbuf) };
+        // SAFETY: p was just created by this library.
+        let status = unsafe {
+            pcap_set_snaplen(p, snaplen);
+            pcap_set_promisc(p, promisc);
+            pcap_set_timeout(p, to_ms);
+            pcap_activate(p)
+        };
+        if status < 0 {
+            let Some(h) = pcap_t::get(p) else {
+                return std::ptr::null_mut();
+            };
+            let dev = lock(&h.settings).device.clone();
+            // SAFETY: the handle's NUL-terminated buffer.
+            let why = unsafe { crate::cstr(h.errbuf_ptr()) }
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            // SAFETY: a static or per-thread C string.
+            let status_text = unsafe { crate::cstr(crate::names::pcap_statustostr(status)) }
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let msg = match status {
+                PCAP_ERROR => format!("{dev}: {why}"),
+                PCAP_ERROR_NO_SUCH_DEVICE | PCAP_ERROR_PERM_DENIED | -11 => {
+                    format!("{dev}: {status_text} ({why})")
+                }
+                _ => format!("{dev}: {status_text}"),
+            };
+            // SAFETY: as documented.
+            unsafe { crate::put_errbuf(errbuf, &msg) };
+            // SAFETY: registered, not used again.
+            unsafe { crate::handle::pcap_close(p) };
+            return std::ptr::null_mut();
+        }
+        p
+    })
 }
 
 /// `pcap_setdirection`: `PCAP_D_INOUT`, `PCAP_D_IN` or `PCAP_D_OUT`.
@@ -474,26 +530,28 @@ pub unsafe extern "C" fn pcap_open_live(
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_setdirection(p: *mut pcap_t, d: c_int) -> c_int {
-    let h = handle_or!(p, BAD_HANDLE);
-    let dir = match d {
-        PCAP_D_INOUT => Direction::InOut,
-        PCAP_D_IN => Direction::In,
-        PCAP_D_OUT => Direction::Out,
-        _ => return h.fail(PCAP_ERROR, &format!("Invalid direction {d}")),
-    };
-    if matches!(*h.source.borrow(), Source::Offline(_) | Source::Dead) {
-        return h.fail(
-            PCAP_ERROR,
-            "Setting direction is not supported on savefiles",
-        );
-    }
-    h.settings.borrow_mut().direction = dir;
-    if let Ok(mut src) = h.source.try_borrow_mut() {
-        if let Source::Live(l) = &mut *src {
-            l.cap.set_direction(dir);
+    crate::guard::entry(-1, move || {
+        let h = handle_or!(p, BAD_HANDLE);
+        let dir = match d {
+            PCAP_D_INOUT => Direction::InOut,
+            PCAP_D_IN => Direction::In,
+            PCAP_D_OUT => Direction::Out,
+            _ => return h.fail(PCAP_ERROR, &format!("Invalid direction {d}")),
+        };
+        if matches!(h.kind(), Kind::Offline | Kind::Dead) {
+            return h.fail(
+                PCAP_ERROR,
+                "Setting direction is not supported on savefiles",
+            );
         }
-    }
-    0
+        lock(&h.settings).direction = dir;
+        if let Source::Live(l) = &mut *h.source.lock() {
+            if let Feed::Ring(cap) = &mut l.feed {
+                cap.set_direction(dir);
+            }
+        }
+        0
+    })
 }
 
 /// `pcap_get_selectable_fd`: the socket, readable when packets wait.
@@ -502,16 +560,15 @@ pub unsafe extern "C" fn pcap_setdirection(p: *mut pcap_t, d: c_int) -> c_int {
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_get_selectable_fd(p: *mut pcap_t) -> c_int {
-    let h = handle_or!(p, -1);
-    match h.source.try_borrow().as_deref() {
-        Ok(Source::Live(l)) => l.fd(),
-        // A file's descriptor, as libpcap gives it.
-        Ok(Source::Offline(o)) => {
-            // SAFETY: the FILE the handle owns and keeps open.
-            unsafe { libc::fileno(o.file()) }
+    crate::guard::entry(-1, move || {
+        let h = handle_or!(p, -1);
+        // A live capture's socket, a file's descriptor, as libpcap
+        // gives them.
+        match h.kind() {
+            Kind::Live | Kind::Offline => h.selectable.get(),
+            _ => -1,
         }
-        _ => -1,
-    }
+    })
 }
 
 /// `pcap_get_required_select_timeout`: NULL (the descriptor is enough).
@@ -533,12 +590,14 @@ pub unsafe extern "C" fn pcap_setnonblock(
     nonblock: c_int,
     _errbuf: *mut c_char,
 ) -> c_int {
-    let h = handle_or!(p, BAD_HANDLE);
-    if matches!(*h.source.borrow(), Source::Offline(_)) {
-        return h.fail(PCAP_ERROR, "Savefiles cannot be put into non-blocking mode");
-    }
-    h.nonblock.set(nonblock != 0);
-    0
+    crate::guard::entry(-1, move || {
+        let h = handle_or!(p, BAD_HANDLE);
+        if h.kind() == Kind::Offline {
+            return h.fail(PCAP_ERROR, "Savefiles cannot be put into non-blocking mode");
+        }
+        h.nonblock.set(nonblock != 0);
+        0
+    })
 }
 
 /// `pcap_getnonblock`.
@@ -547,7 +606,9 @@ pub unsafe extern "C" fn pcap_setnonblock(
 /// `errbuf` NULL or `PCAP_ERRBUF_SIZE` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_getnonblock(p: *mut pcap_t, _errbuf: *mut c_char) -> c_int {
-    c_int::from(handle_or!(p, BAD_HANDLE).nonblock.get())
+    crate::guard::entry(-1, move || {
+        c_int::from(handle_or!(p, BAD_HANDLE).nonblock.get())
+    })
 }
 
 /// `pcap_stats`: packets the kernel received and dropped since the
@@ -557,36 +618,37 @@ pub unsafe extern "C" fn pcap_getnonblock(p: *mut pcap_t, _errbuf: *mut c_char) 
 /// `ps` NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_stats(p: *mut pcap_t, ps: *mut pcap_stat) -> c_int {
-    let h = handle_or!(p, BAD_HANDLE);
-    let stats = match h.source.try_borrow_mut() {
-        Ok(mut src) => match &mut *src {
-            Source::Live(l) => {
-                l.update_stats();
-                h.live_stats.set(l.stats);
-                l.stats
-            }
-            Source::Offline(_) => {
+    crate::guard::entry(-1, move || {
+        let h = handle_or!(p, BAD_HANDLE);
+        let stats = match h.kind() {
+            Kind::Live => match &mut *h.source.lock() {
+                Source::Live(l) => match l.stats() {
+                    Ok(s) => s,
+                    Err(e) => return h.fail(PCAP_ERROR, &e),
+                },
+                _ => return BAD_HANDLE,
+            },
+            Kind::Offline => {
                 return h.fail(PCAP_ERROR, "Statistics aren't available from savefiles")
             }
-            Source::Dead => {
+            Kind::Dead => {
                 return h.fail(
                     PCAP_ERROR,
                     "Statistics aren't available from a pcap_open_dead pcap_t",
                 )
             }
-            Source::Created => {
+            Kind::Created => {
                 return h.fail(PCAP_ERROR_NOT_ACTIVATED, crate::types::NOT_ACTIVATED_MSG)
             }
-        },
-        // Inside a packet callback: the counts as of this read.
-        Err(_) => h.live_stats.get(),
-    };
-    if ps.is_null() {
-        return h.fail(PCAP_ERROR, "pcap_stats: NULL statistics pointer");
-    }
-    // SAFETY: writable per the contract.
-    unsafe { *ps = stats };
-    0
+            Kind::Closed => return BAD_HANDLE,
+        };
+        if ps.is_null() {
+            return h.fail(PCAP_ERROR, "pcap_stats: NULL statistics pointer");
+        }
+        // SAFETY: writable per the contract.
+        unsafe { *ps = stats };
+        0
+    })
 }
 
 /// `pcap_inject`: sends a frame on the capture's interface; the bytes
@@ -600,39 +662,36 @@ pub unsafe extern "C" fn pcap_inject(
     buf: *const libc::c_void,
     size: usize,
 ) -> c_int {
-    let h = handle_or!(p, BAD_HANDLE);
-    if buf.is_null() {
-        return h.fail(PCAP_ERROR, "pcap_inject: NULL buffer");
-    }
-    // SAFETY: size bytes per the contract.
-    let frame = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), size) };
-    let Ok(mut src) = h.source.try_borrow_mut() else {
-        return h.fail(
-            PCAP_ERROR,
-            "pcap_inject called from inside a packet callback",
-        );
-    };
-    let Source::Live(l) = &mut *src else {
-        return h.fail(PCAP_ERROR, "Sending packets isn't supported on savefiles");
-    };
-    if l.sender.is_none() {
-        match sluice_live::Sender::open(l.cap.name(), sluice_live::Pace::Top) {
-            Ok(s) => l.sender = Some(s),
-            Err(e) => return h.fail(PCAP_ERROR, &format!("send: {e}")),
+    crate::guard::entry(-1, move || {
+        let h = handle_or!(p, BAD_HANDLE);
+        if buf.is_null() {
+            return h.fail(PCAP_ERROR, "pcap_inject: NULL buffer");
         }
-    }
-    let Some(sender) = l.sender.as_mut() else {
-        return PCAP_ERROR;
-    };
-    let before = sender.stats();
-    if let Err(e) = sender.send(&[(frame, 0)]) {
-        return h.fail(PCAP_ERROR, &format!("send: {e}"));
-    }
-    if sender.stats().sent > before.sent {
-        size as c_int
-    } else {
-        h.fail(PCAP_ERROR, "send: the frame was refused")
-    }
+        // SAFETY: size bytes per the contract.
+        let frame = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), size) };
+        let mut src = h.source.lock();
+        let Source::Live(l) = &mut *src else {
+            return h.fail(PCAP_ERROR, "Sending packets isn't supported on savefiles");
+        };
+        if l.sender.is_none() {
+            match sluice_live::Sender::open(l.device(), sluice_live::Pace::Top) {
+                Ok(s) => l.sender = Some(s),
+                Err(e) => return h.fail(PCAP_ERROR, &format!("send: {e}")),
+            }
+        }
+        let Some(sender) = l.sender.as_mut() else {
+            return PCAP_ERROR;
+        };
+        let before = sender.stats();
+        if let Err(e) = sender.send(&[(frame, 0)]) {
+            return h.fail(PCAP_ERROR, &format!("send: {e}"));
+        }
+        if sender.stats().sent > before.sent {
+            size as c_int
+        } else {
+            h.fail(PCAP_ERROR, "send: the frame was refused")
+        }
+    })
 }
 
 /// `pcap_sendpacket`: [`pcap_inject`] returning 0 or -1.
@@ -641,12 +700,14 @@ pub unsafe extern "C" fn pcap_inject(
 /// As [`pcap_inject`].
 #[no_mangle]
 pub unsafe extern "C" fn pcap_sendpacket(p: *mut pcap_t, buf: *const u8, size: c_int) -> c_int {
-    // SAFETY: as documented.
-    if unsafe { pcap_inject(p, buf.cast(), size.max(0) as usize) } < 0 {
-        PCAP_ERROR
-    } else {
-        0
-    }
+    crate::guard::entry(-1, move || {
+        // SAFETY: as documented.
+        if unsafe { pcap_inject(p, buf.cast(), size.max(0) as usize) } < 0 {
+            PCAP_ERROR
+        } else {
+            0
+        }
+    })
 }
 
 /// `pcap_init`: nothing to set up; the two character encodings are
@@ -656,13 +717,15 @@ pub unsafe extern "C" fn pcap_sendpacket(p: *mut pcap_t, buf: *const u8, size: c
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_init(opts: std::ffi::c_uint, errbuf: *mut c_char) -> c_int {
-    // PCAP_CHAR_ENC_LOCAL (0) and PCAP_CHAR_ENC_UTF_8 (1).
-    if opts > 1 {
-        // SAFETY: NULL or PCAP_ERRBUF_SIZE bytes.
-        unsafe { crate::put_errbuf(errbuf, "Unknown options specified") };
-        return PCAP_ERROR;
-    }
-    0
+    crate::guard::entry(-1, move || {
+        // PCAP_CHAR_ENC_LOCAL (0) and PCAP_CHAR_ENC_UTF_8 (1).
+        if opts > 1 {
+            // SAFETY: NULL or PCAP_ERRBUF_SIZE bytes.
+            unsafe { crate::put_errbuf(errbuf, "Unknown options specified") };
+            return PCAP_ERROR;
+        }
+        0
+    })
 }
 
 /// The IPv4 address and netmask of an interface, from `getifaddrs`.
@@ -692,35 +755,37 @@ pub unsafe extern "C" fn pcap_lookupnet(
     mask: *mut u32,
     errbuf: *mut c_char,
 ) -> c_int {
-    if net.is_null() || mask.is_null() {
-        // SAFETY: as documented.
-        unsafe { crate::put_errbuf(errbuf, "pcap_lookupnet: NULL result pointer") };
-        return PCAP_ERROR;
-    }
-    // SAFETY: as documented.
-    let dev = unsafe { crate::cstr(device) }.map(|d| d.to_string_lossy().into_owned());
-    let Some(dev) = dev.filter(|d| d != "any") else {
-        // SAFETY: checked non-NULL.
-        unsafe { (*net, *mask) = (0, 0) };
-        return 0;
-    };
-    match ipv4_of(&dev) {
-        Some((addr, m)) => {
-            // SAFETY: checked non-NULL; both in network byte order.
-            unsafe { (*net, *mask) = (addr & m, m) };
-            0
-        }
-        None => {
-            let msg = if sluice_live::interfaces::interface(&dev).is_ok() {
-                format!("{dev}: no IPv4 address assigned")
-            } else {
-                format!("SIOCGIFADDR: {dev}: No such device")
-            };
+    crate::guard::entry(-1, move || {
+        if net.is_null() || mask.is_null() {
             // SAFETY: as documented.
-            unsafe { crate::put_errbuf(errbuf, &msg) };
-            PCAP_ERROR
+            unsafe { crate::put_errbuf(errbuf, "pcap_lookupnet: NULL result pointer") };
+            return PCAP_ERROR;
         }
-    }
+        // SAFETY: as documented.
+        let dev = unsafe { crate::cstr(device) }.map(|d| d.to_string_lossy().into_owned());
+        let Some(dev) = dev.filter(|d| d != "any") else {
+            // SAFETY: checked non-NULL.
+            unsafe { (*net, *mask) = (0, 0) };
+            return 0;
+        };
+        match ipv4_of(&dev) {
+            Some((addr, m)) => {
+                // SAFETY: checked non-NULL; both in network byte order.
+                unsafe { (*net, *mask) = (addr & m, m) };
+                0
+            }
+            None => {
+                let msg = if sluice_live::interfaces::interface(&dev).is_ok() {
+                    format!("{dev}: no IPv4 address assigned")
+                } else {
+                    format!("SIOCGIFADDR: {dev}: No such device")
+                };
+                // SAFETY: as documented.
+                unsafe { crate::put_errbuf(errbuf, &msg) };
+                PCAP_ERROR
+            }
+        }
+    })
 }
 
 /// `pcap_lookupdev`: the first interface that is up and not loopback.
@@ -729,22 +794,24 @@ pub unsafe extern "C" fn pcap_lookupnet(
 /// `errbuf` NULL or `PCAP_ERRBUF_SIZE` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_lookupdev(errbuf: *mut c_char) -> *mut c_char {
-    thread_local! {
-        static NAME: std::cell::RefCell<CString> = std::cell::RefCell::new(CString::default());
-    }
-    let first = sluice_live::interfaces()
-        .ok()
-        .and_then(|all| all.into_iter().find(|i| i.up && !i.loopback))
-        .and_then(|i| CString::new(i.name).ok());
-    match first {
-        Some(name) => NAME.with(|n| {
-            *n.borrow_mut() = name;
-            n.borrow().as_ptr().cast_mut()
-        }),
-        None => {
-            // SAFETY: as documented.
-            unsafe { crate::put_errbuf(errbuf, "no suitable device found") };
-            std::ptr::null_mut()
+    crate::guard::entry(std::ptr::null_mut(), move || {
+        thread_local! {
+            static NAME: std::cell::RefCell<CString> = std::cell::RefCell::new(CString::default());
         }
-    }
+        let first = sluice_live::interfaces()
+            .ok()
+            .and_then(|all| all.into_iter().find(|i| i.up && !i.loopback))
+            .and_then(|i| CString::new(i.name).ok());
+        match first {
+            Some(name) => NAME.with(|n| {
+                *n.borrow_mut() = name;
+                n.borrow().as_ptr().cast_mut()
+            }),
+            None => {
+                // SAFETY: as documented.
+                unsafe { crate::put_errbuf(errbuf, "no suitable device found") };
+                std::ptr::null_mut()
+            }
+        }
+    })
 }

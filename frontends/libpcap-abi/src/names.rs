@@ -74,40 +74,48 @@ pub fn scratch(text: &str) -> *const c_char {
 /// `name` is NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_datalink_name_to_val(name: *const c_char) -> c_int {
-    // SAFETY: the caller passes NULL or a C string.
-    let Some(name) = (unsafe { crate::cstr(name) }) else {
-        return -1;
-    };
-    DLTS.iter()
-        .find(|(n, _, _)| n.to_bytes().eq_ignore_ascii_case(name.to_bytes()))
-        .map_or(-1, |e| e.2)
+    crate::guard::entry(-1, move || {
+        // SAFETY: the caller passes NULL or a C string.
+        let Some(name) = (unsafe { crate::cstr(name) }) else {
+            return -1;
+        };
+        DLTS.iter()
+            .find(|(n, _, _)| n.to_bytes().eq_ignore_ascii_case(name.to_bytes()))
+            .map_or(-1, |e| e.2)
+    })
 }
 
 /// `pcap_datalink_val_to_name`: the name of a DLT value, or NULL.
 #[no_mangle]
 pub extern "C" fn pcap_datalink_val_to_name(dlt: c_int) -> *const c_char {
-    DLTS.iter()
-        .find(|e| e.2 == dlt)
-        .map_or(std::ptr::null(), |e| e.0.as_ptr())
+    crate::guard::entry(std::ptr::null(), move || {
+        DLTS.iter()
+            .find(|e| e.2 == dlt)
+            .map_or(std::ptr::null(), |e| e.0.as_ptr())
+    })
 }
 
 /// `pcap_datalink_val_to_description`: the description of a DLT value,
 /// or NULL.
 #[no_mangle]
 pub extern "C" fn pcap_datalink_val_to_description(dlt: c_int) -> *const c_char {
-    DLTS.iter()
-        .find(|e| e.2 == dlt)
-        .map_or(std::ptr::null(), |e| e.1.as_ptr())
+    crate::guard::entry(std::ptr::null(), move || {
+        DLTS.iter()
+            .find(|e| e.2 == dlt)
+            .map_or(std::ptr::null(), |e| e.1.as_ptr())
+    })
 }
 
 /// `pcap_datalink_val_to_description_or_dlt`: the description, or
 /// `DLT n`.
 #[no_mangle]
 pub extern "C" fn pcap_datalink_val_to_description_or_dlt(dlt: c_int) -> *const c_char {
-    match DLTS.iter().find(|e| e.2 == dlt) {
-        Some(e) => e.1.as_ptr(),
-        None => scratch(&format!("DLT {dlt}")),
-    }
+    crate::guard::entry(std::ptr::null(), move || {
+        match DLTS.iter().find(|e| e.2 == dlt) {
+            Some(e) => e.1.as_ptr(),
+            None => scratch(&format!("DLT {dlt}")),
+        }
+    })
 }
 
 /// The time-stamp types: `(name, description)` by value.
@@ -129,57 +137,65 @@ const TSTAMP_TYPES: &[(&CStr, &CStr)] = &[
 /// `name` is NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_tstamp_type_name_to_val(name: *const c_char) -> c_int {
-    // SAFETY: the caller passes NULL or a C string.
-    let Some(name) = (unsafe { crate::cstr(name) }) else {
-        return -1;
-    };
-    TSTAMP_TYPES
-        .iter()
-        .position(|(n, _)| n.to_bytes().eq_ignore_ascii_case(name.to_bytes()))
-        .map_or(-1, |i| i as c_int)
+    crate::guard::entry(-1, move || {
+        // SAFETY: the caller passes NULL or a C string.
+        let Some(name) = (unsafe { crate::cstr(name) }) else {
+            return -1;
+        };
+        TSTAMP_TYPES
+            .iter()
+            .position(|(n, _)| n.to_bytes().eq_ignore_ascii_case(name.to_bytes()))
+            .map_or(-1, |i| i as c_int)
+    })
 }
 
 /// `pcap_tstamp_type_val_to_name`: NULL when unknown.
 #[no_mangle]
 pub extern "C" fn pcap_tstamp_type_val_to_name(t: c_int) -> *const c_char {
-    usize::try_from(t)
-        .ok()
-        .and_then(|i| TSTAMP_TYPES.get(i))
-        .map_or(std::ptr::null(), |e| e.0.as_ptr())
+    crate::guard::entry(std::ptr::null(), move || {
+        usize::try_from(t)
+            .ok()
+            .and_then(|i| TSTAMP_TYPES.get(i))
+            .map_or(std::ptr::null(), |e| e.0.as_ptr())
+    })
 }
 
 /// `pcap_tstamp_type_val_to_description`: NULL when unknown.
 #[no_mangle]
 pub extern "C" fn pcap_tstamp_type_val_to_description(t: c_int) -> *const c_char {
-    usize::try_from(t)
-        .ok()
-        .and_then(|i| TSTAMP_TYPES.get(i))
-        .map_or(std::ptr::null(), |e| e.1.as_ptr())
+    crate::guard::entry(std::ptr::null(), move || {
+        usize::try_from(t)
+            .ok()
+            .and_then(|i| TSTAMP_TYPES.get(i))
+            .map_or(std::ptr::null(), |e| e.1.as_ptr())
+    })
 }
 
 /// `pcap_statustostr`: the text of a `PCAP_ERROR_*` / `PCAP_WARNING_*`
 /// code.
 #[no_mangle]
 pub extern "C" fn pcap_statustostr(status: c_int) -> *const c_char {
-    let text: &CStr = match status {
-        1 => c"Generic warning",
-        2 => c"That device doesn't support promiscuous mode",
-        3 => c"That type of time stamp is not supported by that device",
-        -1 => c"Generic error",
-        -2 => c"Loop terminated by pcap_breakloop",
-        -3 => c"The pcap_t has not been activated",
-        -4 => c"The setting can't be changed after the pcap_t is activated",
-        -5 => c"No such device exists",
-        -6 => c"That device doesn't support monitor mode",
-        -7 => c"That operation is supported only in monitor mode",
-        -8 => c"You don't have permission to perform this capture on that device",
-        -9 => c"That device is not up",
-        -10 => c"That device doesn't support setting the time stamp type",
-        -11 => c"You don't have permission to capture in promiscuous mode on that device",
-        -12 => c"That device doesn't support that time stamp precision",
-        _ => return scratch(&format!("Unknown error: {status}")),
-    };
-    text.as_ptr()
+    crate::guard::entry(std::ptr::null(), move || {
+        let text: &CStr = match status {
+            1 => c"Generic warning",
+            2 => c"That device doesn't support promiscuous mode",
+            3 => c"That type of time stamp is not supported by that device",
+            -1 => c"Generic error",
+            -2 => c"Loop terminated by pcap_breakloop",
+            -3 => c"The pcap_t has not been activated",
+            -4 => c"The setting can't be changed after the pcap_t is activated",
+            -5 => c"No such device exists",
+            -6 => c"That device doesn't support monitor mode",
+            -7 => c"That operation is supported only in monitor mode",
+            -8 => c"You don't have permission to perform this capture on that device",
+            -9 => c"That device is not up",
+            -10 => c"That device doesn't support setting the time stamp type",
+            -11 => c"You don't have permission to capture in promiscuous mode on that device",
+            -12 => c"That device doesn't support that time stamp precision",
+            _ => return scratch(&format!("Unknown error: {status}")),
+        };
+        text.as_ptr()
+    })
 }
 
 /// The C library's text of an `errno` value.
@@ -195,14 +211,14 @@ pub fn errno_text(errnum: c_int) -> String {
 /// `pcap_strerror`: `strerror`, in a per-thread buffer.
 #[no_mangle]
 pub extern "C" fn pcap_strerror(errnum: c_int) -> *const c_char {
-    scratch(&errno_text(errnum))
+    crate::guard::entry(std::ptr::null(), move || scratch(&errno_text(errnum)))
 }
 
 /// `pcap_lib_version`: says it is sluice, and which libpcap it stands in
 /// for.
 #[no_mangle]
 pub extern "C" fn pcap_lib_version() -> *const c_char {
-    LIB_VERSION.as_ptr()
+    crate::guard::entry(std::ptr::null(), move || LIB_VERSION.as_ptr())
 }
 
 #[cfg(test)]

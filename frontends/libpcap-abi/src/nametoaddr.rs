@@ -123,91 +123,93 @@ pub unsafe extern "C" fn pcap_findalldevs(
     alldevsp: *mut *mut pcap_if,
     errbuf: *mut c_char,
 ) -> c_int {
-    if alldevsp.is_null() {
-        return PCAP_ERROR;
-    }
-    let all = match sluice_live::interfaces() {
-        Ok(a) => a,
-        Err(e) => {
-            // SAFETY: as documented.
-            unsafe { crate::put_errbuf(errbuf, &e.to_string()) };
+    crate::guard::entry(-1, move || {
+        if alldevsp.is_null() {
             return PCAP_ERROR;
         }
-    };
-    let addrs = if_addresses();
-    let mut entries: Vec<(String, Option<&str>, u32)> = all
-        .iter()
-        .map(|i| {
-            let mut flags = 0;
-            if i.up {
-                flags |= PCAP_IF_UP;
+        let all = match sluice_live::interfaces() {
+            Ok(a) => a,
+            Err(e) => {
+                // SAFETY: as documented.
+                unsafe { crate::put_errbuf(errbuf, &e.to_string()) };
+                return PCAP_ERROR;
             }
-            if i.running {
-                flags |= PCAP_IF_RUNNING;
+        };
+        let addrs = if_addresses();
+        let mut entries: Vec<(String, Option<&str>, u32)> = all
+            .iter()
+            .map(|i| {
+                let mut flags = 0;
+                if i.up {
+                    flags |= PCAP_IF_UP;
+                }
+                if i.running {
+                    flags |= PCAP_IF_RUNNING;
+                }
+                if i.loopback {
+                    flags |= PCAP_IF_LOOPBACK | PCAP_IF_CONNECTION_STATUS_NOT_APPLICABLE;
+                } else {
+                    flags |= match i.connected {
+                        Some(true) => PCAP_IF_CONNECTION_STATUS_CONNECTED,
+                        Some(false) => PCAP_IF_CONNECTION_STATUS_DISCONNECTED,
+                        // The driver does not say: "not applicable" to libpcap.
+                        None => PCAP_IF_CONNECTION_STATUS_NOT_APPLICABLE,
+                    };
+                }
+                (i.name.clone(), None, flags)
+            })
+            .collect();
+        let any_at = all
+            .iter()
+            .position(|i| i.loopback || !(i.up && i.running))
+            .unwrap_or(all.len());
+        entries.insert(
+            any_at,
+            (
+                "any".into(),
+                Some("Pseudo-device that captures on all interfaces"),
+                PCAP_IF_UP | PCAP_IF_RUNNING | PCAP_IF_CONNECTION_STATUS_NOT_APPLICABLE,
+            ),
+        );
+        let mut head: *mut pcap_if = std::ptr::null_mut();
+        for (name, what, flags) in entries.iter().rev() {
+            let mut list: *mut pcap_addr = std::ptr::null_mut();
+            for a in addrs.iter().rev().filter(|a| a.name == *name) {
+                // SAFETY: a zeroed allocation for one pcap_addr, checked.
+                let node = unsafe { libc::calloc(1, std::mem::size_of::<pcap_addr>()) }
+                    .cast::<pcap_addr>();
+                if node.is_null() {
+                    continue;
+                }
+                // SAFETY: the node just allocated.
+                unsafe {
+                    (*node).next = list;
+                    (*node).addr = c_copy(a.addr.as_deref());
+                    (*node).netmask = c_copy(a.netmask.as_deref());
+                    (*node).broadaddr = c_copy(a.broadaddr.as_deref());
+                    (*node).dstaddr = c_copy(a.dstaddr.as_deref());
+                }
+                list = node;
             }
-            if i.loopback {
-                flags |= PCAP_IF_LOOPBACK | PCAP_IF_CONNECTION_STATUS_NOT_APPLICABLE;
-            } else {
-                flags |= match i.connected {
-                    Some(true) => PCAP_IF_CONNECTION_STATUS_CONNECTED,
-                    Some(false) => PCAP_IF_CONNECTION_STATUS_DISCONNECTED,
-                    // The driver does not say: "not applicable" to libpcap.
-                    None => PCAP_IF_CONNECTION_STATUS_NOT_APPLICABLE,
-                };
-            }
-            (i.name.clone(), None, flags)
-        })
-        .collect();
-    let any_at = all
-        .iter()
-        .position(|i| i.loopback || !(i.up && i.running))
-        .unwrap_or(all.len());
-    entries.insert(
-        any_at,
-        (
-            "any".into(),
-            Some("Pseudo-device that captures on all interfaces"),
-            PCAP_IF_UP | PCAP_IF_RUNNING | PCAP_IF_CONNECTION_STATUS_NOT_APPLICABLE,
-        ),
-    );
-    let mut head: *mut pcap_if = std::ptr::null_mut();
-    for (name, what, flags) in entries.iter().rev() {
-        let mut list: *mut pcap_addr = std::ptr::null_mut();
-        for a in addrs.iter().rev().filter(|a| a.name == *name) {
-            // SAFETY: a zeroed allocation for one pcap_addr, checked.
-            let node =
-                unsafe { libc::calloc(1, std::mem::size_of::<pcap_addr>()) }.cast::<pcap_addr>();
-            if node.is_null() {
+            // SAFETY: a zeroed allocation for one pcap_if, checked.
+            let dev = unsafe { libc::calloc(1, std::mem::size_of::<pcap_if>()) }.cast::<pcap_if>();
+            if dev.is_null() {
                 continue;
             }
             // SAFETY: the node just allocated.
             unsafe {
-                (*node).next = list;
-                (*node).addr = c_copy(a.addr.as_deref());
-                (*node).netmask = c_copy(a.netmask.as_deref());
-                (*node).broadaddr = c_copy(a.broadaddr.as_deref());
-                (*node).dstaddr = c_copy(a.dstaddr.as_deref());
+                (*dev).next = head;
+                (*dev).name = c_string(name);
+                (*dev).description = what.map_or(std::ptr::null_mut(), c_string);
+                (*dev).addresses = list;
+                (*dev).flags = *flags;
             }
-            list = node;
+            head = dev;
         }
-        // SAFETY: a zeroed allocation for one pcap_if, checked.
-        let dev = unsafe { libc::calloc(1, std::mem::size_of::<pcap_if>()) }.cast::<pcap_if>();
-        if dev.is_null() {
-            continue;
-        }
-        // SAFETY: the node just allocated.
-        unsafe {
-            (*dev).next = head;
-            (*dev).name = c_string(name);
-            (*dev).description = what.map_or(std::ptr::null_mut(), c_string);
-            (*dev).addresses = list;
-            (*dev).flags = *flags;
-        }
-        head = dev;
-    }
-    // SAFETY: checked non-NULL.
-    unsafe { *alldevsp = head };
-    0
+        // SAFETY: checked non-NULL.
+        unsafe { *alldevsp = head };
+        0
+    })
 }
 
 /// `pcap_freealldevs`.
@@ -216,28 +218,30 @@ pub unsafe extern "C" fn pcap_findalldevs(
 /// `alldevs` NULL or a list from [`pcap_findalldevs`].
 #[no_mangle]
 pub unsafe extern "C" fn pcap_freealldevs(alldevs: *mut pcap_if) {
-    let mut dev = alldevs;
-    // SAFETY: the list and everything in it were malloc'd by
-    // pcap_findalldevs; each is freed once.
-    unsafe {
-        while !dev.is_null() {
-            let next = (*dev).next;
-            let mut a = (*dev).addresses;
-            while !a.is_null() {
-                let an = (*a).next;
-                libc::free((*a).addr.cast());
-                libc::free((*a).netmask.cast());
-                libc::free((*a).broadaddr.cast());
-                libc::free((*a).dstaddr.cast());
-                libc::free(a.cast());
-                a = an;
+    crate::guard::entry((), move || {
+        let mut dev = alldevs;
+        // SAFETY: the list and everything in it were malloc'd by
+        // pcap_findalldevs; each is freed once.
+        unsafe {
+            while !dev.is_null() {
+                let next = (*dev).next;
+                let mut a = (*dev).addresses;
+                while !a.is_null() {
+                    let an = (*a).next;
+                    libc::free((*a).addr.cast());
+                    libc::free((*a).netmask.cast());
+                    libc::free((*a).broadaddr.cast());
+                    libc::free((*a).dstaddr.cast());
+                    libc::free(a.cast());
+                    a = an;
+                }
+                libc::free((*dev).name.cast());
+                libc::free((*dev).description.cast());
+                libc::free(dev.cast());
+                dev = next;
             }
-            libc::free((*dev).name.cast());
-            libc::free((*dev).description.cast());
-            libc::free(dev.cast());
-            dev = next;
         }
-    }
+    })
 }
 
 fn name_arg<'a>(s: *const c_char) -> Option<&'a str> {
@@ -256,31 +260,33 @@ thread_local! {
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_nametoaddr(name: *const c_char) -> *mut *mut u32 {
-    let Some(name) = name_arg(name) else {
-        return std::ptr::null_mut();
-    };
-    use std::net::ToSocketAddrs;
-    let found: Vec<u32> = match (name, 0).to_socket_addrs() {
-        Ok(it) => it
-            .filter_map(|a| match a {
-                std::net::SocketAddr::V4(v) => Some(u32::from(*v.ip())),
-                _ => None,
-            })
-            .collect(),
-        Err(_) => Vec::new(),
-    };
-    if found.is_empty() {
-        return std::ptr::null_mut();
-    }
-    HOST_ADDRS.with(|h| {
-        let mut h = h.borrow_mut();
-        h.0 = found;
-        let base = h.0.as_mut_ptr();
-        let n = h.0.len();
-        // SAFETY: pointers into the vector just filled, n of them.
-        h.1 = (0..n).map(|i| unsafe { base.add(i) }).collect();
-        h.1.push(std::ptr::null_mut());
-        h.1.as_mut_ptr()
+    crate::guard::entry(std::ptr::null_mut(), move || {
+        let Some(name) = name_arg(name) else {
+            return std::ptr::null_mut();
+        };
+        use std::net::ToSocketAddrs;
+        let found: Vec<u32> = match (name, 0).to_socket_addrs() {
+            Ok(it) => it
+                .filter_map(|a| match a {
+                    std::net::SocketAddr::V4(v) => Some(u32::from(*v.ip())),
+                    _ => None,
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        if found.is_empty() {
+            return std::ptr::null_mut();
+        }
+        HOST_ADDRS.with(|h| {
+            let mut h = h.borrow_mut();
+            h.0 = found;
+            let base = h.0.as_mut_ptr();
+            let n = h.0.len();
+            // SAFETY: pointers into the vector just filled, n of them.
+            h.1 = (0..n).map(|i| unsafe { base.add(i) }).collect();
+            h.1.push(std::ptr::null_mut());
+            h.1.as_mut_ptr()
+        })
     })
 }
 
@@ -291,20 +297,22 @@ pub unsafe extern "C" fn pcap_nametoaddr(name: *const c_char) -> *mut *mut u32 {
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_nametoaddrinfo(name: *const c_char) -> *mut libc::addrinfo {
-    if name.is_null() {
-        return std::ptr::null_mut();
-    }
-    // SAFETY: an all-zero addrinfo is a valid "no hints" value.
-    let mut hints: libc::addrinfo = unsafe { std::mem::zeroed() };
-    hints.ai_family = libc::AF_UNSPEC;
-    hints.ai_socktype = libc::SOCK_STREAM;
-    hints.ai_protocol = libc::IPPROTO_TCP;
-    let mut res = std::ptr::null_mut();
-    // SAFETY: a C string name, hints and an out-pointer.
-    if unsafe { libc::getaddrinfo(name, std::ptr::null(), &hints, &mut res) } != 0 {
-        return std::ptr::null_mut();
-    }
-    res
+    crate::guard::entry(std::ptr::null_mut(), move || {
+        if name.is_null() {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: an all-zero addrinfo is a valid "no hints" value.
+        let mut hints: libc::addrinfo = unsafe { std::mem::zeroed() };
+        hints.ai_family = libc::AF_UNSPEC;
+        hints.ai_socktype = libc::SOCK_STREAM;
+        hints.ai_protocol = libc::IPPROTO_TCP;
+        let mut res = std::ptr::null_mut();
+        // SAFETY: a C string name, hints and an out-pointer.
+        if unsafe { libc::getaddrinfo(name, std::ptr::null(), &hints, &mut res) } != 0 {
+            return std::ptr::null_mut();
+        }
+        res
+    })
 }
 
 #[repr(C)]
@@ -327,11 +335,13 @@ extern "C" {
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_nametonetaddr(name: *const c_char) -> u32 {
-    if name.is_null() {
-        return 0;
-    }
-    // SAFETY: a C string; the result is NULL or the C library's entry.
-    unsafe { getnetbyname(name).as_ref() }.map_or(0, |n| n.n_net)
+    crate::guard::entry(0, move || {
+        if name.is_null() {
+            return 0;
+        }
+        // SAFETY: a C string; the result is NULL or the C library's entry.
+        unsafe { getnetbyname(name).as_ref() }.map_or(0, |n| n.n_net)
+    })
 }
 
 /// The port of a service name for one protocol, or a number.
@@ -353,19 +363,21 @@ pub unsafe extern "C" fn pcap_nametoport(
     port: *mut c_int,
     proto: *mut c_int,
 ) -> c_int {
-    let (Some(name), false, false) = (name_arg(name), port.is_null(), proto.is_null()) else {
-        return 0;
-    };
-    let (tcp, udp) = (service(name, c"tcp"), service(name, c"udp"));
-    let (p, pr) = match (tcp, udp) {
-        (Some(t), Some(u)) if t == u => (t, PROTO_UNDEF),
-        (Some(t), _) => (t, libc::IPPROTO_TCP),
-        (None, Some(u)) => (u, libc::IPPROTO_UDP),
-        (None, None) => return 0,
-    };
-    // SAFETY: checked non-NULL, writable per the contract.
-    unsafe { (*port, *proto) = (p, pr) };
-    1
+    crate::guard::entry(-1, move || {
+        let (Some(name), false, false) = (name_arg(name), port.is_null(), proto.is_null()) else {
+            return 0;
+        };
+        let (tcp, udp) = (service(name, c"tcp"), service(name, c"udp"));
+        let (p, pr) = match (tcp, udp) {
+            (Some(t), Some(u)) if t == u => (t, PROTO_UNDEF),
+            (Some(t), _) => (t, libc::IPPROTO_TCP),
+            (None, Some(u)) => (u, libc::IPPROTO_UDP),
+            (None, None) => return 0,
+        };
+        // SAFETY: checked non-NULL, writable per the contract.
+        unsafe { (*port, *proto) = (p, pr) };
+        1
+    })
 }
 
 /// `pcap_nametoportrange`: `A-B` of numbers or service names; 1 if both
@@ -380,27 +392,29 @@ pub unsafe extern "C" fn pcap_nametoportrange(
     port2: *mut c_int,
     proto: *mut c_int,
 ) -> c_int {
-    let Some((a, b)) = name_arg(name).and_then(|n| n.split_once('-')) else {
-        return 0;
-    };
-    if port1.is_null() || port2.is_null() || proto.is_null() {
-        return 0;
-    }
-    let end = |s: &str| -> Option<(c_int, c_int)> {
-        if let Ok(n) = s.parse::<u16>() {
-            return Some((c_int::from(n), PROTO_UNDEF));
+    crate::guard::entry(-1, move || {
+        let Some((a, b)) = name_arg(name).and_then(|n| n.split_once('-')) else {
+            return 0;
+        };
+        if port1.is_null() || port2.is_null() || proto.is_null() {
+            return 0;
         }
-        let c = CString::new(s).ok()?;
-        let (mut port, mut pr) = (0, 0);
-        // SAFETY: local out-pointers and a C string.
-        (unsafe { pcap_nametoport(c.as_ptr(), &mut port, &mut pr) } == 1).then_some((port, pr))
-    };
-    let (Some((p1, pr1)), Some((p2, pr2))) = (end(a), end(b)) else {
-        return 0;
-    };
-    // SAFETY: checked non-NULL.
-    unsafe { (*port1, *port2, *proto) = (p1, p2, if pr1 == pr2 { pr1 } else { PROTO_UNDEF }) };
-    1
+        let end = |s: &str| -> Option<(c_int, c_int)> {
+            if let Ok(n) = s.parse::<u16>() {
+                return Some((c_int::from(n), PROTO_UNDEF));
+            }
+            let c = CString::new(s).ok()?;
+            let (mut port, mut pr) = (0, 0);
+            // SAFETY: local out-pointers and a C string.
+            (unsafe { pcap_nametoport(c.as_ptr(), &mut port, &mut pr) } == 1).then_some((port, pr))
+        };
+        let (Some((p1, pr1)), Some((p2, pr2))) = (end(a), end(b)) else {
+            return 0;
+        };
+        // SAFETY: checked non-NULL.
+        unsafe { (*port1, *port2, *proto) = (p1, p2, if pr1 == pr2 { pr1 } else { PROTO_UNDEF }) };
+        1
+    })
 }
 
 /// `pcap_nametoproto`: an IP protocol's number, or `PROTO_UNDEF`.
@@ -409,11 +423,13 @@ pub unsafe extern "C" fn pcap_nametoportrange(
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_nametoproto(name: *const c_char) -> c_int {
-    if name.is_null() {
-        return PROTO_UNDEF;
-    }
-    // SAFETY: a C string; the result is NULL or the C library's entry.
-    unsafe { libc::getprotobyname(name).as_ref() }.map_or(PROTO_UNDEF, |p| p.p_proto)
+    crate::guard::entry(-1, move || {
+        if name.is_null() {
+            return PROTO_UNDEF;
+        }
+        // SAFETY: a C string; the result is NULL or the C library's entry.
+        unsafe { libc::getprotobyname(name).as_ref() }.map_or(PROTO_UNDEF, |p| p.p_proto)
+    })
 }
 
 /// One entry of `eproto_db`.
@@ -474,15 +490,17 @@ pub static eproto_db: [eproto; 23] = [
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_nametoeproto(name: *const c_char) -> c_int {
-    let Some(name) = name_arg(name) else {
-        return PROTO_UNDEF;
-    };
-    eproto_db
-        .iter()
-        .take_while(|e| !e.s.is_null())
-        // SAFETY: static C strings of the table.
-        .find(|e| unsafe { CStr::from_ptr(e.s) }.to_bytes() == name.as_bytes())
-        .map_or(PROTO_UNDEF, |e| c_int::from(e.p))
+    crate::guard::entry(-1, move || {
+        let Some(name) = name_arg(name) else {
+            return PROTO_UNDEF;
+        };
+        eproto_db
+            .iter()
+            .take_while(|e| !e.s.is_null())
+            // SAFETY: static C strings of the table.
+            .find(|e| unsafe { CStr::from_ptr(e.s) }.to_bytes() == name.as_bytes())
+            .map_or(PROTO_UNDEF, |e| c_int::from(e.p))
+    })
 }
 
 /// `pcap_nametollc`: an LLC SAP's number, or `PROTO_UNDEF`.
@@ -491,13 +509,13 @@ pub unsafe extern "C" fn pcap_nametoeproto(name: *const c_char) -> c_int {
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_nametollc(name: *const c_char) -> c_int {
-    match name_arg(name) {
+    crate::guard::entry(-1, move || match name_arg(name) {
         Some("iso") => 0xfe,
         Some("stp") => 0x42,
         Some("ipx") => 0xe0,
         Some("netbeui") => 0xf0,
         _ => PROTO_UNDEF,
-    }
+    })
 }
 
 /// Parses `xx:xx:xx:xx:xx:xx` (`:`, `.` or `-` between one or two hex
@@ -534,9 +552,11 @@ fn c_mac(mac: [u8; 6]) -> *mut u8 {
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_ether_aton(s: *const c_char) -> *mut u8 {
-    name_arg(s)
-        .and_then(parse_mac)
-        .map_or(std::ptr::null_mut(), c_mac)
+    crate::guard::entry(std::ptr::null_mut(), move || {
+        name_arg(s)
+            .and_then(parse_mac)
+            .map_or(std::ptr::null_mut(), c_mac)
+    })
 }
 
 /// `pcap_ether_hostton`: a host's Ethernet address from the ethers
@@ -546,15 +566,17 @@ pub unsafe extern "C" fn pcap_ether_aton(s: *const c_char) -> *mut u8 {
 /// Pointer arguments are NULL or valid, as for libpcap.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_ether_hostton(name: *const c_char) -> *mut u8 {
-    if name.is_null() {
-        return std::ptr::null_mut();
-    }
-    let mut mac = [0u8; 6];
-    // SAFETY: a C string and a 6-byte out-buffer.
-    if unsafe { ether_hostton(name, &mut mac) } != 0 {
-        return std::ptr::null_mut();
-    }
-    c_mac(mac)
+    crate::guard::entry(std::ptr::null_mut(), move || {
+        if name.is_null() {
+            return std::ptr::null_mut();
+        }
+        let mut mac = [0u8; 6];
+        // SAFETY: a C string and a 6-byte out-buffer.
+        if unsafe { ether_hostton(name, &mut mac) } != 0 {
+            return std::ptr::null_mut();
+        }
+        c_mac(mac)
+    })
 }
 
 /// `struct pcap_etherent`.
@@ -577,33 +599,35 @@ thread_local! {
 /// `fp` NULL or an open stream.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_next_etherent(fp: *mut libc::FILE) -> *mut pcap_etherent {
-    if fp.is_null() {
-        return std::ptr::null_mut();
-    }
-    let mut line = [0 as c_char; 1024];
-    loop {
-        // SAFETY: an open stream and a buffer of that size.
-        if unsafe { libc::fgets(line.as_mut_ptr(), line.len() as c_int, fp) }.is_null() {
+    crate::guard::entry(std::ptr::null_mut(), move || {
+        if fp.is_null() {
             return std::ptr::null_mut();
         }
-        // SAFETY: fgets NUL-terminates.
-        let text = unsafe { CStr::from_ptr(line.as_ptr()) }.to_string_lossy();
-        let text = text.split('#').next().unwrap_or_default();
-        let mut words = text.split_whitespace();
-        let (Some(addr), Some(name)) = (words.next(), words.next()) else {
-            continue;
-        };
-        let Some(mac) = parse_mac(addr) else {
-            continue;
-        };
-        return ETHERENT.with(|e| {
-            let mut e = e.borrow_mut();
-            e.addr = mac;
-            e.name = [0; 122];
-            for (d, s) in e.name.iter_mut().zip(name.bytes().take(121)) {
-                *d = s as c_char;
+        let mut line = [0 as c_char; 1024];
+        loop {
+            // SAFETY: an open stream and a buffer of that size.
+            if unsafe { libc::fgets(line.as_mut_ptr(), line.len() as c_int, fp) }.is_null() {
+                return std::ptr::null_mut();
             }
-            &mut *e as *mut pcap_etherent
-        });
-    }
+            // SAFETY: fgets NUL-terminates.
+            let text = unsafe { CStr::from_ptr(line.as_ptr()) }.to_string_lossy();
+            let text = text.split('#').next().unwrap_or_default();
+            let mut words = text.split_whitespace();
+            let (Some(addr), Some(name)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let Some(mac) = parse_mac(addr) else {
+                continue;
+            };
+            return ETHERENT.with(|e| {
+                let mut e = e.borrow_mut();
+                e.addr = mac;
+                e.name = [0; 122];
+                for (d, s) in e.name.iter_mut().zip(name.bytes().take(121)) {
+                    *d = s as c_char;
+                }
+                &mut *e as *mut pcap_etherent
+            });
+        }
+    })
 }

@@ -1,7 +1,16 @@
 //! Capture files: `pcap_open_offline` and its kin read pcap and pcapng
-//! through sluice's reader, from a `FILE *` the handle owns (so
-//! `pcap_file` and `pcap_fileno` give what libpcap gives), and
-//! `pcap_open_dead` makes a handle that only compiles and writes.
+//! through sluice's reader, from a `FILE *` (so `pcap_file` and
+//! `pcap_get_selectable_fd` give what libpcap gives), and `pcap_open_dead`
+//! makes a handle that only compiles and writes.
+//!
+//! The rule, libpcap's: the stream is the source of truth. Records are
+//! read from it with `fread`s of exactly their bytes, never ahead, so
+//! after each packet it stands just after that packet's record: a
+//! program may `ftell` and `fseek` it (tcpslice does) and reading goes on
+//! from where it put it; bytes a program read and put back before the
+//! open (`fread` then `rewind` of standard input, as tcptrace does) are
+//! read, since `-` is C's `stdin` itself; and a record that arrives on a
+//! pipe is handed over as soon as its last byte has come.
 //!
 //! As libpcap: the link type and snapshot length are known when the open
 //! returns (a pcapng file is read up to its first interface description
@@ -15,29 +24,53 @@ use crate::types::*;
 use sluice_capture::{
     max_snaplen_for_linktype, CaptureError, CaptureFormat, CaptureReader, ErrorKind,
 };
-use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_uint};
 use std::io::{self, Read};
-use std::rc::Rc;
 
-/// A `FILE *` as a byte reader, keeping the first 24 bytes (a pcap
+extern "C" {
+    static mut stdin: *mut libc::FILE;
+}
+
+/// A `FILE *` as a byte reader, keeping the first 24 bytes read (a pcap
 /// file's header, whose link-type field has bits the reader drops).
 pub(crate) struct CFile {
     file: *mut libc::FILE,
-    head: Rc<RefCell<Vec<u8>>>,
+    head: Vec<u8>,
 }
 
 impl Read for CFile {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        // SAFETY: the FILE is open for as long as the Offline owning it.
-        let n = unsafe { libc::fread(buf.as_mut_ptr().cast(), 1, buf.len(), self.file) };
+        let n = if crate::guard::take_buffered(self.file, buf) {
+            buf.len()
+        } else {
+            self.fread(buf)?
+        };
+        if self.head.len() < 24 {
+            let keep = (24 - self.head.len()).min(n);
+            self.head.extend_from_slice(&buf[..keep]);
+        }
+        Ok(n)
+    }
+}
+
+impl CFile {
+    /// `fread` into `buf`: the bytes read.
+    fn fread(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let (to, len, file) = (buf.as_mut_ptr(), buf.len(), self.file);
+        // SAFETY: the FILE is open for as long as the Offline owning it;
+        // `to` is writable for `len` bytes.
+        let read = move || unsafe { libc::fread(to.cast(), 1, len, file) };
+        // A read that needs a system call is a cancellation point: the
+        // thread's cancellation waits meanwhile (crate::guard).
+        let n = if crate::guard::buffered_read(file, len) {
+            read()
+        } else {
+            crate::guard::quiet(read)
+        };
         // SAFETY: as above.
-        if n == 0 && !buf.is_empty() && unsafe { libc::ferror(self.file) } != 0 {
+        if n == 0 && len > 0 && unsafe { libc::ferror(file) } != 0 {
             return Err(io::Error::last_os_error());
         }
-        let mut head = self.head.borrow_mut();
-        let keep = (24 - head.len().min(24)).min(n);
-        head.extend_from_slice(&buf[..keep]);
         Ok(n)
     }
 }
@@ -62,19 +95,40 @@ pub(crate) struct Offline {
     pub(crate) reader: CaptureReader<CFile>,
     /// The LINKTYPE of the first interface; packets of others are refused.
     pub(crate) linktype: u16,
+    /// A pcap file with nanosecond time stamps.
+    pub(crate) file_nano: bool,
+    /// Not a regular file (a pipe, a socket, a terminal): a read may
+    /// wait for bytes to come.
+    waits: bool,
 }
 
+// SAFETY: the stream is used by one thread at a time (the handle's lock);
+// stdio streams may move between threads.
+unsafe impl Send for Offline {}
+
 impl Offline {
-    pub(crate) fn file(&self) -> *mut libc::FILE {
-        self.file
+    /// The descriptor to wait on before the next read, where the stream
+    /// is a pipe or the like with nothing buffered: the wait is then
+    /// made outside the read, where the thread may be cancelled.
+    pub(crate) fn must_wait(&self) -> Option<c_int> {
+        if !self.waits || crate::guard::buffered_read(self.file, 1) {
+            return None;
+        }
+        // SAFETY: an open stream.
+        Some(unsafe { libc::fileno(self.file) })
     }
 }
 
 impl Drop for Offline {
     fn drop(&mut self) {
+        // As libpcap: the stream is closed, unless it is stdin.
         // SAFETY: the FILE is ours (opened, or handed over by
         // pcap_fopen_offline) and closed only here.
-        unsafe { libc::fclose(self.file) };
+        unsafe {
+            if self.file != stdin {
+                libc::fclose(self.file);
+            }
+        }
     }
 }
 
@@ -160,6 +214,28 @@ fn adjust_snapshot(linktype: u16, snaplen: u32) -> c_int {
     }
 }
 
+/// libpcap's buffer size after a record of `caplen` bytes: a pcap
+/// reader grows its buffer to the next power of two (at most the snapshot
+/// length); a pcapng reader reports its first 2 KiB whatever it reads.
+pub(crate) fn grown_bufsize(pcapng: bool, bufsize: c_int, caplen: u32, snapshot: c_int) -> c_int {
+    if pcapng || i64::from(caplen) <= i64::from(bufsize) {
+        return bufsize;
+    }
+    caplen.checked_next_power_of_two().map_or(snapshot, |n| {
+        (n.min(i32::MAX as u32) as c_int).min(snapshot)
+    })
+}
+
+/// Closes a stream the handle would have owned (not stdin).
+fn release(file: *mut libc::FILE) {
+    // SAFETY: an open stream handed to us; stdin is the program's.
+    unsafe {
+        if file != stdin {
+            libc::fclose(file);
+        }
+    }
+}
+
 /// Opens a handle on an open `FILE *` (which it then owns, even on error).
 fn open_file(
     file: *mut libc::FILE,
@@ -168,58 +244,63 @@ fn open_file(
     errbuf: *mut c_char,
 ) -> *mut pcap_t {
     let fail = |msg: &str| {
+        release(file);
         // SAFETY: errbuf is the caller's PCAP_ERRBUF_SIZE buffer or NULL.
         unsafe { crate::put_errbuf(errbuf, msg) };
         std::ptr::null_mut()
     };
     if precision != PCAP_TSTAMP_PRECISION_MICRO && precision != PCAP_TSTAMP_PRECISION_NANO {
-        // SAFETY: ours to close.
-        unsafe { libc::fclose(file) };
         return fail(&format!("unknown time stamp resolution {precision}"));
     }
-    let head = Rc::new(RefCell::new(Vec::new()));
     let input = CFile {
         file,
-        head: Rc::clone(&head),
+        head: Vec::with_capacity(24),
     };
-    let opened = CaptureReader::from_reader(input, name).and_then(|mut r| {
+    let opened = CaptureReader::from_stream(input, name).and_then(|mut r| {
         let first = r.read_interface()?;
         Ok((r, first))
     });
-    let (reader, first) = match opened {
+    let (mut reader, first) = match opened {
         Ok(x) => x,
-        Err(e) => {
-            // SAFETY: the reader is gone; the FILE is ours to close.
-            unsafe { libc::fclose(file) };
-            return fail(&file_error(&e, None));
-        }
+        Err(e) => return fail(&file_error(&e, None)),
     };
     let Some(first) = first else {
-        // SAFETY: as above.
-        unsafe { libc::fclose(file) };
         return fail("the capture file has no Interface Description Blocks");
     };
+    let head = std::mem::take(&mut reader.get_mut().head);
     let format = reader.format();
-    let (swapped, version, ext) = match format {
-        CaptureFormat::Pcap { big_endian, .. } => (
+    let (swapped, version, ext, file_nano) = match format {
+        CaptureFormat::Pcap {
+            big_endian, nanos, ..
+        } => (
             big_endian != cfg!(target_endian = "big"),
             (2, 4),
-            linktype_ext(&head.borrow(), big_endian),
+            linktype_ext(&head, big_endian),
+            nanos,
         ),
         CaptureFormat::PcapNg { big_endian, .. } => {
-            (big_endian != cfg!(target_endian = "big"), (1, 0), 0)
+            (big_endian != cfg!(target_endian = "big"), (1, 0), 0, false)
         }
     };
+    // SAFETY: an open stream.
+    let fd = unsafe { libc::fileno(file) };
+    // SAFETY: a zeroed stat is a valid out-buffer.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fd is the stream's descriptor; st is writable.
+    let regular =
+        unsafe { libc::fstat(fd, &mut st) } == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG;
     let offline = Offline {
         file,
         reader,
         linktype: first.linktype,
+        file_nano,
+        waits: !regular,
     };
     let dlt = linktype_to_dlt(u32::from(first.linktype));
     let mut snapshot = adjust_snapshot(first.linktype, first.snaplen);
     // The modified format of some old Linux tcpdumps wrote Ethernet
     // snapshot lengths 14 bytes short; libpcap adds them back.
-    let magic = head.borrow().get(..4).map(|m| [m[0], m[1], m[2], m[3]]);
+    let magic = head.get(..4).map(|m| [m[0], m[1], m[2], m[3]]);
     let kuznetzov = magic.is_some_and(|m| {
         u32::from_le_bytes(m) == 0xa1b2_cd34 || u32::from_be_bytes(m) == 0xa1b2_cd34
     });
@@ -227,11 +308,21 @@ fn open_file(
         snapshot = snapshot.saturating_add(14);
     }
     let p = pcap_t::register(Source::Offline(Box::new(offline)), dlt, snapshot, precision);
-    // SAFETY: just registered.
-    let h = unsafe { &*p };
-    h.swapped.set(swapped);
-    h.version.set(version);
-    h.linktype_ext.set(ext);
+    if let Some(h) = pcap_t::get(p) {
+        h.swapped.set(swapped);
+        h.version[0].set(version.0);
+        h.version[1].set(version.1);
+        h.linktype_ext
+            .store(ext, std::sync::atomic::Ordering::Release);
+        h.file.store(file, std::sync::atomic::Ordering::Release);
+        h.selectable.set(fd);
+        // libpcap starts with a buffer of 2 KiB at most (the snapshot
+        // length, if less, for pcap).
+        h.bufsize.set(match format {
+            CaptureFormat::Pcap { .. } => snapshot.clamp(0, 2048),
+            CaptureFormat::PcapNg { .. } => 2048,
+        });
+    }
     p
 }
 
@@ -246,32 +337,43 @@ pub unsafe extern "C" fn pcap_open_offline_with_tstamp_precision(
     precision: c_uint,
     errbuf: *mut c_char,
 ) -> *mut pcap_t {
-    // SAFETY: as documented.
-    let Some(name) = (unsafe { crate::cstr(fname) }) else {
+    crate::guard::entry(std::ptr::null_mut(), move || {
         // SAFETY: as documented.
-        unsafe { crate::put_errbuf(errbuf, "A null pointer was supplied as the file name") };
-        return std::ptr::null_mut();
-    };
-    let file = if name.to_bytes() == b"-" {
-        // SAFETY: standard input's descriptor, duplicated so that closing
-        // the handle leaves fd 0 open for the program.
-        unsafe { libc::fdopen(libc::dup(0), c"rb".as_ptr()) }
-    } else {
-        // SAFETY: a valid C string and mode.
-        unsafe { libc::fopen(name.as_ptr(), c"rb".as_ptr()) }
-    };
-    let shown = name.to_string_lossy();
-    if file.is_null() {
-        let err = io::Error::last_os_error();
-        let msg = format!(
-            "{shown}: {}",
-            errno_text(err.raw_os_error().unwrap_or(libc::EIO))
-        );
-        // SAFETY: as documented.
-        unsafe { crate::put_errbuf(errbuf, &msg) };
-        return std::ptr::null_mut();
-    }
-    open_file(file, &shown, precision as c_int, errbuf)
+        let Some(name) = (unsafe { crate::cstr(fname) }) else {
+            // SAFETY: as documented.
+            unsafe { crate::put_errbuf(errbuf, "A null pointer was supplied as the file name") };
+            return std::ptr::null_mut();
+        };
+        let file = if name.to_bytes() == b"-" {
+            // SAFETY: C's standard input stream, as libpcap reads it
+            // (with what the program read and put back before).
+            unsafe { stdin }
+        } else {
+            // SAFETY: a valid C string and mode.
+            let f = unsafe { libc::fopen(name.as_ptr(), c"rb".as_ptr()) };
+            if !f.is_null() {
+                // A stream of our own gets a larger buffer than stdio's
+                // 4 KiB: one read(2) per 256 KiB of file. Positions and
+                // pipes behave the same (a read takes what is there).
+                // SAFETY: a stream just opened, before any I/O on it;
+                // stdio allocates the buffer.
+                unsafe { libc::setvbuf(f, std::ptr::null_mut(), libc::_IOFBF, 256 * 1024) };
+            }
+            f
+        };
+        let shown = name.to_string_lossy();
+        if file.is_null() {
+            let err = io::Error::last_os_error();
+            let msg = format!(
+                "{shown}: {}",
+                errno_text(err.raw_os_error().unwrap_or(libc::EIO))
+            );
+            // SAFETY: as documented.
+            unsafe { crate::put_errbuf(errbuf, &msg) };
+            return std::ptr::null_mut();
+        }
+        open_file(file, &shown, precision as c_int, errbuf)
+    })
 }
 
 /// `pcap_open_offline`: as [`pcap_open_offline_with_tstamp_precision`]
@@ -284,14 +386,16 @@ pub unsafe extern "C" fn pcap_open_offline(
     fname: *const c_char,
     errbuf: *mut c_char,
 ) -> *mut pcap_t {
-    // SAFETY: as documented.
-    unsafe {
-        pcap_open_offline_with_tstamp_precision(
-            fname,
-            PCAP_TSTAMP_PRECISION_MICRO as c_uint,
-            errbuf,
-        )
-    }
+    crate::guard::entry(std::ptr::null_mut(), move || {
+        // SAFETY: as documented.
+        unsafe {
+            pcap_open_offline_with_tstamp_precision(
+                fname,
+                PCAP_TSTAMP_PRECISION_MICRO as c_uint,
+                errbuf,
+            )
+        }
+    })
 }
 
 /// `pcap_fopen_offline_with_tstamp_precision`: reads an open `FILE *`,
@@ -305,12 +409,14 @@ pub unsafe extern "C" fn pcap_fopen_offline_with_tstamp_precision(
     precision: c_uint,
     errbuf: *mut c_char,
 ) -> *mut pcap_t {
-    if fp.is_null() {
-        // SAFETY: as documented.
-        unsafe { crate::put_errbuf(errbuf, "A null pointer was supplied as the file") };
-        return std::ptr::null_mut();
-    }
-    open_file(fp, "(FILE)", precision as c_int, errbuf)
+    crate::guard::entry(std::ptr::null_mut(), move || {
+        if fp.is_null() {
+            // SAFETY: as documented.
+            unsafe { crate::put_errbuf(errbuf, "A null pointer was supplied as the file") };
+            return std::ptr::null_mut();
+        }
+        open_file(fp, "(FILE)", precision as c_int, errbuf)
+    })
 }
 
 /// `pcap_fopen_offline`: microsecond time stamps.
@@ -322,10 +428,16 @@ pub unsafe extern "C" fn pcap_fopen_offline(
     fp: *mut libc::FILE,
     errbuf: *mut c_char,
 ) -> *mut pcap_t {
-    // SAFETY: as documented.
-    unsafe {
-        pcap_fopen_offline_with_tstamp_precision(fp, PCAP_TSTAMP_PRECISION_MICRO as c_uint, errbuf)
-    }
+    crate::guard::entry(std::ptr::null_mut(), move || {
+        // SAFETY: as documented.
+        unsafe {
+            pcap_fopen_offline_with_tstamp_precision(
+                fp,
+                PCAP_TSTAMP_PRECISION_MICRO as c_uint,
+                errbuf,
+            )
+        }
+    })
 }
 
 /// `pcap_open_dead_with_tstamp_precision`: a handle for compiling filters
@@ -336,20 +448,26 @@ pub extern "C" fn pcap_open_dead_with_tstamp_precision(
     snaplen: c_int,
     precision: c_uint,
 ) -> *mut pcap_t {
-    // libpcap keeps what it is given, even a snapshot length of 0; an
-    // unknown precision becomes microseconds.
-    let precision = match precision as c_int {
-        PCAP_TSTAMP_PRECISION_NANO => PCAP_TSTAMP_PRECISION_NANO,
-        _ => PCAP_TSTAMP_PRECISION_MICRO,
-    };
-    let p = pcap_t::register(Source::Dead, dlt, snaplen, precision);
-    // SAFETY: just registered.
-    unsafe { &*p }.version.set((0, 0));
-    p
+    crate::guard::entry(std::ptr::null_mut(), move || {
+        // libpcap keeps what it is given, even a snapshot length of 0; an
+        // unknown precision becomes microseconds.
+        let precision = match precision as c_int {
+            PCAP_TSTAMP_PRECISION_NANO => PCAP_TSTAMP_PRECISION_NANO,
+            _ => PCAP_TSTAMP_PRECISION_MICRO,
+        };
+        let p = pcap_t::register(Source::Dead, dlt, snaplen, precision);
+        if let Some(h) = pcap_t::get(p) {
+            h.version[0].set(0);
+            h.version[1].set(0);
+        }
+        p
+    })
 }
 
 /// `pcap_open_dead`: microsecond time stamps.
 #[no_mangle]
 pub extern "C" fn pcap_open_dead(dlt: c_int, snaplen: c_int) -> *mut pcap_t {
-    pcap_open_dead_with_tstamp_precision(dlt, snaplen, PCAP_TSTAMP_PRECISION_MICRO as c_uint)
+    crate::guard::entry(std::ptr::null_mut(), move || {
+        pcap_open_dead_with_tstamp_precision(dlt, snaplen, PCAP_TSTAMP_PRECISION_MICRO as c_uint)
+    })
 }

@@ -7,13 +7,15 @@
 //! `pcap_dispatch` gives the number of packets handed over; `pcap_next_ex`
 //! gives 1, 0 on a live timeout, -2 at the end of a file.
 
-use crate::handle::{handle_or, pcap_t, Source, BAD_HANDLE};
-use crate::offline::file_error;
+use crate::guard;
+use crate::handle::{lock, pcap_t, Kind, Source, BAD_HANDLE};
+use crate::offline::{file_error, grown_bufsize, Offline};
 use crate::types::*;
 use sluice_capture::Packet;
 use sluice_filter::{Program, Runner};
 use std::ffi::c_int;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// The C header of a packet, time stamp in the handle's precision.
 pub(crate) fn header(pkt: &Packet<'_>, nano: bool) -> pcap_pkthdr {
@@ -67,74 +69,220 @@ pub(crate) fn accepts(filter: Option<&Program>, pkt: &Packet<'_>) -> bool {
     })
 }
 
-/// One read operation: up to `cnt` accepted packets (`cnt` ≤ 0: all a
-/// file has, or all a live capture has ready) handed to `each`. Returns
-/// the count, or a negative libpcap code.
-pub(crate) fn read_op(h: &pcap_t, cnt: c_int, each: &mut dyn FnMut(&pcap_pkthdr, &[u8])) -> c_int {
-    let Ok(mut src) = h.source.try_borrow_mut() else {
-        return h.fail(
-            PCAP_ERROR,
-            "a packet was read from inside a packet callback of the same handle",
-        );
-    };
-    match &mut *src {
-        Source::Offline(o) => {
-            let filter = h.filter.borrow().clone();
-            let nano = h.precision.get() == PCAP_TSTAMP_PRECISION_NANO;
-            let file_nano = matches!(
-                o.reader.format(),
-                sluice_capture::CaptureFormat::Pcap { nanos: true, .. }
-            );
-            let mut n = 0;
-            loop {
-                if h.break_loop.load(Ordering::Acquire) {
-                    if n == 0 {
-                        h.take_break();
-                        return PCAP_ERROR_BREAK;
-                    }
-                    return n;
-                }
-                if cnt > 0 && n >= cnt {
-                    return n;
-                }
-                let (pkt, times) = match o.reader.next_record() {
-                    Ok(Some(p)) => p,
-                    Ok(None) => return n,
-                    Err(e) => return h.fail(PCAP_ERROR, &file_error(&e, Some(h.snapshot.get()))),
-                };
-                if pkt.linktype != o.linktype {
-                    let msg = format!(
-                        "an interface has a type {} different from the type of the first interface",
-                        pkt.linktype
-                    );
-                    return h.fail(PCAP_ERROR, &msg);
-                }
-                if accepts(filter.as_deref(), &pkt) {
-                    let hdr = match times {
-                        Some(t) => pcap_record_header(&pkt, t, file_nano, nano),
-                        None => header(&pkt, nano),
-                    };
-                    each(&hdr, pkt.data);
-                    n += 1;
-                }
+/// A read loop's copy of the handle's filter, renewed when
+/// `pcap_setfilter` (from the callback, or another thread) changes it.
+pub(crate) struct FilterCache {
+    program: Option<Arc<Program>>,
+    generation: u64,
+}
+
+impl FilterCache {
+    fn new(h: &pcap_t) -> FilterCache {
+        let (program, generation) = h.filter();
+        FilterCache {
+            program,
+            generation,
+        }
+    }
+
+    /// The filter now in force.
+    #[inline]
+    pub(crate) fn current(&mut self, h: &pcap_t) -> Option<&Program> {
+        if h.filter_gen() != self.generation {
+            *self = FilterCache::new(h);
+        }
+        self.program.as_deref()
+    }
+}
+
+/// What one step of a read gives.
+pub(crate) enum Step {
+    /// An accepted packet: its header, and its bytes, which stay where
+    /// they are until the handle's next read or close.
+    Packet(pcap_pkthdr, *const u8),
+    /// The end of a file (for now: a stream may grow).
+    End,
+    /// `pcap_breakloop` was seen between records.
+    Break,
+    /// A stream with nothing buffered: wait for this descriptor.
+    Wait(c_int),
+    /// A live capture with nothing ready: wait for this descriptor.
+    Idle(c_int),
+    /// An error (the handle's message is set): this code.
+    Fail(c_int),
+    /// The step panicked (a bug; the panic hook printed it).
+    Panicked,
+}
+
+/// The next packet a file gives that the filter accepts. `ready`: the
+/// stream was just seen readable, so read even with nothing buffered.
+fn offline_step(h: &pcap_t, o: &mut Offline, filter: &mut FilterCache, mut ready: bool) -> Step {
+    let nano = h.precision.get() == PCAP_TSTAMP_PRECISION_NANO;
+    let pcapng = matches!(
+        o.reader.format(),
+        sluice_capture::CaptureFormat::PcapNg { .. }
+    );
+    loop {
+        if !ready {
+            if let Some(fd) = o.must_wait() {
+                return Step::Wait(fd);
             }
         }
-        Source::Live(l) => l.read(h, cnt, each),
-        Source::Dead => h.fail(
+        ready = false;
+        let (pkt, times) = match o.reader.next_record() {
+            Ok(Some(p)) => p,
+            Ok(None) => return Step::End,
+            Err(e) => {
+                return Step::Fail(h.fail(PCAP_ERROR, &file_error(&e, Some(h.snapshot.get()))))
+            }
+        };
+        if pkt.linktype != o.linktype {
+            let msg = format!(
+                "an interface has a type {} different from the type of the first interface",
+                pkt.linktype
+            );
+            return Step::Fail(h.fail(PCAP_ERROR, &msg));
+        }
+        let bufsize = h.bufsize.get();
+        if pkt.caplen as i64 > i64::from(bufsize) {
+            h.bufsize
+                .set(grown_bufsize(pcapng, bufsize, pkt.caplen, h.snapshot.get()));
+        }
+        if accepts(filter.current(h), &pkt) {
+            let hdr = match times {
+                Some(t) => pcap_record_header(&pkt, t, o.file_nano, nano),
+                None => header(&pkt, nano),
+            };
+            return Step::Packet(hdr, pkt.data.as_ptr());
+        }
+        if h.break_loop.load(Ordering::Acquire) {
+            return Step::Break;
+        }
+    }
+}
+
+/// One step of a read: the next accepted packet, taken with the
+/// handle's source locked, which is released before the packet is
+/// handed over. Runs inside [`guard::entry`] (live) or [`guard::pure`]
+/// (files, whose reads guard themselves).
+fn step(h: &pcap_t, filter: &mut FilterCache, ready: bool) -> Step {
+    let mut src = h.source.lock();
+    match &mut *src {
+        Source::Offline(o) => offline_step(h, o, filter, ready),
+        Source::Live(l) => {
+            let nano = h.precision.get() == PCAP_TSTAMP_PRECISION_NANO;
+            match l.take_one(filter.current(h), nano) {
+                Ok(Some((hdr, data))) => Step::Packet(hdr, data),
+                Ok(None) => Step::Idle(l.fd()),
+                Err(msg) => Step::Fail(h.fail(PCAP_ERROR, &msg)),
+            }
+        }
+        Source::Dead => Step::Fail(h.fail(
             PCAP_ERROR,
             "Packets can't be read from a pcap_open_dead pcap_t",
-        ),
-        Source::Created => h.fail(PCAP_ERROR_NOT_ACTIVATED, crate::types::NOT_ACTIVATED_MSG),
+        )),
+        Source::Created => {
+            Step::Fail(h.fail(PCAP_ERROR_NOT_ACTIVATED, crate::types::NOT_ACTIVATED_MSG))
+        }
+        Source::Closed => Step::Fail(h.fail(PCAP_ERROR, CLOSED_MSG)),
+    }
+}
+
+/// The error of a read on a handle closed meanwhile (by its callback).
+const CLOSED_MSG: &str = "the pcap_t was closed while it was being read";
+
+/// How long one live read waits for packets at most, so that
+/// `pcap_breakloop` from another thread is seen.
+const SLICE_MS: c_int = 100;
+
+/// One read operation (libpcap's `read_op`): up to `cnt` accepted packets
+/// (`cnt` ≤ 0: all a file has, or all a live capture has ready) handed
+/// to `each`. Returns the count, or a negative libpcap code.
+///
+/// Nothing of the handle is borrowed while `each` runs, so the callback
+/// may call anything on the handle, close it included. `each` and the
+/// waits may be cancelled (see [`crate::guard`]): the unwinding leaves
+/// the handle between two packets.
+pub(crate) fn read_op(
+    h: &pcap_t,
+    cnt: c_int,
+    each: &mut dyn FnMut(&pcap_pkthdr, *const u8),
+) -> c_int {
+    let mut filter = guard::pure(None, || Some(FilterCache::new(h)));
+    let Some(filter) = filter.as_mut() else {
+        return PCAP_ERROR;
+    };
+    let mut n: c_int = 0;
+    let mut ready = false;
+    let mut waited = false;
+    loop {
+        guard::testcancel();
+        if h.break_loop.load(Ordering::Acquire) {
+            if n == 0 {
+                h.take_break();
+                return PCAP_ERROR_BREAK;
+            }
+            return n;
+        }
+        if cnt > 0 && n >= cnt {
+            return n;
+        }
+        // A file's step calls no cancellation point outside
+        // guard::quiet; a live one may (the ring's poll).
+        let got = if h.kind() == Kind::Live {
+            guard::entry(Step::Panicked, || step(h, filter, ready))
+        } else {
+            guard::pure(Step::Panicked, || step(h, filter, ready))
+        };
+        ready = false;
+        match got {
+            Step::Packet(hdr, data) => {
+                each(&hdr, data);
+                n = n.saturating_add(1);
+                if h.kind() == Kind::Closed {
+                    return h.fail(PCAP_ERROR, CLOSED_MSG);
+                }
+            }
+            Step::End => return n,
+            Step::Break => continue,
+            Step::Wait(fd) => ready = guard::wait_readable(fd, SLICE_MS),
+            Step::Idle(fd) => {
+                if n > 0 || waited || h.nonblock.get() {
+                    return n;
+                }
+                waited = true;
+                let ms = guard::pure(SLICE_MS, || live_wait_ms(h));
+                guard::wait_readable(fd, ms);
+            }
+            Step::Panicked => {
+                return h.fail(
+                    PCAP_ERROR,
+                    "internal error in sluice's libpcap (see standard error)",
+                )
+            }
+            Step::Fail(code) => return code,
+        }
+    }
+}
+
+/// How long a live read waits: the handle's time-out, at most a slice.
+fn live_wait_ms(h: &pcap_t) -> c_int {
+    let ms = lock(&h.settings).timeout_ms();
+    if ms <= 0 {
+        SLICE_MS
+    } else {
+        ms.min(SLICE_MS)
     }
 }
 
 /// Calls the C callback.
-fn callback(cb: pcap_handler, user: *mut u8) -> impl FnMut(&pcap_pkthdr, &[u8]) {
+fn callback(cb: pcap_handler, user: *mut u8) -> impl FnMut(&pcap_pkthdr, *const u8) {
     move |hdr, data| {
         if let Some(cb) = cb {
             // SAFETY: the program's own callback and user pointer, called
-            // as libpcap calls it: header and data valid for the call.
-            unsafe { cb(user, hdr, data.as_ptr()) }
+            // as libpcap calls it: header and data valid for the call. It
+            // may unwind (thread cancellation), which is declared.
+            unsafe { cb(user, hdr, data) }
         }
     }
 }
@@ -145,26 +293,28 @@ fn callback(cb: pcap_handler, user: *mut u8) -> impl FnMut(&pcap_pkthdr, &[u8]) 
 /// # Safety
 /// `p` NULL or from this library; `cb` a valid callback (or NULL).
 #[no_mangle]
-pub unsafe extern "C" fn pcap_loop(
+pub unsafe extern "C-unwind" fn pcap_loop(
     p: *mut pcap_t,
     cnt: c_int,
     cb: pcap_handler,
     user: *mut u8,
 ) -> c_int {
-    let h = handle_or!(p, BAD_HANDLE);
+    let Some(h) = guard::pure(None, || pcap_t::get(p)) else {
+        return BAD_HANDLE;
+    };
     let mut each = callback(cb, user);
     let mut left = cnt;
-    let live = matches!(h.source.try_borrow().as_deref(), Ok(Source::Live(_)));
+    let live = h.kind() == Kind::Live;
     loop {
-        let mut n = read_op(h, if cnt > 0 { left } else { -1 }, &mut each);
+        let mut n = read_op(&h, if cnt > 0 { left } else { -1 }, &mut each);
         while live && n == 0 && !h.nonblock.get() {
-            n = read_op(h, if cnt > 0 { left } else { -1 }, &mut each);
+            n = read_op(&h, if cnt > 0 { left } else { -1 }, &mut each);
         }
         if n <= 0 {
             return n;
         }
         if cnt > 0 {
-            left -= n;
+            left = left.saturating_sub(n);
             if left <= 0 {
                 return 0;
             }
@@ -177,57 +327,50 @@ pub unsafe extern "C" fn pcap_loop(
 /// # Safety
 /// As [`pcap_loop`].
 #[no_mangle]
-pub unsafe extern "C" fn pcap_dispatch(
+pub unsafe extern "C-unwind" fn pcap_dispatch(
     p: *mut pcap_t,
     cnt: c_int,
     cb: pcap_handler,
     user: *mut u8,
 ) -> c_int {
-    let h = handle_or!(p, BAD_HANDLE);
-    read_op(h, cnt, &mut callback(cb, user))
+    let Some(h) = guard::pure(None, || pcap_t::get(p)) else {
+        return BAD_HANDLE;
+    };
+    read_op(&h, cnt, &mut callback(cb, user))
 }
 
-/// `pcap_next_ex`: the next packet, kept in the handle until the next
-/// call.
+/// `pcap_next_ex`: the next packet; the header is kept in the handle and
+/// the bytes where the read left them, both until the next read.
 ///
 /// # Safety
 /// `p` NULL or from this library; `hdr` and `data` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn pcap_next_ex(
+pub unsafe extern "C-unwind" fn pcap_next_ex(
     p: *mut pcap_t,
     hdr: *mut *mut pcap_pkthdr,
     data: *mut *const u8,
 ) -> c_int {
-    let h = handle_or!(p, BAD_HANDLE);
+    let Some(h) = guard::pure(None, || pcap_t::get(p)) else {
+        return BAD_HANDLE;
+    };
     if hdr.is_null() || data.is_null() {
         return h.fail(PCAP_ERROR, "pcap_next_ex: NULL header or data pointer");
     }
-    let Ok(mut buf) = h.next_data.try_borrow_mut() else {
-        return h.fail(
-            PCAP_ERROR,
-            "pcap_next_ex called from inside a packet callback",
-        );
-    };
     let mut got = None;
-    let n = read_op(h, 1, &mut |hd, d| {
-        buf.clear();
-        buf.extend_from_slice(d);
-        got = Some(*hd);
-    });
-    let offline = matches!(*h.source.borrow(), Source::Offline(_));
+    let n = read_op(&h, 1, &mut |hd, d| got = Some((*hd, d)));
     match (n, got) {
-        (1, Some(hd)) => {
+        (1, Some((hd, d))) => {
             // SAFETY: the handle's own header slot; the out-pointers were
-            // checked non-NULL. The data stays in `next_data` until the
-            // next call, as libpcap's buffer does.
+            // checked non-NULL. The data stays where the read left it
+            // until the next read, as libpcap's buffer does.
             unsafe {
                 *h.next_hdr.get() = hd;
                 *hdr = h.next_hdr.get();
-                *data = buf.as_ptr();
+                *data = d;
             }
             1
         }
-        (0, _) if offline => PCAP_ERROR_BREAK,
+        (0, _) if h.kind() == Kind::Offline => PCAP_ERROR_BREAK,
         (n, _) => n.min(0),
     }
 }
@@ -238,7 +381,7 @@ pub unsafe extern "C" fn pcap_next_ex(
 /// # Safety
 /// `p` NULL or from this library; `hdr` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn pcap_next(p: *mut pcap_t, hdr: *mut pcap_pkthdr) -> *const u8 {
+pub unsafe extern "C-unwind" fn pcap_next(p: *mut pcap_t, hdr: *mut pcap_pkthdr) -> *const u8 {
     let mut hp: *mut pcap_pkthdr = std::ptr::null_mut();
     let mut data: *const u8 = std::ptr::null();
     // SAFETY: local out-pointers.
@@ -258,7 +401,8 @@ pub unsafe extern "C" fn pcap_next(p: *mut pcap_t, hdr: *mut pcap_pkthdr) -> *co
 #[no_mangle]
 pub unsafe extern "C" fn pcap_breakloop(p: *mut pcap_t) {
     // From a signal handler the registry may be locked by the thread the
-    // signal interrupted: then the pointer is trusted, as libpcap trusts it.
+    // signal interrupted: then the pointer is trusted, as libpcap trusts
+    // it (a closed handle's memory stays valid in quarantine).
     if p.is_null() || crate::handle::known(p) == Some(false) {
         return;
     }

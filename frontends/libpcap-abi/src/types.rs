@@ -90,7 +90,7 @@ pub struct pcap_if {
 
 /// The callback of `pcap_loop` and `pcap_dispatch`.
 pub type pcap_handler =
-    Option<unsafe extern "C" fn(user: *mut u8, h: *const pcap_pkthdr, bytes: *const u8)>;
+    Option<unsafe extern "C-unwind" fn(user: *mut u8, h: *const pcap_pkthdr, bytes: *const u8)>;
 
 /// Size of libpcap's error buffers (`PCAP_ERRBUF_SIZE`).
 pub const PCAP_ERRBUF_SIZE: usize = 256;

@@ -552,13 +552,13 @@ pub fn verify(insns: &[Insn], limits: Limits) -> Result<usize, VerifyError> {
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum Error {
     /// The text does not assemble.
-    #[error("{0}")]
+    #[error(transparent)]
     Asm(#[from] AsmError),
     /// The words do not decode.
-    #[error("{0}")]
+    #[error(transparent)]
     Decode(#[from] DecodeError),
     /// The program fails verification.
-    #[error("{0}")]
+    #[error(transparent)]
     Verify(#[from] VerifyError),
 }
 

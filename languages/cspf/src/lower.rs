@@ -309,6 +309,8 @@ pub(crate) fn loads(v: &Val, out: &mut Vec<Val>) {
             loads(b, out);
         }
         Val::Neg(a) => loads(a, out),
+        // (CSPF makes no shared values.)
+        Val::Shared(s) => loads(s.val(), out),
         Val::Const(_) | Val::Len => {}
     }
 }

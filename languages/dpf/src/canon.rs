@@ -224,6 +224,8 @@ fn loads(v: &Val, out: &mut Vec<Val>) {
             loads(b, out);
         }
         Val::Neg(a) => loads(a, out),
+        // (DPF makes no shared values.)
+        Val::Shared(s) => loads(s.val(), out),
         Val::Const(_) | Val::Len => {}
     }
 }

@@ -187,6 +187,20 @@ pub struct Compiled {
     pub filter: sluice_ir::Filter,
     /// Lower it with the optimiser.
     pub optimize: bool,
+    /// What libpcap's optimiser judges when it decides to refuse ("rejects
+    /// all packets", sluice-cbpf's `libpcap_refusal`), where that differs
+    /// from `filter`: the program without the loads libpcap makes in its
+    /// prologue, which are statements of its first block rather than
+    /// tests (802.11 after a radio header, pflog).
+    ///
+    /// ```
+    /// use sluice_pcap::{compile_options, link::LinkType, Options};
+    /// let radiotap = compile_options("ether[0] & 0 = 1", LinkType::IEEE802_11_RADIO, &Options::new(1)).unwrap();
+    /// assert!(radiotap.judged.is_some());
+    /// let ethernet = compile_options("ether[0] & 0 = 1", LinkType::EN10MB, &Options::new(1)).unwrap();
+    /// assert!(ethernet.judged.is_none());
+    /// ```
+    pub judged: Option<sluice_ir::Pred>,
 }
 
 /// Compile an expression for a link type with the given options.

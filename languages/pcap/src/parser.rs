@@ -19,9 +19,13 @@
 //!   only the operand just before them and everything after them
 //!   (`a + b % c + d` is `a + (b % (c + d))`).
 //!
-//! Nesting (parentheses, `not`, alternating `and`/`or`, arithmetic) is
-//! limited to [`MAX_DEPTH`] levels so that neither the parser nor code
-//! walking the tree can overflow the stack.
+//! Nesting (parentheses, brackets, `not`, unary minus) is limited to
+//! [`MAX_DEPTH`] levels. A flat chain is not nesting, but the tree it
+//! makes is as deep as it is long where `and` and `or` alternate (`a and
+//! b or c and d` is `((a and b) or c) and d`) and in a run of arithmetic
+//! operators (`ip[0] + 1 + 1`): the tree's depth is limited to
+//! [`MAX_TREE_DEPTH`] levels, so that neither the parser nor the code
+//! walking the tree (which recurses on it) can overflow a thread's stack.
 //!
 //! ```
 //! use sluice_pcap::{ast::*, parser::parse};
@@ -37,7 +41,7 @@ use crate::error::CompileError;
 use crate::lexer::{pack_dotted, tokenize, Kw, Tok, Token};
 use crate::names;
 
-/// The deepest nesting the parser accepts.
+/// The deepest nesting the parser accepts (parentheses, brackets, `not`).
 ///
 /// ```
 /// let deep = format!("{}tcp{}", "(".repeat(2000), ")".repeat(2000));
@@ -45,6 +49,19 @@ use crate::names;
 /// assert!(sluice_pcap::parser::MAX_DEPTH >= 100);
 /// ```
 pub const MAX_DEPTH: usize = 250;
+
+/// The deepest tree the parser builds, flat chains included: 500
+/// alternations of `a and b or …`, 1,000 operators of `ip[0] + 1 + …`.
+///
+/// ```
+/// use sluice_pcap::parser::{parse, MAX_TREE_DEPTH};
+/// let chain = |n: usize| (0..n).map(|i| format!("vlan {i} and tcp")).collect::<Vec<_>>().join(" or ");
+/// assert!(parse(&chain(200)).is_ok());
+/// assert!(parse(&format!("ip[0] + {} = 2", vec!["1"; 300].join(" + "))).is_ok());
+/// let e = parse(&chain(MAX_TREE_DEPTH)).unwrap_err();
+/// assert!(e.to_string().contains("too long"));
+/// ```
+pub const MAX_TREE_DEPTH: usize = 1000;
 
 /// Parses a filter expression. The empty expression is [`Expr::True`].
 ///
@@ -111,8 +128,8 @@ impl Chain {
             Some(op) if op != is_and => {
                 let items = std::mem::take(&mut self.items);
                 let node_depth = self.depth + 1;
-                if node_depth > MAX_DEPTH {
-                    return Err(too_deep(span));
+                if node_depth > MAX_TREE_DEPTH {
+                    return Err(too_long(span));
                 }
                 self.items = vec![Chain::node(op, items), e];
                 self.depth = node_depth.max(d);
@@ -132,6 +149,16 @@ impl Chain {
             Some(op) => (Chain::node(op, self.items), self.depth + 1),
         }
     }
+}
+
+fn too_long(span: Span) -> CompileError {
+    CompileError::new(
+        format!(
+            "expression too long: its alternations of 'and' and 'or' and runs of arithmetic \
+             operators make a tree more than {MAX_TREE_DEPTH} levels deep"
+        ),
+        span,
+    )
 }
 
 fn too_deep(span: Span) -> CompileError {
@@ -357,7 +384,7 @@ impl<'a> Parser<'a> {
         } else {
             self.rterm(q0)?
         };
-        if d + nots.len() > MAX_DEPTH {
+        if nots.len() > MAX_DEPTH || d + nots.len() > MAX_TREE_DEPTH {
             return Err(too_deep(nots[0]));
         }
         for s in nots.into_iter().rev() {
@@ -504,7 +531,7 @@ impl<'a> Parser<'a> {
         } else {
             (self.value(q, head)?, 1)
         };
-        if d + nots.len() > MAX_DEPTH {
+        if nots.len() > MAX_DEPTH || d + nots.len() > MAX_TREE_DEPTH {
             return Err(too_deep(nots[0]));
         }
         for s in nots.into_iter().rev() {
@@ -1036,8 +1063,8 @@ impl<'a> Parser<'a> {
             let (rhs, rd) = self.arith(rbp)?;
             self.leave();
             d = d.max(rd) + 1;
-            if d > MAX_DEPTH {
-                return Err(too_deep(op_span));
+            if d > MAX_TREE_DEPTH {
+                return Err(too_long(op_span));
             }
             let span = lhs.span().to(rhs.span());
             lhs = Arith::Bin(op, Box::new(lhs), Box::new(rhs), span);

@@ -14,12 +14,19 @@ pub(crate) struct Input<R> {
     /// File offset of `buf[start]`.
     pos: u64,
     eof: bool,
+    /// Read only the bytes asked for, never ahead (see [`Input::exact`]).
+    exact: bool,
 }
 
 impl<R> Input<R> {
     /// The reader underneath (what was buffered from it is dropped).
     pub(crate) fn into_inner(self) -> R {
         self.inner
+    }
+
+    /// The reader underneath.
+    pub(crate) fn inner_mut(&mut self) -> &mut R {
+        &mut self.inner
     }
 
     /// File offset of the first unconsumed byte.
@@ -43,7 +50,24 @@ impl<R: Read> Input<R> {
             end: 0,
             pos,
             eof: false,
+            exact: false,
         }
+    }
+
+    /// From now on, read from the inner reader only the bytes a `fill`
+    /// needs, never ahead, and try again after an end of input: the inner
+    /// reader's position is then always just after the bytes handed out,
+    /// a record is available as soon as its bytes are, and a reader that
+    /// grew (or was moved back) is read on.
+    pub(crate) fn exact(&mut self) {
+        self.exact = true;
+    }
+
+    /// Drops the bytes buffered and not consumed (after an error, so that
+    /// an exact reader starts again at the inner reader's position).
+    pub(crate) fn discard(&mut self) {
+        let n = self.end - self.start;
+        self.consume(n);
     }
 
     /// The unconsumed bytes currently buffered.
@@ -58,6 +82,9 @@ impl<R: Read> Input<R> {
     /// bogus huge length in a short file cannot allocate much more than the
     /// file's size.
     pub(crate) fn fill(&mut self, n: usize) -> io::Result<usize> {
+        if self.exact {
+            self.eof = false;
+        }
         loop {
             let avail = self.end - self.start;
             if avail >= n || self.eof {
@@ -77,7 +104,12 @@ impl<R: Read> Input<R> {
                     self.buf.resize(grown, 0);
                 }
             }
-            match self.inner.read(&mut self.buf[self.end..]) {
+            let upto = if self.exact {
+                (self.start + n).min(self.buf.len())
+            } else {
+                self.buf.len()
+            };
+            match self.inner.read(&mut self.buf[self.end..upto]) {
                 Ok(0) => self.eof = true,
                 Ok(k) => self.end += k,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

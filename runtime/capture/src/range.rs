@@ -383,6 +383,7 @@ impl<R: Read> CaptureReader<R> {
             done: false,
             declared,
             stop: u64::MAX,
+            stream: false,
         }
     }
 

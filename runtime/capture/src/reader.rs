@@ -60,6 +60,9 @@ pub struct CaptureReader<R> {
     /// Stop before a record or block that starts at or past this offset
     /// ([`CaptureReader::stop_at`]).
     pub(crate) stop: u64,
+    /// Read as a stream ([`CaptureReader::from_stream`]): no read-ahead,
+    /// and the end of input is not final.
+    pub(crate) stream: bool,
 }
 
 impl<R> std::fmt::Debug for CaptureReader<R> {
@@ -178,9 +181,56 @@ impl<R: Read> CaptureReader<R> {
     /// # Ok::<(), sluice_capture::CaptureError>(())
     /// ```
     pub fn from_reader(reader: R, name: impl Into<String>) -> Result<Self, CaptureError> {
+        CaptureReader::start(Input::new(reader), name.into(), false)
+    }
+
+    /// Starts reading a stream whose position matters to others, as
+    /// libpcap reads a `FILE *`: each record or block is read from
+    /// `reader` with reads of exactly its bytes, never ahead, so after a
+    /// packet is returned `reader` stands just after it (a program may
+    /// `ftell` it, or `fseek` it and read on from there), and a record
+    /// arriving on a pipe is returned as soon as its last byte has come.
+    /// The end of input is not final: a later call reads again (a file
+    /// that grew, or a stream moved back). After an error the bytes of the
+    /// bad record that were read are dropped.
+    ///
+    /// `reader` should buffer itself (a `FILE *`, a `BufReader`): reads
+    /// are one or two per record.
+    ///
+    /// ```
+    /// use sluice_capture::{CaptureFormat, CaptureReader, CaptureWriter, Packet};
+    /// use std::io::{Cursor, Seek, SeekFrom};
+    /// let mut w = CaptureWriter::new(Vec::new(), "m", &CaptureFormat::pcap(1, 1500))?;
+    /// w.write_packet(&Packet::new(1, 0, 1, b"one"))?;
+    /// w.write_packet(&Packet::new(2, 0, 1, b"two"))?;
+    /// let mut r = CaptureReader::from_stream(Cursor::new(w.finish()?), "m")?;
+    /// assert_eq!(r.next_packet()?.unwrap().data, b"one");
+    /// // The stream stands after the first record: 24 + 16 + 3 bytes.
+    /// assert_eq!(r.get_mut().stream_position().unwrap(), 43);
+    /// assert_eq!(r.next_packet()?.unwrap().data, b"two");
+    /// assert!(r.next_packet()?.is_none());
+    /// // Moved back, it reads the second record again.
+    /// r.get_mut().seek(SeekFrom::Start(43)).unwrap();
+    /// assert_eq!(r.next_packet()?.unwrap().data, b"two");
+    /// # Ok::<(), sluice_capture::CaptureError>(())
+    /// ```
+    pub fn from_stream(reader: R, name: impl Into<String>) -> Result<Self, CaptureError> {
+        let mut input = Input::new(reader);
+        input.exact();
+        CaptureReader::start(input, name.into(), true)
+    }
+
+    /// The reader underneath, for a stream's owner to move it
+    /// ([`CaptureReader::from_stream`]; bytes another reader buffered
+    /// ahead are not accounted for).
+    pub fn get_mut(&mut self) -> &mut R {
+        self.input.inner_mut()
+    }
+
+    fn start(input: Input<R>, name: String, stream: bool) -> Result<Self, CaptureError> {
         let mut r = CaptureReader {
-            input: Input::new(reader),
-            name: name.into(),
+            input,
+            name,
             format: CaptureFormat::PcapNg {
                 big_endian: false,
                 first_interface: None,
@@ -192,6 +242,7 @@ impl<R: Read> CaptureReader<R> {
             done: false,
             declared: Vec::new(),
             stop: u64::MAX,
+            stream,
         };
         let have = r.fill(4)?;
         if have < 4 {
@@ -394,11 +445,15 @@ impl<R: Read> CaptureReader<R> {
                 Ok(Some((p, times)))
             }
             Ok(None) => {
-                self.done = true;
+                self.done = !self.stream;
                 Ok(None)
             }
             Err(e) => {
-                self.done = true;
+                if self.stream {
+                    self.input.discard();
+                } else {
+                    self.done = true;
+                }
                 Err(e)
             }
         }

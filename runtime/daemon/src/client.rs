@@ -9,7 +9,7 @@
 //!
 //! ```no_run
 //! use sluice_daemon::Client;
-//! let mut client = Client::connect("/run/sluice.sock".as_ref(), "doc")?;
+//! let mut client = Client::connect("/run/sluice/sluice.sock".as_ref(), "doc")?;
 //! let mut flow = client.open("(iface,eth0) -> (BPF,\"tcp port 80\")", 0)?;
 //! while let Some(pkt) = flow.next(Some(std::time::Duration::from_secs(1)))? {
 //!     println!("{} bytes", pkt.data.len());
@@ -46,7 +46,18 @@ fn ask(
         .recv()
         .map_err(DaemonError::Io)?
         .ok_or(DaemonError::Gone)?;
-    let reply = proto::parse_reply(&got.bytes).map_err(|e| DaemonError::Protocol(e.0))?;
+    let mut reply = proto::parse_reply(&got.bytes).map_err(|e| DaemonError::Protocol(e.0))?;
+    let mut fds = got.fds;
+    if let Reply::Large { bytes } = reply {
+        // The reply is in the memory file that came with it.
+        let fd = fds
+            .pop()
+            .ok_or_else(|| DaemonError::Protocol("a long reply without its file".into()))?;
+        let all = sluice_shm::read_bytes(fd, bytes.min(proto::MAX_LARGE_REPLY))
+            .map_err(DaemonError::Io)?;
+        reply = proto::parse_reply(&all).map_err(|e| DaemonError::Protocol(e.0))?;
+        fds.clear();
+    }
     if let Reply::Error {
         message,
         rule,
@@ -59,7 +70,7 @@ fn ask(
             column,
         });
     }
-    Ok((reply, got.fds))
+    Ok((reply, fds))
 }
 
 /// `@FILE` operands of a specification's filter read here, so the daemon
@@ -192,6 +203,12 @@ impl Client {
 /// them empty.
 pub fn wait_any(flows: &[&DaemonFlow], timeout: Duration) -> Result<(), DaemonError> {
     use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    for _ in 0..2048 {
+        if flows.iter().any(|f| f.reader.available() > 0) {
+            return Ok(());
+        }
+        std::hint::spin_loop();
+    }
     if flows.iter().any(|f| !f.prepare_sleep()) {
         return Ok(());
     }
@@ -207,9 +224,14 @@ pub fn wait_any(flows: &[&DaemonFlow], timeout: Duration) -> Result<(), DaemonEr
         Ok(_) | Err(rustix::io::Errno::INTR) => {}
         Err(e) => return Err(DaemonError::Io(e.into())),
     }
-    for f in flows {
-        // Consume the wake-up (it is signalled at most once per sleep).
-        let _ = f.wake.wait(Some(Duration::ZERO));
+    let woken: Vec<bool> = fds.iter().map(|p| !p.revents().is_empty()).collect();
+    for (f, woken) in flows.iter().zip(woken) {
+        // Consume the wake-ups that came (each is signalled at most once
+        // per sleep); the others are left alone, a read of each would be
+        // one system call per flow per wait.
+        if woken {
+            let _ = f.wake.wait(Some(Duration::ZERO));
+        }
     }
     Ok(())
 }
@@ -259,6 +281,12 @@ impl DaemonFlow {
         self.wake.as_fd()
     }
 
+    /// Take a pending wake-up off the descriptor (a reader that polls it
+    /// itself does this when it comes to read).
+    pub fn consume_wake(&self) {
+        let _ = self.wake.wait(Some(Duration::ZERO));
+    }
+
     /// Packets waiting to be read.
     pub fn available(&self) -> u64 {
         self.reader.available()
@@ -271,18 +299,27 @@ impl DaemonFlow {
         &mut self,
         timeout: Option<Duration>,
     ) -> Result<Option<PacketRef<'_>>, DaemonError> {
-        let start = Instant::now();
+        // The clock is read only once a wait begins: a busy reader takes
+        // packets without asking the time.
+        let mut start = None;
         loop {
+            // Finished first: an entry pushed before the flow finished is
+            // then seen as available below.
+            let finished = self.ibuf.finished();
             if self.reader.available() > 0 {
                 return Ok(self.reader.next());
             }
-            if self.ibuf.finished() {
+            if finished {
                 return Err(DaemonError::Ended);
             }
             let left = match timeout {
-                Some(t) => match t.checked_sub(start.elapsed()) {
+                Some(t) => match t.checked_sub(start.get_or_insert_with(Instant::now).elapsed()) {
                     Some(l) if !l.is_zero() => Some(l),
-                    _ => return Ok(None),
+                    _ => {
+                        // Nothing waiting: what was read is released.
+                        self.reader.commit();
+                        return Ok(None);
+                    }
                 },
                 None => None,
             };
@@ -298,11 +335,24 @@ impl DaemonFlow {
         self.reader.available() == 0 && !self.ibuf.finished()
     }
 
+    /// Wait a few microseconds for a packet without a system call (a
+    /// daemon handing over a burst keeps a busy reader awake): whether
+    /// one came.
+    fn spin(&self) -> bool {
+        for _ in 0..2048 {
+            if self.reader.available() > 0 {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+        false
+    }
+
     /// Sleep until woken or `timeout`, checking now and then that the
     /// daemon is still there.
     fn sleep(&mut self, timeout: Option<Duration>) -> Result<(), DaemonError> {
         self.reader.commit();
-        if !self.prepare_sleep() {
+        if self.spin() || !self.prepare_sleep() {
             return Ok(());
         }
         let slice = Duration::from_millis(200);
@@ -329,6 +379,51 @@ impl DaemonFlow {
             lost: self.ibuf.drops() + self.reader.lost(),
             waiting: self.reader.available(),
         }
+    }
+
+    /// Add filters to the flow (any language, by prefix; `@FILE` read
+    /// here): the result number of the first (a packet's
+    /// [`PacketRef::result`] says which of the flow's filters took it,
+    /// counting from 1).
+    pub fn add_filters(&mut self, filters: &[&str]) -> Result<u32, DaemonError> {
+        let mut all = Vec::with_capacity(filters.len());
+        for f in filters {
+            let (_, program, _) = sluice_filter::Language::split(f);
+            all.push(match program.trim_start().strip_prefix('@') {
+                Some(path) => format!("{}{}", &f[..f.len() - program.len()], read_bounded(path)?),
+                None => f.to_string(),
+            });
+        }
+        // As many to a message as fit.
+        let limit = sluice_shm::MAX_MESSAGE - 1024;
+        let mut batches: Vec<Vec<String>> = vec![Vec::new()];
+        let mut bytes = 0;
+        for f in all {
+            if bytes + f.len() + 8 > limit && !batches[batches.len() - 1].is_empty() {
+                batches.push(Vec::new());
+                bytes = 0;
+            }
+            bytes += f.len() + 8;
+            let last = batches.len() - 1;
+            batches[last].push(f);
+        }
+        let mut first = None;
+        for filters in batches.into_iter().filter(|b| !b.is_empty()) {
+            let r = ask(
+                &self.chan,
+                &Request::AddFilters {
+                    flow: self.flow,
+                    filters,
+                },
+            )?;
+            match r.0 {
+                Reply::Added { first: n } => {
+                    first.get_or_insert(n);
+                }
+                other => return Err(DaemonError::Protocol(format!("unexpected reply {other:?}"))),
+            }
+        }
+        first.ok_or_else(|| DaemonError::Protocol("no filters to add".into()))
     }
 
     /// Replace the flow's filter (same interface).

@@ -12,6 +12,7 @@
 //! * [`server`]: the daemon ([`Daemon`], [`Config`], [`Steering`]).
 //! * [`client`]: connecting and reading ([`Client`], [`DaemonFlow`]).
 //! * [`proto`]: the messages between them.
+//! * [`http`]: the status page (`--http`).
 //!
 //! Who a client is comes from the kernel (`SO_PEERCRED`, `SO_PEERGROUPS`);
 //! what it may open is decided by the policy file (`sluice_flow::policy`,
@@ -20,7 +21,7 @@
 //!
 //! ```no_run
 //! use sluice_daemon::{Config, Daemon, Steering};
-//! let daemon = Daemon::new(Config::new(vec!["eth0".into()], "/run/sluice.sock".into()))?;
+//! let daemon = Daemon::new(Config::new(vec!["eth0".into()], "/run/sluice/sluice.sock".into()))?;
 //! let steering = Steering::default();
 //! daemon.run(&steering)?;
 //! # Ok::<(), sluice_daemon::DaemonError>(())
@@ -29,6 +30,7 @@
 #![forbid(unsafe_code)]
 
 pub mod client;
+pub mod http;
 pub mod proto;
 pub mod server;
 

@@ -25,6 +25,9 @@ pub const VERSION: u32 = 1;
 /// The longest flow specification a client may send.
 pub const MAX_SPEC: usize = 16 * 1024;
 
+/// The longest reply a client takes from a memory file.
+pub const MAX_LARGE_REPLY: usize = 256 << 20;
+
 /// The longest client name (`hello`'s `name`, shown in the status).
 pub const MAX_NAME: usize = 256;
 
@@ -58,6 +61,15 @@ pub enum Request {
         flow: u64,
         /// The new specification.
         spec: String,
+    },
+    /// Add filters to an open flow (each in any language, by its prefix):
+    /// a packet any of them accepts reaches the flow once, its entry's
+    /// result saying which (the flow's filters count from 1).
+    AddFilters {
+        /// The flow.
+        flow: u64,
+        /// The filters.
+        filters: Vec<String>,
     },
     /// Close a flow.
     Close {
@@ -101,10 +113,21 @@ pub enum Reply {
     },
     /// Done (`filter`, `close`).
     Done,
+    /// `add_filters` done: the result number of the first filter added.
+    Added {
+        /// Its result number (the next added are numbered after it).
+        first: u32,
+    },
     /// The status, as JSON.
     Status {
         /// See `sluice daemon --status --json`.
         status: serde_json::Value,
+    },
+    /// The reply is too long for a message: it is in the memory file that
+    /// comes with this one, `bytes` long (a status with many clients).
+    Large {
+        /// Its length.
+        bytes: usize,
     },
     /// Refused or failed: why, and where.
     Error {
@@ -208,6 +231,10 @@ mod tests {
                 spec: "(iface,lo) -> (BPF,tcp)".into(),
             },
             Request::Close { flow: 9 },
+            Request::AddFilters {
+                flow: 1,
+                filters: vec!["tcp".into(), "cspf: pushlit #1".into()],
+            },
             Request::Status,
         ] {
             assert_eq!(parse_request(&request_bytes(&r)).unwrap(), r);

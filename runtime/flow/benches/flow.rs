@@ -24,7 +24,7 @@
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use sluice_flow::buffer::{IBuf, MBuf, Meta, PBuf, Preference};
 use sluice_flow::class::{
-    ArgError, BuildEnv, Classes, FilterClass, OwnedPacket, Pkt, Source, SourceClass,
+    ArgError, BuildEnv, Classes, FilterClass, Pkt, Source, SourceClass, SourcePacket,
 };
 use sluice_flow::value::Value;
 use sluice_flow::{Flow, Group, GroupConfig};
@@ -34,12 +34,12 @@ use std::time::Duration;
 
 /// The benchmark's packets: the Ethernet packets of the corpus captures
 /// (the sample capture's where the corpus is absent).
-fn packets() -> Arc<Vec<OwnedPacket>> {
+fn packets() -> Arc<Vec<SourcePacket>> {
     let mut v = Vec::new();
     for p in corpus::pcaps_or_sample().iter().flat_map(corpus::packets) {
         if p.linktype == 1 {
-            v.push(OwnedPacket {
-                meta: Meta {
+            v.push(SourcePacket {
+                packet: sluice_capture::OwnedPacket {
                     ts_sec: v.len() as i64,
                     ts_nsec: 0,
                     caplen: p.data.len() as u32,
@@ -47,9 +47,9 @@ fn packets() -> Arc<Vec<OwnedPacket>> {
                     linktype: 1,
                     snaplen: p.snaplen,
                     interface: 0,
+                    data: p.data,
                 },
                 big_endian: false,
-                data: p.data,
                 due: None,
             });
         }
@@ -58,9 +58,9 @@ fn packets() -> Arc<Vec<OwnedPacket>> {
 }
 
 /// `(mem,N)`: the packets, N times over.
-struct MemClass(Arc<Vec<OwnedPacket>>);
+struct MemClass(Arc<Vec<SourcePacket>>);
 struct Mem {
-    pkts: Arc<Vec<OwnedPacket>>,
+    pkts: Arc<Vec<SourcePacket>>,
     left: u64,
     i: usize,
 }
@@ -83,16 +83,14 @@ impl SourceClass for MemClass {
 }
 
 impl Source for Mem {
-    fn next(&mut self, out: &mut OwnedPacket) -> Result<bool, String> {
+    fn next(&mut self, out: &mut SourcePacket) -> Result<bool, String> {
         if self.left == 0 {
             return Ok(false);
         }
         self.left -= 1;
         let p = &self.pkts[self.i];
         self.i = (self.i + 1) % self.pkts.len();
-        out.meta = p.meta;
-        out.data.clear();
-        out.data.extend_from_slice(&p.data);
+        out.packet.set(&p.packet.as_packet());
         Ok(true)
     }
     fn linktypes(&self) -> Vec<(u16, bool)> {
@@ -103,14 +101,14 @@ impl Source for Mem {
     }
 }
 
-fn classes(pkts: &Arc<Vec<OwnedPacket>>) -> Classes {
+fn classes(pkts: &Arc<Vec<SourcePacket>>) -> Classes {
     let mut c = Classes::builtin();
     c.register_source(Arc::new(MemClass(pkts.clone())));
     c
 }
 
 /// Time to run `specs` over `passes` copies of the packets, per packet.
-fn run_flows(pkts: &Arc<Vec<OwnedPacket>>, specs: &[String], every: u64) -> Duration {
+fn run_flows(pkts: &Arc<Vec<SourcePacket>>, specs: &[String], every: u64) -> Duration {
     let g = Group::with_classes(GroupConfig::default(), classes(pkts)).unwrap();
     let mut flows = Vec::new();
     for s in specs {
@@ -138,7 +136,7 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn memory_per_flow(pkts: &Arc<Vec<OwnedPacket>>) {
+fn memory_per_flow(pkts: &Arc<Vec<SourcePacket>>) {
     let g = Group::with_classes(
         GroupConfig {
             slots: 1024,
@@ -187,8 +185,8 @@ fn bench(c: &mut Criterion) {
     let mem = MBuf::new(2);
     let p = &pkts[0];
     let pkt = Pkt {
-        data: &p.data,
-        wirelen: p.meta.wirelen,
+        data: &p.packet.data,
+        wirelen: p.packet.wirelen,
         linktype: 1,
         ts_sec: 0,
         ts_nsec: 0,
@@ -232,7 +230,7 @@ fn bench(c: &mut Criterion) {
     }
 
     // One more stage: a flow of k pass-everything samplers, per packet.
-    let fewer: Vec<OwnedPacket> = pkts.iter().take(2000).cloned().collect();
+    let fewer: Vec<SourcePacket> = pkts.iter().take(2000).cloned().collect();
     let fewer = Arc::new(fewer);
     for k in [1usize, 4] {
         let spec = format!(
@@ -265,12 +263,12 @@ fn bench(c: &mut Criterion) {
         .build(expr)
         .unwrap();
     let native_bpf = program.native().unwrap();
-    let sample: Vec<&OwnedPacket> = pkts.iter().take(4096).collect();
+    let sample: Vec<&SourcePacket> = pkts.iter().take(4096).collect();
     g.bench_function("footnote5_bpf_native_per_packet", |b| {
         b.iter(|| {
             sample
                 .iter()
-                .map(|p| native_bpf.run(&p.data, p.meta.wirelen))
+                .map(|p| native_bpf.run(&p.packet.data, p.packet.wirelen))
                 .sum::<u32>()
         })
     });
@@ -278,7 +276,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             sample
                 .iter()
-                .map(|p| program.run(&p.data, p.meta.wirelen))
+                .map(|p| program.run(&p.packet.data, p.packet.wirelen))
                 .sum::<u32>()
         })
     });
@@ -289,8 +287,8 @@ fn bench(c: &mut Criterion) {
         let differ = sample
             .iter()
             .filter(|p| {
-                (native.run(&p.data, &mut mem) != 0)
-                    != (native_bpf.run(&p.data, p.meta.wirelen) != 0)
+                (native.run(&p.packet.data, &mut mem) != 0)
+                    != (native_bpf.run(&p.packet.data, p.packet.wirelen) != 0)
             })
             .count();
         eprintln!(
@@ -301,7 +299,7 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 sample
                     .iter()
-                    .map(|p| native.run(&p.data, &mut mem))
+                    .map(|p| native.run(&p.packet.data, &mut mem))
                     .sum::<u32>()
             })
         });
@@ -309,7 +307,7 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 sample
                     .iter()
-                    .map(|p| fpl.run(&p.data, &mut mem))
+                    .map(|p| fpl.run(&p.packet.data, &mut mem))
                     .sum::<u32>()
             })
         });

@@ -238,6 +238,21 @@ pub struct Meta {
     pub interface: u32,
 }
 
+impl From<&sluice_capture::Packet<'_>> for Meta {
+    /// The slot header of a packet (its captured length: its bytes').
+    fn from(p: &sluice_capture::Packet<'_>) -> Meta {
+        Meta {
+            ts_sec: p.ts_sec,
+            ts_nsec: p.ts_nsec,
+            caplen: p.data.len() as u32,
+            wirelen: p.wirelen,
+            linktype: p.linktype,
+            snaplen: p.snaplen,
+            interface: p.interface,
+        }
+    }
+}
+
 impl Meta {
     fn encode(&self) -> [u64; HEADER_WORDS] {
         [

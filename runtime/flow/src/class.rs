@@ -240,20 +240,19 @@ pub trait FilterClass: Send + Sync {
     fn build(&self, args: &[String], env: &BuildEnv) -> Result<Box<dyn Element>, ArgError>;
 }
 
-/// A packet read from a source, owned.
+/// A packet read from a source: the runtime's owned packet, with what a
+/// flow needs besides.
 ///
 /// ```
-/// let p = sluice_flow::class::OwnedPacket::default();
-/// assert!(p.data.is_empty());
+/// let p = sluice_flow::class::SourcePacket::default();
+/// assert!(p.packet.data.is_empty());
 /// ```
 #[derive(Clone, Debug, Default)]
-pub struct OwnedPacket {
-    /// Timestamp, lengths, link type.
-    pub meta: crate::buffer::Meta,
+pub struct SourcePacket {
+    /// The packet.
+    pub packet: sluice_capture::OwnedPacket,
     /// Whether the capture was written big-endian.
     pub big_endian: bool,
-    /// Bytes.
-    pub data: Vec<u8>,
     /// When a wall-clock source may release the packet.
     pub due: Option<std::time::Instant>,
 }
@@ -261,7 +260,7 @@ pub struct OwnedPacket {
 /// A running packet source.
 pub trait Source: Send {
     /// Read the next packet into `out`; `Ok(false)` at the end.
-    fn next(&mut self, out: &mut OwnedPacket) -> Result<bool, String>;
+    fn next(&mut self, out: &mut SourcePacket) -> Result<bool, String>;
     /// Link types it is known to deliver (from the file header).
     fn linktypes(&self) -> Vec<(u16, bool)>;
     /// What it has done (packets read, passes).

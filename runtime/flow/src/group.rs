@@ -14,7 +14,7 @@ pub use lifecycle::Flow;
 pub use report::{FilterReport, FlowReport, RunStats};
 
 use crate::buffer::{IBuf, MBuf, Meta, PBuf, PacketRef, Preference, Reader, MAX_SLOTS};
-use crate::class::{BuildEnv, Classes, Element, Files, OwnedPacket, Pkt, Source};
+use crate::class::{BuildEnv, Classes, Element, Files, Pkt, Source, SourcePacket};
 use crate::policy::{Credentials, ElemShape, FlowShape, Policy};
 use crate::spec::{self, Graph};
 use crate::value::Value;
@@ -178,7 +178,7 @@ struct Key {
 enum Kind {
     Source {
         src: Box<dyn Source>,
-        head: OwnedPacket,
+        head: SourcePacket,
         has_head: bool,
         ended: bool,
     },

@@ -65,7 +65,7 @@ pub use group::{Batch, FilterReport, Flow, FlowReport, FlowState, Group, GroupCo
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A bad flow specification (column and message).
-    #[error("{0}")]
+    #[error(transparent)]
     Spec(#[from] spec::SpecError),
     /// An operation out of the life cycle's order.
     #[error("cannot {op} a flow that is {state}")]
@@ -76,10 +76,10 @@ pub enum Error {
         state: FlowState,
     },
     /// Authorisation refused the flow.
-    #[error("{0}")]
-    Refused(#[source] policy::Refusal),
+    #[error(transparent)]
+    Refused(policy::Refusal),
     /// A bad policy file.
-    #[error("{0}")]
+    #[error(transparent)]
     Policy(#[from] policy::PolicyError),
     /// A bad setting.
     #[error("{0}")]

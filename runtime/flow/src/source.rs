@@ -18,7 +18,7 @@
 //!   [`stop_flag`] is set (the command sets it on SIGINT, SIGTERM and
 //!   SIGHUP; file sources end there too).
 
-use crate::class::{number, ArgError, OwnedPacket, Source, SourceClass};
+use crate::class::{number, ArgError, Source, SourceClass, SourcePacket};
 use crate::value::Value;
 use sluice_capture::{CaptureFormat, CaptureReader};
 use sluice_live::{Capture, Config, KernelStats};
@@ -41,7 +41,7 @@ fn big_endian(f: &CaptureFormat) -> bool {
     }
 }
 
-fn fill(r: &mut Reader, out: &mut OwnedPacket) -> Result<bool, String> {
+fn fill(r: &mut Reader, out: &mut SourcePacket) -> Result<bool, String> {
     // Asked to stop: the file ends here, as if it had no more packets.
     if stopped() {
         return Ok(false);
@@ -50,16 +50,8 @@ fn fill(r: &mut Reader, out: &mut OwnedPacket) -> Result<bool, String> {
     match r.next_packet().map_err(|e| e.to_string())? {
         None => Ok(false),
         Some(p) => {
-            out.meta.ts_sec = p.ts_sec;
-            out.meta.ts_nsec = p.ts_nsec;
-            out.meta.caplen = p.caplen;
-            out.meta.wirelen = p.wirelen;
-            out.meta.linktype = p.linktype;
-            out.meta.snaplen = p.snaplen;
-            out.meta.interface = p.interface;
+            out.packet.set(&p);
             out.big_endian = be;
-            out.data.clear();
-            out.data.extend_from_slice(p.data);
             out.due = None;
             Ok(true)
         }
@@ -108,7 +100,7 @@ impl SourceClass for FileClass {
 }
 
 impl Source for FileSource {
-    fn next(&mut self, out: &mut OwnedPacket) -> Result<bool, String> {
+    fn next(&mut self, out: &mut SourcePacket) -> Result<bool, String> {
         let got = fill(&mut self.r, out)?;
         self.packets += got as u64;
         Ok(got)
@@ -252,7 +244,7 @@ fn add(ts: (i64, u32), secs: f64) -> (i64, u32) {
 }
 
 impl Source for Replay {
-    fn next(&mut self, out: &mut OwnedPacket) -> Result<bool, String> {
+    fn next(&mut self, out: &mut SourcePacket) -> Result<bool, String> {
         loop {
             if fill(&mut self.r, out)? {
                 break;
@@ -266,8 +258,8 @@ impl Source for Replay {
         let secs = self.units / self.a.rate;
         self.units += match self.a.unit {
             Unit::Packets => 1.0,
-            Unit::Bytes => out.meta.wirelen as f64,
-            Unit::Bits => 8.0 * out.meta.wirelen as f64,
+            Unit::Bytes => out.packet.wirelen as f64,
+            Unit::Bits => 8.0 * out.packet.wirelen as f64,
         };
         self.sent += 1;
         if self.a.wall {
@@ -279,15 +271,15 @@ impl Source for Replay {
             let t = (s0 + d)
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .unwrap_or_default();
-            out.meta.ts_sec = t.as_secs() as i64;
-            out.meta.ts_nsec = t.subsec_nanos();
+            out.packet.ts_sec = t.as_secs() as i64;
+            out.packet.ts_nsec = t.subsec_nanos();
         } else {
             let t0 = *self
                 .start_ts
-                .get_or_insert((out.meta.ts_sec, out.meta.ts_nsec));
+                .get_or_insert((out.packet.ts_sec, out.packet.ts_nsec));
             let (s, ns) = add(t0, secs);
-            out.meta.ts_sec = s;
-            out.meta.ts_nsec = ns;
+            out.packet.ts_sec = s;
+            out.packet.ts_nsec = ns;
         }
         Ok(true)
     }
@@ -372,7 +364,7 @@ fn device_args(args: &[String]) -> Result<(String, Option<Duration>, Option<u64>
 
 struct DeviceSource {
     cap: Capture,
-    queue: VecDeque<OwnedPacket>,
+    queue: VecDeque<SourcePacket>,
     deadline: Option<Instant>,
     limit: Option<u64>,
     packets: u64,
@@ -405,7 +397,7 @@ impl SourceClass for DeviceClass {
 }
 
 impl Source for DeviceSource {
-    fn next(&mut self, out: &mut OwnedPacket) -> Result<bool, String> {
+    fn next(&mut self, out: &mut SourcePacket) -> Result<bool, String> {
         loop {
             if self.limit.is_some_and(|n| self.packets >= n) {
                 return Ok(false);
@@ -423,18 +415,12 @@ impl Source for DeviceSource {
             let queue = &mut self.queue;
             self.cap
                 .dispatch(Duration::from_millis(100), |p| {
-                    queue.push_back(OwnedPacket {
-                        meta: crate::buffer::Meta {
-                            ts_sec: p.ts_sec,
-                            ts_nsec: p.ts_nsec,
-                            caplen: p.caplen,
-                            wirelen: p.wirelen,
-                            linktype: p.linktype,
-                            snaplen: p.snaplen,
+                    queue.push_back(SourcePacket {
+                        packet: sluice_capture::OwnedPacket {
                             interface: 0,
+                            ..p.to_owned_packet()
                         },
                         big_endian: cfg!(target_endian = "big"),
-                        data: p.data.to_vec(),
                         due: None,
                     });
                     true
@@ -463,9 +449,9 @@ mod tests {
         format!("{}/../../examples/sample.pcap", env!("CARGO_MANIFEST_DIR"))
     }
 
-    fn drain(s: &mut dyn Source) -> Vec<OwnedPacket> {
+    fn drain(s: &mut dyn Source) -> Vec<SourcePacket> {
         let mut v = Vec::new();
-        let mut p = OwnedPacket::default();
+        let mut p = SourcePacket::default();
         while s.next(&mut p).unwrap() {
             v.push(p.clone());
         }
@@ -485,11 +471,11 @@ mod tests {
         let once = drain(&mut *FileClass.open(&[sample()]).unwrap());
         let v = drain(&mut *s);
         assert_eq!(v.len(), 2 * once.len());
-        let t0 = (v[0].meta.ts_sec, v[0].meta.ts_nsec);
-        assert_eq!(t0, (once[0].meta.ts_sec, once[0].meta.ts_nsec));
+        let t0 = (v[0].packet.ts_sec, v[0].packet.ts_nsec);
+        assert_eq!(t0, (once[0].packet.ts_sec, once[0].packet.ts_nsec));
         // 4 packets per second: packet 5 is 1.25 s after the first.
-        assert_eq!((v[5].meta.ts_sec, v[5].meta.ts_nsec), add(t0, 1.25));
-        assert_eq!(v[once.len()].data, once[0].data);
+        assert_eq!((v[5].packet.ts_sec, v[5].packet.ts_nsec), add(t0, 1.25));
+        assert_eq!(v[once.len()].packet.data, once[0].packet.data);
         assert_eq!(s.report().get("passes"), Some(&Value::U64(2)));
     }
 
@@ -500,7 +486,10 @@ mod tests {
         let v = drain(&mut *s);
         let d0 = v[0].due.unwrap();
         let last = v.last().unwrap();
-        let bytes: u64 = v[..v.len() - 1].iter().map(|p| p.meta.wirelen as u64).sum();
+        let bytes: u64 = v[..v.len() - 1]
+            .iter()
+            .map(|p| p.packet.wirelen as u64)
+            .sum();
         let want = Duration::from_secs_f64(bytes as f64 / 1e6);
         let got = last.due.unwrap() - d0;
         assert!(

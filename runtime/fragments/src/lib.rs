@@ -62,7 +62,7 @@
 //! input gives up every fragment still held.
 //!
 //! ```
-//! use sluice_capture::Packet;
+//! use sluice_capture::{OwnedPacket, Packet};
 //! use sluice_fragments::{Config, Dispatcher, Output, Source};
 //! use sluice_fragments::fragmenter::{Datagram, Link};
 //!
@@ -94,7 +94,7 @@ pub mod fragmenter;
 pub mod parse;
 
 use parse::{Fragment, Key, Locator, Piece};
-use sluice_capture::Packet;
+use sluice_capture::{OwnedPacket, Packet};
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
@@ -242,20 +242,8 @@ pub struct HeldPacket {
     /// Index of the packet in input order (from 0: the count of packets
     /// given to [`Dispatcher::dispatch`] before it).
     pub index: u64,
-    /// Seconds of the timestamp.
-    pub ts_sec: i64,
-    /// Nanoseconds of the timestamp.
-    pub ts_nsec: u32,
-    /// Length on the wire.
-    pub wirelen: u32,
-    /// Link type.
-    pub linktype: u16,
-    /// Snapshot length.
-    pub snaplen: u32,
-    /// pcapng interface.
-    pub interface: u32,
-    /// The captured bytes.
-    pub data: Vec<u8>,
+    /// The packet (the runtime's owned packet type).
+    pub packet: OwnedPacket,
 }
 
 impl HeldPacket {
@@ -263,34 +251,19 @@ impl HeldPacket {
     ///
     /// ```
     /// let h = sluice_fragments::HeldPacket::copy(0, &sluice_capture::Packet::new(1, 2, 1, b"x"));
-    /// assert_eq!(h.ts_nsec, 2);
+    /// assert_eq!(h.packet.ts_nsec, 2);
     /// ```
     pub fn copy(index: u64, p: &Packet<'_>) -> HeldPacket {
-        let mut h = HeldPacket {
+        HeldPacket {
             index,
-            ts_sec: 0,
-            ts_nsec: 0,
-            wirelen: 0,
-            linktype: 0,
-            snaplen: 0,
-            interface: 0,
-            data: Vec::new(),
-        };
-        h.fill(index, p);
-        h
+            packet: OwnedPacket::from(p),
+        }
     }
 
     /// Overwrite with a copy of `p`, reusing the buffer.
     fn fill(&mut self, index: u64, p: &Packet<'_>) {
         self.index = index;
-        self.ts_sec = p.ts_sec;
-        self.ts_nsec = p.ts_nsec;
-        self.wirelen = p.wirelen;
-        self.linktype = p.linktype;
-        self.snaplen = p.snaplen;
-        self.interface = p.interface;
-        self.data.clear();
-        self.data.extend_from_slice(p.data);
+        self.packet.set(p);
     }
 
     /// The packet, borrowed (for example to write it to a capture file).
@@ -300,16 +273,7 @@ impl HeldPacket {
     /// assert_eq!(h.as_packet().linktype, 113);
     /// ```
     pub fn as_packet(&self) -> Packet<'_> {
-        Packet {
-            ts_sec: self.ts_sec,
-            ts_nsec: self.ts_nsec,
-            caplen: self.data.len() as u32,
-            wirelen: self.wirelen,
-            linktype: self.linktype,
-            snaplen: self.snaplen,
-            interface: self.interface,
-            data: &self.data,
-        }
+        self.packet.as_packet()
     }
 }
 
@@ -912,7 +876,7 @@ impl Dispatcher {
         let h = self.slots[slot].take()?;
         self.free_slots.push(slot);
         self.holding -= 1;
-        self.held_bytes -= h.packet.data.len();
+        self.held_bytes -= h.packet.packet.data.len();
         Some(h)
     }
 

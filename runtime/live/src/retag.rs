@@ -115,9 +115,8 @@ fn free_word(program: &[Insn]) -> Option<u32> {
 /// whose tag it took off, or `None` where it cannot be (see the module
 /// documentation).
 ///
-/// ```ignore
-/// // ldh [12]; jeq #0x8100 ...: the tag's protocol, from the kernel.
-/// ```
+/// For example `ldh [12]; jeq #0x8100` becomes a test of the tag's
+/// presence from the kernel's ancillary data.
 pub(crate) fn retagged(program: &[Insn]) -> Option<Vec<Insn>> {
     let scratch = free_word(program);
     let mut pieces = Vec::with_capacity(program.len());

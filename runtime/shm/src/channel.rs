@@ -248,6 +248,12 @@ impl Listener {
     /// decide who may connect at all.
     pub fn bind(path: &Path, mode: Option<u32>, group: Option<u32>) -> io::Result<Listener> {
         use std::os::unix::fs::FileTypeExt;
+        // Its directory (`/run/sluice`) is made when missing.
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if !dir.exists() {
+                std::fs::create_dir_all(dir)?;
+            }
+        }
         if let Ok(m) = std::fs::symlink_metadata(path) {
             if !m.file_type().is_socket() {
                 return Err(io::Error::other(format!(

@@ -33,5 +33,5 @@ mod region;
 mod wake;
 
 pub use channel::{Channel, Listener, Peer, Received, MAX_FDS, MAX_MESSAGE};
-pub use region::{Region, MAX_REGION};
+pub use region::{bytes_file, read_bytes, Region, MAX_REGION};
 pub use wake::Wake;

@@ -76,11 +76,16 @@ impl Region {
             true => ProtFlags::READ | ProtFlags::WRITE,
             false => ProtFlags::READ,
         };
+        // Every page is made and mapped now (as a kernel packet ring is
+        // allocated when it is set up): a packet written or read later
+        // then never waits for a page fault, which on a fresh buffer cost
+        // more than the rest of the packet's handling together.
+        let flags = MapFlags::SHARED | MapFlags::POPULATE;
         // SAFETY: a fresh shared mapping of `len` bytes of a memory file at
         // an address the kernel picks: it aliases no Rust object. The file
         // is `len` bytes long (fstat or ftruncate said so), so every page
         // of the mapping is backed.
-        let ptr = unsafe { mmap(core::ptr::null_mut(), len, prot, MapFlags::SHARED, &fd, 0)? };
+        let ptr = unsafe { mmap(core::ptr::null_mut(), len, prot, flags, &fd, 0)? };
         Ok(Region {
             fd,
             ptr,
@@ -136,6 +141,36 @@ impl Drop for Region {
         // once, here; no slice from `words` outlives `self`.
         let _ = unsafe { munmap(self.ptr, self.len) };
     }
+}
+
+/// Bytes in a new memory file, for a message too long for a socket: the
+/// descriptor goes beside a short message, the reader takes the bytes with
+/// [`read_bytes`].
+///
+/// ```
+/// let fd = sluice_shm::bytes_file("doc", b"a long status")?;
+/// assert_eq!(sluice_shm::read_bytes(fd, 100)?, b"a long status");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn bytes_file(name: &str, bytes: &[u8]) -> io::Result<OwnedFd> {
+    use std::io::Write;
+    let fd = memfd_create(format!("sluice-{name}"), MemfdFlags::CLOEXEC)?;
+    let mut f = std::fs::File::from(fd);
+    f.write_all(bytes)?;
+    Ok(OwnedFd::from(f))
+}
+
+/// The bytes of a memory file another process passed (at most `max`).
+pub fn read_bytes(fd: OwnedFd, max: usize) -> io::Result<Vec<u8>> {
+    use std::io::{Read, Seek};
+    let mut f = std::fs::File::from(fd);
+    f.rewind()?;
+    let mut v = Vec::new();
+    f.take(max as u64 + 1).read_to_end(&mut v)?;
+    if v.len() > max {
+        return Err(io::Error::other(format!("more than {max} bytes")));
+    }
+    Ok(v)
 }
 
 #[cfg(test)]

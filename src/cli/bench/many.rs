@@ -11,7 +11,7 @@
 //! merged engine: copying each packet's matches (found beforehand) into
 //! the output, which every engine must do.
 
-use super::{libpcap_program, time, version_label, wants, BenchArgs, BenchEngine, Packets, Row};
+use super::{libpcap_program, version_label, wants, BenchArgs, BenchEngine, Packets, Row};
 use super::{BATCH, DEFAULT_SNAPLEN};
 use crate::cli::{read_text, Fail};
 use sluice::classifier::merged::{Compiled, Merged, Scratch};
@@ -19,6 +19,7 @@ use sluice::classifier::tree::DecisionTree;
 use sluice::classifier::Engine;
 use sluice::native::merged::NativeMerged;
 use sluice::native::NativeAuto;
+use sluice::timing::ns_per_packet;
 use sluice::{LinkType, Program, Runner};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -142,7 +143,7 @@ pub(super) fn many(
             add(
                 BenchEngine::ClassifierNative,
                 &format!("classifier-native ({kind})"),
-                time(budget, n, || {
+                ns_per_packet(budget, n, || {
                     let mut acc = 0u64;
                     for (d, w) in packets.iter() {
                         nt.classify(d, w, &mut s, &mut ids);
@@ -157,7 +158,7 @@ pub(super) fn many(
             add(
                 BenchEngine::ClassifierNativeBatch,
                 &format!("classifier-native-batch ({kind})"),
-                time(budget, n, || {
+                ns_per_packet(budget, n, || {
                     let mut acc = 0u64;
                     for chunk in slices.chunks(BATCH) {
                         let o = &mut out[..chunk.len()];
@@ -175,7 +176,7 @@ pub(super) fn many(
         add(
             BenchEngine::Classifier,
             "classifier (tree, Rust)",
-            time(budget, n, || {
+            ns_per_packet(budget, n, || {
                 let mut acc = 0u64;
                 for (d, w) in packets.iter() {
                     tree.classify(d, w, &mut s, &mut ids);
@@ -191,7 +192,7 @@ pub(super) fn many(
         add(
             BenchEngine::ClassifierBatch,
             "classifier-batch (tree, Rust)",
-            time(budget, n, || {
+            ns_per_packet(budget, n, || {
                 let mut acc = 0u64;
                 for chunk in slices.chunks(BATCH) {
                     let o = &mut out[..chunk.len()];
@@ -221,7 +222,7 @@ pub(super) fn many(
             add(
                 BenchEngine::GroupsNative,
                 "groups-native-batch (tuple space)",
-                time(budget, n, || {
+                ns_per_packet(budget, n, || {
                     let mut acc = 0u64;
                     for chunk in slices.chunks(BATCH) {
                         let o = &mut out[..chunk.len()];
@@ -236,7 +237,7 @@ pub(super) fn many(
             add(
                 BenchEngine::Groups,
                 "groups (tuple space, Rust)",
-                time(budget, n, || {
+                ns_per_packet(budget, n, || {
                     let mut acc = 0u64;
                     for (d, w) in packets.iter() {
                         merged.classify(d, w, &mut s, &mut ids);
@@ -264,7 +265,7 @@ pub(super) fn many(
         add(
             BenchEngine::Native,
             &label,
-            time(budget, n, one_by_one(Runner::Native)),
+            ns_per_packet(budget, n, one_by_one(Runner::Native)),
         );
     }
     if wants(args, BenchEngine::Interp) {
@@ -272,7 +273,7 @@ pub(super) fn many(
         add(
             BenchEngine::Interp,
             &label,
-            time(budget, n, one_by_one(Runner::Interp)),
+            ns_per_packet(budget, n, one_by_one(Runner::Interp)),
         );
     }
     if args.engine.is_none() {
@@ -289,7 +290,7 @@ pub(super) fn many(
             .collect();
         let mut ids: Vec<u32> = Vec::new();
         rows.push({
-            let (ns, accepted) = time(budget, n, || {
+            let (ns, accepted) = ns_per_packet(budget, n, || {
                 let mut acc = 0u64;
                 for m in &found {
                     ids.clear();
@@ -342,7 +343,7 @@ fn libpcap_row(
             }
         }
     }
-    let (ns, accepted) = time(budget, packets.len(), || {
+    let (ns, accepted) = ns_per_packet(budget, packets.len(), || {
         let mut acc = 0u64;
         for (d, w) in packets.iter() {
             for p in &progs {

@@ -16,9 +16,9 @@
 mod many;
 
 use super::{linktype_of, open_capture, print_out, Fail, DEFAULT_SNAPLEN};
+use sluice::timing::ns_per_packet;
 use sluice::{LinkType, Program, Runner};
-use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The arguments of `sluice bench`.
 #[derive(clap::Args)]
@@ -124,27 +124,6 @@ struct Row {
 
 /// Batches for the batch engines.
 const BATCH: usize = 32;
-
-/// Median ns per packet of `pass`, which runs over every packet once and
-/// returns how many it accepted.
-fn time(budget: Duration, packets: usize, mut pass: impl FnMut() -> u64) -> (f64, u64) {
-    let t = Instant::now();
-    let accepted = black_box(pass());
-    let once = t.elapsed().max(Duration::from_nanos(1));
-    let per_sample = budget / 5;
-    let reps = (per_sample.as_nanos() / once.as_nanos()).clamp(1, 1 << 20) as u32;
-    let mut samples: Vec<f64> = (0..5)
-        .map(|_| {
-            let t = Instant::now();
-            for _ in 0..reps {
-                black_box(pass());
-            }
-            t.elapsed().as_nanos() as f64 / (reps as f64 * packets.max(1) as f64)
-        })
-        .collect();
-    samples.sort_by(f64::total_cmp);
-    (samples[2], accepted)
-}
 
 /// Run `sluice bench`.
 pub fn run(args: BenchArgs) -> Result<(), Fail> {
@@ -372,7 +351,10 @@ fn one(
         if program.native().is_none() {
             eprintln!("sluice bench: no native code for this filter; 'native' is the interpreter");
         }
-        add(BenchEngine::Native, time(budget, n, count(Runner::Native)));
+        add(
+            BenchEngine::Native,
+            ns_per_packet(budget, n, count(Runner::Native)),
+        );
     }
     if wants(args, BenchEngine::NativeBatch) {
         if let Some(nf) = program.native() {
@@ -383,7 +365,7 @@ fn one(
             let mut out = [0u32; BATCH];
             add(
                 BenchEngine::NativeBatch,
-                time(budget, n, || {
+                ns_per_packet(budget, n, || {
                     let mut acc = 0u64;
                     for spans in packets.spans.chunks(BATCH) {
                         chunk.clear();
@@ -398,19 +380,22 @@ fn one(
         }
     }
     if wants(args, BenchEngine::Interp) {
-        add(BenchEngine::Interp, time(budget, n, count(Runner::Interp)));
+        add(
+            BenchEngine::Interp,
+            ns_per_packet(budget, n, count(Runner::Interp)),
+        );
     }
     if wants(args, BenchEngine::Reference) && program.ir().is_some() {
         add(
             BenchEngine::Reference,
-            time(budget, n, count(Runner::Reference)),
+            ns_per_packet(budget, n, count(Runner::Reference)),
         );
     }
     // The memory floor: a loop that only touches the header bytes filters
     // read (the first cache line of each packet), so on a capture larger
     // than the caches it shows what memory alone costs.
     if args.engine.is_none() {
-        let (ns, _) = time(budget, n, || {
+        let (ns, _) = ns_per_packet(budget, n, || {
             packets
                 .iter()
                 .map(|(d, _)| sluice::native::floor::header_bytes(d))
@@ -421,7 +406,7 @@ fn one(
     let lib = match libpcap {
         Some(l) => match libpcap_program(l, &expr, None, &program, (lt, &args.read)) {
             Ok(p) => {
-                let (ns, accepted) = time(budget, n, || {
+                let (ns, accepted) = ns_per_packet(budget, n, || {
                     packets.iter().filter(|&(d, w)| p.run(d, w) != 0).count() as u64
                 });
                 Some(Row {

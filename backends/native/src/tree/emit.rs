@@ -422,6 +422,8 @@ impl Gen<'_> {
                 let x = self.val(a, fail);
                 self.b.ins().ineg(x)
             }
+            // (Filters with shared values run whole, as classic BPF.)
+            Val::Shared(s) => self.val(s.val(), fail),
         }
     }
 

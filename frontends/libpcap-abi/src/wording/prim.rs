@@ -313,7 +313,11 @@ fn named_port(name: &str, proto: Option<Proto>, range: bool) -> Option<String> {
     }
     let in_range = if range { "port in range" } else { "port" };
     let ports = if range {
-        // NAME or NAME-NAME, each a service.
+        // NAME-NAME, each a service or a number (1.10.3 reads no range
+        // from a name without a hyphen).
+        if !name.contains('-') {
+            return Some(format!("unknown port in range '{name}'"));
+        }
         let mut ends = Vec::new();
         for part in name.split('-') {
             match names::service(part) {

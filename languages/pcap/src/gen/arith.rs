@@ -43,6 +43,8 @@ impl Gen {
         let va = self.arith(a, &mut guards_a)?;
         let mut guards = Vec::new();
         let vb = self.arith(b, &mut guards)?;
+        // libpcap frees both sides' registers once it compares them.
+        self.reg_free(2);
         // A comparison is never decided while the program is generated:
         // libpcap's optimiser folds `1 = 1`, and only when it runs.
         let cmp = |op, lhs, rhs| Pred::Cmp { op, lhs, rhs };
@@ -60,9 +62,17 @@ impl Gen {
     }
 
     fn arith(&mut self, a: &Arith, guards: &mut Vec<Pred>) -> GResult<Val> {
+        // libpcap's registers ([`super::regs`]): every number, `len` and
+        // load result holds one.
         Ok(match a {
-            Arith::Num(n, _) => Val::Const(*n),
-            Arith::Len(_) => Val::Len,
+            Arith::Num(n, span) => {
+                self.reg_take_at(*span)?;
+                Val::Const(*n)
+            }
+            Arith::Len(span) => {
+                self.reg_take_at(*span)?;
+                Val::Len
+            }
             // Nothing is folded here: libpcap folds arithmetic only in its
             // optimiser's second pass, which decides less than its first
             // (see sluice-cbpf's `refuse`); sluice's optimiser folds it.
@@ -71,6 +81,8 @@ impl Gen {
                 let vx = self.arith(x, guards)?;
                 // libpcap drops the right operand's guards.
                 let vy = self.arith(y, &mut Vec::new())?;
+                self.reg_free(2);
+                self.reg_take_at(*span)?;
                 let op = match op {
                     ArithOp::Add => BinOp::Add,
                     ArithOp::Sub => BinOp::Sub,
@@ -105,7 +117,17 @@ impl Gen {
                     return err(*span, format!("data size must be 1, 2, or 4, not {size}"));
                 };
                 let idx = self.arith(index, guards)?;
-                self.load(*proto, idx, size, *span, guards)?
+                // The result's register first, then the link offsets the
+                // load reads, then the index's is freed.
+                self.reg_take_at(*span)?;
+                let (h, p) = self.reg_load_reads(*proto);
+                self.reg_link(h, p);
+                if self.reg_out() {
+                    return err(*span, super::regs::TOO_MANY);
+                }
+                let v = self.load(*proto, idx, size, *span, guards)?;
+                self.reg_free(1);
+                v
             }
         })
     }

@@ -23,10 +23,7 @@ const RELEASE: u32 = 0x4d;
 const RELEASE_DONE: u32 = 0x5a;
 
 /// `v op k` for an or-list operator of `vpi`/`vci`/MTP3 fields.
-///
-/// ```ignore
-/// rel(RelOp::Gt, v, 5) // v > 5
-/// ```
+/// (`rel(RelOp::Gt, v, 5)` is `v > 5`.)
 pub(crate) fn rel(op: RelOp, v: Val, k: u32) -> Pred {
     match op {
         RelOp::Eq => Pred::eq(v, k),

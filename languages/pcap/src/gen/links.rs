@@ -9,7 +9,7 @@
 //! did the packet go") for the links whose answer is not Ethernet's.
 
 use super::family::Field;
-use super::proto::{ethertype as et, ld, ppp_proto};
+use super::proto::{ethertype as et, ld, mcmp, ppp_proto};
 use super::{err, GResult, Gen};
 use crate::ast::{Dir, Span};
 use crate::link::{Layout, LinkType, ProtoField};
@@ -87,7 +87,7 @@ impl Gen {
     }
 
     fn sunatm_kind(&self, kind: u32) -> Pred {
-        Pred::masked_eq(ld(&Val::Const(0), 0, Size::Byte), 0xf, kind)
+        mcmp(ld(&Val::Const(0), 0, Size::Byte), 0xf, kind)
     }
 
     /// Not a LAN-emulation control frame (their first two bytes are 0xff00).
@@ -120,8 +120,8 @@ impl Gen {
                 }
             }
             ProtoField::SlipIp => match proto {
-                et::IP => Pred::masked_eq(ld(&o.link, 0, Size::Byte), 0xf0, 0x40),
-                et::IPV6 => Pred::masked_eq(ld(&o.link, 0, Size::Byte), 0xf0, 0x60),
+                et::IP => mcmp(ld(&o.link, 0, Size::Byte), 0xf0, 0x40),
+                et::IPV6 => mcmp(ld(&o.link, 0, Size::Byte), 0xf0, 0x60),
                 _ => Pred::False,
             },
             ProtoField::FamilyByte if o.dlt == LinkType::IPNET => {
@@ -168,7 +168,7 @@ impl Gen {
                 Pred::eq(ld(&at(), 0, Size::Byte), t)
             }
             ProtoField::JuniperCookie => {
-                Pred::masked_eq(ld(&Val::Const(0), 0, Size::Word), 0xffff_ff00, 0x4d47_4300)
+                mcmp(ld(&Val::Const(0), 0, Size::Word), 0xffff_ff00, 0x4d47_4300)
             }
             _ => {
                 self.refuse(format!(
@@ -212,11 +212,11 @@ impl Gen {
             }
             LinkType::DSA_TAG_BRCM => pick(
                 Pred::not(Pred::cmp(CmpOp::Set, b(12), Val::Const(0xe0))),
-                Pred::masked_eq(b(12), 0xe0, 0x20),
+                mcmp(b(12), 0xe0, 0x20),
             ),
             LinkType::DSA_TAG_DSA => pick(
                 Pred::not(Pred::cmp(CmpOp::Set, b(12), Val::Const(0x40))),
-                Pred::masked_eq(b(12), 0xc0, 0x40),
+                mcmp(b(12), 0xc0, 0x40),
             ),
             dlt => {
                 return err(

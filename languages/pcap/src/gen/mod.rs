@@ -20,6 +20,7 @@ mod mtp;
 mod net;
 mod pflog;
 mod proto;
+mod regs;
 mod tunnel;
 mod wlan;
 
@@ -45,6 +46,10 @@ pub(crate) struct Offsets {
     pub mpls_depth: u32,
     /// How many VLAN tags have been stepped over.
     pub vlan_depth: u32,
+    /// How many `geneve`/`vxlan` tunnels have been entered: offsets past
+    /// the first are computed from the last tunnel's, which are then held
+    /// once ([`sluice_ir::Val::shared`]) instead of copied into each.
+    pub tunnels: u32,
     /// The link type of the capture.
     pub dlt: LinkType,
     /// The link type of the current link header (libpcap's `linktype`):
@@ -66,6 +71,7 @@ impl Offsets {
             macs: l.mac_src_dst.map(|(s, d)| (Val::Const(s), Val::Const(d))),
             mpls_depth: 0,
             vlan_depth: 0,
+            tunnels: 0,
             dlt,
             link_dlt: dlt,
         }
@@ -102,6 +108,8 @@ pub(crate) struct Gen {
     /// The network's netmask for `ip broadcast` (`None`: not known, and
     /// `ip broadcast` is refused, as libpcap refuses it).
     pub(crate) netmask: Option<u32>,
+    /// libpcap's scratch registers, counted ([`regs`]).
+    pub(crate) regs: regs::Regs,
 }
 
 impl Gen {
@@ -119,6 +127,7 @@ impl Gen {
             wlan_payload_unset: false,
             resolver: None,
             netmask: None,
+            regs: regs::Regs::default(),
         }
     }
 }
@@ -221,12 +230,23 @@ pub fn generate_options(
     g.link_setup();
     let pred = constants(g.expr(e)?);
     g.check_refusal(e.span())?;
-    let pred = g.wlan_finish(pred, e)?;
-    let pred = g.pflog_finish(pred);
+    g.reg_finish();
+    if g.reg_out() {
+        return err(e.span(), regs::TOO_MANY);
+    }
+    let (pred, judged) = g.wlan_finish(pred, e)?;
+    let (pred, judged) = match g.pflog_prologue(&pred) {
+        Some(load) => {
+            let judged = judged.unwrap_or_else(|| pred.clone());
+            (Pred::and(vec![load, pred]), Some(judged))
+        }
+        None => (pred, judged),
+    };
     let optimize = options.optimize && !g.no_optimize.get();
     Ok(crate::Compiled {
         filter: Filter::new(pred, options.snaplen),
         optimize,
+        judged,
     })
 }
 
@@ -315,25 +335,66 @@ impl Gen {
             }
             Expr::Not(x, _) => Pred::not(self.expr(x)?),
             Expr::Prim(p) => {
+                let before = self.link_reads();
                 let pred = self.prim(p)?;
+                self.leaf_regs(before, &pred, false);
                 self.check_refusal(p.span)?;
                 pred
             }
             Expr::Proto(p, span) => {
+                let before = self.link_reads();
                 let pred = self.proto_abbrev(*p, *span)?;
+                self.leaf_regs(before, &pred, false);
                 self.check_refusal(*span)?;
                 pred
             }
             Expr::Rel(op, a, b, span) => {
                 let pred = self.relation(*op, a, b, *span)?;
+                if self.reg_out() {
+                    self.refuse(regs::TOO_MANY);
+                }
                 self.check_refusal(*span)?;
                 pred
             }
             Expr::Other(o, span) => {
+                let before = self.link_reads();
                 let pred = self.other(o, *span)?;
+                let tunnel = matches!(
+                    o,
+                    crate::ast::Other::Geneve(_) | crate::ast::Other::Vxlan(_)
+                );
+                self.leaf_regs(before, &pred, tunnel);
                 self.check_refusal(*span)?;
                 pred
             }
         })
+    }
+
+    /// Which of the link's variable offsets the filter has read so far
+    /// (header, payload), and how many tunnels it has entered.
+    fn link_reads(&self) -> (bool, bool, u32) {
+        let (h, p) = self.wlan_used();
+        (h, p, self.off.tunnels)
+    }
+
+    /// libpcap's registers for a primitive just generated (`pred`): the
+    /// link offsets it read first, then a tunnel's own
+    /// ([`regs`]); a refusal when they run out.
+    fn leaf_regs(&self, before: (bool, bool, u32), pred: &Pred, tunnel: bool) {
+        let (h, p, tunnels) = before;
+        // (Read at the offsets in force before the primitive: the link's
+        // own unless a tunnel came earlier.)
+        if tunnels == 0 {
+            let (h2, p2) = self.wlan_used();
+            let pflog = self.off.dlt == crate::link::LinkType::PFLOG
+                && pflog::uses(pred, &self.pflog_payload());
+            self.reg_link_own(h2 && !h, (p2 && !p) || pflog);
+        }
+        if tunnel {
+            self.reg_tunnel();
+        }
+        if self.reg_out() {
+            self.refuse(regs::TOO_MANY);
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! Qualified primitives: `host`, `net`, `port`, `portrange`, `proto`,
 //! `protochain`, `gateway`, for link, IPv4, IPv6, ARP and DECnet addresses.
 
-use super::proto::{ethertype as et, ipproto, ld};
+use super::proto::{ethertype as et, ipproto, ld, mcmp};
 use super::{err, GResult, Gen};
 use crate::ast::{Dir, Kind, Prim, Proto, Span, Value};
 use crate::names;
@@ -39,6 +39,19 @@ fn check_dir(dir: Option<Dir>, span: Span) -> GResult<()> {
     }
 }
 
+/// The keyword of a primitive's kind.
+fn kind_keyword(k: Kind) -> &'static str {
+    match k {
+        Kind::Host => "host",
+        Kind::Net => "net",
+        Kind::Port => "port",
+        Kind::PortRange => "portrange",
+        Kind::Gateway => "gateway",
+        Kind::Proto => "proto",
+        Kind::ProtoChain => "protochain",
+    }
+}
+
 fn proto_name(p: Proto) -> String {
     format!("{p:?}").to_ascii_lowercase()
 }
@@ -55,6 +68,54 @@ const PORT_PROTOS: [u32; 3] = [ipproto::TCP, ipproto::UDP, ipproto::SCTP];
 impl Gen {
     pub(crate) fn prim(&mut self, p: &Prim) -> GResult<Pred> {
         let q = p.qual;
+        let ipv4_net = match &p.value {
+            Value::Cidr(a, _) => !matches!(**a, Value::Ipv6(..)),
+            v => matches!(v, Value::Masked(..)),
+        };
+        if ipv4_net && q.kind.is_none() && q.dir.is_some() {
+            // Without a kind an IPv4 network is a `net` only where nothing
+            // qualifies it (libpcap master's grammar).
+            return err(
+                p.value_span,
+                format!(
+                    "'net' is needed before '{}' after a direction",
+                    value_text(&p.value)
+                ),
+            );
+        }
+        if let (Value::Cidr(..) | Value::Masked(..), Some(kind)) = (&p.value, q.kind) {
+            // An IPv4 network (`a/len`, `a mask m`) is a `net`: libpcap
+            // master's grammar refuses ports and protocols for it, then
+            // checks the value and refuses any other kind (`host
+            // 192.168.1.0/24` is a mistake users make).
+            let ipv4 = !matches!(&p.value, Value::Cidr(a, _) if matches!(**a, Value::Ipv6(..)));
+            let kw = kind_keyword(kind);
+            let form = match &p.value {
+                Value::Cidr(..) => "prefix length",
+                _ => "netmask",
+            };
+            if ipv4
+                && matches!(
+                    kind,
+                    Kind::Port | Kind::PortRange | Kind::Proto | Kind::ProtoChain
+                )
+            {
+                return err(
+                    p.value_span,
+                    format!("'{kw}' qualifier applied to IPv4 address and {form}"),
+                );
+            }
+            if ipv4 && kind != Kind::Net && q.proto != Some(Proto::Decnet) {
+                ipv4_value(&p.value, false, p.value_span)?;
+                return err(
+                    p.value_span,
+                    format!(
+                        "'{kw}' is not a valid qualifier for '{}'",
+                        value_text(&p.value)
+                    ),
+                );
+            }
+        }
         match q.kind {
             Some(Kind::Port) => self.port(p, false),
             Some(Kind::PortRange) => self.port(p, true),
@@ -78,7 +139,10 @@ impl Gen {
                     return err(span, "a MAC address cannot be a 'net'");
                 }
                 match q.proto {
-                    None | Some(Proto::Link) => self.link_host(*mac, q.dir, span),
+                    // libpcap master wants `ether` (or `link`, `wlan`, ...)
+                    // before a MAC address.
+                    None => err(span, "Ethernet address used in non-ether expression"),
+                    Some(Proto::Link) => self.link_host(*mac, q.dir, span),
                     Some(other) => err(
                         span,
                         format!(
@@ -247,7 +311,7 @@ impl Gen {
                 if mask == 0 {
                     Pred::True
                 } else {
-                    Pred::masked_eq(ld(&net, off, Size::Word), mask, addr)
+                    mcmp(ld(&net, off, Size::Word), mask, addr)
                 }
             };
             Pred::and(vec![
@@ -338,19 +402,19 @@ impl Gen {
         let one = |short_off: u32, long_off: u32| {
             Pred::or(vec![
                 Pred::and(vec![
-                    Pred::masked_eq(ld(&net, 2, Size::Byte), 0x7, 2),
+                    mcmp(ld(&net, 2, Size::Byte), 0x7, 2),
                     Pred::eq(ld(&net, short_off, Size::Half), want),
                 ]),
                 Pred::and(vec![
-                    Pred::masked_eq(ld(&net, 2, Size::Half), 0xff07, 0x8102),
+                    mcmp(ld(&net, 2, Size::Half), 0xff07, 0x8102),
                     Pred::eq(ld(&net, short_off + 1, Size::Half), want),
                 ]),
                 Pred::and(vec![
-                    Pred::masked_eq(ld(&net, 2, Size::Byte), 0x7, 6),
+                    mcmp(ld(&net, 2, Size::Byte), 0x7, 6),
                     Pred::eq(ld(&net, long_off, Size::Half), want),
                 ]),
                 Pred::and(vec![
-                    Pred::masked_eq(ld(&net, 2, Size::Half), 0xff07, 0x8106),
+                    mcmp(ld(&net, 2, Size::Half), 0xff07, 0x8106),
                     Pred::eq(ld(&net, long_off + 1, Size::Half), want),
                 ]),
             ])
@@ -389,21 +453,20 @@ impl Gen {
                 )
             }
         };
-        let proto_for_names = match protos {
+        let qualified = match protos {
             PortProtos::One(x) => Some(x),
             PortProtos::All => None,
         };
-        let mut named = None;
-        let (lo, hi) = if range {
-            port_range(&p.value, proto_for_names, span, &mut named)?
+        let (lo, hi, transport) = if range {
+            port_range(&p.value, qualified, span)?
         } else {
-            let port = port_value(&p.value, proto_for_names, span, &mut named)?;
-            (port, port)
+            let (port, t) = port_value(&p.value, qualified, span)?;
+            (port, port, t)
         };
         // A service name known for one transport only restricts the test to it.
-        let protos = match (protos, named) {
-            (PortProtos::All, Some(x)) => PortProtos::One(x),
-            (p, _) => p,
+        let protos = match transport {
+            Some(x) => PortProtos::One(x),
+            None => PortProtos::All,
         };
         let (lo, hi) = (lo.min(hi), lo.max(hi));
         let test = |v: Val| {
@@ -453,6 +516,32 @@ impl Gen {
         Ok(Pred::or(alts))
     }
 
+    /// libpcap master's range checks of a link-layer protocol number,
+    /// which depend on the link's protocol field: an LLC SAP (up to 1500)
+    /// must fit a byte and an Ethernet type 16 bits where the field holds
+    /// them, PPP and Cisco HDLC protocols 16 bits; links without such a
+    /// field check nothing (the test is just false).
+    fn check_link_proto(&self, n: u32, span: Span) -> GResult<()> {
+        use crate::link::{LinkType, ProtoField as F};
+        let (sap, max) = match self.off.field {
+            F::Sll if self.off.link_dlt == LinkType::LINUX_SLL2 => (false, "EtherType"),
+            F::EtherType | F::Llc | F::Ieee80211 | F::Sll | F::SunAtm | F::LaneEther => {
+                (true, "EtherType")
+            }
+            F::PlainEtherType => (false, "EtherType"),
+            F::Ppp | F::PppBsdos => (false, "PPP protocol"),
+            F::CiscoHdlc => (false, "HDLC protocol"),
+            _ => return Ok(()),
+        };
+        if sap && n <= et::ETHERMTU && n > 0xff {
+            return err(span, format!("LLC DSAP {n} greater than maximum 255"));
+        }
+        if n > 0xffff {
+            return err(span, format!("{max} {n} greater than maximum 65535"));
+        }
+        Ok(())
+    }
+
     fn proto_kind(&mut self, p: &Prim) -> GResult<Pred> {
         let span = p.value_span;
         let q = p.qual;
@@ -496,12 +585,7 @@ impl Gen {
                         )
                     }
                 };
-                if n > 0xffff {
-                    return err(span, format!("EtherType {n} greater than maximum 65535"));
-                }
-                if n <= et::ETHERMTU && n > 0xff {
-                    return err(span, format!("LLC DSAP {n} greater than maximum 255"));
-                }
+                self.check_link_proto(n, span)?;
                 Ok(self.linktype(n))
             }
             Some(Proto::Iso) => {
@@ -725,92 +809,117 @@ fn value_text(v: &Value) -> String {
 
 /// The transport protocols a service name is defined for, and its port:
 /// `Some(proto)` when only one of them has it, `None` when TCP and UDP agree.
-fn service(name: &str, proto: Option<u32>, span: Span, named: &mut Option<u32>) -> GResult<u32> {
-    let Some(sp) = names::service(name) else {
-        return err(span, format!("unknown port name '{name}'"));
-    };
-    let pick = |x: u32| match x {
-        ipproto::TCP => sp.tcp,
-        ipproto::UDP => sp.udp,
-        _ => sp.sctp,
-    };
-    if let Some(x) = proto {
-        return match pick(x) {
-            Some(p) => Ok(p as u32),
-            None => err(
-                span,
-                format!(
-                    "port '{name}' is not a {} port",
-                    match x {
-                        ipproto::TCP => "tcp",
-                        ipproto::UDP => "udp",
-                        _ => "sctp",
-                    }
-                ),
-            ),
-        };
-    }
-    match (sp.tcp, sp.udp, sp.sctp) {
-        (Some(t), Some(u), _) if t == u => Ok(t as u32),
-        (Some(t), _, _) => {
-            *named = Some(ipproto::TCP);
-            Ok(t as u32)
-        }
-        (None, Some(u), _) => {
-            *named = Some(ipproto::UDP);
-            Ok(u as u32)
-        }
-        (None, None, Some(c)) => {
-            *named = Some(ipproto::SCTP);
-            Ok(c as u32)
-        }
-        _ => err(span, format!("unknown port name '{name}'")),
+/// A service name as libpcap looks it up (`getservbyname` for TCP, then
+/// for UDP; SCTP entries are never found): its port, the TCP one where
+/// both exist, and the transport it names, `None` where TCP and UDP give
+/// the same port (then any transport).
+fn lookup_service(name: &str) -> Option<(u32, Option<u32>)> {
+    let sp = names::service(name)?;
+    match (sp.tcp, sp.udp) {
+        (Some(t), Some(u)) if t == u => Some((t as u32, None)),
+        (Some(t), _) => Some((t as u32, Some(ipproto::TCP))),
+        (None, Some(u)) => Some((u as u32, Some(ipproto::UDP))),
+        (None, None) => None,
     }
 }
 
-fn port_value(v: &Value, proto: Option<u32>, span: Span, named: &mut Option<u32>) -> GResult<u32> {
+fn transport_name(x: u32) -> &'static str {
+    match x {
+        ipproto::TCP => "tcp",
+        ipproto::UDP => "udp",
+        _ => "sctp",
+    }
+}
+
+/// The transport a port (or range) by name stands for under the
+/// qualifier `proto`: libpcap refuses a name that is another transport's
+/// (`udp port ssh`: "port 'ssh' is tcp").
+fn name_transport(
+    named: Option<u32>,
+    proto: Option<u32>,
+    what: &str,
+    span: Span,
+) -> GResult<Option<u32>> {
+    match (named, proto) {
+        (Some(n), Some(q)) if n != q => err(span, format!("{what} is {}", transport_name(n))),
+        (_, Some(q)) => Ok(Some(q)),
+        (n, None) => Ok(n),
+    }
+}
+
+/// A port: a number, or a service name; and the transport a name restricts
+/// it to.
+fn port_value(v: &Value, proto: Option<u32>, span: Span) -> GResult<(u32, Option<u32>)> {
     match v {
-        Value::Num(n) if *n <= 65535 => Ok(*n),
+        Value::Num(n) if *n <= 65535 => Ok((*n, proto)),
         Value::Num(n) => err(span, format!("port {n} greater than maximum 65535")),
-        Value::Name(name) => service(name, proto, span, named),
+        Value::Name(name) => {
+            let Some((port, named)) = lookup_service(name) else {
+                return err(span, format!("unknown port name '{name}'"));
+            };
+            let t = name_transport(named, proto, &format!("port '{name}'"), span)?;
+            Ok((port, t))
+        }
         v => err(span, format!("expected a port, found '{}'", value_text(v))),
     }
 }
 
-fn port_range(
-    v: &Value,
-    proto: Option<u32>,
-    span: Span,
-    named: &mut Option<u32>,
-) -> GResult<(u32, u32)> {
+/// One side of a port range: a number (decimal, `0x` hex, `0` octal) or
+/// a service name, and the transport a name gives.
+fn range_side(x: &str, range: &str, span: Span) -> GResult<(u32, Option<u32>)> {
+    let number = if let Some(h) = x.strip_prefix("0x").or_else(|| x.strip_prefix("0X")) {
+        u32::from_str_radix(h, 16).ok()
+    } else if x.len() > 1 && x.starts_with('0') {
+        u32::from_str_radix(&x[1..], 8).ok()
+    } else {
+        x.parse::<u32>().ok()
+    };
+    match number {
+        Some(n) if n > 65535 => err(span, format!("port {n} greater than maximum 65535")),
+        Some(n) => Ok((n, None)),
+        None => match lookup_service(x) {
+            Some((port, named)) => Ok((port, named)),
+            None => err(
+                span,
+                format!("'{x}' is not a valid port (in range '{range}')"),
+            ),
+        },
+    }
+}
+
+/// A port range: a number (a range of one), or `A-B` with exactly one
+/// hyphen, each side a number or a service name, as libpcap reads it (a
+/// service name with a hyphen cannot be a side); and the transport the
+/// names restrict it to.
+fn port_range(v: &Value, proto: Option<u32>, span: Span) -> GResult<(u32, u32, Option<u32>)> {
     match v {
         Value::Num(_) => {
-            let p = port_value(v, proto, span, named)?;
-            Ok((p, p))
+            let (p, t) = port_value(v, proto, span)?;
+            Ok((p, p, t))
         }
         Value::Name(name) => {
-            if names::service(name).is_some() {
-                let p = service(name, proto, span, named)?;
-                return Ok((p, p));
+            let Some((a, b)) = name.split_once('-') else {
+                return err(span, format!("port range '{name}' contains no hyphen"));
+            };
+            if b.contains('-') {
+                return err(
+                    span,
+                    format!("port range '{name}' contains more than one hyphen"),
+                );
             }
-            // Split at a '-' where both sides are ports.
-            for (i, _) in name.match_indices('-') {
-                let (a, b) = (&name[..i], &name[i + 1..]);
-                let side = |x: &str, named: &mut Option<u32>| -> Option<GResult<u32>> {
-                    if let Ok(n) = x.parse::<u32>() {
-                        return Some(if n > 65535 {
-                            err(span, format!("port {n} greater than maximum 65535"))
-                        } else {
-                            Ok(n)
-                        });
-                    }
-                    names::service(x).map(|_| service(x, proto, span, named))
-                };
-                if let (Some(pa), Some(pb)) = (side(a, named), side(b, named)) {
-                    return Ok((pa?, pb?));
-                }
+            if a.is_empty() {
+                return err(span, format!("port range '{name}' has no starting port"));
             }
-            err(span, format!("'{name}' is not a port or port range"))
+            if b.is_empty() {
+                return err(span, format!("port range '{name}' has no ending port"));
+            }
+            let (pa, ta) = range_side(a, name, span)?;
+            let (pb, tb) = range_side(b, name, span)?;
+            // Sides of different transports make a range of any.
+            let named = if ta == tb { ta } else { None };
+            let what = format!("port in range '{name}'");
+            let t = name_transport(named, proto, &what, span)?;
+            Ok((pa, pb, t))
         }
         v => err(
             span,

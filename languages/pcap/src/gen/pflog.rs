@@ -52,18 +52,18 @@ impl Gen {
 
     /// libpcap computes the logged packet's offset in a prologue, before
     /// anything else, when the filter uses it: a packet too short for the
-    /// header's length byte rejects whatever the rest says.
-    pub(crate) fn pflog_finish(&self, pred: Pred) -> Pred {
+    /// header's length byte rejects whatever the rest says. The load to
+    /// put before `pred`, if any.
+    pub(crate) fn pflog_prologue(&self, pred: &Pred) -> Option<Pred> {
         let payload = self.pflog_payload();
-        if self.off.dlt != LinkType::PFLOG || !uses(&pred, &payload) {
-            return pred;
+        if self.off.dlt != LinkType::PFLOG || !uses(pred, &payload) {
+            return None;
         }
-        let touch = Pred::cmp(
+        Some(Pred::cmp(
             sluice_ir::CmpOp::Ge,
             ld(&Val::Const(0), 0, Size::Byte),
             Val::Const(0),
-        );
-        Pred::and(vec![touch, pred])
+        ))
     }
 
     /// A pflog primitive.
@@ -97,14 +97,15 @@ impl Gen {
 }
 
 /// Whether `v` occurs in `p`.
-fn uses(p: &Pred, v: &Val) -> bool {
+pub(crate) fn uses(p: &Pred, v: &Val) -> bool {
     fn in_val(x: &Val, v: &Val) -> bool {
         x == v
             || match x {
                 Val::Load { base, .. } => in_val(base, v),
                 Val::Bin(_, a, b) => in_val(a, v) || in_val(b, v),
                 Val::Neg(a) => in_val(a, v),
-                Val::Const(_) | Val::Len => false,
+                // (Only tunnels share values; pflog's payload is never in one.)
+                Val::Shared(_) | Val::Const(_) | Val::Len => false,
             }
     }
     match p {

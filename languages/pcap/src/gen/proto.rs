@@ -58,6 +58,28 @@ const ISO10589_ISIS: u32 = 0x83;
 /// A load `off` bytes after `at`. A constant address is computed modulo
 /// 2^32, as libpcap computes its constant offsets (this matters only for
 /// the Juniper links whose network layer is at libpcap's "not set" offset).
+/// `(v & mask) == k` as libpcap's code generator tests it (`gen_mcmp`:
+/// `and #mask; jeq #k`), in the form its optimiser then sees: with `k` 0
+/// its peephole pass makes it `jset #mask` with the branches swapped, so
+/// it is `not (v & mask != 0)` here (the same test; what the refusal
+/// model relates to other tests depends on it: `wlan type mgt and wlan
+/// type data` is a `jset` and a `jeq` to libpcap, and kept).
+///
+/// ```ignore
+/// mcmp(fc, 0x0c, 0) == Pred::not(Pred::cmp(CmpOp::Set, fc, Val::Const(0x0c)))
+/// ```
+pub(crate) fn mcmp(v: Val, mask: u32, k: u32) -> Pred {
+    if k == 0 && mask != 0 && mask != u32::MAX {
+        return Pred::not(Pred::cmp(CmpOp::Set, v, Val::Const(mask)));
+    }
+    Pred::masked_eq(v, mask, k)
+}
+
+/// `v & bit != 0` as libpcap tests a single bit (`gen_set`: `jset`).
+pub(crate) fn bit_set(v: Val, bit: u32) -> Pred {
+    Pred::cmp(CmpOp::Set, v, Val::Const(bit))
+}
+
 pub(crate) fn ld(at: &Val, off: u32, size: Size) -> Val {
     match at {
         Val::Const(c) => Val::load_abs(c.wrapping_add(off), size),
@@ -106,16 +128,10 @@ impl Gen {
         let o = &self.off;
         if o.mpls_depth > 0 {
             // Inside MPLS: the bottom-of-stack bit of the last label, then the IP version.
-            let bos = Pred::masked_eq(ld(&o.net, 0, Size::Byte).sub_off(2), 1, 1);
+            let bos = bit_set(ld(&o.net, 0, Size::Byte).sub_off(2), 1);
             return match proto {
-                et::IP => Pred::and(vec![
-                    bos,
-                    Pred::masked_eq(ld(&o.net, 0, Size::Byte), 0xf0, 0x40),
-                ]),
-                et::IPV6 => Pred::and(vec![
-                    bos,
-                    Pred::masked_eq(ld(&o.net, 0, Size::Byte), 0xf0, 0x60),
-                ]),
+                et::IP => Pred::and(vec![bos, mcmp(ld(&o.net, 0, Size::Byte), 0xf0, 0x40)]),
+                et::IPV6 => Pred::and(vec![bos, mcmp(ld(&o.net, 0, Size::Byte), 0xf0, 0x60)]),
                 _ => {
                     self.refuse("unsupported protocol over mpls");
                     Pred::False
@@ -146,8 +162,8 @@ impl Gen {
                 self.family_linktype(proto, &Val::Const(0), field)
             }
             ProtoField::IpVersion => match proto {
-                et::IP => Pred::masked_eq(ld(&o.net, 0, Size::Byte), 0xf0, 0x40),
-                et::IPV6 => Pred::masked_eq(ld(&o.net, 0, Size::Byte), 0xf0, 0x60),
+                et::IP => mcmp(ld(&o.net, 0, Size::Byte), 0xf0, 0x40),
+                et::IPV6 => mcmp(ld(&o.net, 0, Size::Byte), 0xf0, 0x60),
                 _ => Pred::False,
             },
             ProtoField::OnlyIpv4 => {
@@ -322,7 +338,7 @@ impl Gen {
                 .map(|&t| {
                     Pred::and(vec![
                         self.iso_proto(ISO10589_ISIS),
-                        Pred::masked_eq(pdu.clone(), 0x1f, t),
+                        mcmp(pdu.clone(), 0x1f, t),
                     ])
                 })
                 .collect(),
@@ -388,7 +404,9 @@ impl Gen {
                     ByteOp::Eq => Pred::eq(b, *v),
                     ByteOp::Lt => Pred::not(Pred::cmp(CmpOp::Ge, b, Val::Const(*v))),
                     ByteOp::Gt => Pred::cmp(CmpOp::Gt, b, Val::Const(*v)),
-                    ByteOp::And => Pred::not(Pred::eq(Val::bin(BinOp::And, b, Val::Const(*v)), 0)),
+                    // `and #v; jeq #0`, negated: libpcap's peephole pass
+                    // makes it `jset #v` (which never holds for 0).
+                    ByteOp::And => bit_set(b, *v),
                     ByteOp::Or => Pred::not(Pred::eq(Val::bin(BinOp::Or, b, Val::Const(*v)), 0)),
                 })
             }
@@ -423,7 +441,8 @@ impl Gen {
                 let p = Pred::eq(dir, PACKET_OUTGOING);
                 Ok(if out { p } else { Pred::not(p) })
             }
-            Other::Ifindex(n) => match self.off.dlt {
+            // The current link's (a `pppoes` before it makes it PPP).
+            Other::Ifindex(n) => match self.off.link_dlt {
                 LinkType::LINUX_SLL2 => Ok(Pred::eq(ld(&Val::Const(0), 4, Size::Word), *n)),
                 dlt => err(span, format!("'ifindex' not supported on {dlt}")),
             },
@@ -449,8 +468,8 @@ impl Gen {
                     Ok(Pred::and(vec![
                         self.linktype(et::IP),
                         Pred::or(vec![
-                            Pred::masked_eq(dst(), !mask, 0),
-                            Pred::masked_eq(dst(), !mask, !mask),
+                            mcmp(dst(), !mask, 0),
+                            mcmp(dst(), !mask, !mask),
                         ]),
                     ]))
                 }
@@ -477,7 +496,7 @@ impl Gen {
             },
             Some(Proto::Ip) => Ok(Pred::and(vec![
                 self.linktype(et::IP),
-                Pred::masked_eq(ld(&self.off.net, 16, Size::Byte), 0xf0, 0xe0),
+                mcmp(ld(&self.off.net, 16, Size::Byte), 0xf0, 0xe0),
             ])),
             Some(Proto::Ip6) => Ok(Pred::and(vec![
                 self.linktype(et::IPV6),
@@ -530,7 +549,7 @@ impl Gen {
                 .collect(),
         )];
         if let Some(id) = id {
-            parts.push(Pred::masked_eq(ld(&self.off.net, 0, Size::Half), 0xfff, id));
+            parts.push(mcmp(ld(&self.off.net, 0, Size::Half), 0xfff, id));
         }
         self.off.proto_at = Some(Val::plus(at, 4));
         self.off.net = Val::plus(self.off.net.clone(), 4);
@@ -546,7 +565,7 @@ impl Gen {
         }
         let first = if self.off.mpls_depth > 0 {
             // The previous label must not be the bottom of the stack.
-            Pred::masked_eq(ld(&self.off.net, 0, Size::Byte).sub_off(2), 1, 0)
+            Pred::not(bit_set(ld(&self.off.net, 0, Size::Byte).sub_off(2), 1))
         } else {
             match self.off.field {
                 ProtoField::EtherType | ProtoField::CiscoHdlc => {
@@ -567,11 +586,7 @@ impl Gen {
         };
         let mut parts = vec![first];
         if let Some(l) = label {
-            parts.push(Pred::masked_eq(
-                ld(&self.off.net, 0, Size::Word),
-                0xfffff000,
-                l << 12,
-            ));
+            parts.push(mcmp(ld(&self.off.net, 0, Size::Word), 0xfffff000, l << 12));
         }
         self.off.net = Val::plus(self.off.net.clone(), 4);
         self.off.mpls_depth += 1;
@@ -639,10 +654,10 @@ impl Gen {
         let test = match sub {
             None => return Ok(base),
             Some(Llc::I) => Pred::not(Pred::cmp(CmpOp::Set, ctl, Val::Const(1))),
-            Some(Llc::S) => Pred::masked_eq(ctl, 3, 1),
-            Some(Llc::U) => Pred::masked_eq(ctl, 3, 3),
-            Some(Llc::SSub(v)) => Pred::masked_eq(ctl, 0x0f, v),
-            Some(Llc::USub(v)) => Pred::masked_eq(ctl, 0xef, v),
+            Some(Llc::S) => mcmp(ctl, 3, 1),
+            Some(Llc::U) => mcmp(ctl, 3, 3),
+            Some(Llc::SSub(v)) => mcmp(ctl, 0x0f, v),
+            Some(Llc::USub(v)) => mcmp(ctl, 0xef, v),
         };
         Ok(Pred::and(vec![base, test]))
     }
@@ -654,10 +669,10 @@ fn llc_control(llc: &Val, sub: Option<Llc>) -> Pred {
     match sub {
         None => Pred::True,
         Some(Llc::I) => Pred::not(Pred::cmp(CmpOp::Set, ctl, Val::Const(1))),
-        Some(Llc::S) => Pred::masked_eq(ctl, 3, 1),
-        Some(Llc::U) => Pred::masked_eq(ctl, 3, 3),
-        Some(Llc::SSub(v)) => Pred::masked_eq(ctl, 0x0f, v),
-        Some(Llc::USub(v)) => Pred::masked_eq(ctl, 0xef, v),
+        Some(Llc::S) => mcmp(ctl, 3, 1),
+        Some(Llc::U) => mcmp(ctl, 3, 3),
+        Some(Llc::SSub(v)) => mcmp(ctl, 0x0f, v),
+        Some(Llc::USub(v)) => mcmp(ctl, 0xef, v),
     }
 }
 

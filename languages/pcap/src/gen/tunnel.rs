@@ -12,7 +12,7 @@
 //! libpcap's Geneve code jumps inside a block, so it turns its optimiser
 //! off for any expression with `geneve` ([`crate::Compiled`]).
 
-use super::proto::{ethertype as et, ipproto, ld};
+use super::proto::{ethertype as et, ipproto, ld, mcmp};
 use super::{err, GResult, Gen};
 use crate::ast::Span;
 use crate::link::ProtoField;
@@ -125,6 +125,11 @@ impl Gen {
     /// tunnel test has read what the link's IPv4 test reads.
     fn udp_offset(&self) -> Val {
         let is_v4 = match &self.off.field {
+            // Inside MPLS the IP version says it (the tunnel's IPv4 and
+            // IPv6 tests are the bottom label and the version nibble).
+            _ if self.off.mpls_depth > 0 => {
+                indicator(&self.linktype(et::IP)).unwrap_or(Val::Const(1))
+            }
             ProtoField::EtherType => {
                 let at = self.off.proto_at.clone().expect("EtherType field");
                 eq16(ld(&at, 0, Size::Half), et::IP)
@@ -188,14 +193,27 @@ impl Gen {
         self.wlan_payload_unset = false;
     }
 
+    /// A tunnel's header position, held once when it is computed from an
+    /// earlier tunnel's offsets: each tunnel's offsets use the last ones
+    /// several times (a load at them, and the sum), so copies would grow
+    /// by that factor per tunnel; held once, the filter grows linearly.
+    fn nested(&self, at: Val) -> Val {
+        if self.off.tunnels == 0 {
+            return at;
+        }
+        Val::shared(at)
+    }
+
     /// Move every offset to the inner Ethernet frame at `inner`.
     fn enter_ethernet(&mut self, inner: Val, proto_at: Val, net: Val) {
+        self.off.tunnels += 1;
         self.off.link = inner.clone();
         self.off.macs = Some((Val::plus(inner.clone(), 6), inner));
         self.off.proto_at = Some(proto_at);
         self.off.net = net;
         self.off.field = ProtoField::EtherType;
-        self.off.mpls_depth = 0;
+        // (MPLS labels stepped over before the tunnel still count, as in
+        // libpcap master: `mpls and vxlan and vlan` is refused.)
         self.off.link_dlt = crate::link::LinkType::EN10MB;
     }
 
@@ -211,13 +229,16 @@ impl Gen {
         }
         let tunnel = self.udp_tunnel(GENEVE_PORT, |at| {
             // Version 0 (top two bits of the first byte), then the VNI.
-            let mut v = vec![Pred::masked_eq(at(8, Size::Byte), 0xc0, 0)];
+            let mut v = vec![mcmp(at(8, Size::Byte), 0xc0, 0)];
             if let Some(vni) = vni {
-                v.push(Pred::masked_eq(at(12, Size::Word), 0xffff_ff00, vni << 8));
+                v.push(mcmp(at(12, Size::Word), 0xffff_ff00, vni << 8));
             }
             v
         });
-        let start = Val::plus(bin(BinOp::Add, self.udp_offset(), self.off.net.clone()), 8);
+        let start = self.nested(Val::plus(
+            bin(BinOp::Add, self.udp_offset(), self.off.net.clone()),
+            8,
+        ));
         self.wlan_set();
         let opt_len = ld(&start, 0, Size::Byte);
         let payload_type = ld(&start, 2, Size::Half);
@@ -262,12 +283,15 @@ impl Gen {
         let tunnel = self.udp_tunnel(VXLAN_PORT, |at| {
             let mut v = vec![Pred::eq(at(8, Size::Byte), VXLAN_FLAGS)];
             if let Some(vni) = vni {
-                v.push(Pred::masked_eq(at(12, Size::Word), 0xffff_ff00, vni << 8));
+                v.push(mcmp(at(12, Size::Word), 0xffff_ff00, vni << 8));
             }
             v
         });
         // UDP header (8) and VXLAN header (8), then an Ethernet frame.
-        let inner = Val::plus(bin(BinOp::Add, self.udp_offset(), self.off.net.clone()), 16);
+        let inner = self.nested(Val::plus(
+            bin(BinOp::Add, self.udp_offset(), self.off.net.clone()),
+            16,
+        ));
         self.wlan_set();
         let proto_at = Val::plus(inner.clone(), 12);
         let net = Val::plus(inner.clone(), 14);

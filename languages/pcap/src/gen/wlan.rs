@@ -19,7 +19,7 @@
 //! assert_eq!(f.run(&[0x80, 0x00], 2), 0);
 //! ```
 
-use super::proto::{ethertype as et, ld};
+use super::proto::{ethertype as et, ld, mcmp};
 use super::{err, GResult, Gen, Offsets};
 use crate::ast::{Dir, Expr, Llc, Span, Wlan};
 use crate::link::{LinkType, ProtoField};
@@ -104,6 +104,7 @@ pub(crate) fn offsets(dlt: LinkType, v: Variant) -> Offsets {
         macs: None,
         mpls_depth: 0,
         vlan_depth: 0,
+        tunnels: 0,
         dlt,
         link_dlt: dlt,
     }
@@ -128,7 +129,7 @@ fn header_start(dlt: LinkType, v: Variant) -> Val {
 
 /// A Prism capture whose header is an AVS header (loads bytes 0..4).
 fn prism_is_avs() -> Pred {
-    Pred::masked_eq(abs(0, Size::Word), 0xffff_f000, AVS_MAGIC)
+    mcmp(abs(0, Size::Word), 0xffff_f000, AVS_MAGIC)
 }
 
 /// Where the 802.11 payload (the LLC header) starts, given the header start
@@ -158,7 +159,7 @@ fn radiotap_padded(fc: &Val) -> Pred {
     let set = |m: u32| Pred::cmp(CmpOp::Set, present.clone(), k(m));
     let pad = |at: u32| Pred::cmp(CmpOp::Set, abs(at, Size::Byte), k(0x20));
     Pred::and(vec![
-        Pred::masked_eq(fc.clone(), 0x0c, 0x08),
+        mcmp(fc.clone(), 0x0c, 0x08),
         set(0x0200_0000),
         Pred::not(set(0x80)),
         Pred::or(vec![
@@ -169,6 +170,12 @@ fn radiotap_padded(fc: &Val) -> Pred {
 }
 
 impl Gen {
+    /// Whether the filter has read the 802.11 header's and payload's
+    /// offsets so far.
+    pub(crate) fn wlan_used(&self) -> (bool, bool) {
+        (self.wlan_uses.header.get(), self.wlan_uses.payload.get())
+    }
+
     /// The start of the 802.11 header, noting that the filter uses it.
     ///
     /// Before a `pppoes`, `geneve` or `vxlan` on a link with a radio header
@@ -244,7 +251,7 @@ impl Gen {
     }
 
     fn data_frame(&self) -> Pred {
-        Pred::masked_eq(self.fc(), 0x0c, 0x08)
+        mcmp(self.fc(), 0x0c, 0x08)
     }
 
     /// Refuse 802.11 primitives on other links.
@@ -288,10 +295,10 @@ impl Gen {
         let ctl = ld(&self.wlan_llc_at(), 2, Size::Byte);
         let test = match sub {
             Llc::I => Pred::not(Pred::cmp(CmpOp::Set, ctl, k(1))),
-            Llc::S => Pred::masked_eq(ctl, 3, 1),
-            Llc::U => Pred::masked_eq(ctl, 3, 3),
-            Llc::SSub(v) => Pred::masked_eq(ctl, 0x0f, v),
-            Llc::USub(v) => Pred::masked_eq(ctl, 0xef, v),
+            Llc::S => mcmp(ctl, 3, 1),
+            Llc::U => mcmp(ctl, 3, 3),
+            Llc::SSub(v) => mcmp(ctl, 0x0f, v),
+            Llc::USub(v) => mcmp(ctl, 0xef, v),
         };
         Pred::and(vec![base, test])
     }
@@ -300,11 +307,11 @@ impl Gen {
     pub(crate) fn wlan_frame(&self, w: Wlan, span: Span) -> GResult<Pred> {
         self.require_wlan("802.11 link-layer types and directions", span)?;
         Ok(match w {
-            Wlan::Type(t) => Pred::masked_eq(self.fc(), 0x0c, t),
-            Wlan::TypeSubtype(v) => Pred::masked_eq(self.fc(), 0xfc, v),
-            Wlan::Subtype(s) => Pred::masked_eq(self.fc(), 0xf0, s),
+            Wlan::Type(t) => mcmp(self.fc(), 0x0c, t),
+            Wlan::TypeSubtype(v) => mcmp(self.fc(), 0xfc, v),
+            Wlan::Subtype(s) => mcmp(self.fc(), 0xf0, s),
             Wlan::Dir(d) if d > 3 => return err(span, format!("invalid 802.11 direction {d}")),
-            Wlan::Dir(d) => Pred::masked_eq(self.flags(), 0x03, d),
+            Wlan::Dir(d) => mcmp(self.flags(), 0x03, d),
         })
     }
 
@@ -319,10 +326,10 @@ impl Gen {
     /// A control frame that is CTS or ACK (they have no transmitter address).
     fn cts_or_ack(&self) -> Pred {
         Pred::and(vec![
-            Pred::masked_eq(self.fc(), 0x0c, 0x04),
+            mcmp(self.fc(), 0x0c, 0x04),
             Pred::or(vec![
-                Pred::masked_eq(self.fc(), 0xf0, 0xc0),
-                Pred::masked_eq(self.fc(), 0xf0, 0xd0),
+                mcmp(self.fc(), 0xf0, 0xc0),
+                mcmp(self.fc(), 0xf0, 0xd0),
             ]),
         ])
     }
@@ -383,13 +390,8 @@ impl Gen {
             }
             Some(Dir::Addr1) => leaf(4),
             Some(Dir::Addr2) => Pred::and(vec![Pred::not(self.cts_or_ack()), leaf(10)]),
-            Some(Dir::Addr3) => Pred::and(vec![
-                Pred::not(Pred::masked_eq(self.fc(), 0x0c, 0x04)),
-                leaf(16),
-            ]),
-            Some(Dir::Addr4) => {
-                Pred::and(vec![Pred::masked_eq(self.flags(), 0x03, 0x03), leaf(24)])
-            }
+            Some(Dir::Addr3) => Pred::and(vec![Pred::not(mcmp(self.fc(), 0x0c, 0x04)), leaf(16)]),
+            Some(Dir::Addr4) => Pred::and(vec![mcmp(self.flags(), 0x03, 0x03), leaf(24)]),
             // Receiver: addr1, except in management frames.
             Some(Dir::Ra) => Pred::and(vec![self.fc_set(0x08), leaf(4)]),
             // Transmitter: addr2, except in management frames, CTS and ACK.
@@ -447,17 +449,24 @@ impl Gen {
     /// filter that used an offset whose form depends on the packet (Prism
     /// or AVS header; radiotap padding) is generated once per form, and the
     /// packet decides which runs.
-    pub(crate) fn wlan_finish(&self, pred: Pred, e: &Expr) -> GResult<Pred> {
+    ///
+    /// Also what libpcap's optimiser judges when it is on (see
+    /// [`crate::Compiled::judged`]): the prologue's loads are statements
+    /// of the first block, not tests, so they are left out (on radiotap,
+    /// `ether[0] & 0 = 1` reduces to `ret #0` and is refused).
+    pub(crate) fn wlan_finish(&self, pred: Pred, e: &Expr) -> GResult<(Pred, Option<Pred>)> {
         let dlt = self.off.dlt;
         // The empty expression accepts everything, even on PPI.
         if !is_wlan(dlt) || matches!(e, Expr::True(_)) {
-            return Ok(pred);
+            return Ok((pred, None));
         }
         let mut parts = Vec::new();
+        let mut tests = Vec::new();
         // libpcap adds PPI's check when the current link is still PPI (not
         // after `pppoes` or a tunnel).
         if dlt == LinkType::PPI && self.off.link_dlt == LinkType::PPI {
             parts.push(Pred::eq(abs(4, Size::Word), PPI_DLT_80211));
+            tests.push(Pred::eq(abs(4, Size::Word), PPI_DLT_80211));
         }
         let payload = self.wlan_uses.payload.get();
         let header = self.wlan_uses.header.get() || payload;
@@ -518,7 +527,7 @@ impl Gen {
                 let present = abs(4, Size::Word);
                 let set = |m: u32| Pred::cmp(CmpOp::Set, present.clone(), k(m));
                 parts.push(Pred::or(vec![
-                    Pred::not(Pred::masked_eq(fc.clone(), 0x0c, 0x08)),
+                    Pred::not(mcmp(fc.clone(), 0x0c, 0x08)),
                     Pred::and(vec![
                         touch(present.clone()),
                         Pred::or(vec![
@@ -544,9 +553,13 @@ impl Gen {
             }
         }
         if parts.is_empty() {
-            return Ok(pred);
+            return Ok((pred, None));
         }
+        let judged = (parts.len() > tests.len()).then(|| {
+            tests.push(pred.clone());
+            Pred::and(tests)
+        });
         parts.push(pred);
-        Ok(Pred::and(parts))
+        Ok((Pred::and(parts), judged))
     }
 }

@@ -601,3 +601,47 @@ mod prop {
         }
     }
 }
+
+/// Flat chains are not nesting: 200 alternations of `vlan N and tcp` and
+/// a 300-term sum parse (libpcap compiles both); true nesting is still
+/// bounded, and so is the tree a very long chain makes.
+#[test]
+fn flat_chains_are_not_nesting() {
+    let vlans = |n: usize| {
+        (0..n)
+            .map(|i| format!("vlan {i} and tcp"))
+            .collect::<Vec<_>>()
+            .join(" or ")
+    };
+    assert!(parse(&vlans(200)).is_ok());
+    let sum = |n: usize| format!("ip[0] + {} = 2", vec!["1"; n].join(" + "));
+    assert!(parse(&sum(300)).is_ok());
+    let e = parse(&vlans(MAX_TREE_DEPTH)).unwrap_err().to_string();
+    assert!(e.contains("too long"), "{e}");
+    let e = parse(&sum(MAX_TREE_DEPTH + 1)).unwrap_err().to_string();
+    assert!(e.contains("too long"), "{e}");
+    let parens = format!(
+        "{}tcp{}",
+        "(".repeat(MAX_DEPTH + 1),
+        ")".repeat(MAX_DEPTH + 1)
+    );
+    let e = parse(&parens).unwrap_err().to_string();
+    assert!(e.contains("nests too deeply"), "{e}");
+    let nots = format!("{}tcp", "not ".repeat(MAX_DEPTH + 1));
+    assert!(parse(&nots)
+        .unwrap_err()
+        .to_string()
+        .contains("nests too deeply"));
+    // A chain as long as allowed compiles on a 2 MiB thread (every stage
+    // recurses on the tree).
+    let longest = vlans(MAX_TREE_DEPTH / 2 - 1);
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let f = crate::compile(&longest, crate::link::LinkType::EN10MB, 1).unwrap();
+            assert_eq!(f.run(&[0u8; 60], 60), 0);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}

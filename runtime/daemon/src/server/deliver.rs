@@ -62,6 +62,9 @@ pub(crate) struct Group {
     pub(crate) members: ArcSwap<Vec<Arc<Member>>>,
     /// Members cut loose for stalling.
     pub(crate) stalls: AtomicU64,
+    /// The member that held the oldest packet when the buffer was last
+    /// found full.
+    blocker: Mutex<Option<Arc<Member>>>,
 }
 
 impl Group {
@@ -71,22 +74,27 @@ impl Group {
             oldest: AtomicU64::new(0),
             members: ArcSwap::from_pointee(Vec::new()),
             stalls: AtomicU64::new(0),
+            blocker: Mutex::new(None),
         }
     }
 
     /// The oldest position any member still needs (the write position
-    /// when none needs anything).
-    fn compute_oldest(&self) -> u64 {
+    /// when none needs anything), and the member that needs it.
+    fn compute_oldest(&self) -> (u64, Option<Arc<Member>>) {
         let mut m = self.pbuf.written();
+        let mut who = None;
         for member in self.members.load().iter() {
             if member.stalled.load(Ordering::Relaxed) {
                 continue;
             }
             if let Some(o) = member.ibuf.oldest_needed() {
-                m = m.min(o);
+                if o < m {
+                    m = o;
+                    who = Some(member.clone());
+                }
             }
         }
-        m
+        (m, who)
     }
 
     /// Store a packet once; its position, or `None` when the buffer is
@@ -103,8 +111,19 @@ impl Group {
         if self.pbuf.preference() == Preference::Slow
             && self.pbuf.written().saturating_sub(oldest) >= slots
         {
-            oldest = self.compute_oldest();
-            self.oldest.store(oldest, Ordering::Relaxed);
+            // Full as last seen: while the member that held the oldest
+            // packet still holds it, the buffer stays full (one look,
+            // not one per member); once it moves, look at every member.
+            let mut blocker = self.blocker.lock().unwrap_or_else(|e| e.into_inner());
+            let still = blocker.as_ref().is_some_and(|b| {
+                !b.stalled.load(Ordering::Relaxed) && b.ibuf.oldest_needed() == Some(oldest)
+            });
+            if !still {
+                let (o, who) = self.compute_oldest();
+                oldest = o;
+                *blocker = who;
+                self.oldest.store(oldest, Ordering::Relaxed);
+            }
         }
         let pos = self.pbuf.store(meta, data, oldest);
         if pos.is_none() {
@@ -118,7 +137,14 @@ impl Group {
     /// Members holding position `oldest` whose reader has not moved for
     /// `limit` are cut loose.
     fn cut_stalled(&self, oldest: u64, now: u64, limit: Duration) {
-        for m in self.members.load().iter() {
+        // The member that holds the buffer (others at the same place are
+        // found when it is cut and the next look runs over all).
+        let blocker = self
+            .blocker
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for m in blocker.iter() {
             if m.stalled.load(Ordering::Relaxed) || m.ibuf.oldest_needed() != Some(oldest) {
                 continue;
             }
@@ -137,11 +163,13 @@ impl Group {
     }
 }
 
-/// Where a filter id's packets go.
+/// Where a filter id's packets go: the flow, and the result its index
+/// entry carries (which of the flow's filters, from 1).
 #[derive(Debug)]
 pub(crate) struct Route {
     pub(crate) group: Arc<Group>,
     pub(crate) member: Arc<Member>,
+    pub(crate) result: u32,
 }
 
 /// Filter ids to routes, in shards (see [`SHARD`]).
@@ -191,6 +219,8 @@ pub(crate) struct PathCounts {
     pub(crate) packets: AtomicU64,
     /// (packet, flow) deliveries made.
     pub(crate) deliveries: AtomicU64,
+    /// Sleeping readers woken (one eventfd write each).
+    pub(crate) wakeups: AtomicU64,
 }
 
 /// The capture thread's side of one interface.
@@ -201,6 +231,12 @@ pub(crate) struct Deliver {
     pub(crate) counts: Arc<PathCounts>,
     /// The groups this packet was stored in, and where.
     stored: Vec<(*const Group, Option<u64>)>,
+    /// The flows this packet has reached (a flow of several filters gets
+    /// it once).
+    reached: Vec<*const Member>,
+    /// Sleeping readers to wake when this read of the rings is handed
+    /// over ([`Deliver::handed`]): one wake-up per read, not per packet.
+    to_wake: Vec<Arc<Member>>,
 }
 
 impl Deliver {
@@ -216,10 +252,26 @@ impl Deliver {
             clock,
             counts,
             stored: Vec::new(),
+            reached: Vec::new(),
+            to_wake: Vec::new(),
         }
     }
 
-    /// Hand a packet to the flows of `ids`.
+    /// The packets of one read of the rings are all handed over: wake the
+    /// readers that went to sleep meanwhile.
+    pub(crate) fn handed(&mut self) {
+        if self.to_wake.is_empty() {
+            return;
+        }
+        let n = self.to_wake.len() as u64;
+        for m in self.to_wake.drain(..) {
+            let _ = m.wake.signal();
+        }
+        self.counts.wakeups.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Hand a packet to the flows of `ids` (sleeping readers are woken at
+    /// [`Deliver::handed`]).
     pub(crate) fn packet(&mut self, pkt: &Packet<'_>, ids: &[u32]) {
         let routes = self.routes.load();
         let meta = Meta {
@@ -232,12 +284,21 @@ impl Deliver {
             interface: pkt.interface,
         };
         self.stored.clear();
+        self.reached.clear();
         let mut delivered = 0;
         for &id in ids {
             let Some(route) = routes.get(id) else {
                 continue;
             };
             let m = &route.member;
+            // Ids come in increasing order, and a flow's filters were
+            // inserted in its order: the first to reach it is its first
+            // filter that accepts.
+            let mp = Arc::as_ptr(m);
+            if self.reached.contains(&mp) {
+                continue;
+            }
+            self.reached.push(mp);
             m.ibuf.count_accepted();
             if m.stalled.load(Ordering::Relaxed) {
                 m.ibuf.count_drop();
@@ -255,10 +316,10 @@ impl Deliver {
             match pos {
                 None => m.ibuf.count_drop(),
                 Some(pos) => {
-                    if m.ibuf.push(pos, 1) {
+                    if m.ibuf.push(pos, route.result) {
                         delivered += 1;
                         if m.ibuf.take_sleeper() {
-                            let _ = m.wake.signal();
+                            self.to_wake.push(m.clone());
                         }
                     }
                 }
@@ -294,6 +355,7 @@ mod tests {
             let r = Route {
                 group: group.clone(),
                 member: m.clone(),
+                result: 1,
             };
             routes = routes.with(id, Some(Arc::new(r)));
         }
@@ -337,6 +399,7 @@ mod tests {
             Some(Arc::new(Route {
                 group: group.clone(),
                 member: m.clone(),
+                result: 1,
             })),
         );
         let mut d = Deliver::new(

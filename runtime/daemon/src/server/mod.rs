@@ -10,7 +10,11 @@
 
 mod control;
 pub(crate) mod deliver;
+pub(crate) mod flows;
+mod publish;
 mod status;
+#[cfg(test)]
+mod stress;
 
 use crate::DaemonError;
 use arc_swap::ArcSwap;
@@ -30,7 +34,7 @@ use std::time::Duration;
 /// How a daemon is set up (the command's options).
 ///
 /// ```
-/// let c = sluice_daemon::Config::new(vec!["eth0".into()], "/run/sluice.sock".into());
+/// let c = sluice_daemon::Config::new(vec!["eth0".into()], "/run/sluice/sluice.sock".into());
 /// assert_eq!(c.pbuf_mib, 64);
 /// assert!(!c.first_match);
 /// ```
@@ -69,6 +73,9 @@ pub struct Config {
     pub stall_timeout: Option<Duration>,
     /// Run the union of the flows' filters in the kernel where it fits.
     pub kernel_filter: bool,
+    /// Where the control thread publishes samples and the status for the
+    /// status page (`--http`), if anywhere.
+    pub board: Option<Arc<crate::http::Board>>,
 }
 
 impl Config {
@@ -89,6 +96,7 @@ impl Config {
             first_match: false,
             stall_timeout: None,
             kernel_filter: true,
+            board: None,
         }
     }
 
@@ -305,6 +313,7 @@ fn start_capture(
             let (report, status) = session.run(&controls, true, &*make, |event| {
                 match event {
                     Event::Packet(pkt, ids) => deliver.packet(pkt, ids),
+                    Event::Handed => deliver.handed(),
                     Event::Counts { kernel: k, .. } => store_kernel(&kernel, k),
                     Event::Flush => {
                         // Ask for the kernel's counts about every second.

@@ -35,6 +35,7 @@ impl Control<'_> {
                     "dropped_by_kernel": i.kernel[1].load(Ordering::Relaxed),
                     "packets_delivered": i.counts.packets.load(Ordering::Relaxed),
                     "deliveries": i.counts.deliveries.load(Ordering::Relaxed),
+                    "wakeups": i.counts.wakeups.load(Ordering::Relaxed),
                     "filters": filters,
                     "filters_run_whole": whole,
                     "classifier_bytes": bytes,
@@ -48,7 +49,7 @@ impl Control<'_> {
             .iter()
             .filter(|c| shown(c))
             .map(|c| {
-                let mut flows: Vec<(&u64, &super::control::Open)> = c.flows.iter().collect();
+                let mut flows: Vec<(&u64, &super::flows::Open)> = c.flows.iter().collect();
                 flows.sort_by_key(|(n, _)| **n);
                 let flows: Vec<Value> = flows
                     .into_iter()
@@ -59,6 +60,7 @@ impl Control<'_> {
                             "id": o.member.flow,
                             "interface": self.d.ifaces[o.iface].name,
                             "spec": o.spec,
+                            "filters": o.filters.len(),
                             "priority": o.priority,
                             "accepted": ib.accepted(),
                             "read": ib.slowest_reader(),

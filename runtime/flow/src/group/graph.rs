@@ -140,7 +140,7 @@ impl GraphState {
                     }
                 }
                 if *has_head {
-                    let t = (head.meta.ts_sec, head.meta.ts_nsec);
+                    let t = (head.packet.ts_sec, head.packet.ts_nsec);
                     if best.is_none_or_later(t) {
                         best = Some((s, t));
                     }
@@ -183,11 +183,11 @@ impl GraphState {
         results.iter_mut().for_each(|r| *r = 0);
         results[s] = 1;
         let pkt = Pkt {
-            data: &head.data,
-            wirelen: head.meta.wirelen,
-            linktype: head.meta.linktype,
-            ts_sec: head.meta.ts_sec,
-            ts_nsec: head.meta.ts_nsec,
+            data: &head.packet.data,
+            wirelen: head.packet.wirelen,
+            linktype: head.packet.linktype,
+            ts_sec: head.packet.ts_sec,
+            ts_nsec: head.packet.ts_nsec,
             big_endian: head.big_endian,
         };
         let mut failure = None;
@@ -330,11 +330,8 @@ impl GraphState {
                             .min()
                             .unwrap_or_else(|| pbuf.written()),
                     };
-                    let meta = Meta {
-                        caplen: head.data.len() as u32,
-                        ..head.meta
-                    };
-                    match pbuf.store(&meta, &head.data, oldest) {
+                    let meta = Meta::from(&head.packet.as_packet());
+                    match pbuf.store(&meta, &head.packet.data, oldest) {
                         Some(pos) => {
                             *stored += 1;
                             for t in room {

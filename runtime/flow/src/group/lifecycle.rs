@@ -429,7 +429,7 @@ impl Flow {
                                     .map_err(at)?;
                                 Kind::Source {
                                     src,
-                                    head: OwnedPacket::default(),
+                                    head: SourcePacket::default(),
                                     has_head: false,
                                     ended: false,
                                 }

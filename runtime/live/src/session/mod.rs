@@ -140,6 +140,10 @@ pub enum Event<'a> {
     /// About a second has passed: push buffered output to its files, so
     /// files of a long capture can be read while they grow.
     Flush,
+    /// The packets of one read of the rings have all been handed over
+    /// (a sink that wakes readers can do it once per read, not once per
+    /// packet).
+    Handed,
     /// The counts so far, asked for with [`Controls::counts`].
     Counts {
         /// Packets handed to the sink.
@@ -440,6 +444,7 @@ impl Session {
             }
             drop(tx);
             let mut merge = Merge::new(n);
+            let mut handed = 0;
             let mut sink_open = true;
             let mut alive = n;
             let mut flushed = Instant::now();
@@ -539,6 +544,10 @@ impl Session {
                         status = Err(e);
                     }
                 }
+                if sink_open && report.captured != handed {
+                    handed = report.captured;
+                    let _ = sink(Event::Handed);
+                }
             }
             report.queue_dropped = queue_dropped.load(Ordering::Relaxed);
         });
@@ -619,6 +628,9 @@ impl Session {
             });
             if let Some(e) = failed {
                 status = Err(e);
+            }
+            if sink_open && matches!(&r, Ok(d) if d.packets > 0) {
+                let _ = sink(Event::Handed);
             }
             match r {
                 Err(e) => {

@@ -1,0 +1,171 @@
+//! Flows of many filters in the daemon: each packet reaches a flow once,
+//! its entry saying which of the flow's filters took it; and filters come
+//! and go in hundreds of thousands while the capture goes on, without a
+//! frame lost to a flow that stays open.
+
+use super::daemon::{daemon, status};
+use super::net::{Bg, Net};
+use super::{corpus, settle, tcpdump};
+use sluice::daemon::Client;
+use std::time::{Duration, Instant};
+
+/// Read a flow until nothing has come for `quiet`: (result, frame) each.
+fn drain(flow: &mut sluice::daemon::DaemonFlow, quiet: Duration) -> Vec<(u32, Vec<u8>)> {
+    let mut got = Vec::new();
+    let mut last = Instant::now();
+    while last.elapsed() < quiet {
+        if let Some(p) = flow.next(Some(Duration::from_millis(50))).unwrap() {
+            got.push((p.result, p.data.to_vec()));
+            last = Instant::now();
+        }
+    }
+    got
+}
+
+#[test]
+fn a_flow_of_several_filters_gets_each_packet_once_with_its_first_filter() {
+    let Some(net) = Net::new("daemon-sets") else {
+        return;
+    };
+    let sock = net.file("d.sock");
+    let d = daemon(&net, &sock, &[]);
+    let mut client = Client::connect(&sock, "test").unwrap();
+    let mut flow = client
+        .open(
+            r#"(iface,vb) -> (BPF,"tcp") | (BPF,"ip") | (DPF,"(12:16 == 0x806)")"#,
+            0,
+        )
+        .unwrap();
+    let all = net.file("all.pcap");
+    let dump = tcpdump(&net, &all, &[]);
+    let sent = net.replay(&corpus("mptcp-fclose.pcap")) + net.replay(&corpus("isakmp4500.pcap"));
+    settle();
+    assert!(dump.interrupt().status.success());
+    let got = drain(&mut flow, Duration::from_millis(500));
+    let want = |e: &str, n: &str| super::net::libpcap_filter(&all, e, &net.file(n));
+    let tcp = want("tcp", "t.pcap");
+    let ip_not_tcp = want("ip and not tcp", "i.pcap");
+    let arp = want("arp", "a.pcap");
+    let by = |r: u32| -> Vec<(Vec<u8>, u32)> {
+        got.iter()
+            .filter(|(x, _)| *x == r)
+            .map(|(_, d)| (d.clone(), d.len() as u32))
+            .collect()
+    };
+    let data = |v: Vec<(Vec<u8>, u32)>| v.into_iter().map(|(d, _)| d).collect::<Vec<_>>();
+    assert!(!tcp.is_empty() && !ip_not_tcp.is_empty() && !arp.is_empty());
+    assert_eq!(data(by(1)), data(tcp), "result 1: tcp");
+    assert_eq!(data(by(2)), data(ip_not_tcp), "result 2: ip, not tcp");
+    assert_eq!(data(by(3)), data(arp), "result 3: arp");
+    let s = flow.stats();
+    assert_eq!((s.delivered, s.lost), (got.len() as u64, 0));
+    assert!(got.len() as u64 <= sent);
+    // Adding filters numbers them after the flow's.
+    assert_eq!(flow.add_filters(&["udp port 53", "icmp"]).unwrap(), 4);
+    assert_eq!(status(&sock)["clients"][0]["flows"][0]["filters"], 5);
+    flow.close().unwrap();
+    assert!(d.interrupt().status.success());
+}
+
+/// 100,000 filters of one shape (TCP sessions of hosts that never send).
+fn sessions(n: usize, base: usize) -> Vec<String> {
+    (base..base + n)
+        .map(|i| {
+            format!(
+                "host 10.{}.{}.{} and tcp port {}",
+                100 + i / 65536 % 100,
+                i / 256 % 256,
+                i % 256,
+                1024 + i % 60000
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn filters_come_and_go_by_the_hundred_thousand_while_the_capture_goes_on() {
+    let Some(net) = Net::new("daemon-churn") else {
+        return;
+    };
+    let sock = net.file("d.sock");
+    let d = daemon(&net, &sock, &[]);
+    // A flow that takes everything stays open throughout.
+    let mut keep = Client::connect(&sock, "keep").unwrap();
+    let mut all_flow = keep.open("(iface,vb)", 0).unwrap();
+    // Traffic for the whole run: a capture replayed at a steady rate,
+    // until it is stopped at the end.
+    let sender = Bg::start(net.sender(
+        &corpus("kday4.pcap"),
+        &["--rate", "400", "--loop", "1000000", "--json"],
+    ));
+    let mut got = 0u64;
+    let mut read = |f: &mut sluice::daemon::DaemonFlow, for_: Duration| {
+        let start = Instant::now();
+        while start.elapsed() < for_ {
+            if f.next(Some(Duration::from_millis(20))).unwrap().is_some() {
+                got += 1;
+            }
+        }
+    };
+    read(&mut all_flow, Duration::from_millis(300));
+    // 100,000 filters installed, then clients come and go beside them.
+    let mut big = Client::connect(&sock, "big").unwrap();
+    let mut many = big.open(r#"(iface,vb) -> (BPF,"tcp port 1")"#, 0).unwrap();
+    let start = Instant::now();
+    assert_eq!(
+        many.add_filters(
+            &sessions(100_000, 0)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+        )
+        .unwrap(),
+        2
+    );
+    let installed = start.elapsed();
+    read(&mut all_flow, Duration::from_millis(100));
+    let s = status(&sock);
+    assert_eq!(
+        s["interfaces"][0]["filters"], 100_002,
+        "{}",
+        s["interfaces"]
+    );
+    for round in 0..20 {
+        let mut c = Client::connect(&sock, "passing").unwrap();
+        let mut f = c
+            .open(
+                &format!(r#"(iface,vb) -> (BPF,"tcp port {}")"#, 2000 + round),
+                0,
+            )
+            .unwrap();
+        f.add_filters(
+            &sessions(1000, 200_000 + round * 1000)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        read(&mut all_flow, Duration::from_millis(50));
+        f.close().unwrap();
+    }
+    many.close().unwrap();
+    let o = sender.interrupt();
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let sent = v["sent"].as_u64().unwrap();
+    read(&mut all_flow, Duration::from_millis(1500));
+    let st = all_flow.stats();
+    eprintln!(
+        "100,000 filters added in {installed:?}; {sent} frames sent, {got} read by the flow that stayed open"
+    );
+    // Every frame sent reached the flow that stayed open, nothing lost,
+    // and the traffic went on for the whole churn.
+    assert!(
+        sent > 2000,
+        "{sent} frames: the traffic must outlast the churn"
+    );
+    assert_eq!((got, st.lost, st.accepted), (sent, 0, sent));
+    let k = status(&sock)["interfaces"][0].clone();
+    assert_eq!(k["dropped_by_kernel"], 0, "{k}");
+    assert!(d.interrupt().status.success());
+}
