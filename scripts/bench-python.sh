@@ -4,7 +4,7 @@
 # sluice.dask.split_counts on 1 and 2 workers over GB of generated session
 # traffic at 1,000 and 100,000 filters. See scripts/bench-python.py.
 #
-# Usage: scripts/bench-python.sh [--gb 2] [--quick] [--sections filter,split]
+# Usage: scripts/bench-python.sh [--gb 2] [--quick] [--sections filter,split,scaling]
 #   Builds the release command, the workload generator and the module (into
 #   target/python-venv, with scapy beside the test packages), generates the
 #   traffic under target/python-bench/ (kept for the next run: 2 GB per

@@ -59,6 +59,10 @@ command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v flex >/dev/null 2>&1 || need+=(flex)
 command -v bison >/dev/null 2>&1 || need+=(bison)
+# The Python module's cluster test serves captures with Debian's nginx;
+# its compressed-input tests write zstd files with zstd.
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
+command -v zstd >/dev/null 2>&1 || need+=(zstd)
 # The README's install route: setcap (libcap2-bin) and man (man-db).
 command -v setcap >/dev/null 2>&1 || [ -x /usr/sbin/setcap ] || need+=(libcap2-bin)
 command -v man >/dev/null 2>&1 || need+=(man-db)
@@ -95,18 +99,32 @@ cargo clippy --workspace --all-targets -- -D warnings
 # As root the live tests can make network namespaces: they must run, not skip.
 [ "$(id -u)" = 0 ] && export SLUICE_LIVE_REQUIRED=1
 cargo test --workspace
-# The Python module (python/): built with maturin into a venv under target/
-# and tested with pytest against libpcap's verdicts (the corpus oracle),
-# dpkt's readers, the sluice command and a Dask LocalCluster of 2 workers.
+# The Python module (python/): the wheel built with maturin, installed into
+# a fresh virtualenv and tested there with pytest against libpcap's verdicts
+# (the corpus oracle), dpkt's readers, the sluice command, a Dask
+# LocalCluster of 2 workers and, as root, live capture, the daemon and a
+# cluster of namespaces fed by nginx. The test dependencies (and maturin)
+# live in target/python-venv, made once; the fresh venv reaches them through
+# a .pth file, so it holds sluice from the wheel only and costs seconds.
 pyvenv="${CARGO_TARGET_DIR:-target}/python-venv"
 case "$pyvenv" in /*) ;; *) pyvenv="$PWD/$pyvenv" ;; esac
-if ! "$pyvenv/bin/python" -c 'import maturin, numpy, pytest, dpkt, distributed, pyarrow, pandas' >/dev/null 2>&1; then
+if ! "$pyvenv/bin/python" -c 'import maturin, numpy, pytest, dpkt, distributed, pyarrow, pandas, fsspec, aiohttp' >/dev/null 2>&1; then
     /usr/bin/python3 -m venv "$pyvenv"
     "$pyvenv/bin/python" -m pip install -q -r python/requirements-test.txt
 fi
-VIRTUAL_ENV="$pyvenv" PATH="$pyvenv/bin:$PATH" maturin develop --release -q -m python/Cargo.toml
+# A module installed there (maturin develop) would shadow the wheel.
+"$pyvenv/bin/python" -m pip uninstall -y -q sluice-pf sluice >/dev/null 2>&1 || true
+wheels="$(dirname "$pyvenv")/wheels"
+rm -rf "$wheels"
+VIRTUAL_ENV="$pyvenv" PATH="$pyvenv/bin:$PATH" maturin build --release -q -m python/Cargo.toml -o "$wheels"
+testvenv="$(dirname "$pyvenv")/python-test-venv"
+rm -rf "$testvenv"
+/usr/bin/python3 -m venv "$testvenv"
+"$pyvenv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
+    > "$("$testvenv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/sluice-test-deps.pth"
+"$testvenv/bin/python" -m pip install -q --no-deps --no-index "$wheels"/sluice_pf-*.whl
 SLUICE_CORPUS_REQUIRED=1 SLUICE_BIN="$(dirname "$pyvenv")/debug/sluice" \
-    "$pyvenv/bin/python" -m pytest -q -p no:cacheprovider python/tests
+    "$testvenv/bin/python" -m pytest -q -p no:cacheprovider python/tests
 # The Debian package, built and installed as the README says (cargo-deb
 # from crates.io; a release build), then the README's commands, live and
 # exec ones included, run again against the installed /usr/bin/sluice.

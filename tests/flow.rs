@@ -156,9 +156,14 @@ fn json_shape_and_counts_agree_with_sluice_filter() {
         .map(|f| f["filters"][0]["instance"].as_str().unwrap())
         .collect();
     assert_eq!(inst.len(), 1);
-    // Counters pass nothing on; a flow ending in a filter delivers its packets.
-    assert_eq!(flows[0]["packets"], 0);
+    // A flow's packets are what it took, what its counter counts; counters
+    // pass nothing on, so nothing is delivered; a flow ending in a filter
+    // delivers its packets.
+    assert_eq!(flows[0]["packets"].as_u64().unwrap(), count_of("tcp", &s));
+    assert_eq!(flows[0]["delivered"], 0);
+    assert_eq!(flows[1]["packets"].as_u64().unwrap(), count_of("udp", &s));
     assert_eq!(flows[2]["packets"].as_u64().unwrap(), count_of("ip", &s));
+    assert_eq!(flows[2]["delivered"], flows[2]["packets"]);
     // bytecount: the wire bytes of the udp packets.
     let mut r = sluice::capture::CaptureReader::open(&s).unwrap();
     let p = sluice::Program::builder(sluice::LinkType::EN10MB)

@@ -27,6 +27,7 @@
 #[cfg(feature = "arbitrary")]
 pub mod arbitrary;
 pub mod branch;
+pub mod codec;
 pub mod eval;
 mod shared;
 pub mod simplify;

@@ -3,8 +3,9 @@ native code.
 
 tcpdump's filter expressions (and classic BPF, CSPF, DPF programs) compiled
 for a link type and run as machine code; many named filters merged into one
-classifier; pcap and pcapng files read and split in one pass; FFPF flows.
-``sluice.dask`` spreads ``split`` over a Dask cluster.
+classifier; pcap and pcapng files read, written and split in one pass; FFPF
+flows; live capture (``LiveCapture``) and flows of the sluice daemon
+(``Daemon``). ``sluice.dask`` spreads ``split`` over a Dask cluster.
 
 >>> import sluice
 >>> f = sluice.Filter("tcp port 80")
@@ -25,15 +26,19 @@ from ._sluice import (
     Batch,
     CaptureError,
     Classifier,
+    Daemon,
+    DaemonFlow,
     FilterError,
     Filter,
     FilterSet,
     Flow,
     FlowGroup,
+    LiveCapture,
     Reader,
-    open,
-    split,
+    Writer,
+    wait_any,
 )
+from ._inputs import open, split
 from ._tables import to_arrow, to_pandas
 
 __version__ = "0.1.0"
@@ -42,14 +47,19 @@ __all__ = [
     "Batch",
     "CaptureError",
     "Classifier",
+    "Daemon",
+    "DaemonFlow",
     "Filter",
     "FilterError",
     "FilterSet",
     "Flow",
     "FlowGroup",
+    "LiveCapture",
     "Reader",
+    "Writer",
     "open",
     "split",
     "to_arrow",
     "to_pandas",
+    "wait_any",
 ]

@@ -1,10 +1,11 @@
 """Results that are tables, as Arrow tables (pyarrow is optional: only
-these two functions need it), so pandas, polars and DuckDB read them
-directly."""
+these two functions need it; ``pip install sluice-pf[arrow]`` or
+``[pandas]``), so pandas, polars and DuckDB read them directly."""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Dict, List
 
 import numpy as np
 
@@ -16,7 +17,7 @@ def _pyarrow() -> Any:
         import pyarrow
     except ImportError as e:  # pragma: no cover - depends on the install
         raise ImportError(
-            "sluice.to_arrow needs pyarrow: pip install pyarrow (or sluice[arrow])"
+            "sluice.to_arrow needs pyarrow: pip install pyarrow (or sluice-pf[arrow])"
         ) from e
     return pyarrow
 
@@ -27,8 +28,13 @@ def to_arrow(result: Any) -> Any:
     * a ``sluice.Batch``: columns ``timestamp`` (timestamp[ns, UTC]),
       ``wirelen``, ``linktype`` and ``frame`` (large_binary, sharing the
       batch's buffer, not copied);
-    * a dict of counts (from ``sluice.split`` or ``sluice.dask``): ``name``
-      and ``packets``;
+    * a dict of counts (from ``sluice.split`` or ``sluice.dask``), or
+      ``sluice.split(..., stats=True)``'s dict: ``name`` and ``packets``;
+    * a flow's report (``Flow.run()``, ``Flow.report()``), or a list of
+      them: one row per element, ``spec``, ``packets``, ``delivered``,
+      ``drops`` (the flow's), ``class``, ``instance``, ``element``,
+      ``count`` (the element's result when it is a number, else null) and
+      ``result`` (the result as JSON text);
     * the ``(frame, filter)`` pair of arrays from
       ``Classifier.classify_batch``: columns ``frame`` and ``filter``.
 
@@ -53,6 +59,12 @@ def to_arrow(result: Any) -> Any:
                 "frame": frames,
             }
         )
+    if _is_report(result) or (
+        isinstance(result, list) and result and all(_is_report(r) for r in result)
+    ):
+        return _reports(pa, result if isinstance(result, list) else [result])
+    if isinstance(result, dict) and isinstance(result.get("counts"), dict):
+        result = result["counts"]
     if isinstance(result, dict):
         return pa.table(
             {
@@ -66,6 +78,32 @@ def to_arrow(result: Any) -> Any:
     raise TypeError(f"no table for {type(result).__name__}")
 
 
+def _is_report(r: Any) -> bool:
+    return isinstance(r, dict) and "spec" in r and isinstance(r.get("filters"), list)
+
+
+def _reports(pa: Any, reports: List[Dict[str, Any]]) -> Any:
+    cols: Dict[str, List[Any]] = {
+        k: [] for k in ("spec", "packets", "delivered", "drops", "class", "instance", "element", "count", "result")
+    }
+    for r in reports:
+        for f in r["filters"]:
+            for k in ("spec", "packets", "delivered", "drops"):
+                cols[k].append(r.get(k))
+            for k in ("class", "instance", "element"):
+                cols[k].append(f[k])
+            v = f["result"]
+            cols["count"].append(v if isinstance(v, int) and not isinstance(v, bool) else None)
+            cols["result"].append(json.dumps(v))
+    types = {"packets": pa.uint64(), "delivered": pa.uint64(), "drops": pa.uint64(), "count": pa.uint64()}
+    return pa.table({k: pa.array(v, types.get(k, pa.string())) for k, v in cols.items()})
+
+
 def to_pandas(result: Any) -> Any:
-    """``to_arrow(result).to_pandas()`` (needs pyarrow and pandas)."""
+    """``to_arrow(result).to_pandas()`` (needs pyarrow and pandas:
+    ``pip install sluice-pf[pandas]``)."""
+    try:
+        import pandas  # noqa: F401
+    except ImportError as e:  # pragma: no cover - depends on the install
+        raise ImportError("sluice.to_pandas needs pandas: pip install sluice-pf[pandas]") from e
     return to_arrow(result).to_pandas()

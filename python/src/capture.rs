@@ -2,18 +2,20 @@
 //! `(timestamp, frame)` per packet, or in batches of frames in one buffer
 //! (for `Filter.verdicts` and Arrow).
 
-use crate::errors::{capture_error, io_error};
-use numpy::PyArray1;
+use crate::batch::{packet_tuple, Batch, Builder};
+use crate::errors::{capture_error, decompress_error, io_error};
+use crate::pyfile::Source;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sluice_capture::{CaptureFormat, CaptureReader};
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Read};
 use std::sync::Mutex;
 
-/// A capture being read.
-type Inner = CaptureReader<BufReader<File>>;
+/// A capture being read (decompressed as it is read when it is gzip or
+/// zstd).
+type Inner = CaptureReader<Box<dyn Read + Send>>;
 
 /// A pcap or pcapng file, read packet by packet.
 ///
@@ -54,20 +56,41 @@ impl Reader {
     }
 }
 
-/// Open a capture file (pcap or pcapng, told apart by its first bytes).
+/// Open a capture (pcap or pcapng, told apart by its first bytes; gzip
+/// and zstd files are decompressed as they are read): a path, or a file
+/// object (anything with ``read``: an open file, ``io.BytesIO``, an fsspec
+/// file), named ``name`` in errors. ``sluice.open`` also takes URLs
+/// (``http://``, ``s3://``... through fsspec).
 ///
 /// >>> r = sluice.open("examples/sample.pcap")
 /// >>> sum(1 for _ in r) > 0
 /// True
 #[pyfunction]
-pub fn open(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Reader> {
-    let name = path.display().to_string();
-    let file = File::open(&path).map_err(|e| io_error(&e, &name))?;
-    let meta = file.metadata().map_err(|e| io_error(&e, &name))?;
-    if meta.is_dir() {
-        return Err(io_error(&std::io::Error::other("Is a directory"), &name));
-    }
-    let reader = CaptureReader::from_reader(BufReader::with_capacity(1 << 20, file), &name)
+#[pyo3(signature = (source, name=None, close=false))]
+pub fn open(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+    name: Option<String>,
+    close: bool,
+) -> PyResult<Reader> {
+    let source = Source::extract(source, name, close)?;
+    let name = source.name();
+    let raw: Box<dyn Read + Send> = match source {
+        Source::Path(path) => {
+            let file = File::open(&path).map_err(|e| io_error(&e, &name))?;
+            let meta = file.metadata().map_err(|e| io_error(&e, &name))?;
+            if meta.is_dir() {
+                return Err(io_error(&std::io::Error::other("Is a directory"), &name));
+            }
+            Box::new(BufReader::with_capacity(1 << 20, file))
+        }
+        Source::File(f, _) => Box::new(BufReader::with_capacity(1 << 20, f)),
+    };
+    let (stream, _) = py
+        .detach(|| sluice_capture::decompress(raw))
+        .map_err(|e| decompress_error(py, e, &name))?;
+    let reader = py
+        .detach(|| CaptureReader::from_reader(stream, &name))
         .map_err(|e| capture_error(py, e))?;
     Ok(Reader {
         format: reader.format(),
@@ -87,10 +110,7 @@ impl Reader {
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<(f64, Py<PyBytes>)>> {
         self.with(py, |r| match r.next_packet() {
-            Ok(Some(p)) => {
-                let ts = p.ts_sec as f64 + f64::from(p.ts_nsec) / 1e9;
-                Ok(Some((ts, PyBytes::new(py, p.data).unbind())))
-            }
+            Ok(Some(p)) => Ok(Some(packet_tuple(py, &p))),
             Ok(None) => Ok(None),
             Err(e) => Err(capture_error(py, e)),
         })
@@ -106,22 +126,11 @@ impl Reader {
     /// (4, (4,))
     #[pyo3(signature = (max_packets=65536))]
     fn read_batch(&self, py: Python<'_>, max_packets: usize) -> PyResult<Batch> {
-        let mut data = Vec::new();
-        let mut offsets = vec![0i64];
-        let mut wirelens = Vec::new();
-        let mut ts = Vec::new();
-        let mut linktypes = Vec::new();
+        let mut batch = Builder::default();
         let failed = self.with(py, |r| {
-            while wirelens.len() < max_packets {
+            while batch.len() < max_packets {
                 match r.next_packet() {
-                    Ok(Some(p)) => {
-                        data.extend_from_slice(p.data);
-                        offsets.push(data.len() as i64);
-                        wirelens.push(i64::from(p.wirelen));
-                        let ns = p.ts_sec.saturating_mul(1_000_000_000);
-                        ts.push(ns.saturating_add(i64::from(p.ts_nsec)));
-                        linktypes.push(p.linktype);
-                    }
+                    Ok(Some(p)) => batch.push(&p),
                     Ok(None) => break,
                     Err(e) => return Ok(Some(e)),
                 }
@@ -131,18 +140,12 @@ impl Reader {
         // An error after some packets: they come now, the error with the
         // next call.
         if let Some(e) = failed {
-            if wirelens.is_empty() {
+            if batch.is_empty() {
                 return Err(capture_error(py, e));
             }
             self.inner.lock().unwrap_or_else(|x| x.into_inner()).error = Some(e);
         }
-        Ok(Batch {
-            data: PyBytes::new(py, &data).unbind(),
-            offsets: PyArray1::from_vec(py, offsets).unbind(),
-            wirelens: PyArray1::from_vec(py, wirelens).unbind(),
-            timestamps_ns: PyArray1::from_vec(py, ts).unbind(),
-            linktypes: PyArray1::from_vec(py, linktypes).unbind(),
-        })
+        Ok(batch.finish(py))
     }
 
     /// The link type of a pcap file, or of a pcapng file's first
@@ -214,37 +217,5 @@ impl Reader {
 
     fn __repr__(&self) -> String {
         format!("sluice.open({:?})", self.path)
-    }
-}
-
-/// Frames read together: ``data`` holds them one after another, frame i
-/// is ``data[offsets[i]:offsets[i+1]]``; ``wirelens``, ``timestamps_ns``
-/// (nanoseconds since 1970) and ``linktypes`` are numpy arrays, one entry
-/// per frame. ``Filter.verdicts`` and ``Classifier.classify_batch`` take a
-/// batch as it is; ``to_arrow()`` makes a pyarrow table of it without
-/// copying the frames.
-#[pyclass(module = "sluice", frozen, get_all)]
-pub struct Batch {
-    /// The frames, one after another.
-    pub data: Py<PyBytes>,
-    /// n + 1 byte positions in ``data`` (int64).
-    pub offsets: Py<PyArray1<i64>>,
-    /// Lengths on the wire (int64).
-    pub wirelens: Py<PyArray1<i64>>,
-    /// Time stamps in nanoseconds since 1970 (int64).
-    pub timestamps_ns: Py<PyArray1<i64>>,
-    /// Link types (uint16).
-    pub linktypes: Py<PyArray1<u16>>,
-}
-
-#[pymethods]
-impl Batch {
-    fn __len__(&self, py: Python<'_>) -> usize {
-        use numpy::PyUntypedArrayMethods;
-        self.wirelens.bind(py).len()
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> String {
-        format!("<sluice.Batch of {} frames>", self.__len__(py))
     }
 }

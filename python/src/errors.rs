@@ -9,7 +9,7 @@ use pyo3::exceptions::{
     PyValueError,
 };
 use pyo3::prelude::*;
-use sluice_capture::{CaptureError as RustCaptureError, ErrorKind};
+use sluice_capture::{CaptureError as RustCaptureError, DecompressError, ErrorKind};
 use sluice_split::SplitError;
 
 pyo3::create_exception!(
@@ -112,7 +112,7 @@ pub fn io_error(e: &std::io::Error, path: &str) -> PyErr {
 }
 
 /// An output that could not be written, in the command's words.
-fn output_error(e: &sluice_capture::sink::OutputError) -> PyErr {
+pub fn output_error(e: &sluice_capture::sink::OutputError) -> PyErr {
     os_error(e.io(), e.to_string())
 }
 
@@ -134,17 +134,48 @@ pub fn capture_error(py: Python<'_>, e: RustCaptureError) -> PyErr {
     if let ErrorKind::Io(io) = e.kind() {
         return io_error(io, e.file());
     }
-    let err = CaptureError::new_err(e.to_string());
+    bad_capture(
+        py,
+        e.to_string(),
+        e.kind().to_string(),
+        e.file(),
+        e.offset(),
+    )
+}
+
+/// A `CaptureError` with its attributes.
+fn bad_capture(py: Python<'_>, shown: String, message: String, path: &str, offset: u64) -> PyErr {
+    let err = CaptureError::new_err(shown);
     let value = err.value(py);
     let set = || -> PyResult<()> {
-        value.setattr("message", e.kind().to_string())?;
-        value.setattr("path", e.file())?;
-        value.setattr("offset", e.offset())?;
+        value.setattr("message", message)?;
+        value.setattr("path", path)?;
+        value.setattr("offset", offset)?;
         Ok(())
     };
     match set() {
         Ok(()) => err,
         Err(x) => x,
+    }
+}
+
+/// A compressed input that cannot be read: its first bytes unreadable
+/// (`OSError`), or a compression sluice does not read (`CaptureError`,
+/// saying what to do).
+pub fn decompress_error(py: Python<'_>, e: DecompressError, name: &str) -> PyErr {
+    match e {
+        DecompressError::Read(io) => io_error(&io, name),
+        DecompressError::Zstd(io) => {
+            let m = format!("zstd: {}", io_message(&io));
+            bad_capture(py, format!("{name}: {m}"), m, name, 0)
+        }
+        DecompressError::Unsupported(c) => {
+            let m = format!(
+                "compressed with {0}: decompress it first ({0} -dc {name} > capture.pcap)",
+                c.name()
+            );
+            bad_capture(py, format!("{name}: {m}"), m, name, 0)
+        }
     }
 }
 
@@ -187,6 +218,31 @@ pub fn split_error(py: Python<'_>, e: SplitError) -> PyErr {
         }
         SplitError::Capture(c) => capture_error(py, c),
         SplitError::Output(e) => output_error(&e),
+        SplitError::Programs(bad) => {
+            let Some((first, why)) = bad.first() else {
+                return PyValueError::new_err("no filters");
+            };
+            let mut message = format!("{}: {why}", first.name);
+            if bad.len() > 1 {
+                let others: Vec<&str> = bad[1..].iter().map(|b| b.0.name.as_str()).collect();
+                message += &format!(
+                    " (and {} more bad filters: {})",
+                    others.len(),
+                    others.join(", ")
+                );
+            }
+            filter_error_at(
+                py,
+                message,
+                &first.expression,
+                None,
+                None,
+                None,
+                Some(&first.name),
+            )
+        }
+        SplitError::Settings(m) => PyValueError::new_err(m),
+        SplitError::Compressed(name, e) => decompress_error(py, e, &name),
         SplitError::Stopped => PyKeyboardInterrupt::new_err("split interrupted"),
     }
 }

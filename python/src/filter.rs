@@ -27,6 +27,45 @@ pub fn linktype(value: &Bound<'_, PyAny>) -> PyResult<LinkType> {
         .ok_or_else(|| PyValueError::new_err(format!("unknown link type '{name}'")))
 }
 
+/// Compile `text` (a tcpdump expression, or a program in the language its
+/// prefix or `language` names) for a link type, as `sluice filter` does;
+/// host names resolve as libpcap resolves them. A bad filter is a
+/// `FilterError` with its column.
+pub fn compile(
+    py: Python<'_>,
+    text: &str,
+    lt: LinkType,
+    snaplen: u32,
+    optimize: bool,
+    language: Option<&str>,
+) -> PyResult<(Language, Program)> {
+    let builder = Program::builder(lt)
+        .snaplen(snaplen)
+        .optimize(optimize)
+        .resolver(std::sync::Arc::new(SystemResolver));
+    let spec = match language {
+        None => Spec::parse(text, None),
+        Some(name) => {
+            let language = Language::ALL
+                .into_iter()
+                .find(|l| l.name().eq_ignore_ascii_case(name))
+                .ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "unknown language '{name}' (pcap, bpf, cspf or dpf)"
+                    ))
+                })?;
+            Ok(Spec {
+                language,
+                text: text.to_string(),
+                file: None,
+                column_offset: 0,
+            })
+        }
+    };
+    let compiled = spec.and_then(|s| s.compile(&builder).map(|p| (s.language, p)));
+    compiled.map_err(|e| filter_error(py, &e, text, None))
+}
+
 /// A filter compiled for a link type.
 ///
 /// ``Filter(text, linktype="EN10MB", snaplen=262144, optimize=True,
@@ -88,32 +127,7 @@ impl Filter {
             Some(v) if !v.is_none() => self::linktype(v)?,
             _ => LinkType::EN10MB,
         };
-        // Host names resolve as libpcap (and `sluice filter`) resolve them.
-        let builder = Program::builder(lt)
-            .snaplen(snaplen)
-            .optimize(optimize)
-            .resolver(std::sync::Arc::new(SystemResolver));
-        let spec = match language {
-            None => Spec::parse(text, None),
-            Some(name) => {
-                let language = Language::ALL
-                    .into_iter()
-                    .find(|l| l.name().eq_ignore_ascii_case(name))
-                    .ok_or_else(|| {
-                        PyValueError::new_err(format!(
-                            "unknown language '{name}' (pcap, bpf, cspf or dpf)"
-                        ))
-                    })?;
-                Ok(Spec {
-                    language,
-                    text: text.to_string(),
-                    file: None,
-                    column_offset: 0,
-                })
-            }
-        };
-        let compiled = spec.and_then(|s| s.compile(&builder).map(|p| (s.language, p)));
-        let (language, program) = compiled.map_err(|e| filter_error(py, &e, text, None))?;
+        let (language, program) = compile(py, text, lt, snaplen, optimize, language)?;
         Ok(Filter {
             program,
             text: text.to_string(),

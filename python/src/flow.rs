@@ -36,14 +36,16 @@ fn value_to_py(py: Python<'_>, v: &Value) -> PyResult<Py<PyAny>> {
     })
 }
 
-/// A flow's report as a dict: ``spec``, ``state``, ``packets``, ``drops``
-/// and ``filters``, a list of dicts with ``class``, ``instance``,
-/// ``element`` and ``result``.
+/// A flow's report as a dict: ``spec``, ``state``, ``packets`` (what the
+/// flow took: passed to its end, or counted by a statistic at its end),
+/// ``delivered`` (to the application), ``drops`` and ``filters``, a list
+/// of dicts with ``class``, ``instance``, ``element`` and ``result``.
 fn report_to_py<'py>(py: Python<'py>, r: &FlowReport) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("spec", &r.spec)?;
     d.set_item("state", r.state.to_string())?;
     d.set_item("packets", r.packets)?;
+    d.set_item("delivered", r.delivered)?;
     d.set_item("drops", r.drops)?;
     let filters = PyList::empty(py);
     for f in &r.filters {

@@ -1,10 +1,11 @@
 //! Many frames handed over from Python at once: a list of `bytes`, or one
 //! contiguous buffer with `n + 1` offsets (Arrow's binary layout: frame
 //! `i` is `data[offsets[i]:offsets[i+1]]`), with optional wire lengths;
-//! or a [`Batch`](crate::capture::Batch) read from a capture.
+//! or a [`Batch`](crate::batch::Batch) read from a capture.
 //!
 //! The rule: what the native call indexes with is *copied* before it is
-//! checked. The call runs with the GIL released, so another Python thread
+//! checked, or comes from a `Batch`'s own Rust-held positions (made
+//! right when the batch was built, and out of Python's reach). The call runs with the GIL released, so another Python thread
 //! may rewrite a numpy array meanwhile: the offsets and wire lengths are
 //! copied into Rust memory first and only the copies are checked and used,
 //! so a rewrite can change nothing the bounds depend on. The frame buffer
@@ -12,7 +13,7 @@
 //! and `bytearray` refuse to resize a buffer that is exported), and new
 //! bytes written into it meanwhile give new verdicts, never a bad index.
 
-use crate::capture::Batch;
+use crate::batch::Batch;
 use numpy::{PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -27,6 +28,11 @@ pub struct Frames<'py> {
 }
 
 enum Kind<'py> {
+    /// A `Batch` as it was built: its bytes and its Rust-held positions.
+    Trusted {
+        data: Bound<'py, PyBytes>,
+        spans: std::sync::Arc<crate::batch::Spans>,
+    },
     /// One `bytes` object per frame.
     List(Vec<Bound<'py, PyBytes>>),
     /// One buffer (`bytes`, or any buffer as a uint8 array) and offsets
@@ -102,6 +108,15 @@ impl<'py> Frames<'py> {
                 return Err(PyTypeError::new_err("a Batch carries its own offsets"));
             }
             let b = batch.get();
+            if wirelens.is_none() {
+                return Ok(Frames {
+                    kind: Kind::Trusted {
+                        data: b.data.bind(frames.py()).clone(),
+                        spans: b.spans.clone(),
+                    },
+                    wirelens: None,
+                });
+            }
             let wl = match wirelens {
                 Some(w) => Some(w.clone()),
                 None => Some(b.wirelens.bind(frames.py()).clone().into_any()),
@@ -191,6 +206,7 @@ impl<'py> Frames<'py> {
         match &self.kind {
             Kind::List(l) => l.len(),
             Kind::Packed { offsets, .. } => offsets.len().saturating_sub(1),
+            Kind::Trusted { spans, .. } => spans.wirelens.len(),
         }
     }
 
@@ -199,6 +215,14 @@ impl<'py> Frames<'py> {
     pub fn view(&self) -> PyResult<View<'_>> {
         let wirelens = self.wirelens.as_deref();
         Ok(match &self.kind {
+            Kind::Trusted { data, spans } => View {
+                slices: Slices::Trusted {
+                    data: data.as_bytes(),
+                    offsets: &spans.offsets,
+                    wirelens: &spans.wirelens,
+                },
+                wirelens: None,
+            },
             Kind::List(l) => View {
                 slices: Slices::List(l.iter().map(|b| b.as_bytes()).collect()),
                 wirelens,
@@ -254,7 +278,15 @@ pub struct View<'a> {
 
 enum Slices<'a> {
     List(Vec<&'a [u8]>),
-    Packed { data: &'a [u8], offsets: &'a [i64] },
+    Packed {
+        data: &'a [u8],
+        offsets: &'a [i64],
+    },
+    Trusted {
+        data: &'a [u8],
+        offsets: &'a [i64],
+        wirelens: &'a [u32],
+    },
 }
 
 impl<'a> View<'a> {
@@ -263,6 +295,7 @@ impl<'a> View<'a> {
         match &self.slices {
             Slices::List(l) => l.len(),
             Slices::Packed { offsets, .. } => offsets.len().saturating_sub(1),
+            Slices::Trusted { wirelens, .. } => wirelens.len(),
         }
     }
 
@@ -273,6 +306,16 @@ impl<'a> View<'a> {
             Slices::List(l) => l[i],
             // Checked by `check_offsets` when the offsets came in.
             Slices::Packed { data, offsets } => &data[offsets[i] as usize..offsets[i + 1] as usize],
+            Slices::Trusted {
+                data,
+                offsets,
+                wirelens,
+            } => {
+                return (
+                    &data[offsets[i] as usize..offsets[i + 1] as usize],
+                    wirelens[i],
+                )
+            }
         };
         let wirelen = match self.wirelens {
             Some(w) => w[i] as u32,
@@ -286,6 +329,21 @@ impl<'a> View<'a> {
     pub fn chunk(&self, start: usize, end: usize, out: &mut Vec<(&'a [u8], u32)>) {
         out.clear();
         match (&self.slices, self.wirelens) {
+            (
+                Slices::Trusted {
+                    data,
+                    offsets,
+                    wirelens,
+                },
+                _,
+            ) => {
+                let spans = offsets[start..=end].windows(2);
+                out.extend(
+                    spans
+                        .zip(&wirelens[start..end])
+                        .map(|(w, &wl)| (&data[w[0] as usize..w[1] as usize], wl)),
+                );
+            }
             // The common case, one pass over the offsets: each frame's
             // start and end come from one window (checked on the way in).
             (Slices::Packed { data, offsets }, None) => {

@@ -5,23 +5,35 @@
 //! | --- | --- | --- |
 //! | `Filter` | `sluice_filter::Program` | `filter.rs` |
 //! | `Classifier` | `sluice_native::AutoClassifier` | `classifier.rs` |
-//! | `open`, `Reader`, `Batch` | `sluice_capture::CaptureReader` | `capture.rs` |
+//! | `open`, `Reader` | `sluice_capture::CaptureReader` | `capture.rs` |
+//! | `Batch` | frames in one buffer with offsets | `batch.rs` |
+//! | `Writer` | `sluice_capture::sink::Rotation` | `writer.rs` |
+//! | `LiveCapture` | `sluice_live::session::Session` | `live.rs` |
+//! | `Daemon`, `DaemonFlow`, `wait_any` | `sluice_daemon::Client` | `daemon.rs` |
 //! | `split`, `FilterSet`, `split_range`, `verify_ranges` | `sluice_split` | `split.rs` |
 //! | `Flow`, `FlowGroup` | `sluice_flow` | `flow.rs` |
 //! | `FilterError`, `CaptureError` | the crates' errors | `errors.rs` |
 //!
 //! Frames come in as a list of `bytes` or one buffer with offsets
-//! (`frames.rs`); batch calls release the GIL while native code runs.
+//! (`frames.rs`); batch calls release the GIL while native code runs,
+//! and waits for packets release it in slices that let Ctrl-C through
+//! (`wait.rs`).
 
 #![forbid(unsafe_code)]
 
+mod batch;
 mod capture;
 mod classifier;
+mod daemon;
 mod errors;
 mod filter;
 mod flow;
 mod frames;
+mod live;
+mod pyfile;
 mod split;
+mod wait;
+mod writer;
 
 use pyo3::prelude::*;
 
@@ -42,7 +54,13 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<filter::Filter>()?;
     m.add_class::<classifier::Classifier>()?;
     m.add_class::<capture::Reader>()?;
-    m.add_class::<capture::Batch>()?;
+    m.add_class::<batch::Batch>()?;
+    m.add_class::<writer::Writer>()?;
+    m.add_class::<live::LiveCapture>()?;
+    m.add_class::<daemon::Daemon>()?;
+    m.add_class::<daemon::DaemonFlow>()?;
+    m.add_class::<daemon::FlowBatches>()?;
+    m.add_function(wrap_pyfunction!(daemon::wait_any, m)?)?;
     m.add_function(wrap_pyfunction!(capture::open, m)?)?;
     m.add_class::<split::FilterSet>()?;
     m.add_function(wrap_pyfunction!(split::split, m)?)?;

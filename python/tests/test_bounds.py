@@ -77,6 +77,28 @@ def test_offsets_rewritten_during_classify_batch():
     assert seen["ok"] + seen["refused"] == 300
 
 
+def test_a_batch_rewritten_from_python_keeps_its_own_frames():
+    # A Batch's numpy arrays are Python's to change; native calls index
+    # the batch with the positions it was built with, so a rewrite can
+    # neither point past the data nor change the verdicts.
+    with sluice.open(SAMPLE) as r:
+        batch = r.read_batch()
+    f = sluice.Filter("tcp")
+    want = f.verdicts(batch).tolist()
+    frames = [batch.data[batch.offsets[i]:batch.offsets[i + 1]] for i in range(len(batch))]
+    assert want == [f.matches(x) for x in frames]
+    batch.offsets[:] = 1 << 40
+    batch.wirelens[:] = -1
+    assert f.verdicts(batch).tolist() == want
+    c = sluice.Classifier()
+    tcp = c.insert("tcp")
+    frame, filt = c.classify_batch(batch)
+    assert frame.tolist() == [i for i, v in enumerate(want) if v] and set(filt.tolist()) <= {tcp}
+    # Wire lengths given beside a batch are the caller's, and checked.
+    with pytest.raises(ValueError):
+        f.verdicts(batch, wirelens=np.full(len(batch), -1))
+
+
 def test_wire_lengths_rewritten_during_verdicts():
     f = sluice.Filter("ip")
     data = np.zeros(FRAMES * FRAME, dtype=np.uint8)

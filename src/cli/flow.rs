@@ -17,7 +17,7 @@ pub struct FlowArgs {
     /// Flow specifications, e.g. `(file,in.pcap) -> (sampler,2,4) -> (BPF,"tcp") -> (packetcount,,8)`.
     #[arg(value_name = "SPEC", required = true)]
     specs: Vec<String>,
-    /// Print one JSON object: {"flows": [{"spec", "packets", "drops", "filters": [{"class", "instance", "result"}]}]}.
+    /// Print one JSON object: {"flows": [{"spec", "packets", "delivered", "drops", "filters": [{"class", "instance", "result"}]}]}.
     #[arg(long)]
     json: bool,
     /// Write the instantiated graph (flows, instances, classes) as Graphviz DOT (`-` for standard output).
@@ -65,10 +65,11 @@ struct Output {
 
 fn text_report(i: usize, r: &FlowReport) -> String {
     let mut s = format!(
-        "flow {}: {}\n  packets {}  drops {}\n",
+        "flow {}: {}\n  packets {}  delivered {}  drops {}\n",
         i + 1,
         r.spec,
         r.packets,
+        r.delivered,
         r.drops
     );
     let w = r

@@ -3,7 +3,7 @@
 //! it was the input that failed.
 
 use super::{io_msg, Fail, Reader};
-use sluice::capture::CaptureReader;
+use sluice::capture::{CaptureReader, DecompressError};
 use std::io::{IsTerminal, Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -35,85 +35,21 @@ pub fn position(reader: &Reader) -> u64 {
     }
 }
 
-/// How a compressed file starts, and whether sluice reads it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Compression {
-    /// gzip (read).
-    Gzip,
-    /// Zstandard (read).
-    Zstd,
-    /// xz (refused: decompress it first).
-    Xz,
-    /// bzip2 (refused: decompress it first).
-    Bzip2,
-}
-
-impl Compression {
-    /// The compression a file's first bytes announce, if any.
-    pub fn sniff(head: &[u8]) -> Option<Compression> {
-        if head.starts_with(&[0x1f, 0x8b]) {
-            Some(Compression::Gzip)
-        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-            Some(Compression::Zstd)
-        } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
-            Some(Compression::Xz)
-        } else if head.starts_with(b"BZh") && head.len() > 3 && (b'1'..=b'9').contains(&head[3]) {
-            Some(Compression::Bzip2)
-        } else {
-            None
-        }
-    }
-
-    /// The name of the compression and of the command that undoes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Compression::Gzip => "gzip",
-            Compression::Zstd => "zstd",
-            Compression::Xz => "xz",
-            Compression::Bzip2 => "bzip2",
-        }
-    }
-}
-
-/// Read up to `n` bytes from the start of a stream (fewer at its end).
-fn head(r: &mut impl Read, n: usize) -> std::io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; n];
-    let mut have = 0;
-    while have < n {
-        match r.read(&mut buf[have..]) {
-            Ok(0) => break,
-            Ok(k) => have += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    buf.truncate(have);
-    Ok(buf)
-}
-
-/// The stream with a compressed capture's layer taken off (gzip, zstd),
-/// or an error for a compression sluice does not read.
-pub fn decompress(mut raw: Box<dyn Read + Send>, name: &str) -> Result<Box<dyn Read + Send>, Fail> {
-    let start =
-        head(&mut raw, 6).map_err(|e| Fail(format!("cannot read input {name}: {}", io_msg(&e))))?;
-    let kind = Compression::sniff(&start);
+/// The stream with a compressed capture's layer taken off (gzip, zstd;
+/// `sluice_capture::decompress`), or an error for a compression sluice
+/// does not read, in the command's words.
+pub fn decompress(raw: Box<dyn Read + Send>, name: &str) -> Result<Box<dyn Read + Send>, Fail> {
+    let (stream, kind) = sluice::capture::decompress(raw).map_err(|e| match e {
+        DecompressError::Read(e) => Fail(format!("cannot read input {name}: {}", io_msg(&e))),
+        DecompressError::Zstd(e) => Fail(format!("{name}: zstd: {}", io_msg(&e))),
+        DecompressError::Unsupported(c) => Fail(format!(
+            "{name}: compressed with {}: decompress it first ({} -dc {name} | sluice ... -r -)",
+            c.name(),
+            c.name()
+        )),
+    })?;
     COMPRESSED.store(kind.is_some(), Ordering::Relaxed);
-    let whole: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(start).chain(raw));
-    Ok(match kind {
-        None => whole,
-        Some(Compression::Gzip) => Box::new(flate2::read::MultiGzDecoder::new(whole)),
-        Some(Compression::Zstd) => Box::new(
-            zstd::stream::read::Decoder::new(whole)
-                .map_err(|e| Fail(format!("{name}: zstd: {}", io_msg(&e))))?,
-        ),
-        Some(c) => {
-            return Err(Fail(format!(
-                "{name}: compressed with {}: decompress it first ({} -dc {name} | sluice ... -r -)",
-                c.name(),
-                c.name()
-            )))
-        }
-    })
+    Ok(stream)
 }
 
 /// Open a capture (`None` or `-`: standard input), gzip and zstd files
@@ -158,29 +94,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sniffs_compressions() {
-        assert_eq!(
-            Compression::sniff(&[0x1f, 0x8b, 8]),
-            Some(Compression::Gzip)
-        );
-        assert_eq!(
-            Compression::sniff(&[0x28, 0xb5, 0x2f, 0xfd, 0]),
-            Some(Compression::Zstd)
-        );
-        assert_eq!(
-            Compression::sniff(&[0xfd, b'7', b'z', b'X', b'Z', 0]),
-            Some(Compression::Xz)
-        );
-        assert_eq!(Compression::sniff(b"BZh91AY"), Some(Compression::Bzip2));
-        assert_eq!(Compression::sniff(&[0xd4, 0xc3, 0xb2, 0xa1]), None);
-        assert_eq!(Compression::sniff(&[]), None);
-    }
-
-    #[test]
     fn short_streams_pass_through() {
         let mut r = decompress(Box::new(std::io::Cursor::new(vec![1u8, 2])), "x").unwrap();
         let mut all = Vec::new();
         r.read_to_end(&mut all).unwrap();
         assert_eq!(all, [1, 2]);
+    }
+
+    #[test]
+    fn refusals_name_the_input_and_the_command() {
+        let xz = vec![0xfd, b'7', b'z', b'X', b'Z', 0, 1];
+        let Err(Fail(e)) = decompress(Box::new(std::io::Cursor::new(xz)), "a.xz") else {
+            panic!("xz is refused");
+        };
+        assert_eq!(
+            e,
+            "a.xz: compressed with xz: decompress it first (xz -dc a.xz | sluice ... -r -)"
+        );
     }
 }

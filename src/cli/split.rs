@@ -11,7 +11,7 @@ use sluice::capture::sink::{FileSet, Placement};
 use sluice::capture::{CaptureFormat, Packet};
 use sluice::fragments::{Config, Counters, Dispatcher, Limits, Mode, Output, Source};
 use sluice::live::session::{Classify, Event};
-use sluice::split::{FilterLine, Merging, MergingScratch};
+use sluice::split::{FilterLine, Merging, MergingScratch, NotMpf};
 use sluice::{LinkType, Program};
 use std::collections::HashMap;
 use std::io::Write;
@@ -218,52 +218,25 @@ impl Bits {
     }
 }
 
-/// The filters as MPF programs in one set (filter ids in line order).
+/// The filters as MPF programs in one set (filter ids in line order;
+/// `sluice_split::mpf_set`), each bad line named.
 fn build_mpf(
     filters: &[FilterLine],
     file: &str,
     config: sluice::mpf::Config,
 ) -> Result<sluice::mpf::MpfSet, Vec<(usize, String)>> {
-    let dir = Path::new(file).parent();
-    let mut set = sluice::mpf::MpfSet::new(config);
-    let mut errors = Vec::new();
-    for f in filters {
-        let what = |e: String| (f.line, format!("{file}:{}: {}: {e}", f.line, f.name));
-        let spec = match sluice::Spec::parse(&f.expression, dir) {
-            Ok(s) => s,
-            Err(e) => {
-                errors.push(what(e.to_string()));
-                continue;
-            }
-        };
-        if spec.language != sluice::Language::Bpf {
-            errors.push(what(format!(
-                "--mpf takes bpf: programs, not {}",
-                spec.language.name()
-            )));
-            continue;
-        }
-        // As for `bpf:` filters: on one line, ';' separates instructions.
-        let text = if spec.file.is_none() && !spec.text.trim_end().contains('\n') {
-            spec.text.replace(';', "\n")
-        } else {
-            spec.text.clone()
-        };
-        match sluice::mpf::MpfProgram::parse(&text) {
-            Ok(p) => {
-                set.insert(&p);
-            }
-            Err(e) => errors.push(what(match &spec.file {
-                Some(path) => format!("{path}: {e}"),
-                None => e.to_string(),
-            })),
-        }
-    }
-    if errors.is_empty() {
-        Ok(set)
-    } else {
-        Err(errors)
-    }
+    sluice::split::mpf_set(filters, Path::new(file).parent(), config).map_err(|bad| {
+        bad.into_iter()
+            .map(|b| {
+                let f = &filters[b.index];
+                let why = match b.why {
+                    NotMpf::Language(l) => format!("--mpf takes bpf: programs, not {}", l.name()),
+                    other => other.to_string(),
+                };
+                (f.line, format!("{file}:{}: {}: {why}", f.line, f.name))
+            })
+            .collect()
+    })
 }
 
 /// `sluice split --mpf`: every packet through one MPF set.

@@ -51,8 +51,8 @@ const BUILDS: &[(&str, &str)] = &[
         "a release build of the library; the test puts the built one in ~/.cargo/lib/sluice instead",
     ),
     (
-        "python3 -m venv out/venv && out/venv/bin/pip install ./python",
-        "a release build of the module; scripts/test.sh builds it with maturin into its test venv",
+        "python3 -m venv out/venv && out/venv/bin/pip install -v './python[pandas,dask,http]'",
+        "a release build of the module; scripts/test.sh builds its wheel with maturin and installs it into a fresh venv",
     ),
 ];
 

@@ -189,6 +189,7 @@ fn through_access(
     assert!(flow.mbuf(3, 0).is_err(), "there is no stage 3");
     let report = flow.report().unwrap();
     assert_eq!(report.packets, got.len() as u64);
+    assert_eq!(report.delivered, got.len() as u64);
     assert_eq!(report.drops, 0);
     // The elements after the source (a file here, an interface there).
     let classes = report

@@ -148,6 +148,28 @@ impl Compiled {
         }
     }
 
+    /// A filter from the parts [`Compiled::with_program`] (or
+    /// [`Compiled::from_bpf`]) made, as `codec.rs` reads them back.
+    pub(super) fn from_parts(
+        filter: Filter,
+        paths: Option<Vec<Path>>,
+        absorbed: Option<Vec<Path>>,
+        whole: Whole,
+    ) -> Compiled {
+        Compiled {
+            filter,
+            paths,
+            absorbed,
+            whole,
+        }
+    }
+
+    /// The absorbed paths as they were computed (`None` where they are
+    /// the paths themselves), for `codec.rs`.
+    pub(super) fn absorbed_raw(&self) -> Option<&[Path]> {
+        self.absorbed.as_deref()
+    }
+
     /// The accepting paths, when the filter can be merged.
     ///
     /// ```

@@ -24,16 +24,18 @@
 //! ```
 //!
 //! The parts: `compiled.rs` prepares a filter outside any lock
-//! ([`Compiled`]); `group.rs` is one group, its table and the lists of
+//! ([`Compiled`]), `codec.rs` writes and reads it as bytes; `group.rs` is one group, its table and the lists of
 //! filters that share a key; this file places filters in groups and
 //! classifies; `view.rs` is what a code generator may read of the groups
 //! ([`GroupView`], [`Slot`], [`Merged::match_groups`], …) to give exactly
 //! this classifier's answers in machine code.
 
+mod codec;
 mod compiled;
 mod group;
 mod view;
 
+pub use codec::{decode_compiled, encode_compiled};
 pub use compiled::{Compiled, Whole};
 pub use view::{better, FieldRead, GroupView, GuardView, Slot};
 

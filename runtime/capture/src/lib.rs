@@ -11,6 +11,9 @@
 //!   that owns its bytes: the two packet types of every stage after this.
 //! * [`sink`] writes accepted packets to files safely: no clobbering, no
 //!   half-written files, rotation, one file per filter.
+//! * [`decompress`] and [`SeekableInput`] take a gzip or zstd layer off a
+//!   capture as it is read ([`Compression`] tells them apart), for every
+//!   reader of captures alike.
 //!
 //! ```
 //! use sluice_capture::{CaptureReader, CaptureWriter, CaptureFormat, Packet};
@@ -31,6 +34,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod compress;
 mod error;
 mod format;
 mod input;
@@ -40,6 +44,7 @@ mod reader;
 pub mod sink;
 mod writer;
 
+pub use compress::{decompress, Compression, DecompressError, SeekableInput};
 pub use error::{CaptureError, ErrorKind};
 pub use format::{max_snaplen_for_linktype, CaptureFormat, InterfaceInfo};
 pub use owned::OwnedPacket;

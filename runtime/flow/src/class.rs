@@ -126,6 +126,13 @@ pub trait Element: Send {
     /// What the element has produced so far (counters, tables).
     fn report(&self, mem: &MBuf) -> Value;
 
+    /// Whether the element takes every packet it is handed, though it
+    /// passes none on: a statistic (counters, `hashcount`). A flow ending
+    /// in it counts the packets that reach it as its packets.
+    fn takes_all(&self) -> bool {
+        false
+    }
+
     /// The element as a plain filter over the packet for a link type, if it
     /// is one (then elements attached at the same point are merged into one
     /// classifier).
@@ -576,6 +583,9 @@ impl Element for Count {
     }
     fn report(&self, mem: &MBuf) -> Value {
         Value::U64(mem.load_u64(0))
+    }
+    fn takes_all(&self) -> bool {
+        true
     }
 }
 

@@ -201,6 +201,35 @@ struct Instance {
     ibuf: Option<Arc<IBuf>>,
     users: usize,
     active: usize,
+    /// Packets the instance took as the end of a flow: passed on, or
+    /// kept by a statistic that passes nothing on (see [`took`]).
+    taken: u64,
+}
+
+/// Whether terminal `t` took the packet just processed: it passed it on,
+/// or it is a statistic that takes everything and the packet reached it
+/// (for a join: one of its inputs took it).
+fn took(instances: &[Option<Instance>], results: &[u32], t: usize) -> bool {
+    if results[t] != 0 {
+        return true;
+    }
+    let Some(inst) = instances[t].as_ref() else {
+        return false;
+    };
+    match &inst.kind {
+        Kind::Filter { elem, .. } if elem.takes_all() => {
+            inst.inputs.iter().any(|&j| results[j] != 0)
+        }
+        Kind::Join => inst.inputs.iter().any(|&j| {
+            instances[j].as_ref().is_some_and(|i| match &i.kind {
+                Kind::Filter { elem, .. } => {
+                    elem.takes_all() && i.inputs.iter().any(|&k| results[k] != 0)
+                }
+                _ => false,
+            })
+        }),
+        _ => false,
+    }
 }
 
 impl Instance {

@@ -236,6 +236,10 @@ impl Element for HashCount {
         Ok(self.pass as u32)
     }
 
+    fn takes_all(&self) -> bool {
+        true
+    }
+
     fn report(&self, mem: &MBuf) -> Value {
         let words = mem.snapshot();
         let top = top_n(&words, self.top);

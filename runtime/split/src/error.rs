@@ -39,6 +39,16 @@ pub enum SplitError {
     /// (each one of them, in set order).
     #[error("{}", .0.iter().map(|b| b.to_string()).collect::<Vec<_>>().join("; "))]
     Filters(Vec<BadFilter>),
+    /// Filters that are not MPF programs (each one of them, with why).
+    #[error("{}", .0.iter().map(|(f, why)| format!("{}: {why}", f.name)).collect::<Vec<_>>().join("; "))]
+    Programs(Vec<(FilterLine, String)>),
+    /// A compressed capture that cannot be read (the input's name, and
+    /// why: a compression sluice does not read, or its first bytes).
+    #[error("{0}: {1}")]
+    Compressed(String, #[source] sluice_capture::DecompressError),
+    /// Settings that cannot work together, or an input they do not fit.
+    #[error("{0}")]
+    Settings(String),
     /// The set has no filter.
     #[error("no filters")]
     NoFilters,

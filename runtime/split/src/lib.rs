@@ -11,9 +11,14 @@
 //!   the first in set order).
 //! * Output files are written by [`sluice_capture::sink::FileSet`]: one
 //!   capture file per filter, all put in place when finished, or none.
-//! * [`split`]: one pass over a file, or over the records that start in
-//!   one byte range of it ([`Part`]), so that workers can share a large
-//!   file (with [`sluice_capture::verify_chain`] proving the cuts exact).
+//! * [`split`], [`split_reader`]: one pass over a file (gzip and zstd
+//!   ones decompressed as they are read), or over the records that start
+//!   in one byte range of it ([`Part`]), so that workers can share a large
+//!   file (with [`sluice_capture::verify_chain`] proving the cuts exact);
+//!   with fragment dispatch ([`Options::fragments`]) or as one MPF set
+//!   ([`Options::mpf`], [`mpf_set`]).
+//! * [`shipped`]: a set compiled once, as bytes another process loads
+//!   ([`Splitter::export`], [`Splitter::load`]) instead of compiling it.
 //!
 //! ```
 //! use sluice_split::{filter_pairs, split, Options, Part, Splitter};
@@ -33,11 +38,14 @@ pub mod compile;
 mod error;
 mod filters;
 mod merging;
+mod mpf;
 mod run;
+pub mod shipped;
 mod splitter;
 
 pub use error::{BadFilter, SplitError};
 pub use filters::{check_name, filter_pairs, parse_filters, FilterLine};
-pub use merging::{Merging, MergingScratch, Rejected};
-pub use run::{split, Outputs, Part, Report};
+pub use merging::{compile_set, Merging, MergingScratch, Rejected};
+pub use mpf::{mpf_set, BadProgram, NotMpf};
+pub use run::{split, split_reader, Outputs, Part, Report};
 pub use splitter::{Classify, Options, Splitter};

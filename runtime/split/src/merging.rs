@@ -9,6 +9,35 @@ use sluice_filter::ProgramBuilder;
 use sluice_native::NativeAuto;
 use std::sync::Arc;
 
+/// Every filter of a set compiled for merging with `builder`'s link type
+/// and settings (on every core), in set order; or every filter that does
+/// not compile.
+///
+/// ```
+/// use sluice_filter::{LinkType, Program};
+/// let set = sluice_split::filter_pairs([("a", "tcp"), ("b", "udp prt 1")]).unwrap();
+/// let bad = sluice_split::compile_set(&set, &Program::builder(LinkType::EN10MB)).unwrap_err();
+/// assert_eq!(bad[0].index, 1);
+/// ```
+pub fn compile_set(
+    filters: &[FilterLine],
+    builder: &ProgramBuilder,
+) -> Result<Vec<Compiled>, Vec<Rejected>> {
+    let texts: Vec<&str> = filters.iter().map(|f| f.expression.as_str()).collect();
+    let mut rejected = Vec::new();
+    let mut compiled = Vec::with_capacity(filters.len());
+    for (index, c) in compile_all(builder, &texts).into_iter().enumerate() {
+        match c {
+            Ok(c) => compiled.push(c),
+            Err(error) => rejected.push(Rejected { index, error }),
+        }
+    }
+    match rejected.is_empty() {
+        true => Ok(compiled),
+        false => Err(rejected),
+    }
+}
+
 /// A filter of the set that does not compile: its position in the set
 /// and why (the error keeps the column).
 #[derive(Debug)]
@@ -57,30 +86,36 @@ impl Merging {
         builder: &ProgramBuilder,
         native: bool,
     ) -> Result<Merging, Vec<Rejected>> {
+        Ok(Merging::from_compiled(
+            compile_set(filters, builder)?,
+            native,
+        ))
+    }
+
+    /// Filters already compiled (in set order, as [`compile_set`] gives
+    /// them, or read back from a shipped set) merged into one classifier.
+    ///
+    /// ```
+    /// use sluice_filter::{LinkType, Program};
+    /// use sluice_split::{compile_set, filter_pairs, Merging, MergingScratch};
+    /// let set = filter_pairs([("all", "")]).unwrap();
+    /// let m = Merging::from_compiled(compile_set(&set, &Program::builder(LinkType::EN10MB)).unwrap(), false);
+    /// assert_eq!(m.classify_first(&[0; 60], 60, &mut MergingScratch::default()), Some(0));
+    /// ```
+    pub fn from_compiled(compiled: Vec<Compiled>, native: bool) -> Merging {
         let mut merged = match native {
             true => Merging::Native(NativeAuto::empty()),
             false => Merging::Rust(Auto::empty()),
         };
-        let texts: Vec<&str> = filters.iter().map(|f| f.expression.as_str()).collect();
-        let mut rejected = Vec::new();
-        let n = filters.len();
-        for (index, c) in compile_all(builder, &texts).into_iter().enumerate() {
-            match c {
-                Ok(c) => {
-                    let priority = i32::try_from(n - index).unwrap_or(i32::MAX);
-                    merged.insert(index as u32, Arc::new(c), priority);
-                }
-                Err(error) => rejected.push(Rejected { index, error }),
-            }
+        let n = compiled.len();
+        for (index, c) in compiled.into_iter().enumerate() {
+            let priority = i32::try_from(n - index).unwrap_or(i32::MAX);
+            merged.insert(index as u32, Arc::new(c), priority);
         }
         if let Merging::Native(m) = &mut merged {
             m.update();
         }
-        if rejected.is_empty() {
-            Ok(merged)
-        } else {
-            Err(rejected)
-        }
+        merged
     }
 
     fn insert(&mut self, id: u32, c: Arc<Compiled>, priority: i32) {

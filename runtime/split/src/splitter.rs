@@ -26,6 +26,14 @@ pub struct Options {
     pub snaplen: u32,
     /// Where `LANG:@path` filter files are read from.
     pub dir: Option<PathBuf>,
+    /// Fragment dispatch (MPF section 3): later fragments of an IP
+    /// datagram go to the filters that took its first fragment, held
+    /// within these limits when they come first.
+    pub fragments: Option<sluice_fragments::Limits>,
+    /// MPF: every filter a `bpf:` program, MPF instructions allowed, in
+    /// one MPF set ([`crate::mpf_set`]); not with `first_match` or
+    /// `fragments`.
+    pub mpf: Option<sluice_mpf::Config>,
 }
 
 impl Default for Options {
@@ -35,6 +43,8 @@ impl Default for Options {
             native: true,
             snaplen: 262_144,
             dir: None,
+            fragments: None,
+            mpf: None,
         }
     }
 }
@@ -90,13 +100,27 @@ impl Splitter {
         if let Some(m) = compiled.get(&(linktype, big_endian)) {
             return Ok(m.clone());
         }
+        let compiled_set = self.compile_set(linktype, big_endian)?;
+        let merged = Merging::from_compiled(compiled_set, self.options.native);
+        let merged = Arc::new(merged);
+        compiled.insert((linktype, big_endian), merged.clone());
+        Ok(merged)
+    }
+
+    /// Every filter compiled for merging for a link type and byte order,
+    /// in set order (on every core), or every filter that does not.
+    pub(crate) fn compile_set(
+        &self,
+        linktype: u16,
+        big_endian: bool,
+    ) -> Result<Vec<sluice_classifier::merged::Compiled>, SplitError> {
         let lt =
             LinkType::from_number(u32::from(linktype)).ok_or(SplitError::LinkType(linktype))?;
         let builder = Program::builder(lt)
             .snaplen(self.options.snaplen)
             .capture_big_endian(big_endian)
             .dir(self.options.dir.as_deref());
-        let merged = Merging::build(&self.filters, &builder, self.options.native).map_err(|r| {
+        crate::merging::compile_set(&self.filters, &builder).map_err(|r| {
             SplitError::Filters(
                 r.into_iter()
                     .map(|r| BadFilter {
@@ -106,10 +130,72 @@ impl Splitter {
                     })
                     .collect(),
             )
-        })?;
-        let merged = Arc::new(merged);
-        compiled.insert((linktype, big_endian), merged.clone());
-        Ok(merged)
+        })
+    }
+
+    /// The set compiled for a link type and byte order, as bytes in the
+    /// shipped format ([`crate::shipped`]): what another process loads
+    /// with [`Splitter::load`] instead of compiling the set again.
+    ///
+    /// ```
+    /// use sluice_split::{filter_pairs, Options, Splitter};
+    /// let set = || Splitter::new(filter_pairs([("web", "tcp port 80")]).unwrap(), Options::default());
+    /// let bytes = set().export(1, false)?;
+    /// let there = set();
+    /// assert_eq!(there.load(&bytes)?, (1, false));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn export(&self, linktype: u16, big_endian: bool) -> Result<Vec<u8>, SplitError> {
+        if self.filters.is_empty() {
+            return Err(SplitError::NoFilters);
+        }
+        let compiled = self.compile_set(linktype, big_endian)?;
+        Ok(crate::shipped::encode(
+            self, linktype, big_endian, &compiled,
+        ))
+    }
+
+    /// Load a set compiled elsewhere ([`Splitter::export`] of the same
+    /// filters and settings, by the same sluice): its link type's merged
+    /// classifier is built from it, nothing is compiled. Returns the link
+    /// type and byte order it is for.
+    ///
+    /// ```
+    /// use sluice_split::{filter_pairs, Options, Splitter};
+    /// let s = Splitter::new(filter_pairs([("a", "tcp")]).unwrap(), Options::default());
+    /// assert!(s.load(b"not shipped bytes").is_err());
+    /// ```
+    pub fn load(&self, bytes: &[u8]) -> Result<(u16, bool), crate::shipped::ShipError> {
+        let (linktype, big_endian, compiled) = crate::shipped::decode(self, bytes)?;
+        let merged = Arc::new(Merging::from_compiled(compiled, self.options.native));
+        self.compiled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((linktype, big_endian), merged);
+        Ok((linktype, big_endian))
+    }
+
+    /// The set as one MPF set, for one run (MPF sets keep per-run state:
+    /// registered keys and postponed packets).
+    ///
+    /// ```
+    /// use sluice_split::{filter_pairs, Options, Splitter};
+    /// let s = Splitter::new(filter_pairs([("a", "bpf:1; 6 0 0 1")]).unwrap(), Options::default());
+    /// assert_eq!(s.mpf()?.stats().filters, 1);
+    /// # Ok::<(), sluice_split::SplitError>(())
+    /// ```
+    pub fn mpf(&self) -> Result<sluice_mpf::MpfSet, SplitError> {
+        if self.filters.is_empty() {
+            return Err(SplitError::NoFilters);
+        }
+        let config = self.options.mpf.unwrap_or_default();
+        crate::mpf_set(&self.filters, self.options.dir.as_deref(), config).map_err(|bad| {
+            SplitError::Programs(
+                bad.into_iter()
+                    .map(|b| (self.filters[b.index].clone(), b.why.to_string()))
+                    .collect(),
+            )
+        })
     }
 
     /// A classifier for one run over a capture written in this byte order.

@@ -7,7 +7,10 @@
 //! after the source holds BPF, CSPF or DPF filters only), then one stage
 //! per element after them. Only elements after the filters have memory
 //! here; the source and the filters report `null` (their counts are the
-//! report's `packets` and `drops`, and the daemon's status).
+//! report's `packets` and `drops`, and the daemon's status). `packets`
+//! and `delivered` both count what passed every element into the flow's
+//! index buffer: a flow ending in a counter that passes nothing reports
+//! 0 there, its count being in that element's report.
 
 use super::DaemonFlow;
 use crate::DaemonError;
@@ -125,6 +128,7 @@ impl FlowAccess for DaemonFlow {
             spec: self.spec.clone(),
             state: FlowState::Active,
             packets: s.accepted,
+            delivered: s.accepted,
             drops: s.lost,
             filters,
         })

@@ -300,6 +300,13 @@ impl GraphState {
             }
         }
         if failure.is_none() {
+            for &t in terminals.iter() {
+                if super::took(instances, results, t) {
+                    if let Some(i) = instances[t].as_mut() {
+                        i.taken += 1;
+                    }
+                }
+            }
             let mut wanted = terminals.iter().filter(|&&t| results[t] != 0).peekable();
             if wanted.peek().is_some() {
                 let mut room: Vec<usize> = Vec::new();

@@ -458,6 +458,7 @@ impl Flow {
                                 ibuf: None,
                                 users: 0,
                                 active: 0,
+                                taken: 0,
                             })
                         }
                     };
@@ -501,6 +502,7 @@ impl Flow {
                         ibuf: None,
                         users: 0,
                         active: 0,
+                        taken: 0,
                     }),
                 };
                 if !uses.contains(&id) {
@@ -760,7 +762,7 @@ impl Flow {
             }
             let ibuf = g.inst(r.terminal).ibuf.as_ref();
             let ib_drops = ibuf.map_or(0, |b| b.drops());
-            let (packets, lost) = match &r.callback {
+            let (delivered, lost) = match &r.callback {
                 Some(cb) => {
                     let cb = cb.lock().unwrap_or_else(|e| e.into_inner());
                     cb.reader
@@ -772,7 +774,8 @@ impl Flow {
             FlowReport {
                 spec: r.spec.clone(),
                 state,
-                packets,
+                packets: g.inst(r.terminal).taken,
+                delivered,
                 drops: ib_drops + lost,
                 filters,
             }

@@ -43,7 +43,7 @@ pub struct FilterReport {
 /// What a flow produced.
 ///
 /// ```
-/// let r = sluice_flow::FlowReport { spec: "x".into(), state: sluice_flow::FlowState::Active, packets: 1, drops: 0, filters: vec![] };
+/// let r = sluice_flow::FlowReport { spec: "x".into(), state: sluice_flow::FlowState::Active, packets: 1, delivered: 1, drops: 0, filters: vec![] };
 /// assert!(r.to_json().starts_with("{\"spec\": \"x\""));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,9 +52,15 @@ pub struct FlowReport {
     pub spec: String,
     /// Its state.
     pub state: FlowState,
-    /// Packets delivered to the flow's callback reader (or, without a
-    /// callback, entries written to its index buffer).
+    /// Packets the flow took: those that passed every element to its end,
+    /// or, for a flow ending in a statistic that passes nothing on
+    /// (`packetcount`, `bytecount`, `hashcount`), those that reached it
+    /// (what its counter counts).
     pub packets: u64,
+    /// Packets delivered to the flow's callback reader (or, without a
+    /// callback, entries written to its index buffer); 0 for a flow ending
+    /// in a statistic.
+    pub delivered: u64,
     /// Packets the flow wanted but lost: dropped at its index buffer or the
     /// group's PBuf (SRP), or overwritten before they were read (FRP).
     pub drops: u64,
@@ -63,16 +69,17 @@ pub struct FlowReport {
 }
 
 impl FlowReport {
-    /// As JSON: `{"spec": …, "packets": N, "drops": N, "filters": [{"class": …, "instance": …, "result": …}]}`.
+    /// As JSON: `{"spec": …, "packets": N, "delivered": N, "drops": N, "filters": [{"class": …, "instance": …, "result": …}]}`.
     ///
     /// ```
-    /// let r = sluice_flow::FlowReport { spec: "s".into(), state: sluice_flow::FlowState::Active, packets: 0, drops: 0, filters: vec![] };
-    /// assert_eq!(r.to_json(), r#"{"spec": "s", "packets": 0, "drops": 0, "filters": []}"#);
+    /// let r = sluice_flow::FlowReport { spec: "s".into(), state: sluice_flow::FlowState::Active, packets: 3, delivered: 0, drops: 0, filters: vec![] };
+    /// assert_eq!(r.to_json(), r#"{"spec": "s", "packets": 3, "delivered": 0, "drops": 0, "filters": []}"#);
     /// ```
     pub fn to_json(&self) -> String {
         Value::map([
             ("spec", Value::Str(self.spec.clone())),
             ("packets", Value::U64(self.packets)),
+            ("delivered", Value::U64(self.delivered)),
             ("drops", Value::U64(self.drops)),
             (
                 "filters",
