@@ -423,9 +423,8 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
                 ids.clear();
                 ids.extend(merged.classify_first(pkt.data, pkt.wirelen, &mut scratch));
             } else {
-                merged.classify(pkt.data, pkt.wirelen, &mut scratch, &mut ids);
                 // Delivered (and dispatched to fragments) in filter order.
-                ids.sort_unstable();
+                merged.classify_sorted(pkt.data, pkt.wirelen, &mut scratch, &mut ids);
             }
             open_outputs(&mut outputs)?;
             let mut to = Deliver {
@@ -554,8 +553,7 @@ fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), 
             if first_match {
                 ids.extend(m.classify_first(data, wirelen, &mut scratch));
             } else {
-                m.classify(data, wirelen, &mut scratch, ids);
-                ids.sort_unstable();
+                m.classify_sorted(data, wirelen, &mut scratch, ids);
             }
         })
     };

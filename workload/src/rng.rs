@@ -32,6 +32,8 @@ pub(crate) enum Stream {
     Packet = 3,
     /// The universe's global constants (permutation offsets, label pools).
     Universe = 4,
+    /// Broad-mix expression `i`.
+    Broad = 5,
 }
 
 /// A SplitMix64 generator.

@@ -37,6 +37,6 @@ mod splitter;
 
 pub use error::{BadFilter, SplitError};
 pub use filters::{check_name, filter_pairs, parse_filters, FilterLine};
-pub use merging::{Merging, MergingScratch, Rejected};
+pub use merging::{sort_ids, Merging, MergingScratch, Rejected};
 pub use run::{split, Outputs, Part, Report};
 pub use splitter::{Classify, Options, Splitter};
