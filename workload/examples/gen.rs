@@ -3,11 +3,13 @@
 //! ```text
 //! cargo run -p sluice-workload --example gen -- filters N SEED > flows.txt
 //! cargo run -p sluice-workload --example gen -- traffic PACKETS SEED out.pcap [N]
+//! cargo run -p sluice-workload --example gen -- flows PACKETS SEED out.pcap N FLOWS
 //! cargo run -p sluice-workload --example gen -- corpus out.pcap [SHARED_DIR] [PACKETS]
 //! cargo run -p sluice-workload --example gen -- broad CORPUS GENERATED SEED [SHARED_DIR] > mix.txt
 //! ```
 //!
-//! `filters` prints `name<TAB>expression` lines, the format `sluice split
+//! `flows` writes traffic for `N` filters drawn from `FLOWS` flows
+//! (`sluice_workload::flow_traffic`). `filters` prints `name<TAB>expression` lines, the format `sluice split
 //! --filters` and `sluice bench --filters` read. `traffic` writes the
 //! traffic for `N` filters (default 1,000) as a pcap file. `corpus` writes
 //! every Ethernet packet of `SHARED_DIR/conformance/pcaps` (default
@@ -23,6 +25,7 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage: gen filters N SEED
        gen traffic PACKETS SEED OUT.pcap [N]
+       gen flows PACKETS SEED OUT.pcap N FLOWS
        gen corpus OUT.pcap [SHARED_DIR] [PACKETS]
        gen broad CORPUS GENERATED SEED [SHARED_DIR]";
 
@@ -55,6 +58,15 @@ fn run(args: &[String]) -> Result<(), String> {
             let frames = sluice_workload::traffic(n, seed, packets);
             sluice_workload::write_pcap(Path::new(out), &frames).map_err(|e| e.to_string())
         }
+        Some("flows") => {
+            let packets = number(args.get(1), "PACKETS")? as usize;
+            let seed = number(args.get(2), "SEED")?;
+            let out = args.get(3).ok_or_else(|| format!("missing OUT\n{USAGE}"))?;
+            let n = number(args.get(4), "N")? as usize;
+            let flows = number(args.get(5), "FLOWS")? as usize;
+            let frames = sluice_workload::flow_traffic(n, seed, packets, flows);
+            sluice_workload::write_pcap(Path::new(out), &frames).map_err(|e| e.to_string())
+        }
         Some("corpus") => {
             let out = args.get(1).ok_or_else(|| format!("missing OUT\n{USAGE}"))?;
             let shared = args.get(2).map_or("../shared", String::as_str);
@@ -63,7 +75,12 @@ fn run(args: &[String]) -> Result<(), String> {
             if args.get(3).is_some() {
                 let want = number(args.get(3), "PACKETS")? as usize;
                 let one = packets.len().max(1);
-                packets = packets.iter().cycle().take(want.max(one)).cloned().collect();
+                packets = packets
+                    .iter()
+                    .cycle()
+                    .take(want.max(one))
+                    .cloned()
+                    .collect();
                 packets.truncate(want);
             }
             sluice_workload::write_pcap(Path::new(out), &packets).map_err(|e| e.to_string())?;
@@ -79,8 +96,9 @@ fn run(args: &[String]) -> Result<(), String> {
             // drawn again.
             let pcap = sluice::Program::builder(sluice::LinkType::EN10MB);
             let compiles = |e: &str| pcap.build(e).is_ok();
-            let set = sluice_workload::broad_mix(Path::new(shared), corpus, generated, seed, compiles)
-                .map_err(|e| format!("{shared}/conformance: {e}"))?;
+            let set =
+                sluice_workload::broad_mix(Path::new(shared), corpus, generated, seed, compiles)
+                    .map_err(|e| format!("{shared}/conformance: {e}"))?;
             let mut text = String::new();
             for (i, e) in set.iter().enumerate() {
                 let kind = if i < corpus { "corpus" } else { "broad" };

@@ -100,7 +100,11 @@ impl Gen<'_> {
     /// The IPv4 header's offset when the packet is IPv4 (after at most one
     /// VLAN tag).
     fn ip4(&self) -> Option<usize> {
-        let et = |o: usize| self.pkt.get(o..o + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+        let et = |o: usize| {
+            self.pkt
+                .get(o..o + 2)
+                .map(|b| u16::from_be_bytes([b[0], b[1]]))
+        };
         match et(12)? {
             0x0800 => Some(14),
             0x8100 if et(16)? == 0x0800 => Some(18),
@@ -114,9 +118,19 @@ impl Gen<'_> {
         match self.ip4() {
             Some(ip) if self.pkt.len() >= ip + 20 => {
                 let at = ip + if self.rng.chance(0.5) { 12 } else { 16 };
-                [self.pkt[at], self.pkt[at + 1], self.pkt[at + 2], self.pkt[at + 3]]
+                [
+                    self.pkt[at],
+                    self.pkt[at + 1],
+                    self.pkt[at + 2],
+                    self.pkt[at + 3],
+                ]
             }
-            _ => [10, self.rng.below(4) as u8, self.rng.below(256) as u8, 1 + self.rng.below(254) as u8],
+            _ => [
+                10,
+                self.rng.below(4) as u8,
+                self.rng.below(256) as u8,
+                1 + self.rng.below(254) as u8,
+            ],
         }
     }
 
@@ -160,8 +174,20 @@ impl Gen<'_> {
             0 => self
                 .rng
                 .pick(&[
-                    "ip", "ip6", "arp", "tcp", "udp", "icmp", "icmp6", "vlan", "mpls", "igmp",
-                    "ip6 and tcp", "ip and udp", "sctp", "pppoes",
+                    "ip",
+                    "ip6",
+                    "arp",
+                    "tcp",
+                    "udp",
+                    "icmp",
+                    "icmp6",
+                    "vlan",
+                    "mpls",
+                    "igmp",
+                    "ip6 and tcp",
+                    "ip and udp",
+                    "sctp",
+                    "pppoes",
                 ])
                 .to_string(),
             1 | 2 => {
@@ -193,7 +219,9 @@ impl Gen<'_> {
             7 => {
                 let n = self.pkt.len().max(60) as u64;
                 let l = n.saturating_sub(40) + self.rng.below(80);
-                let op = *self.rng.pick(&["len > ", "len < ", "len >= ", "less ", "greater "]);
+                let op = *self
+                    .rng
+                    .pick(&["len > ", "len < ", "len >= ", "less ", "greater "]);
                 format!("{op}{l}")
             }
             8 | 9 => {

@@ -34,6 +34,8 @@ pub(crate) enum Stream {
     Universe = 4,
     /// Broad-mix expression `i`.
     Broad = 5,
+    /// Packet `i` of traffic drawn from flows.
+    FlowPacket = 6,
 }
 
 /// A SplitMix64 generator.
