@@ -140,7 +140,10 @@ pub(super) fn many(
         };
         let mut s: <NativeAuto as Engine>::Scratch = Default::default();
         let mut ids = Vec::new();
-        if wants(args, BenchEngine::ClassifierNative) {
+        // The default engine, also next to itself without its cache.
+        if wants(args, BenchEngine::ClassifierNative)
+            || wants(args, BenchEngine::ClassifierNativeNoCache)
+        {
             add(
                 BenchEngine::ClassifierNative,
                 &format!("classifier-native ({kind})"),
@@ -156,8 +159,8 @@ pub(super) fn many(
         }
         if let Some(f) = s.tree_mut().flow_stats() {
             eprintln!(
-                "sluice bench: flow cache: {} hits, {} misses, {} passed by, {} flows in {} subtables, {} flushes",
-                f.hits, f.misses, f.bypassed, f.entries, f.subtables, f.flushes
+                "sluice bench: flow cache: {} hits, {} misses, {} passed by, {} flows in {} subtables, {} flushes, {} kB",
+                f.hits, f.misses, f.bypassed, f.entries, f.subtables, f.flushes, f.bytes / 1024
             );
         }
         if wants(args, BenchEngine::ClassifierNativeNoCache) && kind == "tree" {
@@ -185,8 +188,8 @@ pub(super) fn many(
                 );
                 if let Some(f) = s.tree_mut().flow_stats().filter(|_| always) {
                     eprintln!(
-                        "sluice bench: flow cache, always: {} hits, {} misses, {} flows in {} subtables, {} flushes",
-                        f.hits, f.misses, f.entries, f.subtables, f.flushes
+                        "sluice bench: flow cache, always: {} hits, {} misses, {} flows in {} subtables, {} flushes, {} kB",
+                        f.hits, f.misses, f.entries, f.subtables, f.flushes, f.bytes / 1024
                     );
                 }
             }
