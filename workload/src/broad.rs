@@ -147,7 +147,8 @@ impl Gen<'_> {
     }
 
     fn dir(&mut self) -> &'static str {
-        *self.rng.pick(&["", "", "src ", "dst ", "src or dst "])
+        const DIRS: [&str; 5] = ["", "", "src ", "dst ", "src or dst "];
+        DIRS[self.rng.index(DIRS.len())]
     }
 
     fn expr(&mut self, depth: usize) -> String {

@@ -308,7 +308,10 @@ impl FlowCache {
             .iter()
             .map(|st| {
                 st.flows.capacity() * entry
-                    + st.flows.iter().map(|(k, v)| k.len() * 8 + v.len() * 4).sum::<usize>()
+                    + st.flows
+                        .iter()
+                        .map(|(k, v)| k.len() * 8 + v.len() * 4)
+                        .sum::<usize>()
                     + st.fields.len() * size_of::<FieldId>() * 2
             })
             .sum();
