@@ -407,14 +407,20 @@ impl FlowCache {
         }
         self.sync(t);
         self.lookups += 1;
-        self.window_lookups += 1;
-        // A window ends early once it has missed too often to reach
-        // MIN_HIT_RATE: a trial on traffic whose flows do not repeat
-        // costs at most that many misses (each a traced walk in Rust).
-        let missed = self.window_lookups - 1 - self.window_hits;
-        if (self.window_lookups == WINDOW || missed > MAX_MISSES) && !self.always {
-            self.judge();
+        // A window ends after WINDOW lookups, or early once it has missed
+        // too often to reach MIN_HIT_RATE: a trial on traffic whose flows
+        // do not repeat costs at most that many misses (each a traced
+        // walk in Rust). This lookup is the first of the next window.
+        let missed = self.window_lookups - self.window_hits;
+        if self.window_lookups >= WINDOW || missed > MAX_MISSES {
+            if self.always {
+                self.window_lookups = 0;
+                self.window_hits = 0;
+            } else {
+                self.judge();
+            }
         }
+        self.window_lookups += 1;
         if self.lookups % 1024 == 0 {
             let subtables = &self.subtables;
             self.order
@@ -522,7 +528,7 @@ impl FlowCache {
             self.windows = 0;
         } else {
             self.backoff = WINDOW * 4;
-            if without.is_none() || self.windows >= 16 {
+            if (with.is_some() && without.is_none()) || self.windows >= 16 {
                 // Sample the cost without the cache for one window.
                 self.bypass = WINDOW;
                 self.without = (0, 0);
@@ -860,5 +866,33 @@ mod tests {
             }
         }
         assert!(aside >= WINDOW, "{:?}", c.stats());
+        // A trial ends after about MAX_MISSES misses, not a whole window.
+        assert!(
+            c.stats().misses < u64::from(WINDOW + 2 * MAX_MISSES),
+            "{:?}",
+            c.stats()
+        );
+    }
+
+    /// Without `always`, a cache whose flows repeat keeps answering
+    /// across its windows (a hit right after a window is judged counts
+    /// in the next one).
+    #[test]
+    fn a_cache_that_pays_keeps_answering() {
+        let mut t = DecisionTree::default();
+        t.insert(1, &byte_eq(0, 1), 0);
+        let (mut c, mut s) = (FlowCache::default(), Scratch::default());
+        for k in 0..4 * WINDOW {
+            let pkt = [(k % 2) as u8, (k >> 8) as u8];
+            match c.lookup(&t, &pkt, 2, &mut s) {
+                Lookup::Miss => {
+                    c.learn(&t, &pkt, 2, &mut s);
+                }
+                Lookup::Bypass | Lookup::Hit => {}
+            }
+        }
+        let f = c.stats();
+        assert_eq!(f.misses, 2, "{f:?}");
+        assert!(f.hits > u64::from(4 * WINDOW - 4), "{f:?}");
     }
 }
