@@ -85,6 +85,13 @@ pub const MIN_HIT_RATE: f64 = 0.75;
 /// [`MIN_HIT_RATE`] whatever the rest of it does.
 const MAX_MISSES: u32 = ((1.0 - MIN_HIT_RATE) * WINDOW as f64) as u32;
 
+/// More misses than this in a window: the cache is still learning the
+/// traffic's flows (see [`LEARNING`]).
+const LEARNING_MISSES: u32 = WINDOW / 64;
+
+/// Windows in a row that may still be learning before their cost counts.
+const LEARNING: u32 = 4;
+
 /// Changes the tree remembers for caches to replay; a cache further
 /// behind is emptied.
 pub const LOG_LEN: usize = 256;
@@ -214,6 +221,8 @@ pub struct FlowCache {
     without: (u64, u32),
     /// Windows since the cost without the cache was last sampled.
     windows: u32,
+    /// Windows in a row not judged by their cost (still learning).
+    learning: u32,
     /// Never step aside (tests, benchmarks).
     always: bool,
     /// Flows held at most ([`MAX_ENTRIES`] unless set).
@@ -270,6 +279,7 @@ impl Default for FlowCache {
             with: (0, 0),
             without: (0, 0),
             windows: 0,
+            learning: 0,
             always: false,
             capacity: MAX_ENTRIES,
             stats: FlowStats::default(),
@@ -514,18 +524,25 @@ impl FlowCache {
     /// step aside for one window to sample the cost without it.
     fn judge(&mut self) {
         let rate = f64::from(self.window_hits) / f64::from(self.window_lookups);
+        let misses = self.window_lookups - self.window_hits;
         self.window_lookups = 0;
         self.window_hits = 0;
         let mean = |c: (u64, u32)| (c.1 > 0).then(|| c.0 as f64 / f64::from(c.1));
         let (with, without) = (mean(self.with), mean(self.without));
         self.with = (0, 0);
         self.windows += 1;
-        let dearer = matches!((with, without), (Some(a), Some(b)) if a > b);
+        // A window that still learns many flows costs their walks, which
+        // later windows do not: up to LEARNING windows in a row are not
+        // judged by their cost (only by their hit rate).
+        let learning = misses > LEARNING_MISSES && self.learning < LEARNING;
+        self.learning = if learning { self.learning + 1 } else { 0 };
+        let dearer = !learning && matches!((with, without), (Some(a), Some(b)) if a > b);
         if rate < MIN_HIT_RATE || dearer {
             self.bypass = self.backoff;
             self.backoff = (self.backoff * 4).min(MAX_BYPASS);
             self.without = (0, 0);
             self.windows = 0;
+            self.learning = 0;
         } else {
             self.backoff = WINDOW * 4;
             if (with.is_some() && without.is_none()) || self.windows >= 16 {
