@@ -101,6 +101,19 @@ pub struct AutoScratch<GS, TS> {
     tree: TS,
 }
 
+impl<GS, TS> AutoScratch<GS, TS> {
+    /// The tree engine's part (for its per-reader settings, such as a
+    /// flow cache).
+    ///
+    /// ```
+    /// let mut s = sluice_classifier::auto::AutoScratch::<(), u8>::default();
+    /// *s.tree_mut() = 3;
+    /// ```
+    pub fn tree_mut(&mut self) -> &mut TS {
+        &mut self.tree
+    }
+}
+
 /// What a publish derives: the engine in use's.
 #[derive(Clone, Debug)]
 pub enum AutoDerived<GD, TD> {

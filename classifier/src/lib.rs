@@ -589,6 +589,18 @@ impl<E: Engine> Reader<E> {
         out.sort_unstable();
     }
 
+    /// Run `f` on this reader's own memory: for the engine's per-reader
+    /// settings (such as `sluice_native`'s flow cache) and statistics.
+    ///
+    /// ```
+    /// let c = sluice_classifier::Classifier::new();
+    /// let r = c.reader();
+    /// r.with_scratch(|s| *s = Default::default());
+    /// ```
+    pub fn with_scratch<R>(&self, f: impl FnOnce(&mut E::Scratch) -> R) -> R {
+        f(&mut self.scratch.borrow_mut())
+    }
+
     /// The single winner: highest priority, then earliest inserted.
     ///
     /// ```

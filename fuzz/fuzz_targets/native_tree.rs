@@ -8,14 +8,17 @@
 //! the packet's bytes (one by one and as a block), updates, and checks
 //! again. Every answer must equal the tree's Rust walk (`DecisionTree`)
 //! and, for the filters inserted whole, each filter run alone; any panic
-//! is a bug.
+//! is a bug. The native tree also answers through a flow cache on for
+//! every packet (each cut twice: learnt, then from the cache), kept from
+//! before the changes to after them, so that an entry the changes should
+//! have dropped shows.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 #[path = "input.rs"]
 mod input;
-use sluice::native::tree::NativeTree;
+use sluice::native::tree::{NativeScratch, NativeTree};
 use sluice::native::NativeAuto;
 use sluice_classifier::merged::Compiled;
 use sluice_classifier::tree::DecisionTree;
@@ -33,6 +36,7 @@ fn agree(
     alone: &[(u32, sluice_ir::Filter, i32)],
     pkt: &[u8],
     exact_first: bool,
+    cached: &mut NativeScratch,
 ) {
     let wire = pkt.len() as u32 + 2;
     let cuts: Vec<(&[u8], u32)> = (0..=pkt.len()).map(|l| (&pkt[..l], wire)).collect();
@@ -47,6 +51,13 @@ fn agree(
         z.sort_unstable();
         assert_eq!(y, x, "NativeTree classify");
         assert_eq!(z, x, "NativeAuto classify");
+        for pass in ["learnt", "cached"] {
+            t.classify(cut, w, cached, &mut y);
+            y.sort_unstable();
+            assert_eq!(y, x, "NativeTree classify, flow cache {pass}");
+            let first = d.classify_first(cut, w, &mut ds);
+            assert_eq!(t.classify_first(cut, w, cached), first, "flow cache first");
+        }
         let first = d.classify_first(cut, w, &mut ds);
         assert_eq!(t.classify_first(cut, w, &mut ts), first, "NativeTree first");
         assert_eq!(
@@ -120,7 +131,9 @@ fuzz_target!(|data: &[u8]| {
     }
     t.update();
     a.update();
-    agree(&t, &a, &d, &alone, pkt, true);
+    let mut cached = NativeScratch::default();
+    cached.set_flow_cache_always();
+    agree(&t, &a, &d, &alone, pkt, true, &mut cached);
     // Remove every other filter; copy the others by key, with words
     // taken from the packet: one by one, then as a block.
     let mut next = 1000;
@@ -166,5 +179,5 @@ fuzz_target!(|data: &[u8]| {
     }
     t.update();
     a.update();
-    agree(&t, &a, &d, &alone, pkt, false);
+    agree(&t, &a, &d, &alone, pkt, false, &mut cached);
 });

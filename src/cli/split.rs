@@ -395,10 +395,14 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
             if args.first_match {
                 ids.clear();
                 ids.extend(merged.classify_first(pkt.data, pkt.wirelen, &mut scratch));
+            } else if dispatcher.is_some() {
+                // Dispatched to fragments in filter order.
+                merged.classify_sorted(pkt.data, pkt.wirelen, &mut scratch, &mut ids);
             } else {
+                // Counts, verdicts and each filter's file do not depend on
+                // the order of a packet's filters: no sort (with ~170
+                // matches a packet it cost about a sixth of the run).
                 merged.classify(pkt.data, pkt.wirelen, &mut scratch, &mut ids);
-                // Delivered (and dispatched to fragments) in filter order.
-                ids.sort_unstable();
             }
             open_outputs(&mut outputs)?;
             let mut to = Deliver {
@@ -528,8 +532,7 @@ fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), 
             if first_match {
                 ids.extend(m.classify_first(data, wirelen, &mut scratch));
             } else {
-                m.classify(data, wirelen, &mut scratch, ids);
-                ids.sort_unstable();
+                m.classify_sorted(data, wirelen, &mut scratch, ids);
             }
         })
     };

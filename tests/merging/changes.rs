@@ -9,7 +9,7 @@ use sluice_classifier::merged::Compiled;
 use sluice_classifier::merged::Merged;
 use sluice_classifier::path::{Atom, Path, Test};
 use sluice_classifier::tree::DecisionTree;
-use sluice_classifier::{Auto, Classifier, Engine, FilterId};
+use sluice_classifier::{Auto, Classifier, Engine, FilterId, Reader};
 use sluice_ir::{CmpOp, Filter, Pred, Val};
 use sluice_native::tree::NativeTree;
 use sluice_testsupport::Rng;
@@ -149,7 +149,17 @@ impl Live {
 
 /// The classifier's answers equal a fresh build's and each live filter's
 /// alone, on every packet.
-fn check_state<E: Engine>(c: &Classifier<E>, live: &[Live], pkts: &[Pkt], what: &str) {
+///
+/// `kept` is a reader kept from the start of the sequence (with its flow
+/// cache, if the engine has one: a stale entry after a change shows as a
+/// wrong answer here); it must answer as the fresh reader does.
+fn check_state<E: Engine>(
+    c: &Classifier<E>,
+    kept: &Reader<E>,
+    live: &[Live],
+    pkts: &[Pkt],
+    what: &str,
+) {
     let mut sorted: Vec<&Live> = live.iter().collect();
     sorted.sort_by_key(|l| l.id);
     let mut fresh: Classifier<E> = Classifier::default();
@@ -177,6 +187,15 @@ fn check_state<E: Engine>(c: &Classifier<E>, live: &[Live], pkts: &[Pkt], what: 
             .max_by_key(|l| (l.priority, std::cmp::Reverse(l.id)))
             .map(|l| l.id);
         let got = r.classify(d, w);
+        let kept_got = kept.classify(d, w);
+        let kept_first = kept.classify_first(d, w);
+        if (&kept_got, kept_first) != (&want, want_first) && fails.len() < 8 {
+            fails.push(format!(
+                "{what}: {} (wire {w}): the kept reader answers {kept_got:?} first {kept_first:?}, alone {want:?} first {want_first:?}\n  packet {}",
+                p.origin,
+                hex(d)
+            ));
+        }
         f.classify_into(d, w, &mut out);
         let fresh_got: Vec<FilterId> = out.iter().map(|&k| sorted[k as usize].id).collect();
         let got_first = r.classify_first(d, w);
@@ -242,9 +261,12 @@ pub fn sequence<E: Engine>(
     seed: u64,
     ops: usize,
     mut is_tree: impl FnMut(&Classifier<E>) -> Option<bool>,
-) -> Counts {
+    setup: impl Fn(&Reader<E>),
+) -> (Counts, Reader<E>) {
     let mut rng = Rng::new(seed);
     let mut c: Classifier<E> = Classifier::default();
+    let kept = c.reader();
+    setup(&kept);
     let mut live: Vec<Live> = Vec::new();
     let mut n = Counts::default();
     for op in 0..ops {
@@ -305,12 +327,24 @@ pub fn sequence<E: Engine>(
                 Some(false) => n.checked_in_groups += 1,
                 None => {}
             }
-            check_state(&c, &live, &pool.packets, &format!("seed {seed}, op {op}"));
+            check_state(
+                &c,
+                &kept,
+                &live,
+                &pool.packets,
+                &format!("seed {seed}, op {op}"),
+            );
         }
     }
     c.publish();
-    check_state(&c, &live, &pool.packets, &format!("seed {seed}, end"));
-    n
+    check_state(
+        &c,
+        &kept,
+        &live,
+        &pool.packets,
+        &format!("seed {seed}, end"),
+    );
+    (n, kept)
 }
 
 pub fn copy(like: &Live, id: FilterId, key: &[u32], priority: i32) -> Live {
@@ -330,9 +364,13 @@ fn classifier_changes_equal_a_fresh_build() {
     // The default engine in Rust: tuple space search, then the tree.
     let pool = Pool::new(11, 300, 600);
     for seed in [1, 2] {
-        let n = sequence::<Auto<Merged, DecisionTree>>(&pool, seed, 420, |c| {
-            c.published(|e| e.is_tree())
-        });
+        let (n, _) = sequence::<Auto<Merged, DecisionTree>>(
+            &pool,
+            seed,
+            420,
+            |c| c.published(|e| e.is_tree()),
+            |_| {},
+        );
         println!("Classifier, seed {seed}: {n:?}");
         assert!(n.checked_in_groups > 0 && n.checked_in_tree > 0, "{n:?}");
         assert!(n.keyed > 0 && n.blocks > 0 && n.removals > 0);
@@ -343,9 +381,45 @@ fn classifier_changes_equal_a_fresh_build() {
 fn native_tree_classifier_changes_equal_a_fresh_build() {
     let pool = Pool::new(12, 300, 600);
     for seed in [3, 4] {
-        let n = sequence::<NativeTree>(&pool, seed, 420, |_| None);
+        let (n, _) = sequence::<NativeTree>(&pool, seed, 420, |_| None, |_| {});
         println!("NativeTreeClassifier, seed {seed}: {n:?}");
         assert!(n.keyed > 0 && n.blocks > 0 && n.removals > 0);
+    }
+}
+
+/// The same with the kept reader's flow cache on for every packet: its
+/// entries live across inserts, key-only inserts, blocks and removals, so
+/// an entry a change should have dropped answers wrongly.
+#[test]
+fn native_tree_flow_cache_follows_changes() {
+    let pool = Pool::new(13, 300, 600);
+    // Seed 6 with a cache of 32 flows: emptied when full, again and
+    // again (eviction), between the changes.
+    for (seed, capacity) in [(5, usize::MAX), (6, 32)] {
+        let (n, kept) = sequence::<NativeTree>(
+            &pool,
+            seed,
+            420,
+            |_| None,
+            |r| {
+                r.with_scratch(|s| {
+                    s.set_flow_cache_always();
+                    s.set_flow_cache_capacity(capacity);
+                })
+            },
+        );
+        let f = kept
+            .with_scratch(|s| s.flow_stats())
+            .expect("the cache is on");
+        println!("NativeTreeClassifier with a flow cache of {capacity}, seed {seed}: {n:?}, {f:?}");
+        assert!(n.keyed > 0 && n.blocks > 0 && n.removals > 0);
+        assert!(
+            f.hits > 1000 && f.invalidated > 0,
+            "the cache served and was invalidated: {f:?}"
+        );
+        if capacity < 100 {
+            assert!(f.flushes > 1, "the cache was emptied when full: {f:?}");
+        }
     }
 }
 
@@ -390,10 +464,17 @@ pub fn shape_of(p: &Path) -> Path {
 fn auto_classifier_changes_equal_a_fresh_build() {
     let pool = Pool::new(11, 300, 600);
     for seed in [1, 2] {
-        let n = sequence::<sluice_native::NativeAuto>(&pool, seed, 420, |c| {
-            c.published(|e| e.is_tree())
-        });
-        println!("AutoClassifier, seed {seed}: {n:?}");
+        let (n, kept) = sequence::<sluice_native::NativeAuto>(
+            &pool,
+            seed,
+            420,
+            |c| c.published(|e| e.is_tree()),
+            // The kept reader with its flow cache on for every packet.
+            |r| r.with_scratch(|s| s.tree_mut().set_flow_cache_always()),
+        );
+        let f = kept.with_scratch(|s| s.tree_mut().flow_stats());
+        println!("AutoClassifier, seed {seed}: {n:?}, {f:?}");
         assert!(n.checked_in_groups > 0 && n.checked_in_tree > 0, "{n:?}");
+        assert!(f.is_some_and(|f| f.hits > 0), "the cache served: {f:?}");
     }
 }

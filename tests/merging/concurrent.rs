@@ -73,7 +73,7 @@ fn answers(live: &[Live], pkts: &[Pkt]) -> Vec<(Vec<u32>, Vec<u32>)> {
 
 /// Run the writer's script with two readers racing it, then check what
 /// they saw. Returns (states, answers read, states some reader saw).
-fn race<E>(pool: &Pool, seed: u64) -> (usize, usize, usize)
+fn race<E>(pool: &Pool, seed: u64, setup: fn(&Reader<E>)) -> (usize, usize, usize)
 where
     E: Engine + Send + Sync + 'static,
     E::Scratch: Send,
@@ -98,6 +98,7 @@ where
         .map(|t| {
             let (r, pkts, stop, started) =
                 (c.reader(), pkts.clone(), stop.clone(), started.clone());
+            setup(&r);
             std::thread::spawn(move || {
                 started.fetch_add(1, Ordering::Relaxed);
                 read(r, pkts, stop, t)
@@ -187,12 +188,12 @@ where
     (states.len(), total, reached)
 }
 
-fn check<E: Engine + Send + Sync + 'static>(name: &str, seed: u64)
+fn check<E: Engine + Send + Sync + 'static>(name: &str, seed: u64, setup: fn(&Reader<E>))
 where
     E::Scratch: Send,
 {
     let pool = Pool::new(seed, 200, 300);
-    let (states, reads, reached) = race::<E>(&pool, seed);
+    let (states, reads, reached) = race::<E>(&pool, seed, setup);
     println!("{name}: {states} states, {reads} answers read, up to state {reached}");
     assert!(reads > 1000, "the readers ran");
     assert!(reached > 5, "readers saw the changes");
@@ -200,15 +201,26 @@ where
 
 #[test]
 fn concurrent_readers_native_tree_classifier() {
-    check::<NativeTree>("NativeTreeClassifier", 21);
+    check::<NativeTree>("NativeTreeClassifier", 21, |_| {});
+}
+
+/// Readers with their flow caches on for every packet, while the writer
+/// inserts and removes: each answer must be one of a state's.
+#[test]
+fn concurrent_readers_with_flow_caches() {
+    check::<NativeTree>("NativeTreeClassifier, flow caches", 24, |r| {
+        r.with_scratch(|s| s.set_flow_cache_always())
+    });
 }
 
 #[test]
 fn concurrent_readers_classifier() {
-    check::<Auto<Merged, DecisionTree>>("Classifier", 22);
+    check::<Auto<Merged, DecisionTree>>("Classifier", 22, |_| {});
 }
 
 #[test]
 fn concurrent_readers_auto_classifier() {
-    check::<sluice_native::NativeAuto>("AutoClassifier", 23);
+    check::<sluice_native::NativeAuto>("AutoClassifier", 23, |r| {
+        r.with_scratch(|s| s.tree_mut().set_flow_cache_always())
+    });
 }

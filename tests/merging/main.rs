@@ -11,6 +11,14 @@
 //!   verdict from each engine equals sluice's single-filter program's,
 //!   which equals libpcap's (Debian's 1.10.3, optimised or not). 10,000
 //!   filters with `SLUICE_SOAK=1`.
+//! - `broad`: broad mixes (`sluice_workload::broad_mix`: corpus
+//!   expressions and random ones of every shape with the packets'
+//!   constants; a packet matches a large share of them), 200 and 956
+//!   filters, over a sample of the corpus's packets and truncations.
+//! - `flows`: the native tree's flow cache on generated sets of 300 and
+//!   1,000 filters over traffic whose flows repeat, against the tree
+//!   without it and each filter alone, with filters removed and put back
+//!   between packets and a cache small enough to be emptied (eviction).
 //! - `corpus`: the 600 corpus expressions over every corpus packet and
 //!   truncations of a sample, against each filter alone, and each filter
 //!   alone against libpcap master's verdicts (the corpus oracle).
@@ -24,13 +32,20 @@
 //!   no reader goes back to an older state.
 //! - `bugs`: minimal reproductions of the bugs these tests found.
 //!
+//! Every engine check includes the native tree's flow cache, on for every
+//! packet, over the packets twice (learning, then answering from the
+//! cache); `changes` and `concurrent` keep readers with their caches on
+//! across the changes, so an entry a change should drop shows.
+//!
 //! Every check compares `classify` (all matches, as sorted ids) and
 //! `classify_first` (priorities from -2 to 2, ties to the lowest id), one
 //! packet at a time and in batches.
 
+mod broad;
 mod bugs;
 mod changes;
 mod concurrent;
 mod corpus;
+mod flows;
 mod generated;
 mod support;

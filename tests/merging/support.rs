@@ -307,6 +307,29 @@ impl Engines {
             let f = self.merged.classify_first(d, w, &mut ms).map(index_of_raw);
             report("Merged", k, &out, f);
         }
+        // The native tree with its flow cache on for every packet, over
+        // the packets twice: the first pass learns each flow (the walk
+        // that records the fields it reads), the second answers from the
+        // cache; each must equal the filters alone.
+        let mut cs = sluice_native::tree::NativeScratch::default();
+        cs.set_flow_cache_always();
+        for pass in ["learning", "cached"] {
+            for (k, p) in pkts.iter().enumerate() {
+                let (d, w) = (&p.data[..], p.wirelen);
+                self.native_tree.classify(d, w, &mut cs, &mut out);
+                from_raw(&mut out);
+                let f = self
+                    .native_tree
+                    .classify_first(d, w, &mut cs)
+                    .map(index_of_raw);
+                report(&format!("NativeTree, flow cache ({pass})"), k, &out, f);
+            }
+        }
+        let flows = cs.flow_stats().expect("the cache is on");
+        assert!(
+            flows.hits >= pkts.len() as u64,
+            "{what}: the flow cache answered: {flows:?}"
+        );
         // Batches of 16: the batch paths of the native engines and the reader.
         for (c, chunk) in pkts.chunks(16).enumerate() {
             let refs: Vec<(&[u8], u32)> = chunk.iter().map(|p| (&p.data[..], p.wirelen)).collect();

@@ -14,6 +14,11 @@
 //! * [`corpus_filters`] and [`corpus_packets`]: the shared corpus
 //!   (`conformance/expressions.txt` and every Ethernet packet of
 //!   `conformance/pcaps`).
+//! * [`broad_mix`] / [`broad_expressions`]: the corpus's expressions and
+//!   random ones of every shape with constants from the corpus's packets,
+//!   so that a packet matches about 150 of about 1,000 filters.
+//! * [`flow_traffic`]: the same traffic drawn from a fixed set of flows
+//!   (what a flow cache needs to pay).
 //! * [`write_pcap`] and [`pcap_bytes`]: frames as a pcap file.
 //! * [`features`]: what an expression tests, from its text.
 //!
@@ -67,15 +72,19 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod broad;
 mod corpus;
 mod features;
 mod filters;
+mod flows;
 mod rng;
 mod traffic;
 mod universe;
 
+pub use broad::{broad_expressions, broad_mix};
 pub use corpus::{corpus_filters, corpus_packets, pcap_bytes, write_pcap};
 pub use features::{features, Feature};
+pub use flows::flow_traffic;
 
 use universe::Universe;
 

@@ -32,6 +32,10 @@ pub(crate) enum Stream {
     Packet = 3,
     /// The universe's global constants (permutation offsets, label pools).
     Universe = 4,
+    /// Broad-mix expression `i`.
+    Broad = 5,
+    /// Packet `i` of traffic drawn from flows.
+    FlowPacket = 6,
 }
 
 /// A SplitMix64 generator.

@@ -44,6 +44,7 @@
 //! ```
 
 pub mod field;
+pub mod flow;
 pub mod label;
 pub mod node;
 mod run;
@@ -75,7 +76,7 @@ type Items = Vec<Vec<Item>>;
 /// key field is tested by its equality alone, the folded items and which
 /// of them the key words replace (the fast way: one walk down the tree).
 #[derive(Debug)]
-struct Template {
+pub(crate) struct Template {
     path: Path,
     width: usize,
     fast: Option<(Vec<Item>, Vec<usize>)>,
@@ -124,6 +125,8 @@ pub struct DecisionTree {
     prios: Vec<i32>,
     free_slots: Vec<u32>,
     whole: Vec<WholeFilter>,
+    /// Recent changes, for flow caches ([`flow`]).
+    log: flow::ChangeLog,
 }
 
 /// Statistics of a [`DecisionTree`].
@@ -409,6 +412,8 @@ impl DecisionTree {
                 let at = self.whole.partition_point(|w| rank(w) < rank(&new));
                 self.whole.insert(at, new);
                 let slot = self.new_slot(id, priority);
+                // Run after the tree, never cached: nothing to drop.
+                self.log.record((3u8, id, slot), flow::Logged::Whole);
                 let info = Info {
                     slot,
                     form: Form::Whole,
@@ -434,9 +439,12 @@ impl DecisionTree {
             self.nodes.insert(&self.fields, root, p, e);
         }
         let template = Self::template_of(&mut self.fields, paths);
+        let items = Arc::new(items);
+        self.log
+            .record((0u8, id, slot, &*items), flow::Logged::Paths(items.clone()));
         let info = Info {
             slot,
-            form: Form::Paths(Arc::new(items)),
+            form: Form::Paths(items),
             template,
         };
         self.filters.insert(id, info);
@@ -539,6 +547,10 @@ impl DecisionTree {
                 }
             }
         }
+        if template.fast.is_some() {
+            let what = (1u8, first, like, keys.to_vec());
+            self.log.record(what, flow::Logged::Keys(template, keys));
+        }
         true
     }
 
@@ -578,6 +590,8 @@ impl DecisionTree {
         }
         self.ids[info.slot as usize] = u32::MAX;
         self.free_slots.push(info.slot);
+        self.log
+            .record((2u8, id, info.slot), flow::Logged::Removed(info.slot));
     }
 
     /// The slots the tree finds for a packet (a filter may appear more

@@ -20,7 +20,7 @@
 //! assert_eq!(out, vec![7]);
 //! ```
 
-use super::field::{Fields, Memo};
+use super::field::{FieldId, Fields, Memo};
 use super::node::{NodeId, Nodes, MAX_TUPLE, NONE};
 
 /// Reusable per-reader memory for classifying with a
@@ -91,8 +91,41 @@ impl Scratch {
     }
 }
 
+/// What a walk records of the fields it reads: nothing
+/// ([`visit`]), or each field's id ([`Vec<FieldId>`], for the flow
+/// cache's key: the walk's answer depends on nothing else).
+pub(crate) trait Trace {
+    fn read(&mut self, field: FieldId);
+}
+
+impl Trace for () {
+    #[inline(always)]
+    fn read(&mut self, _: FieldId) {}
+}
+
+impl Trace for Vec<FieldId> {
+    #[inline]
+    fn read(&mut self, field: FieldId) {
+        self.push(field);
+    }
+}
+
 /// Add the slot of every filter found below node `n` to `out`.
 pub(crate) fn visit(
+    fields: &Fields,
+    nodes: &Nodes,
+    n: NodeId,
+    pkt: &[u8],
+    wirelen: u32,
+    memo: &mut Memo,
+    out: &mut Vec<u32>,
+) {
+    visit_traced(fields, nodes, n, pkt, wirelen, memo, out, &mut ());
+}
+
+/// [`visit`], telling `trace` of every field read.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn visit_traced<T: Trace>(
     fields: &Fields,
     nodes: &Nodes,
     mut n: NodeId,
@@ -100,11 +133,13 @@ pub(crate) fn visit(
     wirelen: u32,
     memo: &mut Memo,
     out: &mut Vec<u32>,
+    trace: &mut T,
 ) {
     loop {
         let node = nodes.get(n);
         out.extend(node.leaf.iter().map(|e| e.slot));
         if let Some(field) = node.field {
+            trace.read(field);
             if let Some(v) = fields.read(field, pkt, wirelen, memo) {
                 for t in &node.tuples {
                     let mut key = [0u32; MAX_TUPLE];
@@ -112,6 +147,7 @@ pub(crate) fn visit(
                     let w = t.fields.len();
                     let mut loaded = true;
                     for (k, f) in key[1..w].iter_mut().zip(&t.fields[1..]) {
+                        trace.read(*f);
                         match fields.read(*f, pkt, wirelen, memo) {
                             Some(x) => *k = x,
                             None => {
@@ -122,13 +158,13 @@ pub(crate) fn visit(
                     }
                     if loaded {
                         if let Some(c) = t.child(&key[..w]) {
-                            visit(fields, nodes, c, pkt, wirelen, memo, out);
+                            visit_traced(fields, nodes, c, pkt, wirelen, memo, out, trace);
                         }
                     }
                 }
                 for (c, child) in &node.conds {
                     if c.holds(v) {
-                        visit(fields, nodes, *child, pkt, wirelen, memo, out);
+                        visit_traced(fields, nodes, *child, pkt, wirelen, memo, out, trace);
                     }
                 }
             }

@@ -235,8 +235,7 @@ impl Classify<'_> {
             self.ids
                 .extend(merged.classify_first(pkt.data, pkt.wirelen, &mut self.scratch));
         } else {
-            merged.classify(pkt.data, pkt.wirelen, &mut self.scratch, &mut self.ids);
-            self.ids.sort_unstable();
+            merged.classify_sorted(pkt.data, pkt.wirelen, &mut self.scratch, &mut self.ids);
         }
         Ok(&self.ids)
     }

@@ -110,7 +110,8 @@ pub(super) fn many(
     };
     // "accepted" counts (packet, filter) deliveries, the same for every engine.
     let native_wanted = wants(args, BenchEngine::ClassifierNative)
-        || wants(args, BenchEngine::ClassifierNativeBatch);
+        || wants(args, BenchEngine::ClassifierNativeBatch)
+        || wants(args, BenchEngine::ClassifierNativeNoCache);
     if native_wanted {
         let t = Instant::now();
         let mut nt = NativeAuto::empty();
@@ -137,9 +138,12 @@ pub(super) fn many(
             }
             None => "tuple space",
         };
-        let mut s = Default::default();
+        let mut s: <NativeAuto as Engine>::Scratch = Default::default();
         let mut ids = Vec::new();
-        if wants(args, BenchEngine::ClassifierNative) {
+        // The default engine, also next to itself without its cache.
+        if wants(args, BenchEngine::ClassifierNative)
+            || wants(args, BenchEngine::ClassifierNativeNoCache)
+        {
             add(
                 BenchEngine::ClassifierNative,
                 &format!("classifier-native ({kind})"),
@@ -152,6 +156,43 @@ pub(super) fn many(
                     acc
                 }),
             );
+        }
+        if let Some(f) = s.tree_mut().flow_stats() {
+            eprintln!(
+                "sluice bench: flow cache: {} hits, {} misses, {} passed by, {} flows in {} subtables, {} flushes, {} kB",
+                f.hits, f.misses, f.bypassed, f.entries, f.subtables, f.flushes, f.bytes / 1024
+            );
+        }
+        if wants(args, BenchEngine::ClassifierNativeNoCache) && kind == "tree" {
+            for always in [false, true] {
+                let mut s: <NativeAuto as Engine>::Scratch = Default::default();
+                match always {
+                    false => s.tree_mut().set_flow_cache(false),
+                    true => s.tree_mut().set_flow_cache_always(),
+                }
+                let label = match always {
+                    false => "classifier-native, no flow cache",
+                    true => "classifier-native, cache always",
+                };
+                add(
+                    BenchEngine::ClassifierNativeNoCache,
+                    label,
+                    ns_per_packet(budget, n, || {
+                        let mut acc = 0u64;
+                        for (d, w) in packets.iter() {
+                            nt.classify(d, w, &mut s, &mut ids);
+                            acc += ids.len() as u64;
+                        }
+                        acc
+                    }),
+                );
+                if let Some(f) = s.tree_mut().flow_stats().filter(|_| always) {
+                    eprintln!(
+                        "sluice bench: flow cache, always: {} hits, {} misses, {} flows in {} subtables, {} flushes, {} kB",
+                        f.hits, f.misses, f.entries, f.subtables, f.flushes, f.bytes / 1024
+                    );
+                }
+            }
         }
         if wants(args, BenchEngine::ClassifierNativeBatch) {
             let mut out = vec![Vec::new(); BATCH];

@@ -71,6 +71,9 @@ pub enum BenchEngine {
     /// The merged decision tree as machine code, 32 packets per call (a
     /// filters file only).
     ClassifierNativeBatch,
+    /// The default engine with its flow cache turned off, one packet per
+    /// call (a filters file only; to compare with).
+    ClassifierNativeNoCache,
     /// Tuple space search (one table per filter shape), in Rust (a
     /// filters file only; the earlier engine, to compare with).
     Groups,
@@ -90,6 +93,7 @@ impl BenchEngine {
             BenchEngine::ClassifierBatch => "classifier-batch",
             BenchEngine::ClassifierNative => "classifier-native",
             BenchEngine::ClassifierNativeBatch => "classifier-native-batch",
+            BenchEngine::ClassifierNativeNoCache => "classifier-native-no-cache",
             BenchEngine::Groups => "groups",
             BenchEngine::GroupsNative => "groups-native",
         }
@@ -151,6 +155,7 @@ pub fn run(args: BenchArgs) -> Result<(), Fail> {
                 | BenchEngine::ClassifierBatch
                 | BenchEngine::ClassifierNative
                 | BenchEngine::ClassifierNativeBatch
+                | BenchEngine::ClassifierNativeNoCache
                 | BenchEngine::Groups
                 | BenchEngine::GroupsNative
         )

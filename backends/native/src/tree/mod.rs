@@ -41,6 +41,7 @@ mod worker;
 
 use run::TableDesc;
 use sluice_classifier::merged::Compiled;
+use sluice_classifier::tree::flow::{FlowCache, FlowStats, Lookup};
 use sluice_classifier::tree::{DecisionTree, Scratch};
 use sluice_classifier::{Change, Classifier, Engine, Reader};
 use std::sync::{Arc, Mutex};
@@ -55,6 +56,10 @@ use std::time::Duration;
 /// until nothing waits).
 pub const PUBLISH_BUDGET: Duration = Duration::from_micros(500);
 pub use units::Code;
+
+/// The flow cache is used from this many filters on: below, the code is
+/// faster than a lookup.
+pub const FLOW_CACHE_MIN: usize = 1000;
 use units::Compiler;
 
 /// What the code generator did, for tests and benchmarks.
@@ -100,11 +105,99 @@ pub struct NativeTreeStats {
 /// assert_eq!(t.classify_first(&[8], 1, &mut s), None);
 /// assert_eq!(t.classify_first(&[7], 1, &mut s), Some(1));
 /// ```
-#[derive(Clone, Debug, Default)]
+#[derive(Debug)]
 pub struct NativeScratch {
     tree: Scratch,
     slots: Vec<u32>,
     seen: run::Seen,
+    /// This reader's flow cache ([`sluice_classifier::tree::flow`]), on
+    /// by default; `None` when turned off.
+    flow: Option<Box<FlowCache>>,
+    /// The cache is used at every set size.
+    always: bool,
+}
+
+impl Default for NativeScratch {
+    fn default() -> NativeScratch {
+        NativeScratch {
+            tree: Scratch::default(),
+            slots: Vec::new(),
+            seen: run::Seen::default(),
+            flow: Some(Box::default()),
+            always: false,
+        }
+    }
+}
+
+impl Clone for NativeScratch {
+    /// A fresh scratch with the same settings (a cache is per reader).
+    fn clone(&self) -> NativeScratch {
+        let mut s = NativeScratch::default();
+        s.set_flow_cache(self.flow.is_some());
+        if self.always {
+            s.set_flow_cache_always();
+        }
+        s
+    }
+}
+
+impl NativeScratch {
+    /// Turn this reader's flow cache on (the default) or off. The cache
+    /// keeps the flows of the traffic this reader classifies, keyed by
+    /// the fields the tree read for them, and steps aside by itself on
+    /// traffic whose flows do not repeat
+    /// ([`sluice_classifier::tree::flow`]).
+    ///
+    /// ```
+    /// let mut s = sluice_native::tree::NativeScratch::default();
+    /// s.set_flow_cache(false);
+    /// assert!(s.flow_stats().is_none());
+    /// ```
+    pub fn set_flow_cache(&mut self, on: bool) {
+        match (on, self.flow.is_some()) {
+            (true, false) => self.flow = Some(Box::default()),
+            (false, true) => self.flow = None,
+            _ => {}
+        }
+    }
+
+    /// Turn the flow cache on for every packet of every set, whether it
+    /// pays or not (tests; benchmarks of the cache alone).
+    ///
+    /// ```
+    /// let mut s = sluice_native::tree::NativeScratch::default();
+    /// s.set_flow_cache_always();
+    /// assert!(s.flow_stats().is_some());
+    /// ```
+    pub fn set_flow_cache_always(&mut self) {
+        let mut f = Box::<FlowCache>::default();
+        f.set_always(true);
+        self.flow = Some(f);
+        self.always = true;
+    }
+
+    /// Hold at most `flows` flows in the flow cache, when it is on (see
+    /// [`FlowCache::set_capacity`]; tests of eviction).
+    ///
+    /// ```
+    /// let mut s = sluice_native::tree::NativeScratch::default();
+    /// s.set_flow_cache_capacity(16);
+    /// ```
+    pub fn set_flow_cache_capacity(&mut self, flows: usize) {
+        if let Some(f) = self.flow.as_deref_mut() {
+            f.set_capacity(flows);
+        }
+    }
+
+    /// What the flow cache did, when it is on.
+    ///
+    /// ```
+    /// let s = sluice_native::tree::NativeScratch::default();
+    /// assert_eq!(s.flow_stats().unwrap().hits, 0);
+    /// ```
+    pub fn flow_stats(&self) -> Option<FlowStats> {
+        self.flow.as_ref().map(|f| f.stats())
+    }
 }
 
 /// A decision tree with its machine code (see the module doc).
@@ -419,6 +512,23 @@ impl NativeTree {
         }
     }
 
+    /// The tree slots of the packet's filters from the reader's flow
+    /// cache, learnt now if it missed; `None` when the cache is off or
+    /// stepping aside (then the code answers).
+    #[inline]
+    fn cached<'s>(&self, pkt: &[u8], wirelen: u32, s: &'s mut NativeScratch) -> Option<&'s [u32]> {
+        let flow = s.flow.as_deref_mut()?;
+        // Small sets are faster through the code than any lookup.
+        if self.tree.len() < FLOW_CACHE_MIN && !s.always {
+            return None;
+        }
+        match flow.lookup(&self.tree, pkt, wirelen, &mut s.tree) {
+            Lookup::Bypass => None,
+            Lookup::Hit => Some(flow.slots()),
+            Lookup::Miss => Some(flow.learn(&self.tree, pkt, wirelen, &mut s.tree)),
+        }
+    }
+
     /// Every filter that accepts the packet, as ids in increasing order.
     ///
     /// ```
@@ -429,10 +539,33 @@ impl NativeTree {
     /// ```
     pub fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut NativeScratch, out: &mut Vec<u32>) {
         out.clear();
+        let since = self.tick(s);
+        if let Some(slots) = self.cached(pkt, wirelen, s) {
+            self.tree.report_distinct(pkt, wirelen, slots, out);
+            Self::sampled(s, since, true);
+            return;
+        }
         if self.slots(pkt, wirelen, s) {
             self.tree.report_distinct(pkt, wirelen, &s.slots, out);
         } else {
             self.tree.report(pkt, wirelen, &s.slots, &mut s.tree, out);
+        }
+        Self::sampled(s, since, false);
+    }
+
+    /// The flow cache's sampling clock (see [`FlowCache::tick`]).
+    #[inline]
+    fn tick(&self, s: &mut NativeScratch) -> Option<std::time::Instant> {
+        match s.flow.as_deref_mut() {
+            Some(f) if self.tree.len() >= FLOW_CACHE_MIN || s.always => f.tick(),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn sampled(s: &mut NativeScratch, since: Option<std::time::Instant>, cached: bool) {
+        if let (Some(t), Some(f)) = (since, s.flow.as_deref_mut()) {
+            f.sampled(t, cached);
         }
     }
 
@@ -443,8 +576,16 @@ impl NativeTree {
     /// assert_eq!(t.classify_first(&[], 0, &mut Default::default()), None);
     /// ```
     pub fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut NativeScratch) -> Option<u32> {
+        let since = self.tick(s);
+        if let Some(slots) = self.cached(pkt, wirelen, s) {
+            let first = self.tree.report_first(pkt, wirelen, slots);
+            Self::sampled(s, since, true);
+            return first;
+        }
         self.slots(pkt, wirelen, s);
-        self.tree.report_first(pkt, wirelen, &s.slots)
+        let first = self.tree.report_first(pkt, wirelen, &s.slots);
+        Self::sampled(s, since, false);
+        first
     }
 
     /// `out[i]` gets packet `i`'s filters.

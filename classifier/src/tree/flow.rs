@@ -1,0 +1,915 @@
+//! A flow cache in front of the decision tree, as Open vSwitch's
+//! megaflow cache: each entry is keyed by exactly the fields the tree's
+//! walk read for a packet, with their values (or that the read aborted),
+//! and holds the filters that walk found.
+//!
+//! The walk's answer depends on nothing but the values of the fields it
+//! reads (each node reads its field, follows the table keys and conditions
+//! the value meets, then its skip edge), so every packet that agrees with
+//! an entry on those fields gets the entry's answer: a *megaflow*. Entries
+//! made by walks are disjoint (a packet of an entry's flow would have made
+//! the same walk and read the same fields), so the first entry found is
+//! the answer. Entries are grouped by the set of fields they read (a
+//! *subtable*, one hash table each), and a lookup probes the subtables,
+//! the most hit first, until one has the packet's key.
+//!
+//! **Invalidation is precise.** The tree keeps a short log of its changes
+//! ([`ChangeLog`]), each with a stamp that sums up the history so far. A
+//! cache made for an earlier stamp replays the log entries after it: an
+//! inserted filter drops only the entries whose flows it may match (none
+//! of its paths contradicts the entry's known values: a test on a field the
+//! entry did not read counts as maybe), a removed one only the entries that
+//! report it. A cache too far behind the log, or made for another tree, is
+//! emptied.
+//!
+//! **Bounded, per reader, and only where it pays.** A cache belongs to one
+//! reader's scratch memory (no sharing, no locks); it holds at most
+//! [`MAX_ENTRIES`] flows in at most [`MAX_SUBTABLES`] subtables and is
+//! emptied when full. A miss costs the lookup and a walk that records the
+//! fields it reads (the tree's walk in Rust), so over each window of
+//! [`WINDOW`] lookups the cache checks its hit rate, and below
+//! [`MIN_HIT_RATE`] (or when packets cost more with it than without it,
+//! sampled one in [`SAMPLE`]) it steps aside (every packet goes straight
+//! to the engine) for a period that grows fourfold each time a later trial
+//! fails again. A trial ends as soon as it has missed too often to reach
+//! the rate (a quarter of a window), so on traffic where no flow repeats
+//! it costs about 1,000 traced walks now and then: at 100,000 filters
+//! (a walk of about 7 µs) a few percent over the first million packets,
+//! less after.
+//!
+//! ```
+//! use sluice_classifier::tree::{flow::{FlowCache, Lookup}, DecisionTree, Scratch};
+//! use sluice_classifier::merged::Compiled;
+//! use sluice_ir::{Filter, Pred, Size, Val};
+//! let mut t = DecisionTree::default();
+//! t.insert(7, &Compiled::new(Filter::new(Pred::eq(Val::load_abs(0, Size::Byte), 1), 1)), 0);
+//! let (mut cache, mut s) = (FlowCache::default(), Scratch::default());
+//! let pkt = [1u8, 2, 3];
+//! assert_eq!(cache.lookup(&t, &pkt, 3, &mut s), Lookup::Miss);
+//! let slots = cache.learn(&t, &pkt, 3, &mut s).to_vec();
+//! assert_eq!(t.id_of(slots[0]), Some(7));
+//! // Another packet of the same flow: byte 0 is all the walk read.
+//! assert_eq!(cache.lookup(&t, &[1, 9, 9], 3, &mut s), Lookup::Hit);
+//! assert_eq!(cache.slots(), &slots[..]);
+//! ```
+
+use super::field::FieldId;
+use super::node::Item;
+use super::{run, DecisionTree, Scratch, Template};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+/// Flows one cache holds at most (it is emptied when full).
+pub const MAX_ENTRIES: usize = 1 << 15;
+
+/// Distinct sets of fields (subtables) one cache holds at most (it is
+/// emptied when full).
+pub const MAX_SUBTABLES: usize = 4096;
+
+/// Subtables a lookup probes, the most hit first, after the one the
+/// packet's signature points to.
+pub const PROBES: usize = 4;
+
+/// Entries of the signature table (a power of two).
+const SIGNATURES: usize = 1 << 14;
+
+/// Lookups per window over which the hit rate is judged.
+pub const WINDOW: u32 = 4096;
+
+/// Below this share of hits in a window the cache steps aside.
+pub const MIN_HIT_RATE: f64 = 0.75;
+
+/// Misses that end a window early: more and its hit rate is under
+/// [`MIN_HIT_RATE`] whatever the rest of it does.
+const MAX_MISSES: u32 = ((1.0 - MIN_HIT_RATE) * WINDOW as f64) as u32;
+
+/// More misses than this in a window: the cache is still learning the
+/// traffic's flows (see [`LEARNING`]).
+const LEARNING_MISSES: u32 = WINDOW / 64;
+
+/// Windows in a row that may still be learning before their cost counts.
+const LEARNING: u32 = 4;
+
+/// Changes the tree remembers for caches to replay; a cache further
+/// behind is emptied.
+pub const LOG_LEN: usize = 256;
+
+/// One packet in this many has its cost sampled (see
+/// [`FlowCache::tick`]).
+pub const SAMPLE: u32 = 16;
+
+/// The longest the cache steps aside for, in packets.
+const MAX_BYPASS: u32 = 1 << 22;
+
+/// What the cache said of a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// The packet's flow is cached: [`FlowCache::slots`] has the tree
+    /// slots of its filters, each once.
+    Hit,
+    /// Not cached: classify with [`FlowCache::learn`] to add it.
+    Miss,
+    /// The cache is stepping aside (it does not pay on this traffic):
+    /// classify without it.
+    Bypass,
+}
+
+/// One change of the tree, as the cache needs to know it.
+#[derive(Clone, Debug)]
+pub(crate) enum Logged {
+    /// A filter inserted by its paths (items in field order).
+    Paths(Arc<Vec<Vec<Item>>>),
+    /// A block of key-only copies: the template's items and which of them
+    /// take key words, and the keys (`width` words each).
+    Keys(Arc<Template>, Arc<[u32]>),
+    /// The filter in this slot removed.
+    Removed(u32),
+    /// A filter that runs whole inserted (never cached: nothing to drop).
+    Whole,
+}
+
+/// The tree's recent changes, each with the stamp after it (see the
+/// module doc).
+#[derive(Clone, Debug, Default)]
+pub struct ChangeLog {
+    stamp: u64,
+    entries: VecDeque<(u64, Logged)>,
+}
+
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl ChangeLog {
+    /// The stamp of the tree as it is: equal stamps mean equal histories
+    /// (the changes, their filters and keys, in the same order).
+    ///
+    /// ```
+    /// assert_eq!(sluice_classifier::tree::flow::ChangeLog::default().stamp(), 0);
+    /// ```
+    pub fn stamp(&self) -> u64 {
+        self.stamp
+    }
+
+    /// Record a change; `what` sums up its content.
+    pub(crate) fn record(&mut self, what: impl Hash, change: Logged) {
+        let mut h = rustc_hash::FxHasher::default();
+        what.hash(&mut h);
+        self.stamp = mix(self.stamp ^ mix(h.finish()).wrapping_add(0x9e37_79b9_7f4a_7c15));
+        if self.entries.len() == LOG_LEN {
+            self.entries.pop_front();
+        }
+        self.entries.push_back((self.stamp, change));
+    }
+
+    /// The changes after `stamp`, or `None` if it is not in the log.
+    fn since(&self, stamp: u64) -> Option<impl Iterator<Item = &Logged>> {
+        let at = match self.entries.iter().position(|(s, _)| *s == stamp) {
+            Some(i) => i + 1,
+            None => return None,
+        };
+        Some(self.entries.iter().skip(at).map(|(_, c)| c))
+    }
+}
+
+/// A field's value in a key: the value, or [`ABORT`] when the read aborts.
+const ABORT: u64 = 1 << 32;
+
+/// The cached flows that read one set of fields.
+#[derive(Debug)]
+struct Subtable {
+    fields: Box<[FieldId]>,
+    flows: FxHashMap<Box<[u64]>, Box<[u32]>>,
+    hits: u64,
+}
+
+/// The flow cache (see the module doc). One per reader.
+#[derive(Debug)]
+pub struct FlowCache {
+    /// The tree stamp the entries are valid for.
+    stamp: Option<u64>,
+    subtables: Vec<Subtable>,
+    /// Subtable by its fields.
+    by_fields: FxHashMap<Box<[FieldId]>, u32>,
+    /// Subtables, the most hit first (sorted now and then).
+    order: Vec<u32>,
+    /// Signature → subtable + 1 of the last packet with it (a hint: the
+    /// subtable's key decides).
+    signatures: Box<[(u64, u32)]>,
+    /// The last lookup's signature.
+    signature: u64,
+    entries: usize,
+    key: Vec<u64>,
+    trace: Vec<FieldId>,
+    slots: Vec<u32>,
+    lookups: u64,
+    window_lookups: u32,
+    window_hits: u32,
+    /// Packets left to let pass without looking (stepping aside).
+    bypass: u32,
+    /// How long the next step aside lasts.
+    backoff: u32,
+    /// Packets seen, for sampling their cost.
+    ticks: u32,
+    /// Sampled cost of packets with the cache (this window) and without
+    /// it (the last step aside): total nanoseconds and samples.
+    with: (u64, u32),
+    without: (u64, u32),
+    /// Windows since the cost without the cache was last sampled.
+    windows: u32,
+    /// Windows in a row not judged by their cost (still learning).
+    learning: u32,
+    /// Never step aside (tests, benchmarks).
+    always: bool,
+    /// Flows held at most ([`MAX_ENTRIES`] unless set).
+    capacity: usize,
+    /// Counters for tests and benchmarks.
+    stats: FlowStats,
+}
+
+/// What a cache did.
+///
+/// ```
+/// let s = sluice_classifier::tree::flow::FlowCache::default().stats();
+/// assert_eq!(s.hits + s.misses, 0);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowStats {
+    /// Packets answered from the cache.
+    pub hits: u64,
+    /// Packets looked up and not found.
+    pub misses: u64,
+    /// Packets let pass while the cache stepped aside.
+    pub bypassed: u64,
+    /// Entries dropped by replayed changes.
+    pub invalidated: u64,
+    /// Times the cache was emptied (full, or too far behind the tree).
+    pub flushes: u64,
+    /// Flows held now.
+    pub entries: usize,
+    /// Subtables held now.
+    pub subtables: usize,
+    /// Bytes the cache holds now, about: its tables, keys and slots.
+    pub bytes: usize,
+}
+
+impl Default for FlowCache {
+    fn default() -> FlowCache {
+        FlowCache {
+            stamp: None,
+            subtables: Vec::new(),
+            by_fields: FxHashMap::default(),
+            order: Vec::new(),
+            signatures: vec![(0, 0); SIGNATURES].into(),
+            signature: 0,
+            entries: 0,
+            key: Vec::new(),
+            trace: Vec::new(),
+            slots: Vec::new(),
+            lookups: 0,
+            window_lookups: 0,
+            window_hits: 0,
+            bypass: 0,
+            backoff: WINDOW * 4,
+            ticks: 0,
+            with: (0, 0),
+            without: (0, 0),
+            windows: 0,
+            learning: 0,
+            always: false,
+            capacity: MAX_ENTRIES,
+            stats: FlowStats::default(),
+        }
+    }
+}
+
+/// Does `v` (a value or [`ABORT`]) meet the item? `None` when the entry
+/// did not read the field (the flow may go either way).
+fn item_holds(fields: &[FieldId], key: &[u64], item: &Item) -> Option<bool> {
+    let at = fields.binary_search(&item.field).ok()?;
+    let v = key[at];
+    Some(v != ABORT && item.label.holds(v as u32))
+}
+
+/// May a path (all its items must hold) match a packet of the flow?
+fn path_may_match(fields: &[FieldId], key: &[u64], items: &[Item]) -> bool {
+    items
+        .iter()
+        .all(|i| item_holds(fields, key, i) != Some(false))
+}
+
+impl FlowCache {
+    /// What the cache did so far.
+    ///
+    /// ```
+    /// assert_eq!(sluice_classifier::tree::flow::FlowCache::default().stats().entries, 0);
+    /// ```
+    pub fn stats(&self) -> FlowStats {
+        use std::mem::size_of;
+        // A hash table entry: the two boxed slices' pointers and lengths,
+        // and a control byte.
+        let entry = 2 * size_of::<Box<[u64]>>() + 1;
+        let flows: usize = self
+            .subtables
+            .iter()
+            .map(|st| {
+                st.flows.capacity() * entry
+                    + st.flows
+                        .iter()
+                        .map(|(k, v)| k.len() * 8 + v.len() * 4)
+                        .sum::<usize>()
+                    + st.fields.len() * size_of::<FieldId>() * 2
+            })
+            .sum();
+        FlowStats {
+            entries: self.entries,
+            subtables: self.subtables.len(),
+            bytes: flows
+                + self.signatures.len() * size_of::<(u64, u32)>()
+                + self.subtables.capacity() * size_of::<Subtable>(),
+            ..self.stats
+        }
+    }
+
+    /// Forget every flow.
+    ///
+    /// ```
+    /// sluice_classifier::tree::flow::FlowCache::default().clear();
+    /// ```
+    pub fn clear(&mut self) {
+        self.subtables.clear();
+        self.by_fields.clear();
+        self.order.clear();
+        self.signatures.fill((0, 0));
+        self.entries = 0;
+        self.stats.flushes += 1;
+    }
+
+    /// Bring the entries up to date with the tree's changes.
+    fn sync(&mut self, t: &DecisionTree) {
+        let now = t.log.stamp();
+        let Some(was) = self.stamp else {
+            self.stamp = Some(now);
+            return;
+        };
+        if was == now {
+            return;
+        }
+        self.stamp = Some(now);
+        if self.entries == 0 {
+            return;
+        }
+        let Some(changes) = t.log.since(was) else {
+            self.clear();
+            return;
+        };
+        let changes: Vec<Logged> = changes.cloned().collect();
+        for c in &changes {
+            self.replay(c);
+        }
+    }
+
+    /// Drop the entries a change may alter.
+    fn replay(&mut self, c: &Logged) {
+        let mut dropped = 0;
+        let block = match c {
+            Logged::Keys(t, keys) => KeyBlock::new(t, keys),
+            _ => None,
+        };
+        let mut word = Vec::new();
+        for st in &mut self.subtables {
+            let fields = &st.fields;
+            st.flows.retain(|key, slots| {
+                let stale = match c {
+                    Logged::Removed(slot) => slots.contains(slot),
+                    Logged::Whole => false,
+                    Logged::Paths(paths) => paths.iter().any(|p| path_may_match(fields, key, p)),
+                    Logged::Keys(..) => match &block {
+                        Some(b) => b.may_match(fields, key, &mut word),
+                        None => true,
+                    },
+                };
+                dropped += usize::from(stale);
+                !stale
+            });
+        }
+        self.entries -= dropped;
+        self.stats.invalidated += dropped as u64;
+    }
+
+    /// Look the packet's flow up. `s`'s memo must be fresh for this packet
+    /// (the lookup starts it).
+    pub fn lookup(
+        &mut self,
+        t: &DecisionTree,
+        pkt: &[u8],
+        wirelen: u32,
+        s: &mut Scratch,
+    ) -> Lookup {
+        if self.bypass > 0 {
+            self.bypass -= 1;
+            self.stats.bypassed += 1;
+            return Lookup::Bypass;
+        }
+        self.sync(t);
+        self.lookups += 1;
+        // A window ends after WINDOW lookups, or early once it has missed
+        // too often to reach MIN_HIT_RATE: a trial on traffic whose flows
+        // do not repeat costs at most that many misses (each a traced
+        // walk in Rust). This lookup is the first of the next window.
+        let missed = self.window_lookups - self.window_hits;
+        if self.window_lookups >= WINDOW || missed > MAX_MISSES {
+            if self.always {
+                self.window_lookups = 0;
+                self.window_hits = 0;
+            } else {
+                self.judge();
+            }
+        }
+        self.window_lookups += 1;
+        if self.lookups % 1024 == 0 {
+            let subtables = &self.subtables;
+            self.order
+                .sort_by(|&a, &b| subtables[b as usize].hits.cmp(&subtables[a as usize].hits));
+        }
+        s.memo.next_packet(0);
+        self.signature = signature(pkt);
+        let hint = self.signatures[self.signature as usize & (SIGNATURES - 1)];
+        let first = match hint {
+            (sig, i) if sig == self.signature && i > 0 => Some(i - 1),
+            _ => None,
+        };
+        let tries = first.into_iter().chain(
+            self.order
+                .iter()
+                .copied()
+                .filter(|&i| Some(i) != first)
+                .take(PROBES),
+        );
+        let mut found = None;
+        for i in tries {
+            let st = &self.subtables[i as usize];
+            self.key.clear();
+            for &f in st.fields.iter() {
+                self.key
+                    .push(match t.fields.read(f, pkt, wirelen, &mut s.memo) {
+                        Some(v) => u64::from(v),
+                        None => ABORT,
+                    });
+            }
+            if let Some(slots) = st.flows.get(&self.key[..]) {
+                self.slots.clear();
+                self.slots.extend_from_slice(slots);
+                found = Some(i);
+                break;
+            }
+        }
+        match found {
+            Some(i) => {
+                self.window_hits += 1;
+                self.stats.hits += 1;
+                self.subtables[i as usize].hits += 1;
+                if first != Some(i) {
+                    self.signatures[self.signature as usize & (SIGNATURES - 1)] =
+                        (self.signature, i + 1);
+                }
+                Lookup::Hit
+            }
+            None => {
+                self.stats.misses += 1;
+                Lookup::Miss
+            }
+        }
+    }
+
+    /// Start a packet: the time now for one packet in [`SAMPLE`], whose
+    /// cost the caller reports with [`FlowCache::sampled`] (none while
+    /// the cache steps aside for more than one more [`WINDOW`]).
+    ///
+    /// ```
+    /// let mut c = sluice_classifier::tree::flow::FlowCache::default();
+    /// let t = (0..64).filter_map(|_| c.tick()).count();
+    /// assert_eq!(t, 64 / sluice_classifier::tree::flow::SAMPLE as usize);
+    /// ```
+    #[inline]
+    pub fn tick(&mut self) -> Option<std::time::Instant> {
+        // Stepping aside for long: only the last window before the next
+        // trial is sampled (what the trial compares with).
+        if self.bypass > WINDOW {
+            return None;
+        }
+        self.ticks = self.ticks.wrapping_add(1);
+        (self.ticks % SAMPLE == 0).then(std::time::Instant::now)
+    }
+
+    /// The cost of a sampled packet (see [`FlowCache::tick`]): classified
+    /// with the cache (`cached`) or without it (stepping aside).
+    pub fn sampled(&mut self, since: std::time::Instant, cached: bool) {
+        let ns = since.elapsed().as_nanos().min(u128::from(u32::MAX)) as u64;
+        let c = if cached {
+            &mut self.with
+        } else {
+            &mut self.without
+        };
+        c.0 += ns;
+        c.1 += 1;
+    }
+
+    /// End of a window: step aside if too few lookups hit, or if packets
+    /// cost more with the cache than they did without it; now and then
+    /// step aside for one window to sample the cost without it.
+    fn judge(&mut self) {
+        let rate = f64::from(self.window_hits) / f64::from(self.window_lookups);
+        let misses = self.window_lookups - self.window_hits;
+        self.window_lookups = 0;
+        self.window_hits = 0;
+        let mean = |c: (u64, u32)| (c.1 > 0).then(|| c.0 as f64 / f64::from(c.1));
+        let (with, without) = (mean(self.with), mean(self.without));
+        self.with = (0, 0);
+        self.windows += 1;
+        // A window that still learns many flows costs their walks, which
+        // later windows do not: up to LEARNING windows in a row are not
+        // judged by their cost (only by their hit rate).
+        let learning = misses > LEARNING_MISSES && self.learning < LEARNING;
+        self.learning = if learning { self.learning + 1 } else { 0 };
+        let dearer = !learning && matches!((with, without), (Some(a), Some(b)) if a > b);
+        if rate < MIN_HIT_RATE || dearer {
+            self.bypass = self.backoff;
+            self.backoff = (self.backoff * 4).min(MAX_BYPASS);
+            self.without = (0, 0);
+            self.windows = 0;
+            self.learning = 0;
+        } else {
+            self.backoff = WINDOW * 4;
+            if (with.is_some() && without.is_none()) || self.windows >= 16 {
+                // Sample the cost without the cache for one window.
+                self.bypass = WINDOW;
+                self.without = (0, 0);
+                self.windows = 0;
+            }
+        }
+    }
+
+    /// Look every packet up, whether it pays or not (tests, and
+    /// benchmarks of the cache alone); by default the cache steps aside
+    /// where it does not pay.
+    ///
+    /// ```
+    /// let mut c = sluice_classifier::tree::flow::FlowCache::default();
+    /// c.set_always(true);
+    /// assert!(!c.stepping_aside());
+    /// ```
+    pub fn set_always(&mut self, always: bool) {
+        self.always = always;
+        if always {
+            self.bypass = 0;
+        }
+    }
+
+    /// Hold at most `flows` flows (at least one; [`MAX_ENTRIES`] by
+    /// default): when full, the cache is emptied before it learns the
+    /// next flow. Smaller caches show eviction in tests.
+    ///
+    /// ```
+    /// use sluice_classifier::tree::flow::{FlowCache, Lookup};
+    /// use sluice_classifier::tree::{DecisionTree, Scratch};
+    /// let t = DecisionTree::default();
+    /// let (mut c, mut s) = (FlowCache::default(), Scratch::default());
+    /// c.set_always(true);
+    /// c.set_capacity(1);
+    /// c.learn(&t, &[1], 1, &mut s);
+    /// c.learn(&t, &[], 0, &mut s);
+    /// assert_eq!((c.stats().entries, c.stats().flushes), (1, 1));
+    /// ```
+    pub fn set_capacity(&mut self, flows: usize) {
+        self.capacity = flows.max(1);
+        if self.entries > self.capacity {
+            self.clear();
+        }
+    }
+
+    /// True while the cache steps aside.
+    ///
+    /// ```
+    /// assert!(!sluice_classifier::tree::flow::FlowCache::default().stepping_aside());
+    /// ```
+    pub fn stepping_aside(&self) -> bool {
+        self.bypass > 0
+    }
+
+    /// The slots of the last hit or of the last flow learnt.
+    ///
+    /// ```
+    /// assert!(sluice_classifier::tree::flow::FlowCache::default().slots().is_empty());
+    /// ```
+    pub fn slots(&self) -> &[u32] {
+        &self.slots
+    }
+
+    /// Classify a packet the lookup missed by the tree's walk, recording
+    /// the fields it reads, and cache its flow: the tree slots of its
+    /// filters, each once.
+    pub fn learn(&mut self, t: &DecisionTree, pkt: &[u8], wirelen: u32, s: &mut Scratch) -> &[u32] {
+        self.sync(t);
+        s.next_packet();
+        self.trace.clear();
+        let root = t.nodes.root();
+        run::visit_traced(
+            &t.fields,
+            &t.nodes,
+            root,
+            pkt,
+            wirelen,
+            &mut s.memo,
+            &mut s.hits,
+            &mut self.trace,
+        );
+        self.slots.clear();
+        s.dedup_start(t.slots());
+        let hits = std::mem::take(&mut s.hits);
+        for &slot in &hits {
+            if s.first_time(slot) {
+                self.slots.push(slot);
+            }
+        }
+        s.hits = hits;
+        self.trace.sort_unstable();
+        self.trace.dedup();
+        self.key.clear();
+        for &f in &self.trace {
+            self.key
+                .push(match t.fields.read(f, pkt, wirelen, &mut s.memo) {
+                    Some(v) => u64::from(v),
+                    None => ABORT,
+                });
+        }
+        if self.entries >= self.capacity || self.subtables.len() >= MAX_SUBTABLES {
+            self.clear();
+        }
+        let i = match self.by_fields.get(&self.trace[..]) {
+            Some(&i) => i,
+            None => {
+                let i = self.subtables.len() as u32;
+                self.subtables.push(Subtable {
+                    fields: self.trace.clone().into(),
+                    flows: FxHashMap::default(),
+                    hits: 0,
+                });
+                self.by_fields.insert(self.trace.clone().into(), i);
+                self.order.push(i);
+                i
+            }
+        };
+        let st = &mut self.subtables[i as usize];
+        if st
+            .flows
+            .insert(self.key.clone().into(), self.slots.clone().into())
+            .is_none()
+        {
+            self.entries += 1;
+        }
+        self.signatures[self.signature as usize & (SIGNATURES - 1)] = (self.signature, i + 1);
+        &self.slots
+    }
+}
+
+/// A packet's signature: a hash of the header fields that stay the same
+/// along a flow (addresses, VLAN tags, protocol, ports, TCP flags), not of
+/// those that change from packet to packet (IP identification, length,
+/// checksums, sequence numbers). Only a hint of which subtable holds the
+/// packet's flow: the subtable's key, read from the packet, decides.
+fn signature(pkt: &[u8]) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    let half = |o: usize| pkt.get(o..o + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+    let mut at = 12;
+    while matches!(half(at), Some(0x8100 | 0x88a8 | 0x9100)) {
+        at += 4;
+    }
+    let bytes = |h: &mut rustc_hash::FxHasher, r: std::ops::Range<usize>| {
+        let r = r.start.min(pkt.len())..r.end.min(pkt.len());
+        pkt[r].hash(h);
+    };
+    bytes(&mut h, 0..at + 2);
+    let l3 = at + 2;
+    let l4 = match half(at) {
+        Some(0x0800) => {
+            let ihl = pkt.get(l3).map_or(20, |b| usize::from(b & 0xf) * 4);
+            bytes(&mut h, l3..l3 + 2); // version, header length, TOS
+            bytes(&mut h, l3 + 6..l3 + 8); // flags, fragment offset
+            bytes(&mut h, l3 + 9..l3 + 10); // protocol
+            bytes(&mut h, l3 + 12..l3 + 20); // addresses
+            pkt.get(l3 + 9).map(|p| (l3 + ihl, *p))
+        }
+        Some(0x86dd) => {
+            bytes(&mut h, l3..l3 + 4);
+            bytes(&mut h, l3 + 6..l3 + 7);
+            bytes(&mut h, l3 + 8..l3 + 40);
+            pkt.get(l3 + 6).map(|p| (l3 + 40, *p))
+        }
+        _ => {
+            bytes(&mut h, l3..l3 + 48);
+            None
+        }
+    };
+    match l4 {
+        Some((l4, 6)) => {
+            bytes(&mut h, l4..l4 + 4);
+            bytes(&mut h, l4 + 12..l4 + 14); // data offset, flags
+        }
+        Some((l4, 17 | 132)) => bytes(&mut h, l4..l4 + 4),
+        Some((l4, _)) => bytes(&mut h, l4..l4 + 4),
+        None => {}
+    }
+    pkt.len().min(64).hash(&mut h);
+    h.finish()
+}
+
+/// A block of key-only copies, ready to test flows against.
+struct KeyBlock<'a> {
+    items: &'a [Item],
+    at: &'a [usize],
+    keys: rustc_hash::FxHashSet<&'a [u32]>,
+}
+
+impl<'a> KeyBlock<'a> {
+    /// `None` when the template has no fast form (then it was inserted by
+    /// its paths, and logged as such).
+    fn new(t: &'a Template, keys: &'a [u32]) -> Option<KeyBlock<'a>> {
+        let (items, at) = t.fast.as_ref()?;
+        Some(KeyBlock {
+            items,
+            at,
+            keys: keys.chunks_exact(t.width.max(1)).collect(),
+        })
+    }
+
+    /// May a copy with one of the keys match a packet of the flow?
+    fn may_match(&self, fields: &[FieldId], key: &[u64], word: &mut Vec<u32>) -> bool {
+        // The items without keys first: most flows fail one of them.
+        for (i, item) in self.items.iter().enumerate() {
+            if !self.at.contains(&i) && item_holds(fields, key, item) == Some(false) {
+                return false;
+            }
+        }
+        word.clear();
+        for &i in self.at {
+            match fields.binary_search(&self.items[i].field) {
+                Ok(p) if key[p] == ABORT => return false,
+                Ok(p) => word.push(key[p] as u32),
+                // A key field the flow did not read: any key may match.
+                Err(_) => return true,
+            }
+        }
+        self.keys.contains(&word[..])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::merged::Compiled;
+    use sluice_ir::{Filter, Pred, Size, Val};
+
+    fn byte_eq(o: u32, k: u32) -> Compiled {
+        Compiled::new(Filter::new(Pred::eq(Val::load_abs(o, Size::Byte), k), 1))
+    }
+
+    fn answer(c: &mut FlowCache, t: &DecisionTree, pkt: &[u8], s: &mut Scratch) -> Vec<u32> {
+        let slots = match c.lookup(t, pkt, pkt.len() as u32, s) {
+            Lookup::Hit => c.slots().to_vec(),
+            Lookup::Miss => c.learn(t, pkt, pkt.len() as u32, s).to_vec(),
+            Lookup::Bypass => panic!("always on"),
+        };
+        let mut ids: Vec<u32> = slots.iter().map(|&s| t.id_of(s).unwrap()).collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// An insert drops only the flows the new filter may match; a removal
+    /// only the flows that report the filter removed.
+    #[test]
+    fn invalidation_is_precise() {
+        let mut t = DecisionTree::default();
+        t.insert(1, &byte_eq(0, 1), 0);
+        t.insert(2, &byte_eq(0, 2), 0);
+        let (mut c, mut s) = (FlowCache::default(), Scratch::default());
+        c.set_always(true);
+        assert_eq!(answer(&mut c, &t, &[1, 0], &mut s), vec![1]);
+        assert_eq!(answer(&mut c, &t, &[2, 0], &mut s), vec![2]);
+        assert_eq!(answer(&mut c, &t, &[3, 0], &mut s), Vec::<u32>::new());
+        assert_eq!(c.stats().entries, 3);
+        // A filter on byte 0 = 2: only the second flow may change.
+        t.insert(3, &byte_eq(0, 2), 0);
+        assert_eq!(answer(&mut c, &t, &[1, 0], &mut s), vec![1]);
+        assert_eq!(c.stats().invalidated, 1);
+        assert_eq!(answer(&mut c, &t, &[2, 0], &mut s), vec![2, 3]);
+        // A filter on byte 1, which no flow read: every flow may change.
+        t.insert(4, &byte_eq(1, 0), 0);
+        assert_eq!(answer(&mut c, &t, &[3, 0], &mut s), vec![4]);
+        assert_eq!(c.stats().invalidated, 4);
+        // Removing filter 1 drops only the flows that report it.
+        assert_eq!(answer(&mut c, &t, &[1, 0], &mut s), vec![1, 4]);
+        assert_eq!(answer(&mut c, &t, &[2, 0], &mut s), vec![2, 3, 4]);
+        let (before, hits) = (c.stats().invalidated, c.stats().hits);
+        t.remove(1);
+        // The next lookup replays the removal: the flow of [1, 0] goes,
+        // the flow of [2, 0] stays and answers.
+        assert_eq!(answer(&mut c, &t, &[2, 0], &mut s), vec![2, 3, 4]);
+        assert_eq!(c.stats().invalidated, before + 1);
+        assert_eq!(c.stats().hits, hits + 1);
+        assert_eq!(answer(&mut c, &t, &[1, 0], &mut s), vec![4]);
+        assert_eq!(c.stats().hits, hits + 1, "learnt again");
+        assert_eq!(c.stats().invalidated, before + 1);
+    }
+
+    /// A cache made for another tree, or too far behind the log, is
+    /// emptied rather than trusted.
+    #[test]
+    fn another_tree_or_a_long_history_empties_the_cache() {
+        let mut t = DecisionTree::default();
+        t.insert(1, &byte_eq(0, 1), 0);
+        let (mut c, mut s) = (FlowCache::default(), Scratch::default());
+        c.set_always(true);
+        assert_eq!(answer(&mut c, &t, &[1], &mut s), vec![1]);
+        let mut other = DecisionTree::default();
+        other.insert(1, &byte_eq(0, 2), 0);
+        assert_eq!(answer(&mut c, &other, &[1], &mut s), Vec::<u32>::new());
+        assert_eq!(c.stats().flushes, 1);
+        for k in 0..LOG_LEN as u32 + 1 {
+            other.insert(10 + k, &byte_eq(5, k), 0);
+        }
+        assert_eq!(answer(&mut c, &other, &[2], &mut s), vec![1]);
+        assert_eq!(c.stats().flushes, 2);
+    }
+
+    /// Aborted reads are part of a flow's key: a shorter packet is
+    /// another flow.
+    #[test]
+    fn aborts_are_part_of_the_key() {
+        let mut t = DecisionTree::default();
+        t.insert(1, &byte_eq(3, 0), 0);
+        let (mut c, mut s) = (FlowCache::default(), Scratch::default());
+        c.set_always(true);
+        assert_eq!(answer(&mut c, &t, &[0, 0, 0, 0], &mut s), vec![1]);
+        assert_eq!(answer(&mut c, &t, &[0, 0, 0], &mut s), Vec::<u32>::new());
+        assert_eq!(answer(&mut c, &t, &[9, 9, 9, 0], &mut s), vec![1]);
+        assert_eq!(c.stats().hits, 1);
+    }
+
+    /// Without `always`, a cache that never hits steps aside.
+    #[test]
+    fn a_cache_that_does_not_pay_steps_aside() {
+        let mut t = DecisionTree::default();
+        t.insert(1, &byte_eq(0, 1), 0);
+        t.insert(
+            2,
+            &Compiled::new(Filter::new(Pred::eq(Val::load_abs(0, Size::Word), 7), 1)),
+            0,
+        );
+        let (mut c, mut s) = (FlowCache::default(), Scratch::default());
+        let mut aside = 0;
+        for k in 0..3 * WINDOW {
+            let pkt = k.to_be_bytes();
+            match c.lookup(&t, &pkt, 4, &mut s) {
+                Lookup::Miss => {
+                    c.learn(&t, &pkt, 4, &mut s);
+                }
+                Lookup::Bypass => aside += 1,
+                Lookup::Hit => {}
+            }
+        }
+        assert!(aside >= WINDOW, "{:?}", c.stats());
+        // A trial ends after about MAX_MISSES misses, not a whole window.
+        assert!(
+            c.stats().misses < u64::from(WINDOW + 2 * MAX_MISSES),
+            "{:?}",
+            c.stats()
+        );
+    }
+
+    /// Without `always`, a cache whose flows repeat keeps answering
+    /// across its windows (a hit right after a window is judged counts
+    /// in the next one).
+    #[test]
+    fn a_cache_that_pays_keeps_answering() {
+        let mut t = DecisionTree::default();
+        t.insert(1, &byte_eq(0, 1), 0);
+        let (mut c, mut s) = (FlowCache::default(), Scratch::default());
+        for k in 0..4 * WINDOW {
+            let pkt = [(k % 2) as u8, (k >> 8) as u8];
+            match c.lookup(&t, &pkt, 2, &mut s) {
+                Lookup::Miss => {
+                    c.learn(&t, &pkt, 2, &mut s);
+                }
+                Lookup::Bypass | Lookup::Hit => {}
+            }
+        }
+        let f = c.stats();
+        assert_eq!(f.misses, 2, "{f:?}");
+        assert!(f.hits > u64::from(4 * WINDOW - 4), "{f:?}");
+    }
+}
