@@ -493,6 +493,22 @@ impl DaemonFlow {
         Ok(d)
     }
 
+    /// What the flow's elements after its filters report (FFPF's filters
+    /// with memory, run in the daemon), in order: ``[{"class":
+    /// "hashcount", "report": {"flows": …, "top": […]}}, …]``, an empty
+    /// list for a flow of filters only. A flow ended by a failing element
+    /// raises ``ValueError`` naming it.
+    fn report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let text = {
+            let g = self.lock()?;
+            let f = g.as_ref().expect("checked open");
+            py.detach(|| f.report())
+                .map_err(|e| daemon_error(py, e, None))?
+                .to_string()
+        };
+        py.import("json")?.call_method1("loads", (text,))
+    }
+
     /// Replace the flow's filter (a filter or a whole specification on the
     /// same interface, as ``Daemon.flow`` takes them); packets from here
     /// on are judged by the new one.

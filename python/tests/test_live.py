@@ -259,3 +259,31 @@ def test_live_capture_refuses_bad_input():
     if os.geteuid() == 0:
         with pytest.raises(sluice.FilterError):
             sluice.LiveCapture("lo", "tcp prt 80")
+
+
+def test_filters_with_memory_report_from_the_daemon(net, sluice_bin):
+    sock = start_daemon(net, sluice_bin)
+    with sluice.Daemon(sock, name="memory") as d:
+        counted = d.flow('(iface,vb) -> (BPF,"tcp") -> (packetcount,pass)')
+        hashed = d.flow('(iface,vb) -> (BPF,"ip and tcp and ip[6:2] & 0x1fff = 0") -> (hashcount,100000,65536)')
+        plain = d.flow("udp")
+        all_pcap = net.file("all.pcap")
+        dump = net.tcpdump(all_pcap)
+        traffic(net, sluice_bin)
+        settle()
+        assert dump.interrupt() == 0
+        tcp = libpcap_frames(all_pcap, "tcp", net.file("t.pcap"))
+        first = libpcap_frames(all_pcap, "ip and tcp and ip[6:2] & 0x1fff = 0", net.file("f.pcap"))
+        assert tcp and first, "the traffic exercises it"
+        # The counter passes packets on and counts each.
+        assert drain(counted) == tcp
+        assert counted.report() == [{"class": "packetcount", "report": len(tcp)}]
+        # The hash counter passes nothing and counts every packet once.
+        assert drain(hashed) == []
+        [h] = hashed.report()
+        assert h["class"] == "hashcount"
+        assert h["report"]["overflow"] == 0
+        assert sum(t["packets"] for t in h["report"]["top"]) == len(first)
+        assert sum(t["bytes"] for t in h["report"]["top"]) == sum(len(f) for f in first)
+        # Filters only: nothing after them to report.
+        assert plain.report() == []
