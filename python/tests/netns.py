@@ -72,6 +72,9 @@ class Bg:
             stderr=subprocess.PIPE,
             cwd=cwd,
             env=env,
+            # A group of its own: killing it kills what it started too
+            # (nginx's workers).
+            start_new_session=True,
         )
         self.out = bytearray()
         self.err = bytearray()
@@ -121,9 +124,31 @@ class Bg:
         return self.wait(timeout)
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.proc.wait()
+
+
+def _close(bgs: List[Bg], namespaces: Sequence[str], scratch: Path) -> None:
+    """Kill what a network started (and anything else still running in
+    its namespaces), then remove the namespaces and the scratch directory:
+    a test leaves no process or namespace behind, whatever it did."""
+    for bg in bgs:
+        try:
+            bg.kill()
+        except OSError:
+            pass
+    for ns in namespaces:
+        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 class Net:
@@ -181,11 +206,7 @@ class Net:
         return self.dir / name
 
     def close(self) -> None:
-        for bg in self._bg:
-            bg.kill()
-        for ns in (self.a, self.b):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        _close(self._bg, (self.a, self.b), self.dir)
 
 
 def settle() -> None:
@@ -259,11 +280,7 @@ class Lan:
                               timeout=timeout, cwd=self.home(member), env=env)
 
     def close(self) -> None:
-        for bg in self._bg:
-            bg.kill()
-        for ns in [*self.ns.values(), self.hub]:
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        _close(self._bg, [*self.ns.values(), self.hub], self.dir)
 
 
 def nginx(lan: Lan, member: str, root: Path, port: int = 8080) -> Bg:
