@@ -81,7 +81,8 @@ pub struct FilterArgs {
     snaplen: Option<u32>,
     /// Engine: native code (the default on x86-64 and AArch64; the
     /// interpreter runs any filter it cannot compile), the BPF
-    /// interpreter, or eBPF run by the kernel (files only; root or
+    /// interpreter, or eBPF run by the kernel (on files each packet with
+    /// BPF_PROG_TEST_RUN, with -i as the rings' socket filter; root, or
     /// CAP_BPF and CAP_NET_ADMIN).
     #[arg(long, value_enum)]
     engine: Option<EngineArg>,
@@ -148,7 +149,7 @@ pub enum EngineArg {
     Interp,
     /// Machine code (falls back to the interpreter where it cannot be built).
     Native,
-    /// eBPF, verified and run by the kernel (BPF_PROG_TEST_RUN), on files.
+    /// eBPF, verified and run by the kernel: BPF_PROG_TEST_RUN on files, the socket filter with -i.
     Ebpf,
 }
 
@@ -357,11 +358,6 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
         return super::live::list_interfaces(args.json);
     }
     if args.live.interface.is_some() {
-        if ebpf {
-            return Err(Fail(
-                "--engine ebpf runs on capture files (-r) only; live capture (-i) runs classic BPF in the kernel".into(),
-            ));
-        }
         return run_live(&args, &source, optimize, runner);
     }
     if args.dump > 0 && args.read.is_none() {
@@ -632,7 +628,33 @@ fn run_live(
     if args.dump > 0 {
         return print_out(&dump(&program, args.dump));
     }
-    live.prefilter(Some(program.bpf()))?;
+    // With --engine ebpf the kernel's pre-filter is the filter's eBPF
+    // program (held until the run ends; the sockets hold it too), on
+    // Ethernet and raw IP links; user space judges every packet again.
+    let _ebpf = match args.engine {
+        Some(EngineArg::Ebpf) => {
+            if ![1, 12, 101].contains(&live.linktype()) {
+                return Err(Fail(format!(
+                    "--engine ebpf: {}: live capture runs eBPF on Ethernet and raw IP links only",
+                    live.name()
+                )));
+            }
+            let ir = program.ir().ok_or_else(|| {
+                Fail(
+                    "--engine ebpf: this BPF program has no intermediate form to compile to eBPF"
+                        .into(),
+                )
+            })?;
+            let loaded = sluice::ebpf::Loaded::compile(ir, sluice::ebpf::Mode::Socket)
+                .map_err(|e| Fail(format!("--engine ebpf: {e}")))?;
+            live.prefilter_ebpf(std::os::fd::AsFd::as_fd(loaded.fd()), loaded.len())?;
+            Some(loaded)
+        }
+        _ => {
+            live.prefilter(Some(program.bpf()))?;
+            None
+        }
+    };
     let nanos = args.precision() == Some(Precision::Nano);
     let format = CaptureFormat::Pcap {
         nanos,

@@ -24,6 +24,8 @@ const SLOTS: usize = 63;
 const SKB_LEN: i16 = 0;
 const SKB_CB0: i16 = 48;
 const SKB_CB1: i16 = 52;
+/// `struct __sk_buff` offset of `vlan_present`.
+const SKB_VLAN_PRESENT: i16 = 20;
 
 type Label = usize;
 
@@ -143,6 +145,17 @@ pub fn lower(f: &Filter, mode: Mode) -> Result<Vec<Insn>, Error> {
         Mode::Socket => {
             e.put(Insn::new(op::LDX | op::MEM | op::W, 7, 6, SKB_LEN, 0));
             e.put(alu64x(op::MOV, 8, 7));
+            // A frame whose VLAN tag the kernel took off is not the frame
+            // the filter means (libpcap puts the tag back): it passes, and
+            // user space judges it.
+            e.put(Insn::new(
+                op::LDX | op::MEM | op::W,
+                0,
+                6,
+                SKB_VLAN_PRESENT,
+                0,
+            ));
+            e.jump(Insn::new(op::JMP | op::JSET | op::K, 0, 0, 0, 1), accept);
         }
     }
     let mut ids = Vec::new();

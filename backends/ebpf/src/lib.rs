@@ -19,7 +19,9 @@
 //!   program bounds itself by `cb[0]`. The test run takes packets up to
 //!   [`MAX_TEST_PACKET`] bytes (one page).
 //! - [`Mode::Socket`] is a `BPF_PROG_TYPE_SOCKET_FILTER` program for
-//!   `SO_ATTACH_BPF`: the captured and wire lengths are both `skb->len`.
+//!   `SO_ATTACH_BPF`, a pre-filter: the captured and wire lengths are both
+//!   `skb->len`, and a frame whose VLAN tag the kernel took off passes
+//!   (user space, which sees the tag put back, judges it).
 //!
 //! Packet bytes are read with the classic-style `BPF_LD_ABS`/`BPF_LD_IND`
 //! instructions, which both program types allow: they read through
