@@ -40,6 +40,7 @@ pub use sluice_classifier as classifier;
 pub use sluice_cspf as cspf;
 pub use sluice_daemon as daemon;
 pub use sluice_dpf as dpf;
+pub use sluice_ebpf as ebpf;
 pub use sluice_filter as filter;
 pub use sluice_flow as flow;
 pub use sluice_fpl as fpl;

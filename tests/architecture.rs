@@ -25,7 +25,12 @@ const FLOORS: &[(&str, &[&str])] = &[
     ("optimiser and merger", &["sluice-classifier"]),
     (
         "back ends",
-        &["sluice-cbpf", "sluice-native", "sluice-libpcap"],
+        &[
+            "sluice-cbpf",
+            "sluice-native",
+            "sluice-ebpf",
+            "sluice-libpcap",
+        ],
     ),
     ("one filter, any language", &["sluice-filter"]),
     (

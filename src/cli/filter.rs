@@ -80,7 +80,10 @@ pub struct FilterArgs {
     #[arg(short = 's', long = "snapshot-length", value_name = "SNAPLEN")]
     snaplen: Option<u32>,
     /// Engine: native code (the default on x86-64 and AArch64; the
-    /// interpreter runs any filter it cannot compile) or the BPF interpreter.
+    /// interpreter runs any filter it cannot compile), the BPF
+    /// interpreter, or eBPF run by the kernel (on files each packet with
+    /// BPF_PROG_TEST_RUN, with -i as the rings' socket filter; root, or
+    /// CAP_BPF and CAP_NET_ADMIN).
     #[arg(long, value_enum)]
     engine: Option<EngineArg>,
     /// Print addresses and ports as numbers, not names (-n, -nn).
@@ -146,6 +149,8 @@ pub enum EngineArg {
     Interp,
     /// Machine code (falls back to the interpreter where it cannot be built).
     Native,
+    /// eBPF, verified and run by the kernel: BPF_PROG_TEST_RUN on files, the socket filter with -i.
+    Ebpf,
 }
 
 /// `--time-stamp-precision`.
@@ -344,8 +349,10 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
     let runner = match args.engine {
         Some(EngineArg::Interp) => Runner::Interp,
         Some(EngineArg::Native) => Runner::Native,
-        None => Runner::host_default(),
+        // The eBPF engine runs beside the program (see `Ebpf`).
+        Some(EngineArg::Ebpf) | None => Runner::host_default(),
     };
+    let ebpf = matches!(args.engine, Some(EngineArg::Ebpf));
 
     if args.list_interfaces {
         return super::live::list_interfaces(args.json);
@@ -360,6 +367,9 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
             None => LinkType::EN10MB,
         };
         let prog = source.program(lt, args.snaplen(), optimize, None)?;
+        if ebpf {
+            return print_out(&Ebpf::dump(&prog, args.dump)?);
+        }
         return print_out(&dump(&prog, args.dump));
     }
 
@@ -388,6 +398,9 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
             _ => super::DEFAULT_SNAPLEN,
         };
         let prog = source.program(linktype_of(lt, &name)?, snaplen, optimize, Some(big_endian))?;
+        if ebpf {
+            return print_out(&Ebpf::dump(&prog, args.dump)?);
+        }
         return print_out(&dump(&prog, args.dump));
     }
     // Compile for the link type the file declares (a pcap header, the
@@ -410,6 +423,13 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
     }
     if let Some(p) = programs.values().next() {
         say_if_not_native(p, args.engine);
+    }
+    // With --engine ebpf, each program's eBPF twin, loaded in the kernel.
+    let mut loaded: HashMap<(u16, u32), Ebpf> = HashMap::new();
+    if ebpf {
+        for (key, p) in &programs {
+            loaded.insert(*key, Ebpf::load(p)?);
+        }
     }
     let mut to = Accepted::new(&args);
     let open_writer = |to: &mut Accepted| -> Result<(), Fail> {
@@ -443,7 +463,13 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
                 let lt = linktype_of(pkt.linktype, &name)?;
                 source.program(lt, snaplen_of(pkt.snaplen), optimize, Some(big_endian))
             })?;
-            let verdict = program.run_with(runner, pkt.data, pkt.wirelen) != 0;
+            let verdict = if ebpf {
+                let key = (pkt.linktype, pkt.snaplen);
+                let prog = cached(&mut loaded, key, || Ebpf::load(program))?;
+                prog.run(pkt.data, pkt.wirelen, seen + 1)? != 0
+            } else {
+                program.run_with(runner, pkt.data, pkt.wirelen) != 0
+            };
             open_writer(&mut to)?;
             seen += 1;
             if args.verdicts {
@@ -602,7 +628,33 @@ fn run_live(
     if args.dump > 0 {
         return print_out(&dump(&program, args.dump));
     }
-    live.prefilter(Some(program.bpf()))?;
+    // With --engine ebpf the kernel's pre-filter is the filter's eBPF
+    // program (held until the run ends; the sockets hold it too), on
+    // Ethernet and raw IP links; user space judges every packet again.
+    let _ebpf = match args.engine {
+        Some(EngineArg::Ebpf) => {
+            if ![1, 12, 101].contains(&live.linktype()) {
+                return Err(Fail(format!(
+                    "--engine ebpf: {}: live capture runs eBPF on Ethernet and raw IP links only",
+                    live.name()
+                )));
+            }
+            let ir = program.ir().ok_or_else(|| {
+                Fail(
+                    "--engine ebpf: this BPF program has no intermediate form to compile to eBPF"
+                        .into(),
+                )
+            })?;
+            let loaded = sluice::ebpf::Loaded::compile(ir, sluice::ebpf::Mode::Socket)
+                .map_err(|e| Fail(format!("--engine ebpf: {e}")))?;
+            live.prefilter_ebpf(std::os::fd::AsFd::as_fd(loaded.fd()), loaded.len())?;
+            Some(loaded)
+        }
+        _ => {
+            live.prefilter(Some(program.bpf()))?;
+            None
+        }
+    };
     let nanos = args.precision() == Some(Precision::Nano);
     let format = CaptureFormat::Pcap {
         nanos,
@@ -680,6 +732,66 @@ fn run_live(
         })?;
     }
     Ok(())
+}
+
+/// `--engine ebpf`: a program's intermediate form as eBPF, loaded in the
+/// kernel and run there on each packet (`BPF_PROG_TEST_RUN`).
+struct Ebpf(sluice::ebpf::Loaded);
+
+impl Ebpf {
+    /// The eBPF program for `p`'s intermediate form.
+    fn lower(p: &Program) -> Result<Vec<sluice::ebpf::Insn>, Fail> {
+        let ir = p.ir().ok_or_else(|| {
+            Fail(
+                "--engine ebpf: this BPF program has no intermediate form to compile to eBPF"
+                    .into(),
+            )
+        })?;
+        sluice::ebpf::lower(ir, sluice::ebpf::Mode::TestRun)
+            .map_err(|e| Fail(format!("--engine ebpf: {e}")))
+    }
+
+    /// Load `p`'s eBPF program: the kernel's refusal, with the verifier's
+    /// log, is the error.
+    fn load(p: &Program) -> Result<Ebpf, Fail> {
+        let insns = Ebpf::lower(p)?;
+        sluice::ebpf::Loaded::load(&insns, sluice::ebpf::Mode::TestRun)
+            .map(Ebpf)
+            .map_err(|e| Fail(format!("--engine ebpf: {e}")))
+    }
+
+    /// The filter's result on packet number `n` (counted from 1).
+    fn run(&self, data: &[u8], wirelen: u32, n: u64) -> Result<u32, Fail> {
+        self.0
+            .run(data, wirelen)
+            .map_err(|e| Fail(format!("--engine ebpf: packet {n}: {e}")))
+    }
+
+    /// `-d`: the program as `bpftool prog dump xlated` lists it; `-dd`:
+    /// as a C array of `struct bpf_insn`; `-ddd`: one encoded instruction
+    /// a line, in decimal.
+    fn dump(p: &Program, level: u8) -> Result<String, Fail> {
+        let insns = Ebpf::lower(p)?;
+        Ok(match level {
+            1 => sluice::ebpf::dump(&insns),
+            2 => insns
+                .iter()
+                .map(|i| {
+                    format!(
+                        "{{ {:#04x}, {}, {}, {}, {:#010x} }},\n",
+                        i.code, i.dst, i.src, i.off, i.imm as u32
+                    )
+                })
+                .collect(),
+            _ => {
+                let mut s = format!("{}\n", insns.len());
+                for i in &insns {
+                    s += &format!("{}\n", i.encode());
+                }
+                s
+            }
+        })
+    }
 }
 
 /// With `--engine native` asked for, say on standard error why a program

@@ -154,6 +154,23 @@ impl Live {
         Ok(matches!(got, Prefilter::Installed(_)))
     }
 
+    /// Attach a loaded eBPF socket filter of `insns` instructions to every
+    /// ring, unless `--no-kernel-filter`. Returns whether the kernel runs it.
+    pub fn prefilter_ebpf(
+        &mut self,
+        prog: std::os::fd::BorrowedFd<'_>,
+        insns: usize,
+    ) -> Result<bool, Fail> {
+        let got = self.session.prefilter_ebpf(prog).map_err(fail)?;
+        if std::env::var_os("SLUICE_DEBUG").is_some() {
+            match got {
+                true => eprintln!("sluice: kernel pre-filter: eBPF, {insns} instructions"),
+                false => eprintln!("sluice: kernel pre-filter: none"),
+            }
+        }
+        Ok(got)
+    }
+
     /// On SIGHUP, put the filter `reload` gives in place of the one in
     /// force (see [`Session::on_reload`]); a reload that fails keeps the
     /// filter in force and says why.

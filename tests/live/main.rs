@@ -457,6 +457,41 @@ fn kernel_prefilter_passes_what_tcpdumps_passes() {
 }
 
 #[test]
+fn ebpf_prefilter_passes_what_tcpdumps_passes() {
+    let Some(net) = Net::new("ebpf") else {
+        return;
+    };
+    let all = net.file("all.pcap");
+    let expr = "tcp port 80 or udp";
+    let dump = tcpdump(&net, &all, &[expr]);
+    let mut run = Bg::start({
+        let mut c = net.sluice(&["filter", "-i", "vb", "--engine", "ebpf", "--count", expr]);
+        c.env("SLUICE_DEBUG", "1");
+        c
+    });
+    run.listening();
+    // No VLAN tags (a tagged frame passes the eBPF program and is judged
+    // in user space: counted by the kernel, so not compared here).
+    let sent = net.replay(&corpus("kday4.pcap")) + net.replay(&corpus("HSRP_election.pcap"));
+    settle();
+    let a = run.interrupt();
+    let t = dump.interrupt();
+    let (a_err, t_err) = (text(&a.stderr), text(&t.stderr));
+    assert!(a.status.success(), "{a_err}");
+    assert!(a_err.contains("kernel pre-filter: eBPF, "), "{a_err}");
+    let wanted = frames(&all).len() as u64;
+    assert!(wanted > 0 && wanted < sent, "{wanted} of {sent}");
+    // The kernel's count is of what the eBPF program passed: exactly what
+    // tcpdump's classic program passed, and what user space accepted.
+    assert_eq!(
+        stat(&a_err, "received by filter"),
+        stat(&t_err, "received by filter")
+    );
+    assert_eq!(stat(&a_err, "received by filter"), wanted);
+    assert_eq!(text(&a.stdout).trim(), wanted.to_string());
+}
+
+#[test]
 fn the_interface_going_down_is_an_error_after_writing_what_came_before() {
     let Some(net) = Net::new("down") else {
         return;

@@ -309,6 +309,19 @@ impl Capture {
         Ok(taken)
     }
 
+    /// Attach an eBPF socket filter (the descriptor of a loaded
+    /// `BPF_PROG_TYPE_SOCKET_FILTER` program) as the kernel pre-filter, in
+    /// place of the classic one; the same rule holds: it may accept more
+    /// than the user's filter, never less.
+    pub fn set_ebpf(&mut self, prog: std::os::fd::BorrowedFd<'_>) -> Result<(), LiveError> {
+        use std::os::fd::AsRawFd;
+        self.sock
+            .attach_bpf(prog.as_raw_fd())
+            .map_err(|e| LiveError::call(&self.name, "SO_ATTACH_BPF", e))?;
+        self.filter = None;
+        Ok(())
+    }
+
     /// Whether a kernel pre-filter is attached.
     pub fn has_filter(&self) -> bool {
         self.filter.is_some()

@@ -94,6 +94,13 @@ impl PacketSocket {
         self.set(libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, &prog)
     }
 
+    /// Attach an eBPF socket filter by its program's descriptor
+    /// (`SO_ATTACH_BPF`, in place of any classic one; the socket takes its
+    /// own reference to the program).
+    pub fn attach_bpf(&self, prog_fd: libc::c_int) -> io::Result<()> {
+        self.set(libc::SOL_SOCKET, libc::SO_ATTACH_BPF, &prog_fd)
+    }
+
     /// Bind to interface `ifindex` (0: every interface) for every protocol.
     pub fn bind(&self, ifindex: i32, protocol: u16) -> io::Result<()> {
         // SAFETY: sockaddr_ll is plain data; all zero is a valid value.

@@ -364,6 +364,19 @@ impl Session {
         })
     }
 
+    /// Attach a loaded eBPF socket filter to every ring as the kernel
+    /// pre-filter (see [`crate::Capture::set_ebpf`]); false, with nothing
+    /// attached, when the kernel filter is off.
+    pub fn prefilter_ebpf(&mut self, prog: std::os::fd::BorrowedFd<'_>) -> Result<bool, LiveError> {
+        if !self.kernel_filter {
+            return Ok(false);
+        }
+        for c in &mut self.captures {
+            c.set_ebpf(prog)?;
+        }
+        Ok(true)
+    }
+
     /// The kernel's form of `program`, unless the kernel filter is off or
     /// the kernel cannot run it.
     fn kernel_filter(&self, program: &[Insn]) -> Option<KernelFilter> {

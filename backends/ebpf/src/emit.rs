@@ -1,0 +1,621 @@
+//! The IR lowered to eBPF instructions.
+//!
+//! Rule: every IR abort (a load past the captured bytes, a division by
+//! zero) jumps to the one `return 0`; every packet load is preceded by an
+//! explicit check of `address + size` against the captured length held in
+//! r7, and is then made with `BPF_LD_IND`/`BPF_LD_ABS`, which the kernel
+//! bounds-checks once more itself (see the crate doc for why).
+//!
+//! Registers: r6 the context (`struct __sk_buff *`, as LD_ABS/IND
+//! require), r7 the captured length, r8 the wire length, r9 the start of
+//! a `protochain` walk; r0 holds each value computed, r1 the left operand.
+//! LD_ABS/IND clobber r0-r5, so a left operand waits in a stack slot while
+//! the right one is computed.
+
+use crate::insn::{op, Insn};
+use crate::{Error, Mode};
+use sluice_ir::{BinOp, CmpOp, Filter, Pred, Size, Val};
+use std::collections::HashMap;
+
+/// 8-byte stack slots available (the 512-byte stack, less 8 bytes the
+/// kernel takes for `may_goto`'s counter).
+const SLOTS: usize = 63;
+/// `struct __sk_buff` offsets: `len`, `cb[0]`, `cb[1]`.
+const SKB_LEN: i16 = 0;
+const SKB_CB0: i16 = 48;
+const SKB_CB1: i16 = 52;
+/// `struct __sk_buff` offset of `vlan_present`.
+const SKB_VLAN_PRESENT: i16 = 20;
+
+type Label = usize;
+
+enum Item {
+    Insn(Insn),
+    /// A jump to a label (its `off` is filled in at layout).
+    Jump(Insn, Label),
+    Label(Label),
+}
+
+struct Emitter {
+    items: Vec<Item>,
+    labels: usize,
+    reject: Label,
+    /// Shared value id -> its slot: 0 while not computed, else
+    /// `1 << 32 | value`.
+    shared: HashMap<usize, usize>,
+    /// Slots in use (shared ones first, then temporaries as a stack).
+    used: usize,
+}
+
+fn alu32(o: u8, dst: u8, imm: u32) -> Insn {
+    Insn::new(op::ALU | o | op::K, dst, 0, 0, imm as i32)
+}
+fn alu32x(o: u8, dst: u8, src: u8) -> Insn {
+    Insn::new(op::ALU | o | op::X, dst, src, 0, 0)
+}
+fn alu64(o: u8, dst: u8, imm: i32) -> Insn {
+    Insn::new(op::ALU64 | o | op::K, dst, 0, 0, imm)
+}
+fn alu64x(o: u8, dst: u8, src: u8) -> Insn {
+    Insn::new(op::ALU64 | o | op::X, dst, src, 0, 0)
+}
+fn slot_off(slot: usize) -> i16 {
+    -8 * (slot as i16 + 1)
+}
+fn bin_code(b: BinOp) -> u8 {
+    match b {
+        BinOp::Add => op::ADD,
+        BinOp::Sub => op::SUB,
+        BinOp::Mul => op::MUL,
+        BinOp::Div => op::DIV,
+        BinOp::Mod => op::MOD,
+        BinOp::And => op::AND,
+        BinOp::Or => op::OR,
+        BinOp::Xor => op::XOR,
+        BinOp::Shl => op::LSH,
+        BinOp::Shr => op::RSH,
+    }
+}
+fn cmp_code(c: CmpOp) -> u8 {
+    match c {
+        CmpOp::Eq => op::JEQ,
+        CmpOp::Gt => op::JGT,
+        CmpOp::Ge => op::JGE,
+        CmpOp::Set => op::JSET,
+    }
+}
+fn size_code(s: Size) -> u8 {
+    match s {
+        Size::Byte => op::B,
+        Size::Half => op::H,
+        Size::Word => op::W,
+    }
+}
+
+/// Collect the ids of shared values, each once, inner ones too.
+fn shared_ids_val(v: &Val, out: &mut Vec<usize>) {
+    match v {
+        Val::Const(_) | Val::Len => {}
+        Val::Load { base, .. } => shared_ids_val(base, out),
+        Val::Bin(_, a, b) => {
+            shared_ids_val(a, out);
+            shared_ids_val(b, out);
+        }
+        Val::Neg(a) => shared_ids_val(a, out),
+        Val::Shared(s) => {
+            if !out.contains(&s.id()) {
+                out.push(s.id());
+                shared_ids_val(s.val(), out);
+            }
+        }
+    }
+}
+fn shared_ids(p: &Pred, out: &mut Vec<usize>) {
+    match p {
+        Pred::True | Pred::False => {}
+        Pred::Cmp { lhs, rhs, .. } => {
+            shared_ids_val(lhs, out);
+            shared_ids_val(rhs, out);
+        }
+        Pred::Not(q) => shared_ids(q, out),
+        Pred::And(ps) | Pred::Or(ps) => ps.iter().for_each(|q| shared_ids(q, out)),
+        Pred::In { val, .. } => shared_ids_val(val, out),
+        Pred::ProtoChain { start, .. } => shared_ids_val(start, out),
+    }
+}
+
+/// Lower a filter to eBPF instructions for `mode`.
+pub fn lower(f: &Filter, mode: Mode) -> Result<Vec<Insn>, Error> {
+    let mut e = Emitter {
+        items: Vec::new(),
+        labels: 0,
+        reject: 0,
+        shared: HashMap::new(),
+        used: 0,
+    };
+    e.reject = e.label();
+    let accept = e.label();
+    // Prologue: the context, the lengths, the shared values' slots cleared.
+    e.put(alu64x(op::MOV, 6, 1));
+    match mode {
+        Mode::TestRun => {
+            e.put(Insn::new(op::LDX | op::MEM | op::W, 7, 6, SKB_CB0, 0));
+            e.put(Insn::new(op::LDX | op::MEM | op::W, 8, 6, SKB_CB1, 0));
+        }
+        Mode::Socket => {
+            e.put(Insn::new(op::LDX | op::MEM | op::W, 7, 6, SKB_LEN, 0));
+            e.put(alu64x(op::MOV, 8, 7));
+            // A frame whose VLAN tag the kernel took off is not the frame
+            // the filter means (libpcap puts the tag back): it passes, and
+            // user space judges it.
+            e.put(Insn::new(
+                op::LDX | op::MEM | op::W,
+                0,
+                6,
+                SKB_VLAN_PRESENT,
+                0,
+            ));
+            e.jump(Insn::new(op::JMP | op::JSET | op::K, 0, 0, 0, 1), accept);
+        }
+    }
+    let mut ids = Vec::new();
+    shared_ids(&f.pred, &mut ids);
+    // Shared values get slots while at least 8 remain for temporaries;
+    // the rest are computed at each use (same value, more work).
+    for id in ids {
+        if e.used + 8 >= SLOTS {
+            break;
+        }
+        e.shared.insert(id, e.used);
+        e.put(Insn::new(
+            op::ST | op::MEM | op::DW,
+            10,
+            0,
+            slot_off(e.used),
+            0,
+        ));
+        e.used += 1;
+    }
+    e.cond(&f.pred, accept, e.reject)?;
+    e.mark(accept);
+    e.put(alu32(op::MOV, 0, f.accept));
+    e.put(Insn::new(op::JMP | op::EXIT, 0, 0, 0, 0));
+    e.mark(e.reject);
+    e.put(alu32(op::MOV, 0, 0));
+    e.put(Insn::new(op::JMP | op::EXIT, 0, 0, 0, 0));
+    e.layout()
+}
+
+impl Emitter {
+    fn label(&mut self) -> Label {
+        self.labels += 1;
+        self.labels - 1
+    }
+    fn put(&mut self, i: Insn) {
+        self.items.push(Item::Insn(i));
+    }
+    fn jump(&mut self, i: Insn, to: Label) {
+        self.items.push(Item::Jump(i, to));
+    }
+    fn goto(&mut self, to: Label) {
+        self.jump(Insn::new(op::JMP | op::JA, 0, 0, 0, 0), to);
+    }
+    fn mark(&mut self, l: Label) {
+        self.items.push(Item::Label(l));
+    }
+
+    /// A temporary slot, released by [`Emitter::pop`] in stack order.
+    fn push(&mut self) -> Result<usize, Error> {
+        if self.used >= SLOTS {
+            return Err(Error::TooDeep);
+        }
+        self.used += 1;
+        Ok(self.used - 1)
+    }
+    fn pop(&mut self) {
+        self.used -= 1;
+    }
+
+    /// Jumps to labels that follow at once are dropped; then the labels
+    /// become offsets.
+    fn layout(self) -> Result<Vec<Insn>, Error> {
+        // The verifier refuses unreachable instructions: keep only what
+        // a path from the start reaches.
+        let mut where_label = vec![0; self.labels];
+        for (i, it) in self.items.iter().enumerate() {
+            if let Item::Label(l) = it {
+                where_label[*l] = i;
+            }
+        }
+        let mut reached = vec![false; self.items.len()];
+        let mut work = vec![0];
+        while let Some(mut i) = work.pop() {
+            while i < self.items.len() && !reached[i] {
+                reached[i] = true;
+                match &self.items[i] {
+                    Item::Insn(insn) if insn.code == op::JMP | op::EXIT => break,
+                    Item::Jump(insn, to) => {
+                        work.push(where_label[*to]);
+                        if insn.code == op::JMP | op::JA {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        let items: Vec<Item> = self
+            .items
+            .into_iter()
+            .zip(reached)
+            .filter(|(it, r)| *r || matches!(it, Item::Label(_)))
+            .map(|(it, _)| it)
+            .collect();
+        let mut keep = vec![true; items.len()];
+        for (i, it) in items.iter().enumerate() {
+            if let Item::Jump(insn, to) = it {
+                if insn.code == op::JMP | op::JA {
+                    let falls = items[i + 1..]
+                        .iter()
+                        .take_while(|x| matches!(x, Item::Label(_)))
+                        .any(|x| matches!(x, Item::Label(l) if l == to));
+                    keep[i] = !falls;
+                }
+            }
+        }
+        let mut at = vec![usize::MAX; self.labels];
+        let mut pc = 0;
+        for (i, it) in items.iter().enumerate() {
+            match it {
+                Item::Label(l) => at[*l] = pc,
+                _ if keep[i] => pc += 1,
+                _ => {}
+            }
+        }
+        let mut out = Vec::with_capacity(pc);
+        for (i, it) in items.into_iter().enumerate() {
+            match it {
+                Item::Insn(insn) if keep[i] => out.push(insn),
+                Item::Jump(mut insn, to) if keep[i] => {
+                    let delta = at[to] as i64 - out.len() as i64 - 1;
+                    insn.off = i16::try_from(delta).map_err(|_| Error::TooLarge(pc))?;
+                    out.push(insn);
+                }
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+
+    /// Jump to `t` when `p` holds, to `f` when not, to the reject label
+    /// when it aborts.
+    fn cond(&mut self, p: &Pred, t: Label, f: Label) -> Result<(), Error> {
+        match p {
+            Pred::True => self.goto(t),
+            Pred::False => self.goto(f),
+            Pred::Cmp { op: c, lhs, rhs } => {
+                let code = op::JMP32 | cmp_code(*c);
+                if let Val::Const(k) = rhs {
+                    self.val(lhs)?;
+                    self.jump(Insn::new(code | op::K, 0, 0, 0, *k as i32), t);
+                } else {
+                    self.val(lhs)?;
+                    let s = self.push()?;
+                    self.put(Insn::new(op::STX | op::MEM | op::DW, 10, 0, slot_off(s), 0));
+                    self.val(rhs)?;
+                    self.put(Insn::new(op::LDX | op::MEM | op::DW, 1, 10, slot_off(s), 0));
+                    self.pop();
+                    self.jump(Insn::new(code | op::X, 1, 0, 0, 0), t);
+                }
+                self.goto(f);
+            }
+            Pred::Not(q) => self.cond(q, f, t)?,
+            Pred::And(ps) | Pred::Or(ps) => {
+                let is_and = matches!(p, Pred::And(_));
+                for (i, q) in ps.iter().enumerate() {
+                    if i + 1 == ps.len() {
+                        self.cond(q, t, f)?;
+                    } else {
+                        let next = self.label();
+                        if is_and {
+                            self.cond(q, next, f)?;
+                        } else {
+                            self.cond(q, t, next)?;
+                        }
+                        self.mark(next);
+                    }
+                }
+                if ps.is_empty() {
+                    self.goto(if is_and { t } else { f });
+                }
+            }
+            Pred::In { val, keys } => {
+                self.val(val)?;
+                self.search(keys, t, f);
+            }
+            Pred::ProtoChain { v6, start, proto } => self.protochain(*v6, start, *proto, t, f)?,
+        }
+        Ok(())
+    }
+
+    /// Binary search of w0 among sorted `keys`.
+    fn search(&mut self, keys: &[u32], t: Label, f: Label) {
+        if keys.len() <= 4 {
+            for k in keys {
+                self.jump(
+                    Insn::new(op::JMP32 | op::JEQ | op::K, 0, 0, 0, *k as i32),
+                    t,
+                );
+            }
+            self.goto(f);
+            return;
+        }
+        let mid = keys.len() / 2;
+        let right = self.label();
+        let k = keys[mid - 1];
+        self.jump(
+            Insn::new(op::JMP32 | op::JGT | op::K, 0, 0, 0, k as i32),
+            right,
+        );
+        self.search(&keys[..mid], t, f);
+        self.mark(right);
+        self.search(&keys[mid..], t, f);
+    }
+
+    /// Compute `v` into w0 (zero-extended into r0).
+    fn val(&mut self, v: &Val) -> Result<(), Error> {
+        match v {
+            Val::Const(k) => self.put(alu32(op::MOV, 0, *k)),
+            Val::Len => self.put(alu64x(op::MOV, 0, 8)),
+            Val::Load { base, offset, size } => {
+                let n = size.bytes() as u64;
+                if let Some(b) = base.known().filter(|_| !base.can_abort()) {
+                    let end = b as u64 + *offset as u64 + n;
+                    if end > i32::MAX as u64 {
+                        // No packet is 2 GiB long: this load always aborts.
+                        self.goto(self.reject);
+                        return Ok(());
+                    }
+                    self.jump(
+                        Insn::new(op::JMP | op::JLT | op::K, 7, 0, 0, end as i32),
+                        self.reject,
+                    );
+                    let at = (end - n) as i32;
+                    self.put(Insn::new(op::LD | op::ABS | size_code(*size), 0, 0, 0, at));
+                } else {
+                    self.val(base)?;
+                    self.put(alu32(op::MOV, 1, *offset));
+                    self.put(alu64x(op::ADD, 0, 1));
+                    self.load_at_r0(*size);
+                }
+            }
+            Val::Bin(o, a, b) => {
+                let code = bin_code(*o);
+                if let Val::Const(k) = **b {
+                    self.val(a)?;
+                    match o {
+                        BinOp::Div | BinOp::Mod if k == 0 => self.goto(self.reject),
+                        BinOp::Shl | BinOp::Shr if k >= 32 => self.put(alu32(op::MOV, 0, 0)),
+                        _ => self.put(alu32(code, 0, k)),
+                    }
+                    return Ok(());
+                }
+                self.val(a)?;
+                let s = self.push()?;
+                self.put(Insn::new(op::STX | op::MEM | op::DW, 10, 0, slot_off(s), 0));
+                self.val(b)?;
+                self.put(Insn::new(op::LDX | op::MEM | op::DW, 1, 10, slot_off(s), 0));
+                self.pop();
+                match o {
+                    BinOp::Div | BinOp::Mod => {
+                        self.jump(
+                            Insn::new(op::JMP32 | op::JEQ | op::K, 0, 0, 0, 0),
+                            self.reject,
+                        );
+                        self.put(alu32x(code, 1, 0));
+                    }
+                    BinOp::Shl | BinOp::Shr => {
+                        let (big, done) = (self.label(), self.label());
+                        self.jump(Insn::new(op::JMP32 | op::JGT | op::K, 0, 0, 0, 31), big);
+                        self.put(alu32x(code, 1, 0));
+                        self.goto(done);
+                        self.mark(big);
+                        self.put(alu32(op::MOV, 1, 0));
+                        self.mark(done);
+                    }
+                    _ => self.put(alu32x(code, 1, 0)),
+                }
+                self.put(alu32x(op::MOV, 0, 1));
+            }
+            Val::Neg(a) => {
+                self.val(a)?;
+                self.put(Insn::new(op::ALU | op::NEG, 0, 0, 0, 0));
+            }
+            Val::Shared(s) => match self.shared.get(&s.id()).copied() {
+                None => self.val(s.val())?,
+                Some(slot) => {
+                    let (compute, done) = (self.label(), self.label());
+                    self.put(Insn::new(
+                        op::LDX | op::MEM | op::DW,
+                        0,
+                        10,
+                        slot_off(slot),
+                        0,
+                    ));
+                    self.jump(Insn::new(op::JMP | op::JEQ | op::K, 0, 0, 0, 0), compute);
+                    self.put(alu32x(op::MOV, 0, 0));
+                    self.goto(done);
+                    self.mark(compute);
+                    self.val(s.val())?;
+                    self.put(alu64(op::MOV, 1, 1));
+                    self.put(alu64(op::LSH, 1, 32));
+                    self.put(alu64x(op::OR, 1, 0));
+                    self.put(Insn::new(
+                        op::STX | op::MEM | op::DW,
+                        10,
+                        1,
+                        slot_off(slot),
+                        0,
+                    ));
+                    self.mark(done);
+                }
+            },
+        }
+        Ok(())
+    }
+
+    /// Load `size` bytes at the address in r0 (a sum of two u32s, so
+    /// below 2^33): checked against the captured length in r7, then
+    /// loaded with `LD_IND`, which the kernel checks again.
+    fn load_at_r0(&mut self, size: Size) {
+        self.put(alu64x(op::MOV, 1, 0));
+        self.put(alu64(op::ADD, 1, size.bytes() as i32));
+        self.jump(
+            Insn::new(op::JMP | op::JGT | op::X, 1, 7, 0, 0),
+            self.reject,
+        );
+        self.put(Insn::new(op::LD | op::IND | size_code(size), 0, 0, 0, 0));
+    }
+
+    /// libpcap's `protochain` as a loop the verifier accepts: a
+    /// `may_goto` bounds it (the kernel's budget of iterations), the walk's
+    /// offset is clamped below 2^31 so that the verifier's view of it
+    /// converges (a clamped offset aborts at its next load either way).
+    fn protochain(
+        &mut self,
+        v6: bool,
+        start: &Val,
+        proto: u8,
+        t: Label,
+        f: Label,
+    ) -> Result<(), Error> {
+        let next = self.push()?;
+        let off = self.push()?;
+        let store = |e: &mut Emitter, slot: usize| {
+            e.put(Insn::new(
+                op::STX | op::MEM | op::DW,
+                10,
+                0,
+                slot_off(slot),
+                0,
+            ))
+        };
+        self.val(start)?;
+        self.put(alu64x(op::MOV, 9, 0));
+        if v6 {
+            self.put(alu64(op::ADD, 0, 6));
+            self.load_at_r0(Size::Byte);
+            store(self, next);
+            self.put(alu32(op::MOV, 0, 40));
+            store(self, off);
+        } else {
+            self.load_at_r0(Size::Byte);
+            self.put(alu32(op::AND, 0, 0xf));
+            self.put(alu32(op::LSH, 0, 2));
+            store(self, off);
+            self.put(alu64x(op::MOV, 0, 9));
+            self.put(alu64(op::ADD, 0, 9));
+            self.load_at_r0(Size::Byte);
+            store(self, next);
+        }
+        let (top, ext, ah) = (self.label(), self.label(), self.label());
+        self.mark(top);
+        self.jump(Insn::new(op::JMP | op::JCOND, 0, 0, 0, 0), self.reject);
+        self.put(Insn::new(
+            op::LDX | op::MEM | op::DW,
+            0,
+            10,
+            slot_off(next),
+            0,
+        ));
+        let jeq = |e: &mut Emitter, k: u32, to: Label| {
+            e.jump(
+                Insn::new(op::JMP32 | op::JEQ | op::K, 0, 0, 0, k as i32),
+                to,
+            )
+        };
+        jeq(self, proto as u32, t);
+        jeq(self, 59, f);
+        if v6 {
+            for h in [0, 60, 43, 44] {
+                jeq(self, h, ext);
+            }
+        }
+        jeq(self, 51, ah);
+        self.goto(f);
+        // IPv6 extension header: off += (len + 1) * 8.
+        for (l, ah_step) in [(ext, false), (ah, true)] {
+            if !v6 && !ah_step {
+                continue;
+            }
+            self.mark(l);
+            // r0 = start + off; check start + off + 2 <= caplen.
+            self.put(Insn::new(
+                op::LDX | op::MEM | op::DW,
+                0,
+                10,
+                slot_off(off),
+                0,
+            ));
+            self.put(alu64x(op::ADD, 0, 9));
+            self.put(alu64x(op::MOV, 1, 0));
+            self.put(alu64(op::ADD, 1, 2));
+            self.jump(
+                Insn::new(op::JMP | op::JGT | op::X, 1, 7, 0, 0),
+                self.reject,
+            );
+            // The length byte first (r0 is clobbered by each load).
+            self.put(Insn::new(op::LD | op::IND | op::B, 0, 0, 0, 1));
+            if ah_step {
+                self.put(alu32(op::ADD, 0, 2));
+                self.put(alu32(op::LSH, 0, 2));
+            } else {
+                self.put(alu32(op::ADD, 0, 1));
+                self.put(alu32(op::LSH, 0, 3));
+                self.put(Insn::new(
+                    op::LDX | op::MEM | op::DW,
+                    1,
+                    10,
+                    slot_off(off),
+                    0,
+                ));
+                self.put(alu32x(op::ADD, 0, 1));
+                let fine = self.label();
+                self.jump(
+                    Insn::new(op::JMP32 | op::JLT | op::K, 0, 0, 0, i32::MAX),
+                    fine,
+                );
+                self.put(alu32(op::MOV, 0, i32::MAX as u32));
+                self.mark(fine);
+            }
+            // The new offset waits in a slot while the next-header byte
+            // is loaded from the old one.
+            let new_off = self.push()?;
+            store(self, new_off);
+            self.put(Insn::new(
+                op::LDX | op::MEM | op::DW,
+                0,
+                10,
+                slot_off(off),
+                0,
+            ));
+            self.put(alu64x(op::ADD, 0, 9));
+            self.put(Insn::new(op::LD | op::IND | op::B, 0, 0, 0, 0));
+            store(self, next);
+            self.put(Insn::new(
+                op::LDX | op::MEM | op::DW,
+                0,
+                10,
+                slot_off(new_off),
+                0,
+            ));
+            store(self, off);
+            self.pop();
+            self.goto(top);
+        }
+        self.pop();
+        self.pop();
+        Ok(())
+    }
+}

@@ -1,0 +1,311 @@
+//! # sluice-ebpf: sluice's intermediate form as eBPF, run by the kernel
+//!
+//! [`lower`] turns a [`Filter`] into eBPF instructions ([`Insn`]), with no
+//! C compiler or LLVM anywhere; [`Loaded::load`] hands them to the kernel's
+//! verifier and keeps the program's file descriptor (closed on drop, never
+//! pinned); [`Loaded::run`] runs one packet through the kernel's own
+//! execution with `BPF_PROG_TEST_RUN`.
+//!
+//! ## Program types and packet access
+//!
+//! A program is built for a [`Mode`]:
+//! - [`Mode::TestRun`] is a `BPF_PROG_TYPE_SCHED_CLS` program: its test run
+//!   hands the program the whole frame from the link header on (a socket
+//!   filter's test run starts at the network header), and lets the caller
+//!   set `skb->cb`, where [`Loaded::run`] puts the captured length
+//!   (`cb[0]`) and the length on the wire (`cb[1]`): a file's packet may
+//!   be cut short, and the kernel's test run wants at least 14 bytes (34
+//!   for IPv4, 54 for IPv6), so shorter packets are padded and the
+//!   program bounds itself by `cb[0]`. The test run takes packets up to
+//!   [`MAX_TEST_PACKET`] bytes (one page).
+//! - [`Mode::Socket`] is a `BPF_PROG_TYPE_SOCKET_FILTER` program for
+//!   `SO_ATTACH_BPF`, a pre-filter: the captured and wire lengths are both
+//!   `skb->len`, and a frame whose VLAN tag the kernel took off passes
+//!   (user space, which sees the tag put back, judges it).
+//!
+//! Packet bytes are read with the classic-style `BPF_LD_ABS`/`BPF_LD_IND`
+//! instructions, which both program types allow: they read through
+//! `skb_header_pointer`, so they work on paged (non-linear) socket
+//! buffers, convert from network byte order, and end the program with
+//! return value 0 when out of bounds, exactly the IR's abort. Direct packet
+//! access (`skb->data`) would see only the linear part of a socket buffer.
+//! Because `LD_IND` takes a signed 32-bit offset (negative offsets are the
+//! kernel's special `SKF_NET_OFF`/`SKF_LL_OFF` areas), every load is first
+//! checked explicitly against the captured length, so the kernel never
+//! sees an address above it.
+//!
+//! ## Loader
+//!
+//! The kernel is called directly with `bpf(2)` (module `sys`, the only
+//! unsafe code). aya loads programs from ELF objects and has no public call
+//! for a raw instruction array; `libbpf-sys` would build libbpf's C sources
+//! with libelf and zlib for two system calls whose ABI is small and stable.
+//! A verifier refusal comes back as [`Error::Refused`] with the verifier's
+//! log.
+//!
+//! ```no_run
+//! use sluice_ir::{Filter, Pred, Size, Val};
+//! use sluice_ebpf::{Loaded, Mode};
+//! let f = Filter::new(Pred::eq(Val::load_abs(12, Size::Half), 0x800), 262144);
+//! let prog = Loaded::load(&sluice_ebpf::lower(&f, Mode::TestRun)?, Mode::TestRun)?;
+//! let mut pkt = [0u8; 60];
+//! pkt[12] = 8;
+//! assert_eq!(prog.run(&pkt, 60)?, 262144);
+//! assert_eq!(prog.run(&pkt[..13], 60)?, 0);
+//! # Ok::<(), sluice_ebpf::Error>(())
+//! ```
+#![warn(missing_docs)]
+
+mod emit;
+mod insn;
+mod sys;
+
+pub use emit::lower;
+pub use insn::{dump, op, Insn};
+pub use sluice_ir::Filter;
+
+use std::os::fd::OwnedFd;
+
+/// Which program type a filter is built and loaded as.
+///
+/// ```
+/// assert_ne!(sluice_ebpf::Mode::TestRun, sluice_ebpf::Mode::Socket);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `BPF_PROG_TYPE_SCHED_CLS`, run on packets from files with
+    /// `BPF_PROG_TEST_RUN` ([`Loaded::run`]).
+    TestRun,
+    /// `BPF_PROG_TYPE_SOCKET_FILTER`, for a socket (`SO_ATTACH_BPF`).
+    Socket,
+}
+
+impl Mode {
+    fn prog_type(self) -> u32 {
+        match self {
+            Mode::TestRun => 3,
+            Mode::Socket => 1,
+        }
+    }
+}
+
+/// The largest packet [`Loaded::run`] takes: the kernel's test run copies
+/// a packet into one page, less its headroom and shared info.
+/// (On x86-64 with 4 KiB pages: 3,712 bytes, measured on Linux 6.18.)
+pub const MAX_TEST_PACKET: usize = 3_700;
+
+/// Packets shorter than this go to the test run padded with zeros: an
+/// Ethernet header and an IPv6 header.
+const MIN_TEST_FRAME: usize = 54;
+
+/// Why a filter could not be built, loaded or run.
+///
+/// ```
+/// let e = sluice_ebpf::Error::TooDeep;
+/// assert!(e.to_string().contains("stack"));
+/// ```
+#[derive(Debug)]
+pub enum Error {
+    /// The filter's values nest deeper than the 512-byte stack holds.
+    TooDeep,
+    /// The program (this many instructions) is too long for 16-bit jumps.
+    TooLarge(usize),
+    /// The kernel refused to load the program: the error, and the
+    /// verifier's log.
+    Refused(std::io::Error, String),
+    /// The kernel refused the program for lack of privilege (it needs
+    /// CAP_BPF and CAP_NET_ADMIN, or root).
+    NotPermitted(std::io::Error),
+    /// `BPF_PROG_TEST_RUN` failed.
+    Run(std::io::Error),
+    /// A packet longer than the kernel's test run takes.
+    PacketTooLong(usize),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::TooDeep => write!(f, "the filter nests deeper than the eBPF stack holds"),
+            Error::TooLarge(n) => write!(f, "the eBPF program ({n} instructions) is too long for its jumps"),
+            Error::Refused(e, log) => write!(f, "the kernel's verifier refused the eBPF program: {e}\n{log}"),
+            Error::NotPermitted(e) => write!(
+                f,
+                "the kernel refused to load an eBPF program ({e}): it needs root, or CAP_BPF and CAP_NET_ADMIN"
+            ),
+            Error::Run(e) => write!(f, "BPF_PROG_TEST_RUN failed: {e}"),
+            Error::PacketTooLong(n) => write!(
+                f,
+                "a packet of {n} bytes is longer than the kernel's test run takes ({MAX_TEST_PACKET})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Refused(e, _) | Error::NotPermitted(e) | Error::Run(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// A program loaded into the kernel; its descriptor is closed on drop.
+///
+/// ```no_run
+/// let f = sluice_ebpf::Filter::new(sluice_ir::Pred::True, 7);
+/// let p = sluice_ebpf::Loaded::compile(&f, sluice_ebpf::Mode::TestRun)?;
+/// assert_eq!(p.run(&[], 0)?, 7);
+/// # Ok::<(), sluice_ebpf::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Loaded {
+    fd: OwnedFd,
+    mode: Mode,
+    insns: usize,
+}
+
+impl Loaded {
+    /// Lower and load a filter.
+    ///
+    /// ```no_run
+    /// let f = sluice_ebpf::Filter::new(sluice_ir::Pred::False, 7);
+    /// let p = sluice_ebpf::Loaded::compile(&f, sluice_ebpf::Mode::TestRun)?;
+    /// assert_eq!(p.run(&[0; 20], 20)?, 0);
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn compile(f: &Filter, mode: Mode) -> Result<Loaded, Error> {
+        Loaded::load(&lower(f, mode)?, mode)
+    }
+
+    /// Load instructions built for `mode`. On a refusal the program is
+    /// loaded once more with the verifier's log on, and the error carries
+    /// the log.
+    ///
+    /// ```no_run
+    /// use sluice_ebpf::{Insn, Loaded, Mode};
+    /// // "exit" with r0 never set: the verifier refuses it.
+    /// let err = Loaded::load(&[Insn::new(0x95, 0, 0, 0, 0)], Mode::TestRun).unwrap_err();
+    /// assert!(err.to_string().contains("R0 !read_ok"));
+    /// ```
+    pub fn load(insns: &[Insn], mode: Mode) -> Result<Loaded, Error> {
+        let code: Vec<u64> = insns.iter().map(Insn::encode).collect();
+        match sys::prog_load(mode.prog_type(), &code, "sluice", None) {
+            Ok(fd) => Ok(Loaded {
+                fd,
+                mode,
+                insns: insns.len(),
+            }),
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => Err(Error::NotPermitted(e)),
+            Err(_) => {
+                let mut log = vec![0u8; 1 << 24];
+                match sys::prog_load(mode.prog_type(), &code, "sluice", Some(&mut log)) {
+                    // Loaded the second time: keep it.
+                    Ok(fd) => Ok(Loaded {
+                        fd,
+                        mode,
+                        insns: insns.len(),
+                    }),
+                    Err(e) => {
+                        let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+                        let text = String::from_utf8_lossy(&log[..end]);
+                        // The end of a long log says why.
+                        let lines: Vec<&str> = text.lines().collect();
+                        let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+                        Err(Error::Refused(e, tail))
+                    }
+                }
+            }
+        }
+    }
+
+    /// The program's length in instructions, as loaded.
+    ///
+    /// ```no_run
+    /// let f = sluice_ebpf::Filter::new(sluice_ir::Pred::True, 1);
+    /// assert!(sluice_ebpf::Loaded::compile(&f, sluice_ebpf::Mode::TestRun)?.len() > 0);
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> usize {
+        self.insns
+    }
+
+    /// The program type it was built and loaded for.
+    ///
+    /// ```no_run
+    /// let f = sluice_ebpf::Filter::new(sluice_ir::Pred::True, 1);
+    /// let p = sluice_ebpf::Loaded::compile(&f, sluice_ebpf::Mode::Socket)?;
+    /// assert_eq!(p.mode(), sluice_ebpf::Mode::Socket);
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The program's file descriptor (for `SO_ATTACH_BPF`).
+    ///
+    /// ```no_run
+    /// use std::os::fd::AsRawFd;
+    /// let f = sluice_ebpf::Filter::new(sluice_ir::Pred::True, 1);
+    /// let p = sluice_ebpf::Loaded::compile(&f, sluice_ebpf::Mode::Socket)?;
+    /// assert!(p.fd().as_raw_fd() >= 0);
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn fd(&self) -> &OwnedFd {
+        &self.fd
+    }
+
+    /// Run a packet (`pkt` its captured bytes, `wirelen` its length on
+    /// the wire) through the program in the kernel: the filter's result.
+    /// Only for [`Mode::TestRun`] programs.
+    ///
+    /// ```no_run
+    /// let f = sluice_ebpf::Filter::new(sluice_ir::Pred::eq(sluice_ir::Val::Len, 60), 1);
+    /// let p = sluice_ebpf::Loaded::compile(&f, sluice_ebpf::Mode::TestRun)?;
+    /// assert_eq!(p.run(&[0; 20], 60)?, 1);
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn run(&self, pkt: &[u8], wirelen: u32) -> Result<u32, Error> {
+        Ok(self.bench(pkt, wirelen, 1)?.0)
+    }
+
+    /// Run a packet `repeat` times: (the filter's result, the kernel's
+    /// mean time per run in nanoseconds).
+    ///
+    /// ```no_run
+    /// let f = sluice_ebpf::Filter::new(sluice_ir::Pred::True, 1);
+    /// let p = sluice_ebpf::Loaded::compile(&f, sluice_ebpf::Mode::TestRun)?;
+    /// let (r, _ns) = p.bench(&[0; 60], 60, 1000)?;
+    /// assert_eq!(r, 1);
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn bench(&self, pkt: &[u8], wirelen: u32, repeat: u32) -> Result<(u32, u32), Error> {
+        assert_eq!(
+            self.mode,
+            Mode::TestRun,
+            "only test-run programs run on packets"
+        );
+        if pkt.len() > MAX_TEST_PACKET {
+            return Err(Error::PacketTooLong(pkt.len()));
+        }
+        // The test run refuses frames under 14 bytes, and IPv4 or IPv6
+        // ones too short for the network header: shorter packets go padded
+        // (the program never reads past cb[0]).
+        let mut data = [0u8; MIN_TEST_FRAME];
+        let data: &[u8] = if pkt.len() < MIN_TEST_FRAME {
+            data[..pkt.len()].copy_from_slice(pkt);
+            &data
+        } else {
+            pkt
+        };
+        // struct __sk_buff up to the end of cb[]: cb[0], cb[1] at 48, 52.
+        let mut ctx = [0u8; 68];
+        ctx[48..52].copy_from_slice(&(pkt.len() as u32).to_ne_bytes());
+        ctx[52..56].copy_from_slice(&wirelen.to_ne_bytes());
+        sys::test_run(&self.fd, data, &ctx, repeat).map_err(Error::Run)
+    }
+}
+
+#[cfg(test)]
+mod tests;
