@@ -10,13 +10,11 @@
 //!   expected bytecode agree on every packet of the corpus captures;
 //! - `reject:<id>` / `reject-tsv:<n>`: refused expressions are refused.
 
-use flate2::read::GzDecoder;
 use serde_json::Value;
 use sluice::capture::CaptureReader;
 use sluice::{LinkType, Program, Runner};
 use sluice_testsupport::corpus;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::Read;
 use std::path::Path;
 
 struct Pkt {
@@ -138,14 +136,6 @@ impl Ledger {
     }
 }
 
-fn read_gz_lines(path: &Path) -> Vec<String> {
-    let mut s = String::new();
-    GzDecoder::new(std::fs::File::open(path).expect("oracle file"))
-        .read_to_string(&mut s)
-        .expect("gzip");
-    s.lines().map(str::to_string).collect()
-}
-
 fn verdicts(p: &Program, c: &Capture, engine: Runner) -> String {
     c.packets
         .iter()
@@ -171,15 +161,8 @@ fn oracle_verdicts() {
         .lines()
         .map(str::to_string)
         .collect();
-    let opt = read_gz_lines(&root.join("oracle/verdicts-master.tsv.gz"));
-    let unopt: HashMap<(String, String), String> =
-        read_gz_lines(&root.join("oracle/verdicts-master-unopt.tsv.gz"))
-            .into_iter()
-            .filter_map(|l| {
-                let f: Vec<&str> = l.split('\t').collect();
-                (f.len() >= 4).then(|| ((f[0].to_string(), f[1].to_string()), f[3].to_string()))
-            })
-            .collect();
+    let opt = corpus::gz_lines("oracle/verdicts-master.tsv.gz").expect("the oracle");
+    let unopt = corpus::unopt_verdicts();
     let mut captures: HashMap<String, Capture> = HashMap::new();
     // Programs per (expression line, link type): optimised and unoptimised.
     let mut progs: HashMap<(usize, u16), Result<(Program, Program), String>> = HashMap::new();

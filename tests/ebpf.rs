@@ -14,22 +14,12 @@
 //! SKIPPED, unless `SLUICE_LIVE_REQUIRED` is set (scripts/test.sh sets it
 //! as root), when they fail.
 
-use flate2::read::GzDecoder;
 use sluice::ebpf::{Error, Loaded, Mode, MAX_TEST_PACKET};
 use sluice::{LinkType, Program};
 use sluice_testsupport::corpus;
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::Path;
 use std::process::Command;
-
-fn read_gz_lines(path: &Path) -> Vec<String> {
-    let mut s = String::new();
-    GzDecoder::new(std::fs::File::open(path).expect("oracle file"))
-        .read_to_string(&mut s)
-        .expect("gzip");
-    s.lines().map(str::to_string).collect()
-}
 
 /// Whether this process may load BPF programs; false (after saying
 /// SKIPPED) where it may not and nothing requires it.
@@ -79,19 +69,12 @@ fn ebpf_verdicts_equal_libpcap_masters_on_the_corpus() {
         .lines()
         .map(str::to_string)
         .collect();
-    let unopt: HashMap<(String, String), String> =
-        read_gz_lines(&root.join("oracle/verdicts-master-unopt.tsv.gz"))
-            .into_iter()
-            .filter_map(|l| {
-                let f: Vec<&str> = l.split('\t').collect();
-                (f.len() >= 4).then(|| ((f[0].to_string(), f[1].to_string()), f[3].to_string()))
-            })
-            .collect();
+    let unopt = corpus::unopt_verdicts();
     let mut captures: HashMap<String, Capture> = HashMap::new();
     let mut progs: HashMap<(usize, u16), Option<Loaded>> = HashMap::new();
     let (mut cases, mut packets, mut too_long, mut no_ir) = (0, 0u64, 0u64, 0);
     let mut failures = Vec::new();
-    for line in read_gz_lines(&root.join("oracle/verdicts-master.tsv.gz")) {
+    for line in corpus::gz_lines("oracle/verdicts-master.tsv.gz").expect("the oracle") {
         let f: Vec<&str> = line.split('\t').collect();
         let (file, n) = (f[0], f[1].parse::<usize>().unwrap());
         if f[2] != "OK" {

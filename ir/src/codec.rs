@@ -96,18 +96,7 @@ fn size_tag(s: Size) -> u8 {
     }
 }
 
-const BIN_OPS: [BinOp; 10] = [
-    BinOp::Add,
-    BinOp::Sub,
-    BinOp::Mul,
-    BinOp::Div,
-    BinOp::Mod,
-    BinOp::And,
-    BinOp::Or,
-    BinOp::Xor,
-    BinOp::Shl,
-    BinOp::Shr,
-];
+const BIN_OPS: [BinOp; 10] = BinOp::ALL;
 
 const CMP_OPS: [CmpOp; 4] = [CmpOp::Eq, CmpOp::Gt, CmpOp::Ge, CmpOp::Set];
 

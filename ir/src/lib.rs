@@ -106,6 +106,25 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// Every operator, in declaration order.
+    ///
+    /// ```
+    /// assert_eq!(sluice_ir::BinOp::ALL.len(), 10);
+    /// assert_eq!(sluice_ir::BinOp::ALL[0], sluice_ir::BinOp::Add);
+    /// ```
+    pub const ALL: [BinOp; 10] = [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::Div,
+        BinOp::Mod,
+        BinOp::And,
+        BinOp::Or,
+        BinOp::Xor,
+        BinOp::Shl,
+        BinOp::Shr,
+    ];
+
     /// Apply the operator; `None` means the filter aborts (division by zero).
     ///
     /// ```

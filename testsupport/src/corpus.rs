@@ -77,6 +77,46 @@ pub fn lines(name: &str) -> Option<Vec<String>> {
     Some(text(name)?.lines().map(str::to_string).collect())
 }
 
+/// The lines of a gzip-compressed corpus file (the oracle's verdict
+/// tables), if there is one; a file that does not decompress panics.
+///
+/// ```
+/// use sluice_testsupport::corpus;
+/// assert_eq!(corpus::gz_lines("no such file.gz"), None);
+/// if let Some(v) = corpus::gz_lines("oracle/verdicts-master.tsv.gz") {
+///     assert!(v.iter().all(|l| l.split('\t').count() >= 3));
+/// }
+/// ```
+pub fn gz_lines(name: &str) -> Option<Vec<String>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path(name)?).ok()?;
+    let mut s = String::new();
+    flate2::read::GzDecoder::new(file)
+        .read_to_string(&mut s)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    Some(s.lines().map(str::to_string).collect())
+}
+
+/// libpcap master's unoptimised verdicts, keyed by (capture, expression
+/// line number): what a program compiled without the optimiser accepts,
+/// for the expressions where the optimised program differs (the
+/// conformance rule). Empty where the corpus is absent.
+///
+/// ```
+/// let v = sluice_testsupport::corpus::unopt_verdicts();
+/// assert!(v.keys().all(|(cap, line)| !cap.is_empty() && line.parse::<usize>().is_ok()));
+/// ```
+pub fn unopt_verdicts() -> std::collections::HashMap<(String, String), String> {
+    gz_lines("oracle/verdicts-master-unopt.tsv.gz")
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f.len() >= 4).then(|| ((f[0].to_string(), f[1].to_string()), f[3].to_string()))
+        })
+        .collect()
+}
+
 /// The captures of `pcaps/`, sorted by name; none where the corpus is
 /// absent.
 ///

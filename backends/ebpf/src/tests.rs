@@ -85,18 +85,7 @@ fn every_form_agrees_with_the_interpreter() {
         Pred::eq(Val::load(b(14), u32::MAX, Size::Byte), 0),
         Pred::eq(Val::Neg(Box::new(b(20))), 0),
     ];
-    for op in [
-        BinOp::Add,
-        BinOp::Sub,
-        BinOp::Mul,
-        BinOp::Div,
-        BinOp::Mod,
-        BinOp::And,
-        BinOp::Or,
-        BinOp::Xor,
-        BinOp::Shl,
-        BinOp::Shr,
-    ] {
+    for op in BinOp::ALL {
         for k in [0, 1, 3, 31, 32, 40] {
             let c = Val::Bin(op, Box::new(h(12)), Box::new(Val::Const(k)));
             ps.push(Pred::cmp(CmpOp::Ge, c, Val::Const(0x100)));
