@@ -7,7 +7,7 @@
 
 use super::net::{frames, libpcap_filter, Bg, Net};
 use super::{replay_all, settle, tcpdump, text};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -18,6 +18,17 @@ pub(super) fn daemon(net: &Net, sock: &Path, extra: &[&str]) -> Bg {
     let mut bg = Bg::start(net.sluice(&args));
     bg.listening();
     bg
+}
+
+/// A daemon on `vb` under a policy file of `rules`, with `extra`
+/// options: the daemon, its socket and the policy's path.
+pub(super) fn daemon_with_policy(net: &Net, rules: &str, extra: &[&str]) -> (Bg, PathBuf, PathBuf) {
+    let policy = net.file("daemon.policy");
+    std::fs::write(&policy, rules).unwrap();
+    let sock = net.file("d.sock");
+    let mut args = vec!["--policy", policy.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    (daemon(net, &sock, &args), sock, policy)
 }
 
 /// `sluice flow --daemon SOCK -w DIR SPECS...` (a client process),
@@ -212,22 +223,10 @@ fn another_user_is_refused_by_the_policy_line_that_names_it() {
     let Some(net) = Net::new("daemon-policy") else {
         return;
     };
-    let policy = net.file("daemon.policy");
-    std::fs::write(
-        &policy,
-        "# who may capture on vb\nallow uid=0 source=iface:vb class=bpf\ndeny uid=65534 source=iface:vb\n",
-    )
-    .unwrap();
-    let sock = net.file("d.sock");
-    let d = daemon(
+    let (d, sock, policy) = daemon_with_policy(
         &net,
-        &sock,
-        &[
-            "--policy",
-            policy.to_str().unwrap(),
-            "--socket-mode",
-            "0666",
-        ],
+        "# who may capture on vb\nallow uid=0 source=iface:vb class=bpf\ndeny uid=65534 source=iface:vb\n",
+        &["--socket-mode", "0666"],
     );
     let o = Command::new("setpriv")
         .args([

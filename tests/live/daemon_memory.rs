@@ -5,7 +5,7 @@
 //! with the same filter beside it, counted here by a parser of this
 //! test's own; the daemon's report must equal the shared memory.
 
-use super::daemon::{daemon, status};
+use super::daemon::{daemon, daemon_with_policy, status};
 use super::net::{frames, libpcap_filter, Net};
 use super::{replay_all, settle, tcpdump, text};
 use std::collections::BTreeMap;
@@ -136,14 +136,11 @@ fn elements_that_would_read_files_or_are_not_allowed_are_refused() {
     let Some(net) = Net::new("daemon-mbuf-refuse") else {
         return;
     };
-    let policy = net.file("daemon.policy");
-    std::fs::write(
-        &policy,
+    let (d, sock, _) = daemon_with_policy(
+        &net,
         "allow uid=0 source=iface:vb class=bpf,packetcount\n",
-    )
-    .unwrap();
-    let sock = net.file("d.sock");
-    let d = daemon(&net, &sock, &["--policy", policy.to_str().unwrap()]);
+        &[],
+    );
     let mut client = sluice::daemon::Client::connect(&sock, "refusals").unwrap();
     // hashcount is not allowed: refused by the policy, naming its line.
     let e = client

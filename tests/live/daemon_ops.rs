@@ -4,7 +4,7 @@
 //! SIGHUP reads the policy again without dropping the flows it
 //! authorised, and a policy that does not parse keeps the one in force.
 
-use super::daemon::{client, daemon, spec};
+use super::daemon::{client, daemon_with_policy, spec};
 use super::net::{frames, libpcap_filter, Bg, Net};
 use super::{corpus, settle, tcpdump, text};
 use std::collections::BTreeMap;
@@ -193,22 +193,10 @@ fn sighup_reloads_the_policy_without_dropping_authorised_clients() {
     let Some(net) = Net::new("daemon-reload") else {
         return;
     };
-    let policy = net.file("daemon.policy");
-    std::fs::write(
-        &policy,
-        "allow uid=0 source=iface:vb class=bpf\nallow uid=65534 source=iface:vb class=bpf\n",
-    )
-    .unwrap();
-    let sock = net.file("d.sock");
-    let d = daemon(
+    let (d, sock, policy) = daemon_with_policy(
         &net,
-        &sock,
-        &[
-            "--policy",
-            policy.to_str().unwrap(),
-            "--socket-mode",
-            "0666",
-        ],
+        "allow uid=0 source=iface:vb class=bpf\nallow uid=65534 source=iface:vb class=bpf\n",
+        &["--socket-mode", "0666"],
     );
     let all = net.file("all.pcap");
     let dump = tcpdump(&net, &all, &[]);
