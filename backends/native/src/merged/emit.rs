@@ -118,7 +118,7 @@ pub(super) fn adjacent_run(
     let mut best = (i + 1, size);
     while j < n {
         let (h2, o2, s2) = place(j);
-        if h2 != hdr || o2 != off + total || total + s2 > 8 {
+        if h2 != hdr || o2 as u64 != off as u64 + total as u64 || total + s2 > 8 {
             break;
         }
         total += s2;
@@ -372,20 +372,24 @@ impl Gen<'_, '_> {
         // overlapping: (compare, has the entry, conditions).
         let mut windows = Vec::new();
         let mut i = 0;
+        // In u64: an offset near 2^32 with a window past it must not wrap.
+        let end_of = |c: usize| cands[c].0 as u64 + cands[c].1 as u64;
         while i < cands.len() {
             let base = cands[i].0;
             let mut group = vec![i];
-            let mut end = base + cands[i].1;
+            let mut end = end_of(i);
             let mut j = i + 1;
-            while j < cands.len() && cands[j].0 + cands[j].1 <= base + 8 {
-                if cands[j].0 >= end {
+            while j < cands.len() && end_of(j) <= base as u64 + 8 {
+                if cands[j].0 as u64 >= end {
                     group.push(j);
-                    end = cands[j].0 + cands[j].1;
+                    end = end_of(j);
                 }
                 j += 1;
             }
-            let width = [2u32, 4, 8].into_iter().find(|w| base + w >= end);
-            match width.filter(|w| (base + w) as u64 <= ctx.known) {
+            let width = [2u32, 4, 8]
+                .into_iter()
+                .find(|w| base as u64 + *w as u64 >= end);
+            match width.filter(|w| base as u64 + *w as u64 <= ctx.known) {
                 Some(w) if group.len() > 1 => {
                     i = *group.last().unwrap_or(&i) + 1;
                     windows.push(window(base, w, &group));
@@ -410,7 +414,7 @@ impl Gen<'_, '_> {
             // entry's own compare tells which way to go.
             let base = first.base;
             let within = |w: &&(MaskTest, bool, Vec<Cond>)| {
-                w.0.base >= base && w.0.base + w.0.width <= base + 16
+                w.0.base >= base && w.0.base as u64 + w.0.width as u64 <= base as u64 + 16
             };
             let n = match base as u64 + 16 <= ctx.known {
                 true => windows[1..].iter().take_while(within).count(),

@@ -428,6 +428,29 @@ fn a_key_added_to_a_probed_group_compiles_nothing() {
     assert_eq!(m.native_stats().keys_in_code, 2);
 }
 
+/// Fields near the end of the 32-bit offset space: the windows that
+/// coalesce their tests must not wrap (found by `random_filter_sets`).
+#[test]
+fn fields_at_offsets_near_two_to_the_32_coalesce_without_wrapping() {
+    let far = |k: u32| {
+        Pred::and(vec![
+            Pred::eq(ld(0xffff_fff0, Size::Word), k),
+            Pred::eq(ld(0xffff_fff8, Size::Half), 2),
+            Pred::eq(ld(0xffff_fffa, Size::Byte), 3),
+            Pred::eq(ld(0xffff_fffc, Size::Half), 4),
+            Pred::eq(ld(0xffff_fffe, Size::Byte), 5),
+        ])
+    };
+    let filters: Vec<(u32, Filter, i32)> = (0..3)
+        .map(|i| (i, Filter::new(far(i), 1), i as i32))
+        .collect();
+    for small in [0, 2, SMALL_KEYS] {
+        let (n, m) = build(&filters, small);
+        let live: Vec<(u32, Filter)> = filters.iter().map(|f| (f.0, f.1.clone())).collect();
+        check(&n, &m, &live, &arbitrary::sample_packets());
+    }
+}
+
 #[test]
 fn stale_code_is_never_run() {
     let mut m = NativeMerged::new();
