@@ -15,7 +15,8 @@ use super::{out_fail, signals, usage, Fail, Stdout};
 use clap::ArgAction;
 use sluice::capture::sink::{Placement, Rotation};
 use sluice::capture::{CaptureFormat, Packet};
-use sluice::live::session::{Classify, Event, Make};
+use sluice::live::session::{Classify, Event, KernelProgram, Make};
+use sluice::live::KernelFilter;
 use sluice::{LinkType, Program, Runner};
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -631,26 +632,16 @@ fn run_live(
     // With --engine ebpf the kernel's pre-filter is the filter's eBPF
     // program (held until the run ends; the sockets hold it too), on
     // Ethernet and raw IP links; user space judges every packet again.
-    let _ebpf = match args.engine {
-        Some(EngineArg::Ebpf) => {
-            if ![1, 12, 101].contains(&live.linktype()) {
-                return Err(Fail(format!(
-                    "--engine ebpf: {}: live capture runs eBPF on Ethernet and raw IP links only",
-                    live.name()
-                )));
+    let ebpf = matches!(args.engine, Some(EngineArg::Ebpf));
+    let _ebpf = match ebpf {
+        true => {
+            let k = Ebpf::socket_filter(&program, live.linktype(), live.name())?;
+            if let Some(fd) = k.ebpf_fd() {
+                live.prefilter_ebpf(fd, k.len())?;
             }
-            let ir = program.ir().ok_or_else(|| {
-                Fail(
-                    "--engine ebpf: this BPF program has no intermediate form to compile to eBPF"
-                        .into(),
-                )
-            })?;
-            let loaded = sluice::ebpf::Loaded::compile(ir, sluice::ebpf::Mode::Socket)
-                .map_err(|e| Fail(format!("--engine ebpf: {e}")))?;
-            live.prefilter_ebpf(std::os::fd::AsFd::as_fd(loaded.fd()), loaded.len())?;
-            Some(loaded)
+            Some(k)
         }
-        _ => {
+        false => {
             live.prefilter(Some(program.bpf()))?;
             None
         }
@@ -676,13 +667,19 @@ fn run_live(
     // With -F, SIGHUP reads the file again and swaps the filter in.
     if let Some(path) = args.expr_file.clone() {
         let resolve = !args.no_resolve;
+        let (linktype, name) = (live.linktype(), live.name().to_string());
         live.on_sighup(Box::new(move || {
             let spec = read_spec(&path, None)?;
             let p = Source::File(spec, resolve)
                 .program(lt, snaplen, optimize, None)
                 .map_err(|e| Fail(format!("{path}: {}", e.0)))?;
-            let bpf = p.bpf().to_vec();
-            Ok((classifier(std::sync::Arc::new(p), runner), bpf))
+            // The new filter's own eBPF program with --engine ebpf (a
+            // verifier's refusal keeps the filter in force).
+            let kernel = match ebpf {
+                true => KernelProgram::Ebpf(Ebpf::socket_filter(&p, linktype, &name)?),
+                false => KernelProgram::Classic(p.bpf().to_vec()),
+            };
+            Ok((classifier(std::sync::Arc::new(p), runner), kernel))
         }));
     }
     let make = classifier(std::sync::Arc::new(program), runner);
@@ -738,6 +735,15 @@ fn run_live(
 /// kernel and run there on each packet (`BPF_PROG_TEST_RUN`).
 struct Ebpf(sluice::ebpf::Loaded);
 
+/// A loaded eBPF socket filter, held by a live capture's pre-filter.
+struct SocketProgram(sluice::ebpf::Loaded);
+
+impl std::os::fd::AsFd for SocketProgram {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(self.0.fd())
+    }
+}
+
 impl Ebpf {
     /// The eBPF program for `p`'s intermediate form.
     fn lower(p: &Program) -> Result<Vec<sluice::ebpf::Insn>, Fail> {
@@ -749,6 +755,30 @@ impl Ebpf {
         })?;
         sluice::ebpf::lower(ir, sluice::ebpf::Mode::TestRun)
             .map_err(|e| Fail(format!("--engine ebpf: {e}")))
+    }
+
+    /// `p` as the eBPF socket filter of a live capture of link type
+    /// `linktype` on `iface`, loaded (Ethernet and raw IP links only: on
+    /// others the kernel's view of a frame is not the capture's).
+    fn socket_filter(p: &Program, linktype: u16, iface: &str) -> Result<KernelFilter, Fail> {
+        if ![1, 12, 101].contains(&linktype) {
+            return Err(Fail(format!(
+                "--engine ebpf: {iface}: live capture runs eBPF on Ethernet and raw IP links only"
+            )));
+        }
+        let ir = p.ir().ok_or_else(|| {
+            Fail(
+                "--engine ebpf: this BPF program has no intermediate form to compile to eBPF"
+                    .into(),
+            )
+        })?;
+        let loaded = sluice::ebpf::Loaded::compile(ir, sluice::ebpf::Mode::Socket)
+            .map_err(|e| Fail(format!("--engine ebpf: {e}")))?;
+        let insns = loaded.len();
+        Ok(KernelFilter::ebpf(
+            std::sync::Arc::new(SocketProgram(loaded)),
+            insns,
+        ))
     }
 
     /// Load `p`'s eBPF program: the kernel's refusal, with the verifier's

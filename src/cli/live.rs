@@ -9,7 +9,7 @@
 
 use super::{signals, Fail};
 use sluice::live::session::{
-    counts_line, Controls, Event, Make, Prefilter, Report, Session, SessionConfig,
+    counts_line, Controls, Event, KernelProgram, Make, Prefilter, Report, Session, SessionConfig,
 };
 use sluice::live::{Config, Direction, LiveError};
 use std::time::{Duration, Instant};
@@ -80,15 +80,17 @@ fn fail(e: LiveError) -> Fail {
     Fail(e.to_string())
 }
 
-/// What SIGHUP runs: a new filter (its classifiers, and the classic BPF
-/// the kernel pre-filter is made from), or why there is none.
-pub type Reload = Box<dyn Fn() -> Result<(Make, Vec<sluice::bpf::Insn>), Fail> + Send>;
+/// What SIGHUP runs: a new filter (its classifiers, and the kernel
+/// pre-filter's program), or why there is none.
+pub type Reload = Box<dyn Fn() -> Result<(Make, KernelProgram), Fail> + Send>;
 
 /// Open rings on an interface, ready to run.
 pub struct Live {
     session: Session,
     duration: Option<Duration>,
     reloads: bool,
+    /// The kernel pre-filter is eBPF (and a reload's is too).
+    ebpf: bool,
 }
 
 impl Live {
@@ -124,6 +126,7 @@ impl Live {
             session,
             duration: args.duration,
             reloads: false,
+            ebpf: false,
         })
     }
 
@@ -162,6 +165,7 @@ impl Live {
         insns: usize,
     ) -> Result<bool, Fail> {
         let got = self.session.prefilter_ebpf(prog).map_err(fail)?;
+        self.ebpf = got;
         if std::env::var_os("SLUICE_DEBUG").is_some() {
             match got {
                 true => eprintln!("sluice: kernel pre-filter: eBPF, {insns} instructions"),
@@ -219,6 +223,7 @@ impl Live {
         if let Err(e) = signals::install(self.reloads) {
             return (Report::default(), Err(e));
         }
+        let ebpf = self.ebpf;
         let controls = Controls {
             stop: signals::stop_flag(),
             counts: signals::counts_flag(),
@@ -233,6 +238,7 @@ impl Live {
                 }
                 Event::Reloaded(Ok(kernel)) => {
                     let what = match kernel {
+                        Some(n) if ebpf => format!("kernel pre-filter: eBPF, {n} instructions"),
                         Some(n) => format!("kernel pre-filter: {n} instructions"),
                         None => "no kernel pre-filter".into(),
                     };

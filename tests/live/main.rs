@@ -795,3 +795,78 @@ fn sighup_swaps_in_the_filter_of_the_f_file() {
     want.sort();
     assert_eq!(got, want);
 }
+
+#[test]
+fn sighup_swaps_in_the_ebpf_program_of_the_new_filter() {
+    let Some(net) = Net::new("sighupebpf") else {
+        return;
+    };
+    let f = net.file("filter.txt");
+    std::fs::write(&f, "udp\n").unwrap();
+    let f = f.to_str().unwrap().to_string();
+    // One ring, and two fanout workers that each pick the program up.
+    let runs: Vec<Bg> = ["1", "2"]
+        .iter()
+        .map(|w| {
+            let mut c = net.sluice(&[
+                "filter",
+                "-i",
+                "vb",
+                "--engine",
+                "ebpf",
+                "--workers",
+                w,
+                "-F",
+                &f,
+                "--count",
+            ]);
+            c.env("SLUICE_DEBUG", "1");
+            let mut run = Bg::start(c);
+            run.listening();
+            run
+        })
+        .collect();
+    // No VLAN tags: the kernel's count is then exact (see above).
+    let traffic = [corpus("kday4.pcap"), corpus("HSRP_election.pcap")];
+    let replay = || traffic.iter().map(|t| net.replay(t)).sum::<u64>();
+    replay();
+    settle();
+    // A filter the verifier would take but that does not compile keeps
+    // the program in force; then the new filter's own program goes in.
+    std::fs::write(&f, "tcp port\n").unwrap();
+    for run in &runs {
+        run.signal("HUP");
+        assert!(
+            run.said("the filter in force is kept"),
+            "{}",
+            run.stderr_now()
+        );
+    }
+    std::fs::write(&f, "tcp port 80\n").unwrap();
+    for run in &runs {
+        run.signal("HUP");
+        assert!(
+            run.said("filter changed (kernel pre-filter: eBPF, "),
+            "{}",
+            run.stderr_now()
+        );
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    replay();
+    settle();
+    let mut want = 0;
+    for (i, t) in traffic.iter().enumerate() {
+        want += libpcap_filter(t, "udp", &net.file(&format!("u{i}.pcap"))).len() as u64;
+        want += libpcap_filter(t, "tcp port 80", &net.file(&format!("t{i}.pcap"))).len() as u64;
+    }
+    assert!(want > 20, "{want}");
+    for run in runs {
+        let o = run.interrupt();
+        let err = text(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        // What the kernel passed is what each filter wanted in its turn:
+        // the eBPF programs judged the packets, and user space agreed.
+        assert_eq!(stat(&err, "received by filter"), want, "{err}");
+        assert_eq!(text(&o.stdout).trim(), want.to_string(), "{err}");
+    }
+}

@@ -294,8 +294,19 @@ impl Capture {
     /// the program (it may refuse one it cannot run: then nothing is
     /// attached and every packet reaches user space).
     pub fn set_filter(&mut self, filter: Option<KernelFilter>) -> Result<bool, LiveError> {
+        use std::os::fd::AsRawFd;
         let taken = match &filter {
-            Some(f) => self.sock.attach_filter(f.code()).is_ok(),
+            // An eBPF program the socket refuses is an error, not a
+            // silent fallback: it was asked for by name.
+            Some(f) => match f.ebpf_fd() {
+                Some(fd) => {
+                    self.sock
+                        .attach_bpf(fd.as_raw_fd())
+                        .map_err(|e| LiveError::call(&self.name, "SO_ATTACH_BPF", e))?;
+                    true
+                }
+                None => self.sock.attach_filter(f.code()).is_ok(),
+            },
             None => false,
         };
         if !taken {

@@ -21,6 +21,8 @@
 use crate::interfaces::{ETHERNET, LINUX_SLL, LINUX_SLL2, RAW};
 use sluice_bpf::op::*;
 use sluice_bpf::Insn;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::Arc;
 
 /// The kernel's limit on a classic BPF program's length (`BPF_MAXINSNS`).
 pub const MAX_INSNS: usize = 4096;
@@ -101,15 +103,29 @@ fn uncook(program: &[Insn], header: u32, fields: &[Field]) -> Option<Vec<Insn>> 
         .collect()
 }
 
-/// A program ready for `SO_ATTACH_FILTER`.
+/// A kernel pre-filter ready to attach to a ring: classic BPF for
+/// `SO_ATTACH_FILTER`, or a loaded eBPF socket filter for `SO_ATTACH_BPF`.
 #[derive(Clone)]
 pub struct KernelFilter {
-    code: Vec<libc::sock_filter>,
+    form: Form,
+}
+
+/// What a [`KernelFilter`] attaches.
+#[derive(Clone)]
+enum Form {
+    Classic(Vec<libc::sock_filter>),
+    /// A `BPF_PROG_TYPE_SOCKET_FILTER` program's descriptor (held until
+    /// every ring has it; each socket then holds the program itself) and
+    /// its number of instructions.
+    Ebpf(Arc<dyn AsFd + Send + Sync>, usize),
 }
 
 impl std::fmt::Debug for KernelFilter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "KernelFilter({} instructions)", self.code.len())
+        match &self.form {
+            Form::Classic(c) => write!(f, "KernelFilter({} instructions)", c.len()),
+            Form::Ebpf(_, n) => write!(f, "KernelFilter(eBPF, {n} instructions)"),
+        }
     }
 }
 
@@ -179,43 +195,80 @@ impl KernelFilter {
             return None;
         }
         Some(KernelFilter {
-            code: code
-                .iter()
-                .map(|i| libc::sock_filter {
-                    code: i.code,
-                    jt: i.jt,
-                    jf: i.jf,
-                    k: i.k,
-                })
-                .collect(),
+            form: Form::Classic(
+                code.iter()
+                    .map(|i| libc::sock_filter {
+                        code: i.code,
+                        jt: i.jt,
+                        jf: i.jf,
+                        k: i.k,
+                    })
+                    .collect(),
+            ),
         })
+    }
+
+    /// A loaded eBPF socket filter (`BPF_PROG_TYPE_SOCKET_FILTER`) of
+    /// `insns` instructions as the pre-filter. The same rule holds as for
+    /// classic BPF: it may accept more than the user's filter, never less.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// // Any descriptor stands for a program here; attaching checks it.
+    /// let fd: std::os::fd::OwnedFd = std::fs::File::open("/dev/null").unwrap().into();
+    /// let k = sluice_live::KernelFilter::ebpf(Arc::new(fd), 12);
+    /// assert_eq!((k.len(), k.is_ebpf()), (12, true));
+    /// ```
+    pub fn ebpf(prog: Arc<dyn AsFd + Send + Sync>, insns: usize) -> KernelFilter {
+        KernelFilter {
+            form: Form::Ebpf(prog, insns),
+        }
     }
 
     /// The program that accepts every packet whole.
     pub fn accept_all() -> KernelFilter {
         KernelFilter {
-            code: vec![libc::sock_filter {
+            form: Form::Classic(vec![libc::sock_filter {
                 code: BPF_RET | BPF_K,
                 jt: 0,
                 jf: 0,
                 k: u32::MAX,
-            }],
+            }]),
         }
     }
 
-    /// Its instructions.
+    /// Its classic instructions (none for eBPF).
     pub fn code(&self) -> &[libc::sock_filter] {
-        &self.code
+        match &self.form {
+            Form::Classic(c) => c,
+            Form::Ebpf(..) => &[],
+        }
+    }
+
+    /// The eBPF program's descriptor, when it is one.
+    pub fn ebpf_fd(&self) -> Option<BorrowedFd<'_>> {
+        match &self.form {
+            Form::Classic(_) => None,
+            Form::Ebpf(p, _) => Some(p.as_fd()),
+        }
+    }
+
+    /// Whether it is an eBPF program.
+    pub fn is_ebpf(&self) -> bool {
+        matches!(self.form, Form::Ebpf(..))
     }
 
     /// Its number of instructions.
     pub fn len(&self) -> usize {
-        self.code.len()
+        match &self.form {
+            Form::Classic(c) => c.len(),
+            Form::Ebpf(_, n) => *n,
+        }
     }
 
     /// Whether it has no instructions (never: a program ends in `ret`).
     pub fn is_empty(&self) -> bool {
-        self.code.is_empty()
+        self.len() == 0
     }
 }
 

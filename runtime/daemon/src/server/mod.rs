@@ -306,7 +306,7 @@ fn start_capture(
             session.on_reload(Box::new(move || {
                 let (generation, insns) = union.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 read.store(generation, Ordering::Relaxed);
-                Ok((reload_make.clone(), insns))
+                Ok((reload_make.clone(), insns.into()))
             }));
             let mut deliver = Deliver::new(routes, stall, clock, counts);
             let mut last_counts = std::time::Instant::now();

@@ -53,9 +53,31 @@ pub type Classify = Box<dyn FnMut(&[u8], u32, &mut Vec<u32>) + Send>;
 /// Builds a worker's [`Classify`] (each worker its own).
 pub type Make = Arc<dyn Fn() -> Classify + Send + Sync>;
 
-/// What a reload runs: a new filter (its classifiers, and the classic BPF
-/// the kernel pre-filter is made from), or why there is none.
-pub type Reload = Box<dyn Fn() -> Result<(Make, Vec<Insn>), String> + Send>;
+/// What a reload runs: a new filter (its classifiers, and the kernel
+/// pre-filter's program), or why there is none.
+pub type Reload = Box<dyn Fn() -> Result<(Make, KernelProgram), String> + Send>;
+
+/// The kernel pre-filter a reload puts in place.
+///
+/// ```
+/// use sluice_bpf::{op::*, Insn};
+/// let p = sluice_live::session::KernelProgram::Classic(vec![Insn::stmt(BPF_RET | BPF_K, 1)]);
+/// assert!(matches!(p, sluice_live::session::KernelProgram::Classic(_)));
+/// ```
+#[derive(Clone, Debug)]
+pub enum KernelProgram {
+    /// Classic BPF, made into the kernel's form for the link type (none
+    /// where the kernel cannot run it, as [`Session::prefilter`] does).
+    Classic(Vec<Insn>),
+    /// A loaded eBPF socket filter ([`KernelFilter::ebpf`]).
+    Ebpf(KernelFilter),
+}
+
+impl From<Vec<Insn>> for KernelProgram {
+    fn from(program: Vec<Insn>) -> KernelProgram {
+        KernelProgram::Classic(program)
+    }
+}
 
 /// A filter put in place while capturing, for the workers to pick up: its
 /// number (from 1), its classifiers, its kernel program.
@@ -401,7 +423,11 @@ impl Session {
             return Err("no reload is set".into());
         };
         let (make, program) = reload()?;
-        Ok((number, make, self.kernel_filter(&program)))
+        let kernel = match program {
+            KernelProgram::Classic(p) => self.kernel_filter(&p),
+            KernelProgram::Ebpf(k) => Some(k).filter(|_| self.kernel_filter),
+        };
+        Ok((number, make, kernel))
     }
 
     /// Capture until [`Controls`] say stop, the sink says stop (`Ok(false)`)
