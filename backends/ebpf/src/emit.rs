@@ -1,16 +1,19 @@
 //! The IR lowered to eBPF instructions.
 //!
 //! Rule: every IR abort (a load past the captured bytes, a division by
-//! zero) jumps to the one `return 0`; every packet load is preceded by an
-//! explicit check of `address + size` against the captured length held in
-//! r7, and is then made with `BPF_LD_IND`/`BPF_LD_ABS`, which the kernel
-//! bounds-checks once more itself (see the crate doc for why).
+//! zero) jumps to the one reject exit (`return 0`, or `XDP_DROP`); every
+//! packet load is preceded by an explicit check of `address + size`
+//! against the captured length held in r7, and is then made with
+//! `BPF_LD_IND`/`BPF_LD_ABS` (socket filters), which the kernel
+//! bounds-checks once more itself, or by direct packet access (test runs
+//! and XDP), bounded and compared with `data_end` as the verifier requires
+//! (see the crate doc for why).
 //!
-//! Registers: r6 the context (`struct __sk_buff *`, as LD_ABS/IND
-//! require), r7 the captured length, r8 the wire length, r9 the start of
-//! a `protochain` walk; r0 holds each value computed, r1 the left operand.
-//! LD_ABS/IND clobber r0-r5, so a left operand waits in a stack slot while
-//! the right one is computed.
+//! Registers: r6 the context (`struct __sk_buff *` or `struct xdp_md *`),
+//! r7 the captured length, r8 the wire length, r9 the start of a
+//! `protochain` walk; r0 holds each value computed, r1 the left operand.
+//! Loads clobber r0-r5, so a left operand waits in a stack slot while the
+//! right one is computed.
 
 use crate::insn::{op, Insn};
 use crate::{Error, Mode};
@@ -26,6 +29,17 @@ const SKB_CB0: i16 = 48;
 const SKB_CB1: i16 = 52;
 /// `struct __sk_buff` offset of `vlan_present`.
 const SKB_VLAN_PRESENT: i16 = 20;
+/// `struct __sk_buff` offsets of `data` and `data_end`.
+const SKB_DATA: (i16, i16) = (76, 80);
+/// `struct xdp_md` offsets of `data` and `data_end`.
+const XDP_DATA: (i16, i16) = (0, 4);
+/// Direct packet access takes offsets the verifier can bound below this
+/// (an offset plus the bytes read stays within its `MAX_PACKET_OFF`,
+/// 0xffff); no packet these programs see is that long.
+const DIRECT_MAX: u32 = 0xfff0;
+/// XDP's verdicts.
+const XDP_DROP: u32 = 1;
+const XDP_PASS: u32 = 2;
 
 type Label = usize;
 
@@ -45,6 +59,9 @@ struct Emitter {
     shared: HashMap<usize, usize>,
     /// Slots in use (shared ones first, then temporaries as a stack).
     used: usize,
+    /// Direct packet access: the context offsets of `data` and `data_end`
+    /// (none: `LD_ABS`/`LD_IND`).
+    direct: Option<(i16, i16)>,
 }
 
 fn alu32(o: u8, dst: u8, imm: u32) -> Insn {
@@ -132,6 +149,11 @@ pub fn lower(f: &Filter, mode: Mode) -> Result<Vec<Insn>, Error> {
         reject: 0,
         shared: HashMap::new(),
         used: 0,
+        direct: match mode {
+            Mode::TestRun => Some(SKB_DATA),
+            Mode::Xdp => Some(XDP_DATA),
+            Mode::Socket => None,
+        },
     };
     e.reject = e.label();
     let accept = e.label();
@@ -157,6 +179,15 @@ pub fn lower(f: &Filter, mode: Mode) -> Result<Vec<Insn>, Error> {
             ));
             e.jump(Insn::new(op::JMP | op::JSET | op::K, 0, 0, 0, 1), accept);
         }
+        Mode::Xdp => {
+            // The frame is all there: both lengths are data_end - data
+            // (a difference of packet pointers, which the verifier allows
+            // a privileged loader as an unknown number).
+            e.put(Insn::new(op::LDX | op::MEM | op::W, 7, 6, XDP_DATA.1, 0));
+            e.put(Insn::new(op::LDX | op::MEM | op::W, 1, 6, XDP_DATA.0, 0));
+            e.put(alu64x(op::SUB, 7, 1));
+            e.put(alu64x(op::MOV, 8, 7));
+        }
     }
     let mut ids = Vec::new();
     shared_ids(&f.pred, &mut ids);
@@ -177,11 +208,15 @@ pub fn lower(f: &Filter, mode: Mode) -> Result<Vec<Insn>, Error> {
         e.used += 1;
     }
     e.cond(&f.pred, accept, e.reject)?;
+    let (yes, no) = match mode {
+        Mode::Xdp => (XDP_PASS, XDP_DROP),
+        _ => (f.accept, 0),
+    };
     e.mark(accept);
-    e.put(alu32(op::MOV, 0, f.accept));
+    e.put(alu32(op::MOV, 0, yes));
     e.put(Insn::new(op::JMP | op::EXIT, 0, 0, 0, 0));
     e.mark(e.reject);
-    e.put(alu32(op::MOV, 0, 0));
+    e.put(alu32(op::MOV, 0, no));
     e.put(Insn::new(op::JMP | op::EXIT, 0, 0, 0, 0));
     e.layout()
 }
@@ -382,7 +417,35 @@ impl Emitter {
                         self.reject,
                     );
                     let at = (end - n) as i32;
-                    self.put(Insn::new(op::LD | op::ABS | size_code(*size), 0, 0, 0, at));
+                    match self.direct {
+                        None => {
+                            self.put(Insn::new(op::LD | op::ABS | size_code(*size), 0, 0, 0, at))
+                        }
+                        Some((data, data_end)) if end <= i16::MAX as u64 => {
+                            // A constant offset: the end compared with
+                            // data_end, then one read.
+                            self.put(Insn::new(op::LDX | op::MEM | op::W, 2, 6, data, 0));
+                            self.put(Insn::new(op::LDX | op::MEM | op::W, 3, 6, data_end, 0));
+                            self.put(alu64x(op::MOV, 1, 2));
+                            self.put(alu64(op::ADD, 1, end as i32));
+                            self.jump(
+                                Insn::new(op::JMP | op::JGT | op::X, 1, 3, 0, 0),
+                                self.reject,
+                            );
+                            self.put(Insn::new(
+                                op::LDX | op::MEM | size_code(*size),
+                                0,
+                                2,
+                                at as i16,
+                                0,
+                            ));
+                            self.swap_to_host(*size);
+                        }
+                        Some(_) => {
+                            self.put(alu32(op::MOV, 0, at as u32));
+                            self.direct_at_r0(*size);
+                        }
+                    }
                 } else {
                     self.val(base)?;
                     self.put(alu32(op::MOV, 1, *offset));
@@ -475,7 +538,55 @@ impl Emitter {
             Insn::new(op::JMP | op::JGT | op::X, 1, 7, 0, 0),
             self.reject,
         );
-        self.put(Insn::new(op::LD | op::IND | size_code(size), 0, 0, 0, 0));
+        self.load_ind(size, 0);
+    }
+
+    /// Load `size` bytes at r0 + `imm`, already checked against the
+    /// captured length, into r0 in host order: `LD_IND`, or a direct
+    /// packet read.
+    fn load_ind(&mut self, size: Size, imm: i32) {
+        match self.direct {
+            None => self.put(Insn::new(op::LD | op::IND | size_code(size), 0, 0, 0, imm)),
+            Some(_) => {
+                if imm != 0 {
+                    self.put(alu64(op::ADD, 0, imm));
+                }
+                self.direct_at_r0(size);
+            }
+        }
+    }
+
+    /// Direct packet access: read `size` bytes at offset r0 (checked
+    /// against the captured length in r7 already) from `data`, in the
+    /// form the verifier proves safe (the offset bounded, the end compared
+    /// with `data_end`), then from network order. r1-r3 are clobbered.
+    fn direct_at_r0(&mut self, size: Size) {
+        let Some((data, end)) = self.direct else {
+            return;
+        };
+        self.jump(
+            Insn::new(op::JMP | op::JGT | op::K, 0, 0, 0, DIRECT_MAX as i32),
+            self.reject,
+        );
+        self.put(Insn::new(op::LDX | op::MEM | op::W, 2, 6, data, 0));
+        self.put(Insn::new(op::LDX | op::MEM | op::W, 3, 6, end, 0));
+        self.put(alu64x(op::ADD, 2, 0));
+        self.put(alu64x(op::MOV, 1, 2));
+        self.put(alu64(op::ADD, 1, size.bytes() as i32));
+        self.jump(
+            Insn::new(op::JMP | op::JGT | op::X, 1, 3, 0, 0),
+            self.reject,
+        );
+        self.put(Insn::new(op::LDX | op::MEM | size_code(size), 0, 2, 0, 0));
+        self.swap_to_host(size);
+    }
+
+    /// r0, just read from the packet, from network order.
+    fn swap_to_host(&mut self, size: Size) {
+        if size != Size::Byte {
+            let bits = size.bytes() as i32 * 8;
+            self.put(Insn::new(op::ALU | op::END | op::X, 0, 0, 0, bits));
+        }
     }
 
     /// libpcap's `protochain` as a loop the verifier accepts: a
@@ -566,7 +677,7 @@ impl Emitter {
                 self.reject,
             );
             // The length byte first (r0 is clobbered by each load).
-            self.put(Insn::new(op::LD | op::IND | op::B, 0, 0, 0, 1));
+            self.load_ind(Size::Byte, 1);
             if ah_step {
                 self.put(alu32(op::ADD, 0, 2));
                 self.put(alu32(op::LSH, 0, 2));
@@ -581,13 +692,26 @@ impl Emitter {
                     0,
                 ));
                 self.put(alu32x(op::ADD, 0, 1));
+                // Clamped past any packet these programs see, so a walk
+                // that long still aborts at its next load. With direct
+                // access the offset becomes a precise scalar (it is added
+                // to a packet pointer), so a no-op mask then gives the
+                // verifier a range that does not grow with each step, and
+                // its view of the loop converges.
+                let cap = match self.direct {
+                    Some(_) => DIRECT_MAX + 1,
+                    None => i32::MAX as u32,
+                };
                 let fine = self.label();
                 self.jump(
-                    Insn::new(op::JMP32 | op::JLT | op::K, 0, 0, 0, i32::MAX),
+                    Insn::new(op::JMP32 | op::JLT | op::K, 0, 0, 0, cap as i32),
                     fine,
                 );
-                self.put(alu32(op::MOV, 0, i32::MAX as u32));
+                self.put(alu32(op::MOV, 0, cap));
                 self.mark(fine);
+                if self.direct.is_some() {
+                    self.put(alu32(op::AND, 0, 0x1_ffff));
+                }
             }
             // The new offset waits in a slot while the next-header byte
             // is loaded from the old one.
@@ -601,7 +725,7 @@ impl Emitter {
                 0,
             ));
             self.put(alu64x(op::ADD, 0, 9));
-            self.put(Insn::new(op::LD | op::IND | op::B, 0, 0, 0, 0));
+            self.load_ind(Size::Byte, 0);
             store(self, next);
             self.put(Insn::new(
                 op::LDX | op::MEM | op::DW,

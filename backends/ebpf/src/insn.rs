@@ -37,6 +37,9 @@ pub mod op {
     pub const MOD: u8 = 0x90;
     pub const XOR: u8 = 0xa0;
     pub const MOV: u8 = 0xb0;
+    /// Byte order conversion (`BPF_END`); with [`X`] (`BPF_TO_BE`), to
+    /// big-endian of `imm` bits.
+    pub const END: u8 = 0xd0;
     pub const JA: u8 = 0x00;
     pub const JEQ: u8 = 0x10;
     pub const JGT: u8 = 0x20;
@@ -153,6 +156,10 @@ impl std::fmt::Display for Insn {
                 let o = self.code & 0xf0;
                 if o == op::NEG {
                     return write!(f, "{r}{d} = -{r}{d}");
+                }
+                if o == op::END {
+                    let to = if x { "be" } else { "le" };
+                    return write!(f, "r{d} = {to}{} r{d}", self.imm);
                 }
                 let sym = alu_sym(o).unwrap_or("?=");
                 if x {

@@ -123,7 +123,11 @@ pub fn test_run(
         data_in: data.as_ptr() as u64,
         repeat,
         ctx_size_in: ctx.len() as u32,
-        ctx_in: ctx.as_ptr() as u64,
+        ctx_in: if ctx.is_empty() {
+            0
+        } else {
+            ctx.as_ptr() as u64
+        },
         ..Default::default()
     };
     bpf(BPF_PROG_TEST_RUN, &mut attr)?;
