@@ -87,6 +87,15 @@ pub struct FilterArgs {
     /// CAP_BPF and CAP_NET_ADMIN).
     #[arg(long, value_enum)]
     engine: Option<EngineArg>,
+    /// With -i: also run the filter as an XDP program on the interface,
+    /// before the kernel's stack. Frames it rejects are dropped for the
+    /// whole host, not only for this capture (for a monitoring port).
+    /// Native XDP where the driver has it, generic otherwise; detached
+    /// when the run ends, however it ends. Ethernet interfaces only;
+    /// frames the host sends are not seen by XDP (the socket's pre-filter
+    /// still judges them).
+    #[arg(long)]
+    xdp: bool,
     /// Print addresses and ports as numbers, not names (-n, -nn).
     #[arg(short = 'n', action = ArgAction::Count)]
     numeric: u8,
@@ -232,6 +241,9 @@ impl FilterArgs {
         self.compat.check(live);
         if !live {
             refuse_live_options(&self.live);
+            if self.xdp {
+                usage("--xdp is an option of live capture: add -i IFACE (a capture file has no interface to set)");
+            }
         }
         let printing = [
             (self.link_header, "-e"),
@@ -646,6 +658,16 @@ fn run_live(
             None
         }
     };
+    // With --xdp, the filter also runs before the kernel's stack (the
+    // link is held until the run ends; the kernel detaches it then).
+    let xdp = match args.xdp {
+        true => Some(std::sync::Arc::new(Ebpf::xdp(
+            &program,
+            live.linktype(),
+            live.name(),
+        )?)),
+        false => None,
+    };
     let nanos = args.precision() == Some(Precision::Nano);
     let format = CaptureFormat::Pcap {
         nanos,
@@ -668,6 +690,7 @@ fn run_live(
     if let Some(path) = args.expr_file.clone() {
         let resolve = !args.no_resolve;
         let (linktype, name) = (live.linktype(), live.name().to_string());
+        let xdp = xdp.clone();
         live.on_sighup(Box::new(move || {
             let spec = read_spec(&path, None)?;
             let p = Source::File(spec, resolve)
@@ -679,6 +702,10 @@ fn run_live(
                 true => KernelProgram::Ebpf(Ebpf::socket_filter(&p, linktype, &name)?),
                 false => KernelProgram::Classic(p.bpf().to_vec()),
             };
+            // Last, once nothing else can fail: the XDP program swapped.
+            if let Some(link) = &xdp {
+                Ebpf::replace_xdp(link, &p)?;
+            }
             Ok((classifier(std::sync::Arc::new(p), runner), kernel))
         }));
     }
@@ -779,6 +806,41 @@ impl Ebpf {
             std::sync::Arc::new(SocketProgram(loaded)),
             insns,
         ))
+    }
+
+    /// `p` as an XDP program attached to `iface` (an Ethernet interface,
+    /// not `any`), said on standard error: frames it rejects are dropped
+    /// before the kernel's stack.
+    fn xdp(p: &Program, linktype: u16, iface: &str) -> Result<sluice::ebpf::XdpLink, Fail> {
+        if linktype != 1 || iface == "any" {
+            return Err(Fail(format!(
+                "--xdp: {iface}: XDP runs on one Ethernet interface (not 'any', not other links)"
+            )));
+        }
+        let prog = Ebpf::xdp_program(p)?;
+        let link =
+            sluice::ebpf::XdpLink::attach(&prog, iface).map_err(|e| Fail(format!("--xdp: {e}")))?;
+        let mode = if link.native() { "native" } else { "generic" };
+        eprintln!(
+            "sluice: XDP pre-filter on {iface} ({mode}, {} instructions): frames the filter rejects are dropped before the kernel's stack",
+            prog.len()
+        );
+        Ok(link)
+    }
+
+    /// `p` as a loaded XDP program.
+    fn xdp_program(p: &Program) -> Result<sluice::ebpf::Loaded, Fail> {
+        let ir = p.ir().ok_or_else(|| {
+            Fail("--xdp: this BPF program has no intermediate form to compile to eBPF".into())
+        })?;
+        sluice::ebpf::Loaded::compile(ir, sluice::ebpf::Mode::Xdp)
+            .map_err(|e| Fail(format!("--xdp: {e}")))
+    }
+
+    /// Put `p`'s XDP program in place of the one `link` holds.
+    fn replace_xdp(link: &sluice::ebpf::XdpLink, p: &Program) -> Result<(), Fail> {
+        let prog = Ebpf::xdp_program(p)?;
+        link.replace(&prog).map_err(|e| Fail(format!("--xdp: {e}")))
     }
 
     /// Load `p`'s eBPF program: the kernel's refusal, with the verifier's

@@ -14,6 +14,7 @@ mod daemon_http;
 mod daemon_memory;
 mod daemon_ops;
 mod net;
+mod xdp;
 
 use net::{frames, libpcap_filter, stamps, Bg, Net};
 use std::path::{Path, PathBuf};

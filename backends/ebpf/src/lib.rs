@@ -130,6 +130,9 @@ pub enum Error {
     Run(std::io::Error),
     /// A packet longer than the kernel's test run takes.
     PacketTooLong(usize),
+    /// The kernel refused to attach (or replace) an XDP program on the
+    /// interface named.
+    Attach(String, std::io::Error),
 }
 
 impl std::fmt::Display for Error {
@@ -147,6 +150,11 @@ impl std::fmt::Display for Error {
                 f,
                 "a packet of {n} bytes is longer than the kernel's test run takes ({MAX_TEST_PACKET})"
             ),
+            Error::Attach(iface, e) if e.raw_os_error() == Some(libc::EBUSY) => write!(
+                f,
+                "{iface}: another XDP program is attached to the interface ({e})"
+            ),
+            Error::Attach(iface, e) => write!(f, "{iface}: attaching the XDP program failed: {e}"),
         }
     }
 }
@@ -154,7 +162,9 @@ impl std::fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Refused(e, _) | Error::NotPermitted(e) | Error::Run(e) => Some(e),
+            Error::Refused(e, _) | Error::NotPermitted(e) | Error::Run(e) | Error::Attach(_, e) => {
+                Some(e)
+            }
             _ => None,
         }
     }
@@ -335,6 +345,74 @@ impl Loaded {
         ctx[48..52].copy_from_slice(&(pkt.len() as u32).to_ne_bytes());
         ctx[52..56].copy_from_slice(&wirelen.to_ne_bytes());
         sys::test_run(&self.fd, data, &ctx, repeat).map_err(Error::Run)
+    }
+}
+
+/// An XDP program attached to an interface through a BPF link: the kernel
+/// runs it on every frame the interface receives, before its stack, and
+/// detaches it when this is dropped or the process ends, however it ends
+/// (nothing is pinned).
+///
+/// ```no_run
+/// let f = sluice_ebpf::Filter::new(sluice_ir::Pred::True, 1);
+/// let prog = sluice_ebpf::Loaded::compile(&f, sluice_ebpf::Mode::Xdp)?;
+/// let link = sluice_ebpf::XdpLink::attach(&prog, "eth0")?;
+/// println!("XDP ({})", if link.native() { "native" } else { "generic" });
+/// # Ok::<(), sluice_ebpf::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct XdpLink {
+    fd: OwnedFd,
+    iface: String,
+    native: bool,
+}
+
+impl XdpLink {
+    /// Attach `prog` (an [`Mode::Xdp`] program) to the interface `iface`:
+    /// in the driver where it has XDP, else generic (in the kernel's
+    /// receive path, for any interface).
+    pub fn attach(prog: &Loaded, iface: &str) -> Result<XdpLink, Error> {
+        assert_eq!(
+            prog.mode,
+            Mode::Xdp,
+            "only XDP programs attach to an interface"
+        );
+        let ifindex = sys::ifindex(iface).map_err(|e| Error::Attach(iface.into(), e))?;
+        const SKB_MODE: u32 = 1 << 1;
+        const DRV_MODE: u32 = 1 << 2;
+        match sys::xdp_link(&prog.fd, ifindex, DRV_MODE) {
+            Ok(fd) => Ok(XdpLink {
+                fd,
+                iface: iface.into(),
+                native: true,
+            }),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => Err(Error::Attach(iface.into(), e)),
+            Err(_) => match sys::xdp_link(&prog.fd, ifindex, SKB_MODE) {
+                Ok(fd) => Ok(XdpLink {
+                    fd,
+                    iface: iface.into(),
+                    native: false,
+                }),
+                Err(e) => Err(Error::Attach(iface.into(), e)),
+            },
+        }
+    }
+
+    /// Whether the driver runs it (native XDP), not the kernel's generic
+    /// receive path.
+    pub fn native(&self) -> bool {
+        self.native
+    }
+
+    /// Put `prog` in place of the attached program, atomically: every
+    /// frame is judged by one or the other.
+    pub fn replace(&self, prog: &Loaded) -> Result<(), Error> {
+        assert_eq!(
+            prog.mode,
+            Mode::Xdp,
+            "only XDP programs attach to an interface"
+        );
+        sys::link_update(&self.fd, &prog.fd).map_err(|e| Error::Attach(self.iface.clone(), e))
     }
 }
 

@@ -1,4 +1,5 @@
-//! The `bpf(2)` system call: load a program, run it on one packet.
+//! The `bpf(2)` system call: load a program, run it on one packet, attach
+//! it to an interface's XDP hook through a link; and an interface's index.
 //!
 //! Rule: this is the crate's only unsafe code; each call passes the kernel
 //! a `union bpf_attr` prefix laid out as linux/bpf.h declares it, with
@@ -11,6 +12,31 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 const BPF_PROG_LOAD: libc::c_int = 5;
 const BPF_PROG_TEST_RUN: libc::c_int = 10;
+const BPF_LINK_CREATE: libc::c_int = 28;
+const BPF_LINK_UPDATE: libc::c_int = 29;
+/// `enum bpf_attach_type`: BPF_XDP.
+const BPF_XDP: u32 = 37;
+
+/// `union bpf_attr` for BPF_LINK_CREATE, up to `flags` (XDP takes nothing
+/// after it).
+#[repr(C)]
+#[derive(Default)]
+struct LinkCreate {
+    prog_fd: u32,
+    target_ifindex: u32,
+    attach_type: u32,
+    flags: u32,
+}
+
+/// `union bpf_attr` for BPF_LINK_UPDATE, up to `old_prog_fd`.
+#[repr(C)]
+#[derive(Default)]
+struct LinkUpdate {
+    link_fd: u32,
+    new_prog_fd: u32,
+    flags: u32,
+    old_prog_fd: u32,
+}
 
 /// `union bpf_attr` for BPF_PROG_LOAD, up to `expected_attach_type`.
 #[repr(C)]
@@ -132,4 +158,39 @@ pub fn test_run(
     };
     bpf(BPF_PROG_TEST_RUN, &mut attr)?;
     Ok((attr.retval, attr.duration))
+}
+
+/// Attach an XDP program to interface `ifindex` through a BPF link, in
+/// the XDP mode `flags` asks (`XDP_FLAGS_*`): the link's descriptor. The
+/// kernel detaches the program when the last descriptor of the link
+/// closes, so a killed process leaves nothing attached.
+pub fn xdp_link(prog: &OwnedFd, ifindex: u32, flags: u32) -> std::io::Result<OwnedFd> {
+    let mut attr = LinkCreate {
+        prog_fd: prog.as_raw_fd() as u32,
+        target_ifindex: ifindex,
+        attach_type: BPF_XDP,
+        flags,
+    };
+    let fd = bpf(BPF_LINK_CREATE, &mut attr)?;
+    Ok(own(fd as libc::c_int))
+}
+
+/// Put `prog` in place of the program of `link`, atomically.
+pub fn link_update(link: &OwnedFd, prog: &OwnedFd) -> std::io::Result<()> {
+    let mut attr = LinkUpdate {
+        link_fd: link.as_raw_fd() as u32,
+        new_prog_fd: prog.as_raw_fd() as u32,
+        ..Default::default()
+    };
+    bpf(BPF_LINK_UPDATE, &mut attr).map(|_| ())
+}
+
+/// The index of the interface `name`.
+pub fn ifindex(name: &str) -> std::io::Result<u32> {
+    let name = std::ffi::CString::new(name).map_err(|_| std::io::ErrorKind::InvalidInput)?;
+    // SAFETY: `name` is a NUL-terminated string that outlives the call.
+    match unsafe { libc::if_nametoindex(name.as_ptr()) } {
+        0 => Err(std::io::Error::last_os_error()),
+        i => Ok(i),
+    }
 }
