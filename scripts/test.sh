@@ -15,6 +15,8 @@ command -v tcpdump >/dev/null 2>&1 || need+=(tcpdump)
 # unshare and setpriv (util-linux).
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
+# tests/ebpf_system.rs counts the system's BPF programs and maps.
+command -v bpftool >/dev/null 2>&1 || need+=(bpftool)
 # The libpcap ABI tests (frontends/libpcap-abi/tests) run Debian's own
 # programs on sluice's libpcap.so: tcpdump, ngrep, dumpcap (tshark),
 # python3-pcapy; they compile C programs against <pcap/pcap.h> (gcc) and
