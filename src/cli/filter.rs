@@ -785,12 +785,13 @@ impl Ebpf {
     }
 
     /// `p` as the eBPF socket filter of a live capture of link type
-    /// `linktype` on `iface`, loaded (Ethernet and raw IP links only: on
-    /// others the kernel's view of a frame is not the capture's).
+    /// `linktype` on `iface`, loaded (Ethernet, raw IP and cooked links,
+    /// as on the `any` device; on others the kernel's view of a frame is
+    /// not the capture's).
     fn socket_filter(p: &Program, linktype: u16, iface: &str) -> Result<KernelFilter, Fail> {
-        if ![1, 12, 101].contains(&linktype) {
+        if ![1, 12, 101, 113, 276].contains(&linktype) {
             return Err(Fail(format!(
-                "--engine ebpf: {iface}: live capture runs eBPF on Ethernet and raw IP links only"
+                "--engine ebpf: {iface}: live capture runs eBPF on Ethernet, raw IP and cooked (any) links only"
             )));
         }
         let ir = p.ir().ok_or_else(|| {
@@ -799,8 +800,9 @@ impl Ebpf {
                     .into(),
             )
         })?;
-        let loaded = sluice::ebpf::Loaded::compile(ir, sluice::ebpf::Mode::Socket)
-            .map_err(|e| Fail(format!("--engine ebpf: {e}")))?;
+        let loaded =
+            sluice::ebpf::Loaded::compile_for_link(ir, sluice::ebpf::Mode::Socket, linktype)
+                .map_err(|e| Fail(format!("--engine ebpf: {e}")))?;
         let insns = loaded.len();
         Ok(KernelFilter::ebpf(
             std::sync::Arc::new(SocketProgram(loaded)),

@@ -493,6 +493,62 @@ fn ebpf_prefilter_passes_what_tcpdumps_passes() {
 }
 
 #[test]
+fn ebpf_prefilter_on_the_any_device_passes_what_tcpdumps_passes() {
+    let Some(net) = Net::new("ebpfany") else {
+        return;
+    };
+    // The protocol and the packet type come from the socket buffer, the
+    // ports from the frame past the cooked header.
+    let expr = "(tcp port 80 or udp) and inbound";
+    let all = net.file("all.pcap");
+    let args = ["-Z", "root", "-i", "any", "-w", all.to_str().unwrap(), expr];
+    let mut dump = Bg::start(net.cmd(&net.b, "tcpdump", &args));
+    dump.listening();
+    let out = net.file("s.pcap");
+    let mut run = Bg::start({
+        let mut c = net.sluice(&[
+            "filter",
+            "-i",
+            "any",
+            "--engine",
+            "ebpf",
+            "--workers",
+            "1",
+            "-w",
+            out.to_str().unwrap(),
+            expr,
+        ]);
+        c.env("SLUICE_DEBUG", "1");
+        c
+    });
+    run.listening();
+    assert!(
+        run.said("kernel pre-filter: eBPF, "),
+        "{}",
+        run.stderr_now()
+    );
+    let sent = net.replay(&corpus("kday4.pcap")) + net.replay(&corpus("HSRP_election.pcap"));
+    settle();
+    let a = run.interrupt();
+    let t = dump.interrupt();
+    let (a_err, t_err) = (text(&a.stderr), text(&t.stderr));
+    assert!(a.status.success(), "{a_err}");
+    let want = frames(&all);
+    assert!(
+        !want.is_empty() && (want.len() as u64) < sent,
+        "{} of {sent}",
+        want.len()
+    );
+    assert_eq!(frames(&out), want);
+    // The kernel passed exactly what tcpdump's classic program passed.
+    assert_eq!(
+        stat(&a_err, "received by filter"),
+        stat(&t_err, "received by filter"),
+        "{a_err}\n{t_err}"
+    );
+}
+
+#[test]
 fn the_interface_going_down_is_an_error_after_writing_what_came_before() {
     let Some(net) = Net::new("down") else {
         return;

@@ -40,6 +40,43 @@ const DIRECT_MAX: u32 = 0xfff0;
 /// XDP's verdicts.
 const XDP_DROP: u32 = 1;
 const XDP_PASS: u32 = 2;
+/// `struct __sk_buff` offsets of `pkt_type`, `protocol` and `ifindex`.
+const SKB_PKT_TYPE: i16 = 4;
+const SKB_PROTOCOL: i16 = 16;
+const SKB_IFINDEX: i16 = 40;
+
+/// A cooked (Linux SLL) header as a socket filter sees its frame: the
+/// kernel hands the program the frame from the network header on, so
+/// packet offsets are `header` bytes less, and the header's fields that
+/// `struct __sk_buff` holds are read from there: (offset, size, the
+/// field's `__sk_buff` offset, whether it is a big-endian 16-bit value).
+#[derive(Clone, Copy)]
+struct Cooked {
+    header: u32,
+    fields: &'static [(u32, Size, i16, bool)],
+}
+
+/// The cooked header of link type `linktype` (113: SLL, 276: SLL2).
+fn cooked(linktype: u16) -> Option<Cooked> {
+    match linktype {
+        276 => Some(Cooked {
+            header: 20,
+            fields: &[
+                (0, Size::Half, SKB_PROTOCOL, true),
+                (4, Size::Word, SKB_IFINDEX, false),
+                (10, Size::Byte, SKB_PKT_TYPE, false),
+            ],
+        }),
+        113 => Some(Cooked {
+            header: 16,
+            fields: &[
+                (0, Size::Half, SKB_PKT_TYPE, false),
+                (14, Size::Half, SKB_PROTOCOL, true),
+            ],
+        }),
+        _ => None,
+    }
+}
 
 type Label = usize;
 
@@ -62,6 +99,11 @@ struct Emitter {
     /// Direct packet access: the context offsets of `data` and `data_end`
     /// (none: `LD_ABS`/`LD_IND`).
     direct: Option<(i16, i16)>,
+    /// A socket filter for a cooked link: its header.
+    cooked: Option<Cooked>,
+    /// Where a load the program cannot make goes: the accept exit (a
+    /// pre-filter may pass more than the filter, never less).
+    unknown: Label,
 }
 
 fn alu32(o: u8, dst: u8, imm: u32) -> Insn {
@@ -142,7 +184,36 @@ fn shared_ids(p: &Pred, out: &mut Vec<usize>) {
 }
 
 /// Lower a filter to eBPF instructions for `mode`.
+///
+/// ```
+/// use sluice_ir::{Filter, Pred, Size, Val};
+/// let f = Filter::new(Pred::eq(Val::load_abs(12, Size::Half), 0x800), 262144);
+/// let insns = sluice_ebpf::lower(&f, sluice_ebpf::Mode::Socket)?;
+/// assert!(sluice_ebpf::dump(&insns).contains("skb[12]"));
+/// # Ok::<(), sluice_ebpf::Error>(())
+/// ```
 pub fn lower(f: &Filter, mode: Mode) -> Result<Vec<Insn>, Error> {
+    lower_for_link(f, mode, 1)
+}
+
+/// Lower a filter of a capture of link type `linktype` for `mode`. A
+/// socket filter ([`Mode::Socket`]) on a cooked link (113, 276: the `any`
+/// device) sees the frame from the network header on: its loads move by
+/// the cooked header's length, the header's protocol, packet type and
+/// interface index come from the socket buffer, and a load of what the
+/// socket buffer does not hold (the hardware type, the address) passes
+/// the packet for user space to judge. Other link types and modes are
+/// lowered as [`lower`] does.
+///
+/// ```
+/// use sluice_ir::{Filter, Pred, Size, Val};
+/// // ip, on the any device (cooked v2: the protocol at offset 0).
+/// let f = Filter::new(Pred::eq(Val::load_abs(0, Size::Half), 0x800), 262144);
+/// let insns = sluice_ebpf::lower_for_link(&f, sluice_ebpf::Mode::Socket, 276)?;
+/// assert!(sluice_ebpf::dump(&insns).contains("r0 = *(u32 *)(r6 +16)"));
+/// # Ok::<(), sluice_ebpf::Error>(())
+/// ```
+pub fn lower_for_link(f: &Filter, mode: Mode, linktype: u16) -> Result<Vec<Insn>, Error> {
     let mut e = Emitter {
         items: Vec::new(),
         labels: 0,
@@ -154,9 +225,12 @@ pub fn lower(f: &Filter, mode: Mode) -> Result<Vec<Insn>, Error> {
             Mode::Xdp => Some(XDP_DATA),
             Mode::Socket => None,
         },
+        cooked: cooked(linktype).filter(|_| mode == Mode::Socket),
+        unknown: 0,
     };
     e.reject = e.label();
     let accept = e.label();
+    e.unknown = accept;
     // Prologue: the context, the lengths, the shared values' slots cleared.
     e.put(alu64x(op::MOV, 6, 1));
     match mode {
@@ -166,6 +240,10 @@ pub fn lower(f: &Filter, mode: Mode) -> Result<Vec<Insn>, Error> {
         }
         Mode::Socket => {
             e.put(Insn::new(op::LDX | op::MEM | op::W, 7, 6, SKB_LEN, 0));
+            if let Some(c) = e.cooked {
+                // The frame user space sees has the cooked header too.
+                e.put(alu64(op::ADD, 7, c.header as i32));
+            }
             e.put(alu64x(op::MOV, 8, 7));
             // A frame whose VLAN tag the kernel took off is not the frame
             // the filter means (libpcap puts the tag back): it passes, and
@@ -417,6 +495,10 @@ impl Emitter {
                         self.reject,
                     );
                     let at = (end - n) as i32;
+                    if let Some(c) = self.cooked {
+                        self.cooked_load(c, at as u32, *size);
+                        return Ok(());
+                    }
                     match self.direct {
                         None => {
                             self.put(Insn::new(op::LD | op::ABS | size_code(*size), 0, 0, 0, at))
@@ -545,6 +627,20 @@ impl Emitter {
     /// captured length, into r0 in host order: `LD_IND`, or a direct
     /// packet read.
     fn load_ind(&mut self, size: Size, imm: i32) {
+        if let Some(c) = self.cooked {
+            // Inside the cooked header: not in the kernel's frame, so the
+            // packet passes; past it, the kernel's offset is less.
+            if imm != 0 {
+                self.put(alu64(op::ADD, 0, imm));
+            }
+            self.jump(
+                Insn::new(op::JMP | op::JLT | op::K, 0, 0, 0, c.header as i32),
+                self.unknown,
+            );
+            self.put(alu64(op::SUB, 0, c.header as i32));
+            self.put(Insn::new(op::LD | op::IND | size_code(size), 0, 0, 0, 0));
+            return;
+        }
         match self.direct {
             None => self.put(Insn::new(op::LD | op::IND | size_code(size), 0, 0, 0, imm)),
             Some(_) => {
@@ -579,6 +675,29 @@ impl Emitter {
         );
         self.put(Insn::new(op::LDX | op::MEM | size_code(size), 0, 2, 0, 0));
         self.swap_to_host(size);
+    }
+
+    /// A socket filter's load of `size` bytes at `at` of a cooked frame
+    /// (checked against the captured length already): past the header, at
+    /// `at - header` in the kernel's frame; a header field the socket
+    /// buffer holds, from there; anything else of the header passes the
+    /// packet.
+    fn cooked_load(&mut self, c: Cooked, at: u32, size: Size) {
+        if at >= c.header {
+            let k = (at - c.header) as i32;
+            self.put(Insn::new(op::LD | op::ABS | size_code(size), 0, 0, 0, k));
+            return;
+        }
+        match c.fields.iter().find(|f| f.0 == at && f.1 == size) {
+            Some(&(_, _, field, be16)) => {
+                self.put(Insn::new(op::LDX | op::MEM | op::W, 0, 6, field, 0));
+                if be16 {
+                    // skb->protocol holds the network-order bytes.
+                    self.put(Insn::new(op::ALU | op::END | op::X, 0, 0, 0, 16));
+                }
+            }
+            None => self.goto(self.unknown),
+        }
     }
 
     /// r0, just read from the packet, from network order.

@@ -66,7 +66,7 @@ mod emit;
 mod insn;
 mod sys;
 
-pub use emit::lower;
+pub use emit::{lower, lower_for_link};
 pub use insn::{dump, op, Insn};
 pub use sluice_ir::Filter;
 
@@ -196,6 +196,19 @@ impl Loaded {
     /// ```
     pub fn compile(f: &Filter, mode: Mode) -> Result<Loaded, Error> {
         Loaded::load(&lower(f, mode)?, mode)
+    }
+
+    /// Lower (for a capture of link type `linktype`, see
+    /// [`lower_for_link`]) and load a filter.
+    ///
+    /// ```no_run
+    /// let f = sluice_ebpf::Filter::new(sluice_ir::Pred::True, 7);
+    /// let p = sluice_ebpf::Loaded::compile_for_link(&f, sluice_ebpf::Mode::Socket, 276)?;
+    /// assert_eq!(p.mode(), sluice_ebpf::Mode::Socket);
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn compile_for_link(f: &Filter, mode: Mode, linktype: u16) -> Result<Loaded, Error> {
+        Loaded::load(&lower_for_link(f, mode, linktype)?, mode)
     }
 
     /// Load instructions built for `mode`. On a refusal the program is

@@ -205,9 +205,55 @@ proptest! {
 }
 
 #[test]
+fn cooked_loads_read_the_socket_buffer_or_pass() {
+    let ld = |off, size| Val::load_abs(off, size);
+    // Cooked v2: the protocol from skb->protocol (swapped), the packet
+    // type from skb->pkt_type, the port past the 20-byte header at 22 - 20.
+    let f = Filter::new(
+        Pred::and(vec![
+            Pred::eq(ld(0, Size::Half), 0x800),
+            Pred::eq(ld(10, Size::Byte), 0),
+            Pred::eq(ld(42, Size::Half), 80),
+        ]),
+        262144,
+    );
+    let text = dump(&lower_for_link(&f, Mode::Socket, 276).unwrap());
+    assert!(text.contains("r0 = *(u32 *)(r6 +16)\n"), "{text}");
+    assert!(text.contains("r0 = be16 r0"), "{text}");
+    assert!(text.contains("r0 = *(u32 *)(r6 +4)\n"), "{text}");
+    assert!(text.contains("skb[22]"), "{text}");
+    // The captured length counts the header the kernel's frame lacks.
+    assert!(text.contains("r7 += 20"), "{text}");
+    // The hardware type is not in the socket buffer: the packet passes.
+    let hatype = Filter::new(Pred::eq(ld(8, Size::Half), 1), 262144);
+    let text = dump(&lower_for_link(&hatype, Mode::Socket, 276).unwrap());
+    assert!(!text.contains("skb["), "{text}");
+    // Cooked v1: the protocol at 14, the packet type at 0 (two bytes).
+    let v1 = Filter::new(Pred::eq(ld(14, Size::Half), 0x86dd), 262144);
+    let text = dump(&lower_for_link(&v1, Mode::Socket, 113).unwrap());
+    assert!(text.contains("r0 = *(u32 *)(r6 +16)\n"), "{text}");
+    // Ethernet, and other modes: as lower() builds them.
+    assert_eq!(
+        lower_for_link(&f, Mode::Socket, 1).unwrap(),
+        lower(&f, Mode::Socket).unwrap()
+    );
+    assert_eq!(
+        lower_for_link(&f, Mode::TestRun, 276).unwrap(),
+        lower(&f, Mode::TestRun).unwrap()
+    );
+}
+
+#[test]
 fn socket_filters_verify() {
     for p in arbitrary::hand_built_filters() {
         let f = Filter::new(p, 262144);
+        for linktype in [113, 276] {
+            if let Err(e) = Loaded::compile_for_link(&f, Mode::Socket, linktype) {
+                if !matches!(e, Error::NotPermitted(_)) {
+                    panic!("cooked {linktype}: {e}");
+                }
+            }
+        }
         match Loaded::compile(&f, Mode::Socket) {
             Ok(_) => {}
             Err(Error::NotPermitted(e)) if std::env::var_os("SLUICE_LIVE_REQUIRED").is_none() => {
