@@ -87,6 +87,30 @@ fn capture(net: &Net, dev: &str, out: &Path, extra: &[&str]) -> Bg {
     bg
 }
 
+/// Send two corpus captures without VLAN tags (a tagged frame passes an
+/// eBPF socket filter and is judged in user space, so the kernel's count
+/// of such traffic is exact): the frames sent.
+fn replay_untagged(net: &Net) -> u64 {
+    net.replay(&corpus("kday4.pcap")) + net.replay(&corpus("HSRP_election.pcap"))
+}
+
+/// A `-F` file in `net`'s directory holding `expr`: its path.
+fn filter_file(net: &Net, expr: &str) -> String {
+    let f = net.file("filter.txt");
+    std::fs::write(&f, format!("{expr}\n")).unwrap();
+    f.to_str().unwrap().to_string()
+}
+
+/// Write `expr` into the `-F` file `f`, send each run SIGHUP, and wait
+/// until each says `says`.
+fn reload<'a>(f: &str, expr: &str, runs: impl IntoIterator<Item = &'a Bg>, says: &str) {
+    std::fs::write(f, format!("{expr}\n")).unwrap();
+    for run in runs {
+        run.signal("HUP");
+        assert!(run.said(says), "{}", run.stderr_now());
+    }
+}
+
 /// The number in one of tcpdump's closing lines (`5 packets captured`).
 fn stat(stderr: &str, what: &str) -> u64 {
     stderr
@@ -437,7 +461,7 @@ fn kernel_prefilter_passes_what_tcpdumps_passes() {
     without.listening();
     // No VLAN tags: on a tagged frame, libpcap's live kernel program
     // looks past the tag the kernel took off (see the README).
-    let sent = net.replay(&corpus("kday4.pcap")) + net.replay(&corpus("HSRP_election.pcap"));
+    let sent = replay_untagged(&net);
     settle();
     let a = with.interrupt();
     let b = without.interrupt();
@@ -473,7 +497,7 @@ fn ebpf_prefilter_passes_what_tcpdumps_passes() {
     run.listening();
     // No VLAN tags (a tagged frame passes the eBPF program and is judged
     // in user space: counted by the kernel, so not compared here).
-    let sent = net.replay(&corpus("kday4.pcap")) + net.replay(&corpus("HSRP_election.pcap"));
+    let sent = replay_untagged(&net);
     settle();
     let a = run.interrupt();
     let t = dump.interrupt();
@@ -527,7 +551,7 @@ fn ebpf_prefilter_on_the_any_device_passes_what_tcpdumps_passes() {
         "{}",
         run.stderr_now()
     );
-    let sent = net.replay(&corpus("kday4.pcap")) + net.replay(&corpus("HSRP_election.pcap"));
+    let sent = replay_untagged(&net);
     settle();
     let a = run.interrupt();
     let t = dump.interrupt();
@@ -794,9 +818,7 @@ fn sighup_swaps_in_the_filter_of_the_f_file() {
     let Some(net) = Net::new("sighup") else {
         return;
     };
-    let f = net.file("filter.txt");
-    std::fs::write(&f, "vlan\n").unwrap();
-    let f = f.to_str().unwrap().to_string();
+    let f = filter_file(&net, "vlan");
     let (one, two) = (net.file("one.pcap"), net.file("two.pcap"));
     let run1 = capture(&net, "vb", &one, &["-F", &f]);
     let mut run2 = Bg::start(net.sluice(&[
@@ -815,24 +837,18 @@ fn sighup_swaps_in_the_filter_of_the_f_file() {
     net.replay(&traffic);
     settle();
     // A filter that does not compile keeps the one in force.
-    std::fs::write(&f, "tcp port\n").unwrap();
-    for run in [&run1, &run2] {
-        run.signal("HUP");
-        assert!(
-            run.said("the filter in force is kept"),
-            "{}",
-            run.stderr_now()
-        );
-    }
-    std::fs::write(&f, "not vlan\n").unwrap();
-    for run in [&run1, &run2] {
-        run.signal("HUP");
-        assert!(
-            run.said("filter changed (kernel pre-filter: "),
-            "{}",
-            run.stderr_now()
-        );
-    }
+    reload(
+        &f,
+        "tcp port",
+        [&run1, &run2],
+        "the filter in force is kept",
+    );
+    reload(
+        &f,
+        "not vlan",
+        [&run1, &run2],
+        "filter changed (kernel pre-filter: ",
+    );
     // The workers pick the new filter up before their next wait.
     std::thread::sleep(Duration::from_millis(300));
     net.replay(&traffic);
@@ -858,9 +874,7 @@ fn sighup_swaps_in_the_ebpf_program_of_the_new_filter() {
     let Some(net) = Net::new("sighupebpf") else {
         return;
     };
-    let f = net.file("filter.txt");
-    std::fs::write(&f, "udp\n").unwrap();
-    let f = f.to_str().unwrap().to_string();
+    let f = filter_file(&net, "udp");
     // One ring, and two fanout workers that each pick the program up.
     let runs: Vec<Bg> = ["1", "2"]
         .iter()
@@ -890,24 +904,13 @@ fn sighup_swaps_in_the_ebpf_program_of_the_new_filter() {
     settle();
     // A filter the verifier would take but that does not compile keeps
     // the program in force; then the new filter's own program goes in.
-    std::fs::write(&f, "tcp port\n").unwrap();
-    for run in &runs {
-        run.signal("HUP");
-        assert!(
-            run.said("the filter in force is kept"),
-            "{}",
-            run.stderr_now()
-        );
-    }
-    std::fs::write(&f, "tcp port 80\n").unwrap();
-    for run in &runs {
-        run.signal("HUP");
-        assert!(
-            run.said("filter changed (kernel pre-filter: eBPF, "),
-            "{}",
-            run.stderr_now()
-        );
-    }
+    reload(&f, "tcp port", &runs, "the filter in force is kept");
+    reload(
+        &f,
+        "tcp port 80",
+        &runs,
+        "filter changed (kernel pre-filter: eBPF, ",
+    );
     std::thread::sleep(Duration::from_millis(300));
     replay();
     settle();

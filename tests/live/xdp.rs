@@ -6,7 +6,7 @@
 #![forbid(unsafe_code)]
 
 use super::net::{frames, libpcap_filter, Bg, Net};
-use super::{corpus, settle, tcpdump, text};
+use super::{corpus, filter_file, settle, tcpdump, text};
 use std::time::Duration;
 
 /// Whether an XDP program is attached to `vb` (as `ip link` shows it).
@@ -67,9 +67,7 @@ fn a_killed_run_leaves_no_xdp_program_and_a_reload_swaps_it() {
     let Some(net) = Net::new("xdpkill") else {
         return;
     };
-    let f = net.file("filter.txt");
-    std::fs::write(&f, "udp\n").unwrap();
-    let f = f.to_str().unwrap().to_string();
+    let f = filter_file(&net, "udp");
     let mut run = Bg::start(net.sluice(&["filter", "-i", "vb", "--xdp", "-F", &f, "--count"]));
     run.listening();
     assert!(xdp_attached(&net));
