@@ -58,10 +58,12 @@
 
 mod emit;
 mod insn;
+pub mod multi;
 mod sys;
 
 pub use emit::lower;
 pub use insn::{dump, op, Insn};
+pub use multi::MultiFilter;
 pub use sluice_ir::Filter;
 
 use std::os::fd::OwnedFd;
@@ -120,6 +122,11 @@ pub enum Error {
     Run(std::io::Error),
     /// A packet longer than the kernel's test run takes.
     PacketTooLong(usize),
+    /// A map could not be created, read or written: what, and why.
+    Map(&'static str, std::io::Error),
+    /// A filter set or a change to it that this program cannot take
+    /// (the message says what, and what to do instead).
+    Unsupported(String),
 }
 
 impl std::fmt::Display for Error {
@@ -137,6 +144,8 @@ impl std::fmt::Display for Error {
                 f,
                 "a packet of {n} bytes is longer than the kernel's test run takes ({MAX_TEST_PACKET})"
             ),
+            Error::Map(what, e) => write!(f, "eBPF map: {what}: {e}"),
+            Error::Unsupported(why) => f.write_str(why),
         }
     }
 }
@@ -144,7 +153,9 @@ impl std::fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Refused(e, _) | Error::NotPermitted(e) | Error::Run(e) => Some(e),
+            Error::Refused(e, _) | Error::NotPermitted(e) | Error::Run(e) | Error::Map(_, e) => {
+                Some(e)
+            }
             _ => None,
         }
     }
@@ -189,34 +200,11 @@ impl Loaded {
     /// assert!(err.to_string().contains("R0 !read_ok"));
     /// ```
     pub fn load(insns: &[Insn], mode: Mode) -> Result<Loaded, Error> {
-        let code: Vec<u64> = insns.iter().map(Insn::encode).collect();
-        match sys::prog_load(mode.prog_type(), &code, "sluice", None) {
-            Ok(fd) => Ok(Loaded {
-                fd,
-                mode,
-                insns: insns.len(),
-            }),
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => Err(Error::NotPermitted(e)),
-            Err(_) => {
-                let mut log = vec![0u8; 1 << 24];
-                match sys::prog_load(mode.prog_type(), &code, "sluice", Some(&mut log)) {
-                    // Loaded the second time: keep it.
-                    Ok(fd) => Ok(Loaded {
-                        fd,
-                        mode,
-                        insns: insns.len(),
-                    }),
-                    Err(e) => {
-                        let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-                        let text = String::from_utf8_lossy(&log[..end]);
-                        // The end of a long log says why.
-                        let lines: Vec<&str> = text.lines().collect();
-                        let tail = lines[lines.len().saturating_sub(40)..].join("\n");
-                        Err(Error::Refused(e, tail))
-                    }
-                }
-            }
-        }
+        Ok(Loaded {
+            fd: load_program(insns, mode)?,
+            mode,
+            insns: insns.len(),
+        })
     }
 
     /// The program's length in instructions, as loaded.
@@ -286,25 +274,57 @@ impl Loaded {
             Mode::TestRun,
             "only test-run programs run on packets"
         );
-        if pkt.len() > MAX_TEST_PACKET {
-            return Err(Error::PacketTooLong(pkt.len()));
-        }
-        // The test run refuses frames under 14 bytes, and IPv4 or IPv6
-        // ones too short for the network header: shorter packets go padded
-        // (the program never reads past cb[0]).
-        let mut data = [0u8; MIN_TEST_FRAME];
-        let data: &[u8] = if pkt.len() < MIN_TEST_FRAME {
-            data[..pkt.len()].copy_from_slice(pkt);
-            &data
-        } else {
-            pkt
-        };
-        // struct __sk_buff up to the end of cb[]: cb[0], cb[1] at 48, 52.
-        let mut ctx = [0u8; 68];
-        ctx[48..52].copy_from_slice(&(pkt.len() as u32).to_ne_bytes());
-        ctx[52..56].copy_from_slice(&wirelen.to_ne_bytes());
-        sys::test_run(&self.fd, data, &ctx, repeat).map_err(Error::Run)
+        test_run(&self.fd, pkt, wirelen, repeat)
     }
+}
+
+/// Load instructions built for `mode`; on a refusal the program is loaded
+/// once more with the verifier's log on, and the error carries the log's
+/// end.
+fn load_program(insns: &[Insn], mode: Mode) -> Result<OwnedFd, Error> {
+    let code: Vec<u64> = insns.iter().map(Insn::encode).collect();
+    match sys::prog_load(mode.prog_type(), &code, "sluice", None) {
+        Ok(fd) => Ok(fd),
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => Err(Error::NotPermitted(e)),
+        Err(_) => {
+            let mut log = vec![0u8; 1 << 24];
+            match sys::prog_load(mode.prog_type(), &code, "sluice", Some(&mut log)) {
+                // Loaded the second time: keep it.
+                Ok(fd) => Ok(fd),
+                Err(e) => {
+                    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+                    let text = String::from_utf8_lossy(&log[..end]);
+                    // The end of a long log says why.
+                    let lines: Vec<&str> = text.lines().collect();
+                    let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+                    Err(Error::Refused(e, tail))
+                }
+            }
+        }
+    }
+}
+
+/// Run a packet `repeat` times through the test-run program `fd`: (its
+/// result, the kernel's mean ns per run).
+fn test_run(fd: &OwnedFd, pkt: &[u8], wirelen: u32, repeat: u32) -> Result<(u32, u32), Error> {
+    if pkt.len() > MAX_TEST_PACKET {
+        return Err(Error::PacketTooLong(pkt.len()));
+    }
+    // The test run refuses frames under 14 bytes, and IPv4 or IPv6
+    // ones too short for the network header: shorter packets go padded
+    // (the program never reads past cb[0]).
+    let mut data = [0u8; MIN_TEST_FRAME];
+    let data: &[u8] = if pkt.len() < MIN_TEST_FRAME {
+        data[..pkt.len()].copy_from_slice(pkt);
+        &data
+    } else {
+        pkt
+    };
+    // struct __sk_buff up to the end of cb[]: cb[0], cb[1] at 48, 52.
+    let mut ctx = [0u8; 68];
+    ctx[48..52].copy_from_slice(&(pkt.len() as u32).to_ne_bytes());
+    ctx[52..56].copy_from_slice(&wirelen.to_ne_bytes());
+    sys::test_run(fd, data, &ctx, repeat).map_err(Error::Run)
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! The `bpf(2)` system call: load a program, run it on one packet.
+//! The `bpf(2)` system call: load a program, run it on one packet, create
+//! maps and read and write their elements.
 //!
 //! Rule: this is the crate's only unsafe code; each call passes the kernel
 //! a `union bpf_attr` prefix laid out as linux/bpf.h declares it, with
@@ -128,4 +129,90 @@ pub fn test_run(
     };
     bpf(BPF_PROG_TEST_RUN, &mut attr)?;
     Ok((attr.retval, attr.duration))
+}
+
+const BPF_MAP_CREATE: libc::c_int = 0;
+const BPF_MAP_LOOKUP_ELEM: libc::c_int = 1;
+const BPF_MAP_UPDATE_ELEM: libc::c_int = 2;
+const BPF_MAP_DELETE_ELEM: libc::c_int = 3;
+
+/// `union bpf_attr` for BPF_MAP_CREATE, up to `map_name`.
+#[repr(C)]
+#[derive(Default)]
+struct MapCreate {
+    map_type: u32,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+    map_flags: u32,
+    inner_map_fd: u32,
+    numa_node: u32,
+    map_name: [u8; 16],
+}
+
+/// `union bpf_attr` for the BPF_MAP_*_ELEM commands.
+#[repr(C)]
+#[derive(Default)]
+struct MapElem {
+    map_fd: u32,
+    pad: u32,
+    key: u64,
+    value: u64,
+    flags: u64,
+}
+
+/// Create a map; its descriptor is owned.
+pub fn map_create(
+    map_type: u32,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+    name: &str,
+) -> std::io::Result<OwnedFd> {
+    let mut attr = MapCreate {
+        map_type,
+        key_size,
+        value_size,
+        max_entries,
+        ..Default::default()
+    };
+    for (d, s) in attr.map_name.iter_mut().zip(name.bytes().take(15)) {
+        *d = s;
+    }
+    let fd = bpf(BPF_MAP_CREATE, &mut attr)?;
+    Ok(own(fd as libc::c_int))
+}
+
+/// Set `key` to `value` (`key` and `value` exactly the map's sizes: the
+/// caller checks).
+pub fn map_update(map: &OwnedFd, key: &[u8], value: &[u8]) -> std::io::Result<()> {
+    let mut attr = MapElem {
+        map_fd: map.as_raw_fd() as u32,
+        key: key.as_ptr() as u64,
+        value: value.as_ptr() as u64,
+        ..Default::default()
+    };
+    bpf(BPF_MAP_UPDATE_ELEM, &mut attr).map(|_| ())
+}
+
+/// Remove `key`.
+pub fn map_delete(map: &OwnedFd, key: &[u8]) -> std::io::Result<()> {
+    let mut attr = MapElem {
+        map_fd: map.as_raw_fd() as u32,
+        key: key.as_ptr() as u64,
+        ..Default::default()
+    };
+    bpf(BPF_MAP_DELETE_ELEM, &mut attr).map(|_| ())
+}
+
+/// Read `key`'s value into `value` (for a per-CPU map, one value per
+/// possible CPU, each rounded up to 8 bytes: the caller sizes it).
+pub fn map_lookup(map: &OwnedFd, key: &[u8], value: &mut [u8]) -> std::io::Result<()> {
+    let mut attr = MapElem {
+        map_fd: map.as_raw_fd() as u32,
+        key: key.as_ptr() as u64,
+        value: value.as_mut_ptr() as u64,
+        ..Default::default()
+    };
+    bpf(BPF_MAP_LOOKUP_ELEM, &mut attr).map(|_| ())
 }
