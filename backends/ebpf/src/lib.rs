@@ -278,6 +278,24 @@ impl Loaded {
     }
 }
 
+/// The ids of every BPF program and every map in the system, as the
+/// kernel lists them: (programs, maps).
+///
+/// ```no_run
+/// let (progs, maps) = sluice_ebpf::system_ids()?;
+/// # let _ = (progs, maps);
+/// # Ok::<(), sluice_ebpf::Error>(())
+/// ```
+pub fn system_ids() -> Result<(Vec<u32>, Vec<u32>), Error> {
+    let ids = |maps| {
+        sys::system_ids(maps).map_err(|e| match e.raw_os_error() {
+            Some(libc::EPERM) => Error::NotPermitted(e),
+            _ => Error::Map("listing the system's BPF objects", e),
+        })
+    };
+    Ok((ids(false)?, ids(true)?))
+}
+
 /// Load instructions built for `mode`; on a refusal the program is loaded
 /// once more with the verifier's log on, and the error carries the log's
 /// end.

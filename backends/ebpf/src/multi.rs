@@ -806,6 +806,27 @@ impl MultiFilter {
         &self.insns
     }
 
+    /// The kernel's ids of the chain's programs and of its maps (to check
+    /// that they are gone once it is dropped: [`crate::system_ids`]).
+    ///
+    /// ```no_run
+    /// use sluice_classifier::merged::Compiled;
+    /// let f = Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1));
+    /// let m = sluice_ebpf::MultiFilter::build(&[(0, &f)], sluice_ebpf::Mode::TestRun, Default::default())?;
+    /// let (progs, maps) = m.kernel_ids()?;
+    /// assert_eq!((progs.len(), maps.len()), (1, 3));
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn kernel_ids(&self) -> Result<(Vec<u32>, Vec<u32>), Error> {
+        let id = |fd: &OwnedFd| sys::object_id(fd).map_err(map_err("reading an object's id"));
+        let progs = self.progs.iter().map(id).collect::<Result<_, _>>()?;
+        let mut maps = vec![id(&self.counters)?, id(&self._chain)?];
+        for g in self.groups.values() {
+            maps.push(id(&g.fd)?);
+        }
+        Ok((progs, maps))
+    }
+
     /// The merged classifier the maps mirror.
     ///
     /// ```no_run

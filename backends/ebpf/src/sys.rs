@@ -216,3 +216,60 @@ pub fn map_lookup(map: &OwnedFd, key: &[u8], value: &mut [u8]) -> std::io::Resul
     };
     bpf(BPF_MAP_LOOKUP_ELEM, &mut attr).map(|_| ())
 }
+
+const BPF_PROG_GET_NEXT_ID: libc::c_int = 11;
+const BPF_MAP_GET_NEXT_ID: libc::c_int = 12;
+const BPF_OBJ_GET_INFO_BY_FD: libc::c_int = 15;
+
+/// `union bpf_attr` for the GET_NEXT_ID commands.
+#[repr(C)]
+#[derive(Default)]
+struct NextId {
+    start_id: u32,
+    next_id: u32,
+    open_flags: u32,
+}
+
+/// `union bpf_attr` for BPF_OBJ_GET_INFO_BY_FD.
+#[repr(C)]
+#[derive(Default)]
+struct InfoByFd {
+    bpf_fd: u32,
+    info_len: u32,
+    info: u64,
+}
+
+/// Every id of the system's programs (`maps` false) or maps (true),
+/// from the kernel's id table.
+pub fn system_ids(maps: bool) -> std::io::Result<Vec<u32>> {
+    let cmd = if maps {
+        BPF_MAP_GET_NEXT_ID
+    } else {
+        BPF_PROG_GET_NEXT_ID
+    };
+    let mut out = Vec::new();
+    let mut attr = NextId::default();
+    loop {
+        match bpf(cmd, &mut attr) {
+            Ok(_) => {
+                out.push(attr.next_id);
+                attr.start_id = attr.next_id;
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(out),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The kernel's id of a program or map (both infos start with
+/// `type`, `id`).
+pub fn object_id(fd: &OwnedFd) -> std::io::Result<u32> {
+    let mut info = [0u32; 2];
+    let mut attr = InfoByFd {
+        bpf_fd: fd.as_raw_fd() as u32,
+        info_len: 8,
+        info: info.as_mut_ptr() as u64,
+    };
+    bpf(BPF_OBJ_GET_INFO_BY_FD, &mut attr)?;
+    Ok(info[1])
+}
