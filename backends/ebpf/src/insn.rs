@@ -42,6 +42,7 @@ pub mod op {
     pub const JGT: u8 = 0x20;
     pub const JGE: u8 = 0x30;
     pub const JSET: u8 = 0x40;
+    pub const JNE: u8 = 0x50;
     pub const JLT: u8 = 0xa0;
     pub const EXIT: u8 = 0x90;
     /// A helper call (`imm` is the helper's number).

@@ -1,13 +1,13 @@
 //! Many filters as one eBPF program with maps: the merged classifier's
-//! groups as hash maps, per-filter counts in a per-CPU array, counted by
-//! the kernel.
+//! groups as one hash map, per-filter counts in a per-CPU array, counted
+//! by the kernel.
 //!
 //! Rule: the program's shape comes from the merged classifier
 //! ([`Merged`], the same groups `sluice split`'s default engine has), and
 //! its answers are exactly that classifier's: a group becomes its guards
-//! as code, its key fields read into a stack buffer and one
-//! `bpf_map_lookup_elem` in the group's `BPF_MAP_TYPE_HASH` map, whose
-//! value lists the filters of the key; a filter that runs whole becomes
+//! as code, its key fields read into a stack buffer after the group's
+//! number and one `bpf_map_lookup_elem` in the `BPF_MAP_TYPE_HASH` map of
+//! every group's keys, whose value lists the filters of the key; a filter that runs whole becomes
 //! its own code. Every matching filter's counter in a
 //! `BPF_MAP_TYPE_PERCPU_ARRAY` map goes up by one, once per packet however
 //! many of its paths match. A key-only insert or removal is a map update,
@@ -32,9 +32,17 @@
 //! `bpf_tail_call` through a `BPF_MAP_TYPE_PROG_ARRAY` (at most
 //! [`MAX_PROGRAMS`], the kernel's tail-call limit plus one): each program
 //! is verified alone, well within the verifier's million processed
-//! instructions, and referring to at most 62 groups' maps (the kernel
-//! allows 64 maps a program). A set that needs more is refused with a
-//! message.
+//! instructions. A set that needs more is refused with a message.
+//!
+//! ## The key map
+//!
+//! One map for all groups (a program may refer to at most 64 maps, and
+//! sets have thousands of groups): its key is the group's number and the
+//! key words, zero-padded to the widest group's; its value the number of
+//! filters and their ids, room for the most any key has (at least
+//! [`MIN_LIST`]). Each group's code reads as many ids as its keys had at
+//! build time (at least [`MIN_LIST`]); a key-only insert past that needs a
+//! rebuild, and says so.
 //!
 //! ```no_run
 //! use sluice_classifier::merged::Compiled;
@@ -73,11 +81,9 @@ const HELPER_TAIL_CALL: i32 = 12;
 
 /// Programs in one chain: the first and the kernel's 33 tail calls.
 pub const MAX_PROGRAMS: usize = 34;
-/// The most maps one program may refer to (the kernel's MAX_USED_MAPS).
-const MAX_MAPS: usize = 64;
 /// Filter ids a key's map value holds at least (room for key-only
 /// inserts that share a key).
-const MIN_LIST: usize = 4;
+pub const MIN_LIST: usize = 4;
 /// The most key words of a group (a longer key is refused).
 pub const MAX_KEY_WORDS: usize = 16;
 
@@ -87,9 +93,10 @@ const SEQ: usize = 0;
 const SEQ_PTR: usize = 1;
 const VAL_PTR: usize = 2;
 const CNT_KEY: usize = 3;
-/// Slots 4..=11: the key buffer, 16 words from `slot_off(KEY_BUF)` up.
-const KEY_BUF: usize = 11;
-const RESERVED: usize = 12;
+/// Slots 4..=12: the key buffer, the group and 16 words from
+/// `slot_off(KEY_BUF)` up.
+const KEY_BUF: usize = 12;
+const RESERVED: usize = 13;
 
 /// Bytes of one counter entry: `{count, seen}`.
 const COUNTER: usize = 16;
@@ -116,17 +123,16 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Options {
         Options {
-            budget: 50_000,
+            budget: 20_000,
             capacity: 0,
             accept: u32::MAX,
         }
     }
 }
 
-/// A group's hash map: key width in words, ids per value.
+/// A group in the key map: key width in words, ids its code reads.
 #[derive(Debug)]
 struct GroupMap {
-    fd: OwnedFd,
     width: usize,
     list: usize,
 }
@@ -151,6 +157,11 @@ pub struct MultiFilter {
     /// programs when no descriptor refers to it).
     _chain: OwnedFd,
     groups: HashMap<u32, GroupMap>,
+    keys: OwnedFd,
+    /// Key words in the key map (after the group's number), ids a value
+    /// holds.
+    key_words: usize,
+    list: usize,
     counters: OwnedFd,
     capacity: u32,
     cpus: usize,
@@ -244,6 +255,8 @@ struct Maps<'a> {
     counters: &'a OwnedFd,
     chain: &'a OwnedFd,
     groups: &'a HashMap<u32, GroupMap>,
+    keys: &'a OwnedFd,
+    key_words: usize,
     capacity: u32,
     accept: u32,
 }
@@ -282,14 +295,22 @@ impl Maps<'_> {
         }
         let buf = slot_off(KEY_BUF);
         let fields = view.key_fields();
-        if fields.is_empty() {
-            e.put(Insn::new(op::ST | op::MEM | op::W, 10, 0, buf, 0));
-        }
+        let width = fields.len();
         for (i, (_, read)) in fields.into_iter().enumerate() {
             e.val(&field_val(read))?;
-            e.put(stx(op::W, 10, buf + 4 * i as i16, 0));
+            e.put(stx(op::W, 10, buf + 4 * (i as i16 + 1), 0));
         }
-        ld_map(e, 1, &gm.fd);
+        e.put(Insn::new(op::ST | op::MEM | op::W, 10, 0, buf, g as i32));
+        for i in width..self.key_words {
+            e.put(Insn::new(
+                op::ST | op::MEM | op::W,
+                10,
+                0,
+                buf + 4 * (i as i16 + 1),
+                0,
+            ));
+        }
+        ld_map(e, 1, self.keys);
         e.put(alu64x(op::MOV, 2, 10));
         e.put(alu64(op::ADD, 2, buf as i32));
         e.put(call(HELPER_MAP_LOOKUP));
@@ -356,12 +377,21 @@ impl Maps<'_> {
     ) -> Result<(Vec<Insn>, usize), Error> {
         let mut e = Emitter::new();
         let (verdict, zero, all) = (e.label(), e.label(), e.label());
+        // Every jump stays within its part of the program: the kernel
+        // expands instructions (LD_ABS, map lookups) as it verifies, and a
+        // jump across the whole program would outgrow 16 bits.
         e.put(alu64x(op::MOV, 6, 1));
         if mode == Mode::Socket {
             // As for one filter: a frame whose VLAN tag the kernel took
             // off passes uncounted; user space judges it.
+            let (tagged, untagged) = (e.label(), e.label());
             e.put(ldx(op::W, 0, 6, SKB_VLAN_PRESENT));
-            e.jump(Insn::new(op::JMP | op::JSET | op::K, 0, 0, 0, 1), all);
+            e.jump(Insn::new(op::JMP | op::JSET | op::K, 0, 0, 0, 1), tagged);
+            e.goto(untagged);
+            e.mark(tagged);
+            e.put(alu32(op::MOV, 0, self.accept));
+            e.put(exit());
+            e.mark(untagged);
         }
         // The run's sequence number (a new one in the first program).
         e.put(Insn::new(
@@ -375,7 +405,11 @@ impl Maps<'_> {
         e.put(alu64x(op::MOV, 2, 10));
         e.put(alu64(op::ADD, 2, slot_off(CNT_KEY) as i32));
         e.put(call(HELPER_MAP_LOOKUP));
-        e.jump(Insn::new(op::JMP | op::JEQ | op::K, 0, 0, 0, 0), zero);
+        let found = e.label();
+        e.jump(Insn::new(op::JMP | op::JNE | op::K, 0, 0, 0, 0), found);
+        e.put(alu32(op::MOV, 0, 0));
+        e.put(exit());
+        e.mark(found);
         e.put(stx(op::DW, 10, slot_off(SEQ_PTR), 0));
         e.put(ldx(op::DW, 1, 0, 8));
         if k == 0 {
@@ -384,18 +418,10 @@ impl Maps<'_> {
         }
         e.put(stx(op::DW, 10, slot_off(SEQ), 1));
         e.used = RESERVED;
-        let (mut taken, mut group_maps) = (0, 0);
+        let mut taken = 0;
         for u in units {
             if taken > 0 && e.emitted() >= budget {
                 break;
-            }
-            if matches!(u, Unit::Group(_)) {
-                // The kernel's limit of maps a program refers to: the
-                // counters, the chain and the groups'.
-                if group_maps == MAX_MAPS - 2 {
-                    break;
-                }
-                group_maps += 1;
             }
             let skip = e.label();
             lengths(&mut e, mode);
@@ -453,13 +479,6 @@ fn map_err(what: &'static str) -> impl Fn(std::io::Error) -> Error {
     }
 }
 
-fn key_bytes(key: &[u32]) -> Vec<u8> {
-    if key.is_empty() {
-        return vec![0; 4];
-    }
-    key.iter().flat_map(|w| w.to_ne_bytes()).collect()
-}
-
 impl MultiFilter {
     /// Merge `filters` (id, prepared filter) as the merged classifier
     /// does, and load them as one chain of programs with its maps.
@@ -507,6 +526,7 @@ impl MultiFilter {
             .map_err(map_err("creating the program chain"))?;
         let mut groups = HashMap::new();
         let mut units = Vec::new();
+        let (mut key_words, mut most, mut entries) = (0, MIN_LIST, 0);
         for view in merged.group_views() {
             let width = view.key_fields().len();
             if width > MAX_KEY_WORDS {
@@ -520,17 +540,20 @@ impl MultiFilter {
                 merged.each_slot_filter(view.id(), slot, |_, _| n += 1);
                 list = list.max(n);
             }
-            let fd = sys::map_create(
-                MAP_HASH,
-                4 * width.max(1) as u32,
-                4 * (1 + list) as u32,
-                (2 * view.len()).max(1024) as u32,
-                "sluice_group",
-            )
-            .map_err(map_err("creating a group's hash map"))?;
-            groups.insert(view.id(), GroupMap { fd, width, list });
+            key_words = key_words.max(width);
+            most = most.max(list);
+            entries += view.len();
+            groups.insert(view.id(), GroupMap { width, list });
             units.push(Unit::Group(view.id()));
         }
+        let keys = sys::map_create(
+            MAP_HASH,
+            4 * (1 + key_words) as u32,
+            4 * (1 + most) as u32,
+            (2 * entries).max(1024).min(u32::MAX as usize / 2) as u32,
+            "sluice_keys",
+        )
+        .map_err(map_err("creating the key map"))?;
         for (id, _, whole) in merged.whole_filters() {
             let f = match whole {
                 Whole::Ir(f) => f.clone(),
@@ -544,6 +567,9 @@ impl MultiFilter {
             insns: Vec::new(),
             _chain: chain,
             groups,
+            keys,
+            key_words,
+            list: most,
             counters,
             capacity,
             cpus,
@@ -567,6 +593,8 @@ impl MultiFilter {
             counters: &me.counters,
             chain: &me._chain,
             groups: &me.groups,
+            keys: &me.keys,
+            key_words: me.key_words,
             capacity,
             accept: opts.accept,
         };
@@ -615,7 +643,11 @@ impl MultiFilter {
         };
         debug_assert_eq!(gm.width, key.len());
         let view = self.merged.group_view(g).expect("a group");
-        let kb = key_bytes(key);
+        let mut kb = Vec::with_capacity(4 * (1 + self.key_words));
+        kb.extend(g.to_ne_bytes());
+        for i in 0..self.key_words {
+            kb.extend(key.get(i).copied().unwrap_or(0).to_ne_bytes());
+        }
         match view.table().entry_hashed(key, hash(key)) {
             Some((value, datum)) => {
                 let mut ids = Vec::new();
@@ -623,21 +655,21 @@ impl MultiFilter {
                     .each_slot_filter(g, Slot { value, datum }, |f, _| ids.push(f));
                 if ids.len() > gm.list {
                     return Err(Error::Unsupported(format!(
-                        "{} filters now share one key, the map's values hold {}: the eBPF program must be built again",
+                        "{} filters now share one key, the program reads {}: the eBPF program must be built again",
                         ids.len(),
                         gm.list
                     )));
                 }
-                let mut v = Vec::with_capacity(4 * (1 + gm.list));
+                let mut v = Vec::with_capacity(4 * (1 + self.list));
                 v.extend((ids.len() as u32).to_ne_bytes());
-                for i in 0..gm.list {
+                for i in 0..self.list {
                     v.extend(ids.get(i).copied().unwrap_or(u32::MAX).to_ne_bytes());
                 }
-                sys::map_update(&gm.fd, &kb, &v).map_err(map_err("updating a group's key"))
+                sys::map_update(&self.keys, &kb, &v).map_err(map_err("updating a key"))
             }
-            None => match sys::map_delete(&gm.fd, &kb) {
+            None => match sys::map_delete(&self.keys, &kb) {
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
-                r => r.map_err(map_err("removing a group's key")),
+                r => r.map_err(map_err("removing a key")),
             },
         }
     }
@@ -820,10 +852,7 @@ impl MultiFilter {
     pub fn kernel_ids(&self) -> Result<(Vec<u32>, Vec<u32>), Error> {
         let id = |fd: &OwnedFd| sys::object_id(fd).map_err(map_err("reading an object's id"));
         let progs = self.progs.iter().map(id).collect::<Result<_, _>>()?;
-        let mut maps = vec![id(&self.counters)?, id(&self._chain)?];
-        for g in self.groups.values() {
-            maps.push(id(&g.fd)?);
-        }
+        let maps = vec![id(&self.counters)?, id(&self._chain)?, id(&self.keys)?];
         Ok((progs, maps))
     }
 
