@@ -41,8 +41,15 @@
 //! key words, zero-padded to the widest group's; its value the number of
 //! filters and their ids, room for the most any key has (at least
 //! [`MIN_LIST`]). Each group's code reads as many ids as its keys had at
-//! build time (at least [`MIN_LIST`]); a key-only insert past that needs a
-//! rebuild, and says so.
+//! build time; a key-only insert past that needs a rebuild, and says so.
+//! A group of one key is code instead ([`Options::inline`]): its key's
+//! tests join its guards.
+//!
+//! ## Guards as a trie
+//!
+//! Guards are interned, each group's sorted commonest first, and groups
+//! sorted by them: a run of groups that share a guard tests it once and
+//! skips the whole run when it fails.
 //!
 //! ```no_run
 //! use sluice_classifier::merged::Compiled;
@@ -118,6 +125,10 @@ pub struct Options {
     /// The program's return value when a filter matches (a socket
     /// filter's: bytes to keep).
     pub accept: u32,
+    /// Groups of one key in the code, not the key map: their tests are
+    /// shared with other groups' and cost no lookup, but a key-only
+    /// change to such a group needs a rebuild.
+    pub inline: bool,
 }
 
 impl Default for Options {
@@ -126,6 +137,7 @@ impl Default for Options {
             budget: 20_000,
             capacity: 0,
             accept: u32::MAX,
+            inline: true,
         }
     }
 }
@@ -135,6 +147,9 @@ impl Default for Options {
 struct GroupMap {
     width: usize,
     list: usize,
+    /// A group of one key, compiled into the code (its key tests are
+    /// guards): its filters. Its keys change only by a rebuild.
+    inline: Option<Vec<u32>>,
 }
 
 /// The filter set loaded into the kernel: programs, maps and the merged
@@ -244,9 +259,11 @@ fn exit() -> Insn {
     Insn::new(op::JMP | op::EXIT, 0, 0, 0, 0)
 }
 
-/// What one program of the chain is made of.
+/// What one program of the chain is made of: a group (its number, and
+/// its guards as interned ids, the commonest first), or a filter run
+/// whole.
 enum Unit {
-    Group(u32),
+    Group(u32, Vec<usize>),
     Whole(u32, Arc<Filter>),
 }
 
@@ -283,15 +300,18 @@ impl Maps<'_> {
         e.mark(done);
     }
 
-    /// One group: its guards, its key, the lookup, its filters counted.
+    /// One group once its guards hold: its key, the lookup, its filters
+    /// counted.
     fn group(&self, e: &mut Emitter, m: &Merged, g: u32, skip: Label) -> Result<(), Error> {
         let view = m.group_view(g).expect("a group of the classifier");
         let gm = &self.groups[&g];
         e.reject = skip;
-        for guard in view.guards() {
-            let next = e.label();
-            e.cond(&guard_pred(&guard), next, skip)?;
-            e.mark(next);
+        if let Some(ids) = &gm.inline {
+            for id in ids {
+                e.put(alu32(op::MOV, 0, *id));
+                self.count(e, 0);
+            }
+            return Ok(());
         }
         let buf = slot_off(KEY_BUF);
         let fields = view.key_fields();
@@ -362,19 +382,19 @@ impl Maps<'_> {
         Ok(())
     }
 
-    /// Program `k` of the chain: the prologue, units from `units` while
-    /// the budget lasts, then a tail call to program `k + 1` if units are
-    /// left, and the verdict. Returns the instructions and how many units
-    /// it took.
-    #[allow(clippy::too_many_arguments)]
+    /// Program `k` of the chain: the prologue, `units` (groups as a trie
+    /// of their guards: a guard that several groups in a row share is
+    /// tested once for them all), a tail call to program `k + 1` unless
+    /// `last`, and the verdict.
     fn program(
         &self,
         m: &Merged,
+        guards: &[Pred],
         units: &[Unit],
         k: usize,
+        last: bool,
         mode: Mode,
-        budget: usize,
-    ) -> Result<(Vec<Insn>, usize), Error> {
+    ) -> Result<Vec<Insn>, Error> {
         let mut e = Emitter::new();
         let (verdict, zero, all) = (e.label(), e.label(), e.label());
         // Every jump stays within its part of the program: the kernel
@@ -418,21 +438,23 @@ impl Maps<'_> {
         }
         e.put(stx(op::DW, 10, slot_off(SEQ), 1));
         e.used = RESERVED;
-        let mut taken = 0;
+        let groups: Vec<(u32, &[usize])> = units
+            .iter()
+            .filter_map(|u| match u {
+                Unit::Group(g, gs) => Some((*g, &gs[..])),
+                Unit::Whole(..) => None,
+            })
+            .collect();
+        self.trie(&mut e, m, guards, &groups, 0, mode)?;
         for u in units {
-            if taken > 0 && e.emitted() >= budget {
-                break;
+            if let Unit::Whole(id, f) = u {
+                let skip = e.label();
+                lengths(&mut e, mode);
+                self.whole(&mut e, *id, f, skip)?;
+                e.mark(skip);
             }
-            let skip = e.label();
-            lengths(&mut e, mode);
-            match u {
-                Unit::Group(g) => self.group(&mut e, m, *g, skip)?,
-                Unit::Whole(id, f) => self.whole(&mut e, *id, f, skip)?,
-            }
-            e.mark(skip);
-            taken += 1;
         }
-        if taken < units.len() {
+        if !last {
             e.put(alu64x(op::MOV, 1, 6));
             ld_map(&mut e, 2, self.chain);
             e.put(alu32(op::MOV, 3, k as u32 + 1));
@@ -449,7 +471,70 @@ impl Maps<'_> {
         e.mark(all);
         e.put(alu32(op::MOV, 0, self.accept));
         e.put(exit());
-        Ok((e.layout()?, taken))
+        e.layout()
+    }
+
+    /// Groups sorted by their guards, whose first `depth` guards hold:
+    /// runs that share their next guard test it once.
+    fn trie(
+        &self,
+        e: &mut Emitter,
+        m: &Merged,
+        guards: &[Pred],
+        groups: &[(u32, &[usize])],
+        depth: usize,
+        mode: Mode,
+    ) -> Result<(), Error> {
+        let mut i = 0;
+        while i < groups.len() {
+            let (g, gs) = groups[i];
+            let skip = e.label();
+            // What the verifier learnt of the lengths is forgotten at
+            // each test (see `lengths`).
+            lengths(e, mode);
+            if gs.len() == depth {
+                self.group(e, m, g, skip)?;
+                e.mark(skip);
+                i += 1;
+                continue;
+            }
+            let guard = gs[depth];
+            let end = i + groups[i..]
+                .iter()
+                .take_while(|(_, o)| o.get(depth) == Some(&guard))
+                .count();
+            let inner = e.label();
+            e.reject = skip;
+            e.cond(&guards[guard], inner, skip)?;
+            e.mark(inner);
+            self.trie(e, m, guards, &groups[i..end], depth + 1, mode)?;
+            e.mark(skip);
+            i = end;
+        }
+        Ok(())
+    }
+
+    /// Instructions a guard takes, and a group's body.
+    fn guard_size(guard: &Pred) -> Result<usize, Error> {
+        let mut e = Emitter::new();
+        e.used = RESERVED;
+        let (t, f) = (e.label(), e.label());
+        e.cond(guard, t, f)?;
+        Ok(e.emitted() + 4)
+    }
+    fn body_size(&self, m: &Merged, g: u32) -> Result<usize, Error> {
+        let mut e = Emitter::new();
+        e.used = RESERVED;
+        let skip = e.label();
+        self.group(&mut e, m, g, skip)?;
+        Ok(e.emitted() + 4)
+    }
+    fn whole_size(&self, id: u32, f: &Filter) -> Result<usize, Error> {
+        let mut e = Emitter::new();
+        e.used = RESERVED;
+        let skip = e.label();
+        self.whole(&mut e, id, f, skip)?;
+        Ok(e.emitted() + 4)
     }
 }
 
@@ -526,6 +611,8 @@ impl MultiFilter {
             .map_err(map_err("creating the program chain"))?;
         let mut groups = HashMap::new();
         let mut units = Vec::new();
+        let mut interned: HashMap<Pred, usize> = HashMap::new();
+        let mut uses: Vec<usize> = Vec::new();
         let (mut key_words, mut most, mut entries) = (0, MIN_LIST, 0);
         for view in merged.group_views() {
             let width = view.key_fields().len();
@@ -534,7 +621,9 @@ impl MultiFilter {
                     "a group of filters has a key of {width} words; the eBPF engine takes at most {MAX_KEY_WORDS}"
                 )));
             }
-            let mut list = MIN_LIST;
+            // A table of many keys reads room for keys that come to be
+            // shared; a small group only what it has (code per group).
+            let mut list = if view.len() >= 16 { MIN_LIST } else { 1 };
             for (_, slot) in view.keys() {
                 let mut n = 0;
                 merged.each_slot_filter(view.id(), slot, |_, _| n += 1);
@@ -543,14 +632,64 @@ impl MultiFilter {
             key_words = key_words.max(width);
             most = most.max(list);
             entries += view.len();
-            groups.insert(view.id(), GroupMap { width, list });
-            units.push(Unit::Group(view.id()));
+            let mut preds: Vec<Pred> = view.guards().iter().map(guard_pred).collect();
+            // A group of one key: its key's tests are guards, shared in
+            // the trie with other groups', and no lookup.
+            let inline = (view.len() == 1 && opts.inline).then(|| {
+                let (key, slot) = view.keys().next().expect("one key");
+                for ((_, read), k) in view.key_fields().into_iter().zip(key) {
+                    preds.push(Pred::eq(field_val(read), *k));
+                }
+                let mut ids = Vec::new();
+                merged.each_slot_filter(view.id(), slot, |f, _| ids.push(f));
+                ids
+            });
+            groups.insert(
+                view.id(),
+                GroupMap {
+                    width,
+                    list,
+                    inline,
+                },
+            );
+            let gs: Vec<usize> = preds
+                .into_iter()
+                .map(|p| {
+                    let n = interned.len();
+                    *interned.entry(p).or_insert(n)
+                })
+                .collect();
+            for &g in &gs {
+                if uses.len() <= g {
+                    uses.resize(g + 1, 0);
+                }
+                uses[g] += 1;
+            }
+            units.push(Unit::Group(view.id(), gs));
+        }
+        // The commonest guards first, then groups in the order of their
+        // guards: groups in a row share the longest prefix.
+        for u in &mut units {
+            if let Unit::Group(_, gs) = u {
+                gs.sort_by_key(|&g| (std::cmp::Reverse(uses[g]), g));
+            }
+        }
+        units.sort_by(|a, b| match (a, b) {
+            (Unit::Group(x, xs), Unit::Group(y, ys)) => (xs, x).cmp(&(ys, y)),
+            _ => std::cmp::Ordering::Equal,
+        });
+        let mut guards: Vec<Pred> = vec![Pred::True; interned.len()];
+        for (p, i) in interned {
+            guards[i] = p;
         }
         let keys = sys::map_create(
             MAP_HASH,
             4 * (1 + key_words) as u32,
             4 * (1 + most) as u32,
-            (2 * entries).max(1024).min(u32::MAX as usize / 2) as u32,
+            // Room for twice the keys, and for a key-only insert of
+            // every id up to the capacity.
+            (2 * entries + (capacity as usize).saturating_sub(filters.len()) + 1024)
+                .min(u32::MAX as usize / 2) as u32,
             "sluice_keys",
         )
         .map_err(map_err("creating the key map"))?;
@@ -587,7 +726,9 @@ impl MultiFilter {
             })
             .collect();
         for (g, k) in keys {
-            me.sync(g, &k)?;
+            if me.groups[&g].inline.is_none() {
+                me.sync(g, &k)?;
+            }
         }
         let maps = Maps {
             counters: &me.counters,
@@ -598,24 +739,51 @@ impl MultiFilter {
             capacity,
             accept: opts.accept,
         };
-        let mut at = 0;
+        // Units into programs by their size: a group costs its body and
+        // the guards it does not share with the group before it.
+        let guard_sizes: Vec<usize> = guards
+            .iter()
+            .map(Maps::guard_size)
+            .collect::<Result<_, _>>()?;
+        let mut chunks: Vec<std::ops::Range<usize>> = Vec::new();
+        let (mut start, mut size, mut prev): (usize, usize, &[usize]) = (0, 0, &[]);
+        for (i, u) in units.iter().enumerate() {
+            // (its cost after the unit before, its cost first in a program)
+            let (cost, alone) = match u {
+                Unit::Group(g, gs) => {
+                    let shared = gs.iter().zip(prev).take_while(|(a, b)| a == b).count();
+                    prev = gs;
+                    let body = maps.body_size(&me.merged, *g)?;
+                    let guard =
+                        |from: usize| gs[from..].iter().map(|&x| guard_sizes[x]).sum::<usize>();
+                    (body + guard(shared), body + guard(0))
+                }
+                Unit::Whole(id, f) => {
+                    let c = maps.whole_size(*id, f)?;
+                    (c, c)
+                }
+            };
+            if i > start && size + cost > opts.budget {
+                chunks.push(start..i);
+                (start, size) = (i, alone);
+            } else {
+                size += cost;
+            }
+        }
+        chunks.push(start..units.len());
+        if chunks.len() > MAX_PROGRAMS {
+            let fit = chunks[MAX_PROGRAMS - 1].end;
+            return Err(Error::Unsupported(format!(
+                "the filter set needs {} chained eBPF programs of {} instructions, the kernel allows {MAX_PROGRAMS} ({fit} of {} groups and filters run whole fit)",
+                chunks.len(),
+                opts.budget,
+                units.len()
+            )));
+        }
         let mut progs = Vec::new();
-        loop {
-            if progs.len() == MAX_PROGRAMS {
-                return Err(Error::Unsupported(format!(
-                    "the filter set needs more than {MAX_PROGRAMS} chained eBPF programs of {} instructions ({} of {} groups and filters run whole fit)",
-                    opts.budget,
-                    at,
-                    units.len()
-                )));
-            }
-            let (insns, taken) =
-                maps.program(&me.merged, &units[at..], progs.len(), mode, opts.budget)?;
-            progs.push(insns);
-            at += taken;
-            if at >= units.len() {
-                break;
-            }
+        for (k, r) in chunks.iter().enumerate() {
+            let last = k + 1 == chunks.len();
+            progs.push(maps.program(&me.merged, &guards, &units[r.clone()], k, last, mode)?);
         }
         for (k, insns) in progs.iter().enumerate() {
             let fd = load_program(insns, mode)?;
@@ -635,6 +803,12 @@ impl MultiFilter {
 
     /// Make group `g`'s map say what the classifier says of `key`.
     fn sync(&self, g: u32, key: &[u32]) -> Result<(), Error> {
+        if self.groups.get(&g).is_some_and(|gm| gm.inline.is_some()) {
+            return Err(Error::Unsupported(
+                "the change is to a group of one key compiled into the eBPF program: it must be built again"
+                    .into(),
+            ));
+        }
         let Some(gm) = self.groups.get(&g) else {
             return Err(Error::Unsupported(
                 "the change makes a new group of filters: the eBPF program must be built again"
@@ -674,6 +848,20 @@ impl MultiFilter {
         }
     }
 
+    /// An error unless filter `id`'s keys are all in the key map.
+    fn changeable(&self, id: u32) -> Result<(), Error> {
+        let mut inline = false;
+        self.merged.keys_of(id, |g, _| {
+            inline |= self.groups.get(&g).is_some_and(|gm| gm.inline.is_some())
+        });
+        match inline {
+            true => Err(Error::Unsupported(format!(
+                "filter {id} is in a group of one key compiled into the eBPF program (Options::inline): it must be built again"
+            ))),
+            false => Ok(()),
+        }
+    }
+
     /// Insert filter `id` as a copy of filter `like` with another key (the
     /// constants of its equality tests, in order: as
     /// [`Merged::insert_keyed`]): map updates only, no reload. Its counter
@@ -694,6 +882,28 @@ impl MultiFilter {
             return Err(Error::Unsupported(format!(
                 "filter id {id} is past the counter map's {} entries: the eBPF program must be built again",
                 self.capacity
+            )));
+        }
+        self.changeable(like)?;
+        // Room for one more filter under the key?
+        let mut full = None;
+        self.merged.keys_of(like, |g, _| {
+            let (Some(gm), Some(view)) = (self.groups.get(&g), self.merged.group_view(g)) else {
+                return;
+            };
+            if let Some((value, datum)) = view.table().entry_hashed(key, hash(key)) {
+                let mut n = 0;
+                self.merged
+                    .each_slot_filter(g, Slot { value, datum }, |_, _| n += 1);
+                if n + 1 > gm.list {
+                    full = Some(gm.list);
+                }
+            }
+        });
+        if let Some(list) = full {
+            return Err(Error::Unsupported(format!(
+                "{} filters would share one key, the program reads {list}: the eBPF program must be built again",
+                list + 1
             )));
         }
         if !self.merged.insert_keyed(id, like, key, 0) {
@@ -732,6 +942,7 @@ impl MultiFilter {
                 "filter {id} runs whole in the eBPF program: it must be built again"
             )));
         }
+        self.changeable(id)?;
         self.merged.remove(id);
         for (g, k) in keys {
             self.sync(g, &k)?;

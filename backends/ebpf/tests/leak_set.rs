@@ -36,7 +36,7 @@ fn a_dropped_filter_set_leaves_no_program_or_map_in_the_system() {
     let mut ids = (Vec::new(), Vec::new());
     for mode in [Mode::TestRun, Mode::Socket] {
         let opts = Options {
-            budget: 300,
+            budget: 1000,
             ..Default::default()
         };
         let m = match MultiFilter::build(&refs, mode, opts) {
