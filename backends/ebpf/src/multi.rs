@@ -134,7 +134,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Options {
         Options {
-            budget: 20_000,
+            budget: 6_000,
             capacity: 0,
             accept: u32::MAX,
             inline: true,
