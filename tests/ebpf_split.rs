@@ -302,3 +302,32 @@ fn key_only_inserts_and_removals_count_as_the_default_engine_does() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+#[test]
+fn options_that_need_user_space_are_refused() {
+    let dir = tmpdir("refused");
+    let f = dir.join("filters.txt");
+    std::fs::write(&f, "web\ttcp port 80\n").unwrap();
+    for extra in [
+        &["--verdicts"][..],
+        &["--first-match", "--count"],
+        &["--count", "-i", "lo"],
+    ] {
+        let mut args = vec![
+            "split",
+            "--engine",
+            "ebpf",
+            "--filters",
+            f.to_str().unwrap(),
+        ];
+        if !extra.contains(&"-i") {
+            args.extend(["-r", "examples/sample.pcap"]);
+        }
+        args.extend(extra);
+        let out = sluice(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("--engine ebpf"), "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

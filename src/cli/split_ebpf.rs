@@ -62,10 +62,9 @@ pub(super) fn run(
     let big_endian = super::super::big_endian(&reader.format());
     let mut sets: HashMap<u16, MultiFilter> = HashMap::new();
     for info in reader.declared_interfaces() {
-        if !sets.contains_key(&info.linktype) {
-            let m = load(filters, info.linktype, &name, big_endian, file)?;
-            sets.insert(info.linktype, m);
-        }
+        cached(&mut sets, info.linktype, || {
+            load(filters, info.linktype, &name, big_endian, file)
+        })?;
     }
     let mut seen = 0u64;
     let sets = std::cell::RefCell::new(sets);
