@@ -338,10 +338,7 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
             return Err(many(errors, true));
         }
         if ebpf {
-            return Err(Fail(
-                "--engine ebpf: split -i does not run the filter set in the kernel yet (only on files)"
-                    .into(),
-            ));
+            return kernel::run_live(&args, &filters, file);
         }
         return run_live(&args, &filters, file);
     }

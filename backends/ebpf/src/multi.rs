@@ -409,7 +409,7 @@ impl Maps<'_> {
             e.jump(Insn::new(op::JMP | op::JSET | op::K, 0, 0, 0, 1), tagged);
             e.goto(untagged);
             e.mark(tagged);
-            e.put(alu32(op::MOV, 0, self.accept));
+            e.put(alu32(op::MOV, 0, u32::MAX));
             e.put(exit());
             e.mark(untagged);
         }
