@@ -7,9 +7,11 @@
 //! Rule: a measurement tool, not a test; run it on a release build as
 //! root: `cargo run --release --example ebpf_set_cost -- sessions 100000`
 //! or `-- generated 1000` (optionally a REPEAT for the test run, default
-//! 200). The kernel's figure is `BPF_PROG_TEST_RUN`'s mean time per run
-//! (the program chain only, with its counting); the native figure is the
-//! call per packet from Rust, the packets held in memory.
+//! 200). The kernel's figures are `BPF_PROG_TEST_RUN`'s mean time per run
+//! and the kernel's own statistics of the program (`run_time_ns /
+//! run_cnt`, statistics on through `BPF_ENABLE_STATS` for the runs: the
+//! chain without the test run's loop); the native figure is the call per
+//! packet from Rust, the packets held in memory.
 
 use sluice::classifier::merged::{Compiled, Merged};
 use sluice::ebpf::multi::Options;
@@ -121,11 +123,16 @@ fn main() {
 
     // Cost per packet: the kernel's, then the native merged engine's.
     let (mut kernel_ns, mut hits) = (0u64, 0u64);
+    let stats = sluice::ebpf::enable_stats().expect("BPF statistics");
+    let before = m.run_stats().expect("statistics");
     for (d, w) in &pkts {
         let (r, ns) = m.bench(d, *w, repeat).expect("test run");
         kernel_ns += ns as u64;
         hits += (r != 0) as u64;
     }
+    let after = m.run_stats().expect("statistics");
+    drop(stats);
+    let stats_ns = (after.0 - before.0) as f64 / (after.1 - before.1).max(1) as f64;
     let native = Merging::from_compiled(compiled.clone(), true);
     let (mut s, mut ids) = (MergingScratch::default(), Vec::new());
     let mut native_hits = 0u64;
@@ -168,12 +175,13 @@ fn main() {
         insert = format!("{:.2} µs", t.elapsed().as_secs_f64() * 1e6 / f64::from(k));
     }
     println!(
-        "{kind} {n}\t{} groups, {} run whole\tcompile {compile:.2?}\tload {load:.2?} (merge alone {merge:.2?})\t{} programs, {insns} insns\tkey-only insert {insert}\t{} packets, {hits} matched\tkernel {:.1} ns/packet\tnative {:.1} ns/packet",
+        "{kind} {n}\t{} groups, {} run whole\tcompile {compile:.2?}\tload {load:.2?} (merge alone {merge:.2?})\t{} programs, {insns} insns\tkey-only insert {insert}\t{} packets, {hits} matched\tkernel {:.1} ns/packet (bpf_stats {:.1})\tnative {:.1} ns/packet",
         m.merged().groups(),
         m.merged().whole(),
         m.programs(),
         pkts.len(),
         kernel_ns as f64 / pkts.len() as f64,
+        stats_ns,
         native_ns
     );
 }

@@ -296,6 +296,22 @@ pub fn system_ids() -> Result<(Vec<u32>, Vec<u32>), Error> {
     Ok((ids(false)?, ids(true)?))
 }
 
+/// Turn on the kernel's run-time statistics of BPF programs
+/// (`kernel.bpf_stats_enabled`, through `BPF_ENABLE_STATS`) while the
+/// returned descriptor is open; closing it turns them off again.
+///
+/// ```no_run
+/// let on = sluice_ebpf::enable_stats()?;
+/// drop(on);
+/// # Ok::<(), sluice_ebpf::Error>(())
+/// ```
+pub fn enable_stats() -> Result<OwnedFd, Error> {
+    sys::enable_stats().map_err(|e| match e.raw_os_error() {
+        Some(libc::EPERM) => Error::NotPermitted(e),
+        _ => Error::Map("enabling the kernel's BPF statistics", e),
+    })
+}
+
 /// Load instructions built for `mode`; on a refusal the program is loaded
 /// once more with the verifier's log on, and the error carries the log's
 /// end.

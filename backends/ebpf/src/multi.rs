@@ -1067,6 +1067,23 @@ impl MultiFilter {
         Ok((progs, maps))
     }
 
+    /// The kernel's run-time statistics of the chain (its first program,
+    /// whose runs take in the programs it tail-calls): (total ns, runs).
+    /// Zero unless statistics are on ([`crate::enable_stats`]).
+    ///
+    /// ```no_run
+    /// use sluice_classifier::merged::Compiled;
+    /// let f = Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1));
+    /// let m = sluice_ebpf::MultiFilter::build(&[(0, &f)], sluice_ebpf::Mode::TestRun, Default::default())?;
+    /// let _on = sluice_ebpf::enable_stats()?;
+    /// m.bench(&[0; 60], 60, 100)?;
+    /// assert_eq!(m.run_stats()?.1, 100);
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn run_stats(&self) -> Result<(u64, u64), Error> {
+        sys::run_stats(&self.progs[0]).map_err(map_err("reading the program's statistics"))
+    }
+
     /// The merged classifier the maps mirror.
     ///
     /// ```no_run

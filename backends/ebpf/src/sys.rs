@@ -273,3 +273,26 @@ pub fn object_id(fd: &OwnedFd) -> std::io::Result<u32> {
     bpf(BPF_OBJ_GET_INFO_BY_FD, &mut attr)?;
     Ok(info[1])
 }
+
+const BPF_ENABLE_STATS: libc::c_int = 32;
+
+/// Turn on the kernel's run-time statistics of every program
+/// (`BPF_STATS_RUN_TIME`) while the returned descriptor is open.
+pub fn enable_stats() -> std::io::Result<OwnedFd> {
+    let mut attr: u32 = 0;
+    let fd = bpf(BPF_ENABLE_STATS, &mut attr)?;
+    Ok(own(fd as libc::c_int))
+}
+
+/// A program's `run_time_ns` and `run_cnt` (`struct bpf_prog_info`,
+/// offsets 192 and 200).
+pub fn run_stats(fd: &OwnedFd) -> std::io::Result<(u64, u64)> {
+    let mut info = [0u64; 26];
+    let mut attr = InfoByFd {
+        bpf_fd: fd.as_raw_fd() as u32,
+        info_len: 208,
+        info: info.as_mut_ptr() as u64,
+    };
+    bpf(BPF_OBJ_GET_INFO_BY_FD, &mut attr)?;
+    Ok((info[24], info[25]))
+}
