@@ -224,3 +224,31 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_module_example_holds() {
+    let port = |p| Compiled::new(Filter::new(Pred::eq(Val::load_abs(2, Size::Half), p), 1));
+    let opts = Options {
+        capacity: 8,
+        ..Default::default()
+    };
+    let Some(mut m) = build(&[(0, port(80)), (1, port(443))], opts) else {
+        return;
+    };
+    assert_ne!(m.run(&[0, 0, 0, 80], 4).unwrap(), 0);
+    assert_eq!(m.run(&[0, 0, 0, 81], 4).unwrap(), 0);
+    m.insert_keyed(2, 0, &[81]).unwrap();
+    assert_ne!(m.run(&[0, 0, 0, 81], 4).unwrap(), 0);
+    assert_eq!(&m.counts().unwrap()[..3], &[1, 0, 1]);
+    // One key alone is code: a change to it is refused, nothing changed.
+    let Some(mut one) = build(&[(0, port(80))], opts) else {
+        return;
+    };
+    assert!(matches!(
+        one.insert_keyed(1, 0, &[81]),
+        Err(Error::Unsupported(_))
+    ));
+    assert!(matches!(one.remove(0), Err(Error::Unsupported(_))));
+    assert_ne!(one.run(&[0, 0, 0, 80], 4).unwrap(), 0);
+    assert_eq!(one.run(&[0, 0, 0, 81], 4).unwrap(), 0);
+}
