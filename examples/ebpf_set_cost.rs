@@ -7,7 +7,8 @@
 //! Rule: a measurement tool, not a test; run it on a release build as
 //! root: `cargo run --release --example ebpf_set_cost -- sessions 100000`
 //! or `-- generated 1000` (optionally a REPEAT for the test run, default
-//! 200). The kernel's figures are `BPF_PROG_TEST_RUN`'s mean time per run
+//! 200; `INLINE=K` in the environment sets `Options::inline`). The
+//! kernel's figures are `BPF_PROG_TEST_RUN`'s mean time per run
 //! and the kernel's own statistics of the program (`run_time_ns /
 //! run_cnt`, statistics on through `BPF_ENABLE_STATS` for the runs: the
 //! chain without the test run's loop); the native figure is the call per
@@ -112,8 +113,14 @@ fn main() {
     }
     let merge = t.elapsed();
     drop(merged);
+    // INLINE=K: groups of at most K keys as code (Options::inline).
+    let inline = std::env::var("INLINE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(Options::default().inline);
     let opts = Options {
         capacity: n + 10_000,
+        inline,
         ..Default::default()
     };
     let t = Instant::now();
@@ -175,8 +182,9 @@ fn main() {
         insert = format!("{:.2} µs", t.elapsed().as_secs_f64() * 1e6 / f64::from(k));
     }
     println!(
-        "{kind} {n}\t{} groups, {} run whole\tcompile {compile:.2?}\tload {load:.2?} (merge alone {merge:.2?})\t{} programs, {insns} insns\tkey-only insert {insert}\t{} packets, {hits} matched\tkernel {:.1} ns/packet (bpf_stats {:.1})\tnative {:.1} ns/packet",
+        "{kind} {n}\t{} groups ({} of one key), {} run whole\tcompile {compile:.2?}\tload {load:.2?} (merge alone {merge:.2?})\t{} programs, {insns} insns\tkey-only insert {insert}\t{} packets, {hits} matched\tkernel {:.1} ns/packet (bpf_stats {:.1})\tnative {:.1} ns/packet",
         m.merged().groups(),
+        m.merged().group_views().filter(|g| g.len() == 1).count(),
         m.merged().whole(),
         m.programs(),
         pkts.len(),

@@ -311,7 +311,7 @@ fn options_that_need_user_space_are_refused() {
     for extra in [
         &["--verdicts"][..],
         &["--first-match", "--count"],
-        &["--count", "-i", "lo"],
+        &["--out-dir", "/nonexistent", "-i", "lo"],
     ] {
         let mut args = vec![
             "split",

@@ -46,7 +46,7 @@
 //! filters and their ids, room for the most any key has (at least
 //! [`MIN_LIST`]). Each group's code reads as many ids as its keys had at
 //! build time; a key-only insert past that needs a rebuild, and says so.
-//! A group of one key is code instead ([`Options::inline`]): its key's
+//! A group of few keys is code instead ([`Options::inline`]): each key's
 //! tests join its guards.
 //!
 //! ## Guards as a trie
@@ -61,7 +61,8 @@
 //! use sluice_ebpf::{Mode, MultiFilter};
 //! let port = |p| Compiled::new(Filter::new(Pred::eq(Val::load_abs(2, Size::Half), p), 1));
 //! let (a, b) = (port(80), port(443));
-//! let opts = sluice_ebpf::multi::Options { capacity: 8, ..Default::default() };
+//! // Both keys in the key map (not code), so that keys can be added.
+//! let opts = sluice_ebpf::multi::Options { capacity: 8, inline: 0, ..Default::default() };
 //! let mut m = MultiFilter::build(&[(0, &a), (1, &b)], Mode::TestRun, opts)?;
 //! assert_ne!(m.run(&[0, 0, 0, 80], 4)?, 0);
 //! assert_eq!(m.run(&[0, 0, 0, 81], 4)?, 0);
@@ -130,10 +131,11 @@ pub struct Options {
     /// The program's return value when a filter matches (a socket
     /// filter's: bytes to keep).
     pub accept: u32,
-    /// Groups of one key in the code, not the key map: their tests are
-    /// shared with other groups' and cost no lookup, but a key-only
-    /// change to such a group needs a rebuild.
-    pub inline: bool,
+    /// Groups of at most this many keys are code, not entries of the key
+    /// map: their key tests join their guards, shared with other groups'
+    /// and searched, with no lookup; but a key-only change to such a
+    /// group needs a rebuild. 0: every group in the key map.
+    pub inline: usize,
 }
 
 impl Default for Options {
@@ -142,7 +144,7 @@ impl Default for Options {
             budget: 6_000,
             capacity: 0,
             accept: u32::MAX,
-            inline: true,
+            inline: 2,
         }
     }
 }
@@ -154,7 +156,7 @@ struct GroupMap {
     list: usize,
     /// A group of one key, compiled into the code (its key tests are
     /// guards): its filters. Its keys change only by a rebuild.
-    inline: Option<Vec<u32>>,
+    inline: Option<Vec<Vec<u32>>>,
 }
 
 /// The filter set loaded into the kernel: programs, maps and the merged
@@ -264,11 +266,11 @@ fn exit() -> Insn {
     Insn::new(op::JMP | op::EXIT, 0, 0, 0, 0)
 }
 
-/// What one program of the chain is made of: a group (its number, and
-/// its guards as interned ids, the commonest first), or a filter run
-/// whole.
+/// What one program of the chain is made of: a group (its number, which
+/// of its keys for a group in the code, and its guards as interned ids,
+/// the commonest first), or a filter run whole.
 enum Unit {
-    Group(u32, Vec<usize>),
+    Group(u32, u32, Vec<usize>),
     Whole(u32, Arc<Filter>),
 }
 
@@ -307,12 +309,19 @@ impl Maps<'_> {
 
     /// One group once its guards hold: its key, the lookup, its filters
     /// counted.
-    fn group(&self, e: &mut Emitter, m: &Merged, g: u32, skip: Label) -> Result<(), Error> {
+    fn group(
+        &self,
+        e: &mut Emitter,
+        m: &Merged,
+        g: u32,
+        key: u32,
+        skip: Label,
+    ) -> Result<(), Error> {
         let view = m.group_view(g).expect("a group of the classifier");
         let gm = &self.groups[&g];
         e.reject = skip;
-        if let Some(ids) = &gm.inline {
-            for id in ids {
+        if let Some(keys) = &gm.inline {
+            for id in &keys[key as usize] {
                 e.put(alu32(op::MOV, 0, *id));
                 self.count(e, 0);
             }
@@ -443,10 +452,10 @@ impl Maps<'_> {
         }
         e.put(stx(op::DW, 10, slot_off(SEQ), 1));
         e.used = RESERVED;
-        let groups: Vec<(u32, &[usize])> = units
+        let groups: Vec<(u32, u32, &[usize])> = units
             .iter()
             .filter_map(|u| match u {
-                Unit::Group(g, gs) => Some((*g, &gs[..])),
+                Unit::Group(g, k, gs) => Some((*g, *k, &gs[..])),
                 Unit::Whole(..) => None,
             })
             .collect();
@@ -486,19 +495,19 @@ impl Maps<'_> {
         e: &mut Emitter,
         m: &Merged,
         guards: &[Pred],
-        groups: &[(u32, &[usize])],
+        groups: &[(u32, u32, &[usize])],
         depth: usize,
         mode: Mode,
     ) -> Result<(), Error> {
         let mut i = 0;
         while i < groups.len() {
-            let (g, gs) = groups[i];
+            let (g, k, gs) = groups[i];
             let skip = e.label();
             // What the verifier learnt of the lengths is forgotten at
             // each test (see `lengths`).
             lengths(e, mode);
             if gs.len() == depth {
-                self.group(e, m, g, skip)?;
+                self.group(e, m, g, k, skip)?;
                 e.mark(skip);
                 i += 1;
                 continue;
@@ -506,8 +515,12 @@ impl Maps<'_> {
             let guard = gs[depth];
             let end = i + groups[i..]
                 .iter()
-                .take_while(|(_, o)| o.get(depth) == Some(&guard))
+                .take_while(|(_, _, o)| o.get(depth) == Some(&guard))
                 .count();
+            if let Some(next) = self.switch(e, m, guards, groups, i, end, depth, mode, skip)? {
+                i = next;
+                continue;
+            }
             let inner = e.label();
             e.reject = skip;
             e.cond(&guards[guard], inner, skip)?;
@@ -519,6 +532,63 @@ impl Maps<'_> {
         Ok(())
     }
 
+    /// Runs from `i` (the first ending at `end`) whose next guards are
+    /// equalities on one value with different constants, when there are
+    /// at least [`SWITCH`]: the value read once (an abort skips them
+    /// all), a binary search of the constants to the run of the one it
+    /// equals. Returns where the runs end, or `None` (nothing emitted).
+    #[allow(clippy::too_many_arguments)]
+    fn switch(
+        &self,
+        e: &mut Emitter,
+        m: &Merged,
+        guards: &[Pred],
+        groups: &[(u32, u32, &[usize])],
+        i: usize,
+        end: usize,
+        depth: usize,
+        mode: Mode,
+        skip: Label,
+    ) -> Result<Option<usize>, Error> {
+        let Some((v, _)) = equality(&guards[groups[i].2[depth]]) else {
+            return Ok(None);
+        };
+        // The runs: (start, end, constant).
+        let mut runs = vec![(i, end, equality(&guards[groups[i].2[depth]]).expect("eq").1)];
+        let mut at = end;
+        while at < groups.len() {
+            let Some(&g) = groups[at].2.get(depth) else {
+                break;
+            };
+            match equality(&guards[g]) {
+                Some((w, k)) if w == v => {
+                    let stop = at
+                        + groups[at..]
+                            .iter()
+                            .take_while(|(_, _, o)| o.get(depth) == Some(&g))
+                            .count();
+                    runs.push((at, stop, k));
+                    at = stop;
+                }
+                _ => break,
+            }
+        }
+        if runs.len() < SWITCH {
+            return Ok(None);
+        }
+        e.reject = skip;
+        e.val(v)?;
+        let targets: Vec<(u32, Label)> = runs.iter().map(|r| (r.2, e.label())).collect();
+        search_to(e, &targets, skip);
+        for (r, (_, l)) in runs.iter().zip(&targets) {
+            e.mark(*l);
+            self.trie(e, m, guards, &groups[r.0..r.1], depth + 1, mode)?;
+            e.goto(skip);
+        }
+        e.mark(skip);
+        Ok(Some(at))
+    }
+
     /// Instructions a guard takes, and a group's body.
     fn guard_size(guard: &Pred) -> Result<usize, Error> {
         let mut e = Emitter::new();
@@ -527,11 +597,11 @@ impl Maps<'_> {
         e.cond(guard, t, f)?;
         Ok(e.emitted() + 4)
     }
-    fn body_size(&self, m: &Merged, g: u32) -> Result<usize, Error> {
+    fn body_size(&self, m: &Merged, g: u32, key: u32) -> Result<usize, Error> {
         let mut e = Emitter::new();
         e.used = RESERVED;
         let skip = e.label();
-        self.group(&mut e, m, g, skip)?;
+        self.group(&mut e, m, g, key, skip)?;
         Ok(e.emitted() + 4)
     }
     fn whole_size(&self, id: u32, f: &Filter) -> Result<usize, Error> {
@@ -541,6 +611,111 @@ impl Maps<'_> {
         self.whole(&mut e, id, f, skip)?;
         Ok(e.emitted() + 4)
     }
+}
+
+/// Runs of equalities on one value that the trie reads once and
+/// searches, from this many.
+const SWITCH: usize = 3;
+
+/// Jump to the label of w0's constant among `targets` (sorted by
+/// constant, distinct), to `none` when it is none of them.
+fn search_to(e: &mut Emitter, targets: &[(u32, Label)], none: Label) {
+    if targets.len() <= 4 {
+        for (k, l) in targets {
+            e.jump(
+                Insn::new(op::JMP32 | op::JEQ | op::K, 0, 0, 0, *k as i32),
+                *l,
+            );
+        }
+        e.goto(none);
+        return;
+    }
+    let mid = targets.len() / 2;
+    let right = e.label();
+    e.jump(
+        Insn::new(
+            op::JMP32 | op::JGT | op::K,
+            0,
+            0,
+            0,
+            targets[mid - 1].0 as i32,
+        ),
+        right,
+    );
+    search_to(e, &targets[..mid], none);
+    e.mark(right);
+    search_to(e, &targets[mid..], none);
+}
+
+/// `v == k`'s value and constant, if the guard is that.
+fn equality(p: &Pred) -> Option<(&Val, u32)> {
+    match p {
+        Pred::Cmp {
+            op: CmpOp::Eq,
+            lhs,
+            rhs: Val::Const(k),
+        } => Some((lhs, *k)),
+        _ => None,
+    }
+}
+
+/// Number the guards so that each group's, sorted, read the commonest
+/// field first, and equalities on one field sit side by side in constant
+/// order (a run the trie tests with one read and a search); sort each
+/// group's guards and the groups by them. Returns the guards by number.
+fn order_guards(interned: HashMap<Pred, usize>, units: &mut [Unit]) -> Vec<Pred> {
+    let mut old: Vec<Pred> = vec![Pred::True; interned.len()];
+    for (p, i) in interned {
+        old[i] = p;
+    }
+    // The field a guard reads: an equality's value, else the guard itself.
+    let mut fields: HashMap<&Val, usize> = HashMap::new();
+    let field: Vec<usize> = old
+        .iter()
+        .enumerate()
+        .map(|(i, p)| match equality(p) {
+            Some((v, _)) => {
+                let n = fields.len() + old.len();
+                *fields.entry(v).or_insert(n)
+            }
+            None => i,
+        })
+        .collect();
+    let mut uses: HashMap<usize, usize> = HashMap::new();
+    for u in units.iter() {
+        if let Unit::Group(_, _, gs) = u {
+            for &g in gs {
+                *uses.entry(field[g]).or_default() += 1;
+            }
+        }
+    }
+    let key = |g: usize| {
+        let k = equality(&old[g]).map_or(0, |(_, k)| k);
+        (std::cmp::Reverse(uses[&field[g]]), field[g], k, g)
+    };
+    let mut order: Vec<usize> = (0..old.len()).collect();
+    order.sort_by_key(|&g| key(g));
+    let mut new = vec![0; old.len()];
+    for (n, &g) in order.iter().enumerate() {
+        new[g] = n;
+    }
+    for u in units.iter_mut() {
+        if let Unit::Group(_, _, gs) = u {
+            for g in gs.iter_mut() {
+                *g = new[*g];
+            }
+            gs.sort_unstable();
+        }
+    }
+    units.sort_by(|a, b| match (a, b) {
+        (Unit::Group(x, xk, xs), Unit::Group(y, yk, ys)) => (xs, x, xk).cmp(&(ys, y, yk)),
+        _ => std::cmp::Ordering::Equal,
+    });
+    let mut guards = vec![Pred::True; old.len()];
+    for (g, p) in old.into_iter().enumerate() {
+        guards[new[g]] = p;
+    }
+    guards
 }
 
 /// The captured length into r7, the wire length into r8, r9 cleared: at
@@ -617,7 +792,6 @@ impl MultiFilter {
         let mut groups = HashMap::new();
         let mut units = Vec::new();
         let mut interned: HashMap<Pred, usize> = HashMap::new();
-        let mut uses: Vec<usize> = Vec::new();
         let (mut key_words, mut most, mut entries) = (0, MIN_LIST, 0);
         for view in merged.group_views() {
             let width = view.key_fields().len();
@@ -637,56 +811,50 @@ impl MultiFilter {
             key_words = key_words.max(width);
             most = most.max(list);
             entries += view.len();
-            let mut preds: Vec<Pred> = view.guards().iter().map(guard_pred).collect();
-            // A group of one key: its key's tests are guards, shared in
-            // the trie with other groups', and no lookup.
-            let inline = (view.len() == 1 && opts.inline).then(|| {
-                let (key, slot) = view.keys().next().expect("one key");
-                for ((_, read), k) in view.key_fields().into_iter().zip(key) {
-                    preds.push(Pred::eq(field_val(read), *k));
+            let preds: Vec<Pred> = view.guards().iter().map(guard_pred).collect();
+            let mut intern = |ps: Vec<Pred>| -> Vec<usize> {
+                ps.into_iter()
+                    .map(|p| {
+                        let n = interned.len();
+                        *interned.entry(p).or_insert(n)
+                    })
+                    .collect()
+            };
+            if !view.is_empty() && view.len() <= opts.inline {
+                // A small group: each key's tests are guards, shared in
+                // the trie with other groups', and no lookup.
+                let mut keys = Vec::new();
+                for (j, (key, slot)) in view.keys().enumerate() {
+                    let mut ps = preds.clone();
+                    for ((_, read), k) in view.key_fields().into_iter().zip(key) {
+                        ps.push(Pred::eq(field_val(read), *k));
+                    }
+                    let mut ids = Vec::new();
+                    merged.each_slot_filter(view.id(), slot, |f, _| ids.push(f));
+                    keys.push(ids);
+                    units.push(Unit::Group(view.id(), j as u32, intern(ps)));
                 }
-                let mut ids = Vec::new();
-                merged.each_slot_filter(view.id(), slot, |f, _| ids.push(f));
-                ids
-            });
-            groups.insert(
-                view.id(),
-                GroupMap {
-                    width,
-                    list,
-                    inline,
-                },
-            );
-            let gs: Vec<usize> = preds
-                .into_iter()
-                .map(|p| {
-                    let n = interned.len();
-                    *interned.entry(p).or_insert(n)
-                })
-                .collect();
-            for &g in &gs {
-                if uses.len() <= g {
-                    uses.resize(g + 1, 0);
-                }
-                uses[g] += 1;
-            }
-            units.push(Unit::Group(view.id(), gs));
-        }
-        // The commonest guards first, then groups in the order of their
-        // guards: groups in a row share the longest prefix.
-        for u in &mut units {
-            if let Unit::Group(_, gs) = u {
-                gs.sort_by_key(|&g| (std::cmp::Reverse(uses[g]), g));
+                groups.insert(
+                    view.id(),
+                    GroupMap {
+                        width,
+                        list,
+                        inline: Some(keys),
+                    },
+                );
+            } else {
+                groups.insert(
+                    view.id(),
+                    GroupMap {
+                        width,
+                        list,
+                        inline: None,
+                    },
+                );
+                units.push(Unit::Group(view.id(), u32::MAX, intern(preds)));
             }
         }
-        units.sort_by(|a, b| match (a, b) {
-            (Unit::Group(x, xs), Unit::Group(y, ys)) => (xs, x).cmp(&(ys, y)),
-            _ => std::cmp::Ordering::Equal,
-        });
-        let mut guards: Vec<Pred> = vec![Pred::True; interned.len()];
-        for (p, i) in interned {
-            guards[i] = p;
-        }
+        let guards = order_guards(interned, &mut units);
         let keys = sys::map_create(
             MAP_HASH,
             4 * (1 + key_words) as u32,
@@ -755,10 +923,10 @@ impl MultiFilter {
         for (i, u) in units.iter().enumerate() {
             // (its cost after the unit before, its cost first in a program)
             let (cost, alone) = match u {
-                Unit::Group(g, gs) => {
+                Unit::Group(g, k, gs) => {
                     let shared = gs.iter().zip(prev).take_while(|(a, b)| a == b).count();
                     prev = gs;
-                    let body = maps.body_size(&me.merged, *g)?;
+                    let body = maps.body_size(&me.merged, *g, *k)?;
                     let guard =
                         |from: usize| gs[from..].iter().map(|&x| guard_sizes[x]).sum::<usize>();
                     (body + guard(shared), body + guard(0))
@@ -810,7 +978,7 @@ impl MultiFilter {
     fn sync(&self, g: u32, key: &[u32]) -> Result<(), Error> {
         if self.groups.get(&g).is_some_and(|gm| gm.inline.is_some()) {
             return Err(Error::Unsupported(
-                "the change is to a group of one key compiled into the eBPF program: it must be built again"
+                "the change is to a group of few keys compiled into the eBPF program (Options::inline): it must be built again"
                     .into(),
             ));
         }
@@ -861,7 +1029,7 @@ impl MultiFilter {
         });
         match inline {
             true => Err(Error::Unsupported(format!(
-                "filter {id} is in a group of one key compiled into the eBPF program (Options::inline): it must be built again"
+                "filter {id} is in a group of few keys compiled into the eBPF program (Options::inline): it must be built again"
             ))),
             false => Ok(()),
         }

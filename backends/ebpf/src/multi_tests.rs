@@ -117,6 +117,7 @@ fn key_only_changes_are_map_updates() {
     let filters = vec![(0, host(0x0a00_0001)), (1, host(0x0a00_0002))];
     let opts = Options {
         capacity: 64,
+        inline: 0,
         ..Default::default()
     };
     let Some(mut m) = build(&filters, opts) else {
@@ -230,6 +231,7 @@ fn the_module_example_holds() {
     let port = |p| Compiled::new(Filter::new(Pred::eq(Val::load_abs(2, Size::Half), p), 1));
     let opts = Options {
         capacity: 8,
+        inline: 0,
         ..Default::default()
     };
     let Some(mut m) = build(&[(0, port(80)), (1, port(443))], opts) else {
@@ -240,7 +242,12 @@ fn the_module_example_holds() {
     m.insert_keyed(2, 0, &[81]).unwrap();
     assert_ne!(m.run(&[0, 0, 0, 81], 4).unwrap(), 0);
     assert_eq!(&m.counts().unwrap()[..3], &[1, 0, 1]);
-    // One key alone is code: a change to it is refused, nothing changed.
+    // A group of few keys is code: a change to it is refused, nothing
+    // changed.
+    let opts = Options {
+        capacity: 8,
+        ..Default::default()
+    };
     let Some(mut one) = build(&[(0, port(80))], opts) else {
         return;
     };
