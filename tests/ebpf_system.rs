@@ -49,6 +49,34 @@ fn settles_at(want: usize) -> usize {
     }
 }
 
+/// The count once it has stopped falling: programs and maps of the test
+/// binaries run before this one may still be on their way out (the kernel
+/// frees them after a grace period).
+fn settled() -> usize {
+    let mut last = sluice_objects();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(300));
+        let n = sluice_objects();
+        if n == last {
+            break;
+        }
+        last = n;
+    }
+    last
+}
+
+/// A child process killed when dropped (a failed assertion must not
+/// leave a capture running with its programs attached).
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn skip(why: &str) -> bool {
     if std::env::var_os("SLUICE_LIVE_REQUIRED").is_some() {
         panic!("required, but {why}");
@@ -88,7 +116,7 @@ fn no_program_or_map_outlives_the_command() {
     if Command::new("bpftool").arg("version").output().is_err() && skip("bpftool is missing") {
         return;
     }
-    let before = sluice_objects();
+    let before = settled();
     let sluice = env!("CARGO_BIN_EXE_sluice");
     let o = Command::new(sluice)
         .args([
@@ -113,17 +141,19 @@ fn no_program_or_map_outlives_the_command() {
         return;
     };
     for signal in ["INT", "KILL"] {
-        let mut child = Command::new("ip")
-            .args(["netns", "exec", &ns.0, sluice])
-            .args(["filter", "-i", "lo", "--engine", "ebpf", "--xdp", "udp"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = Child(
+            Command::new("ip")
+                .args(["netns", "exec", &ns.0, sluice])
+                .args(["filter", "-i", "lo", "--engine", "ebpf", "--xdp", "udp"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
         let said = Arc::new(Mutex::new(String::new()));
         let reader = {
             let said = said.clone();
-            let err = child.stderr.take().unwrap();
+            let err = child.0.stderr.take().unwrap();
             std::thread::spawn(move || {
                 for line in BufReader::new(err).lines().map_while(Result::ok) {
                     let mut s = said.lock().unwrap();
@@ -152,9 +182,9 @@ fn no_program_or_map_outlives_the_command() {
         // The socket filter and the XDP program.
         assert!(sluice_objects() >= before + 2, "{}", said.lock().unwrap());
         let _ = Command::new("kill")
-            .args([&format!("-{signal}"), &child.id().to_string()])
+            .args([&format!("-{signal}"), &child.0.id().to_string()])
             .status();
-        let status = child.wait().unwrap();
+        let status = child.0.wait().unwrap();
         reader.join().unwrap();
         assert_eq!(
             status.success(),

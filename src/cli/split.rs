@@ -18,6 +18,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+#[path = "split_ebpf.rs"]
+mod kernel;
+
 /// The arguments of `sluice split`.
 #[derive(clap::Args)]
 #[command(group(ArgGroup::new("output").required(true).multiple(true).args(["out_dir", "count", "verdicts"])))]
@@ -123,33 +126,45 @@ fn build(
     file: &str,
     native: bool,
 ) -> Result<Merging, Vec<(usize, String)>> {
-    // The same compilation as `sluice filter`, so the same expressions
-    // are refused (including those that reject every packet). Any
-    // language (a `pcap:`, `bpf:`, `cspf:` or `dpf:` prefix; `LANG:@path`
-    // relative to the filters file).
-    let builder = Program::builder(lt)
+    let builder = builder(lt, capture, file);
+    Merging::build(filters, &builder, native).map_err(|r| rejected(filters, lt, file, r))
+}
+
+/// The compilation of `sluice filter`, so that the same expressions are
+/// refused (including those that reject every packet). Any language (a
+/// `pcap:`, `bpf:`, `cspf:` or `dpf:` prefix; `LANG:@path` relative to
+/// the filters file).
+fn builder(lt: LinkType, capture: Option<bool>, file: &str) -> sluice::ProgramBuilder {
+    Program::builder(lt)
         .snaplen(super::DEFAULT_SNAPLEN)
         .offline(capture.is_some())
         .capture_big_endian(capture.unwrap_or(cfg!(target_endian = "big")))
-        .dir(Path::new(file).parent());
-    Merging::build(filters, &builder, native).map_err(|rejected| {
-        rejected
-            .into_iter()
-            .map(|r| {
-                let f = &filters[r.index];
-                let e = r.error;
-                (
+        .dir(Path::new(file).parent())
+}
+
+/// The filters that do not compile, each named with its line.
+fn rejected(
+    filters: &[FilterLine],
+    lt: LinkType,
+    file: &str,
+    rejected: Vec<sluice::split::Rejected>,
+) -> Vec<(usize, String)> {
+    rejected
+        .into_iter()
+        .map(|r| {
+            let f = &filters[r.index];
+            let e = r.error;
+            (
+                f.line,
+                format!(
+                    "{file}:{}: {}: {e} (link type {})",
                     f.line,
-                    format!(
-                        "{file}:{}: {}: {e} (link type {})",
-                        f.line,
-                        f.name,
-                        lt.name()
-                    ),
-                )
-            })
-            .collect()
-    })
+                    f.name,
+                    lt.name()
+                ),
+            )
+        })
+        .collect()
 }
 
 /// Every bad line, in line order, one per line of the message.
@@ -317,11 +332,18 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
         }
         return run_mpf(&args, &filters, file);
     }
+    let ebpf = matches!(args.engine, Some(super::filter::EngineArg::Ebpf));
     if args.live.interface.is_some() {
         if !errors.is_empty() {
             return Err(many(errors, true));
         }
+        if ebpf {
+            return kernel::run_live(&args, &filters, file);
+        }
         return run_live(&args, &filters, file);
+    }
+    if ebpf {
+        return kernel::run(&args, &filters, errors, file);
     }
     // Interrupted (SIGINT, SIGTERM, SIGHUP), the run stops reading and
     // keeps what it wrote, as tcpdump does.

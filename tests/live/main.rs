@@ -516,6 +516,66 @@ fn ebpf_prefilter_passes_what_tcpdumps_passes() {
     assert_eq!(text(&a.stdout).trim(), wanted.to_string());
 }
 
+/// `split -i --engine ebpf --count`: the filter set as one eBPF chain,
+/// the rings' socket filter, counts every frame in the kernel and passes
+/// none to user space (no VLAN tags in these captures); its counts equal
+/// the default engine's and tcpdump's (libpcap) on what tcpdump captured.
+#[test]
+fn ebpf_split_counts_in_the_kernel_as_libpcap_does() {
+    let Some(net) = Net::new("ebpfsplit") else {
+        return;
+    };
+    let (filters, chosen) = corpus_filters(&net.dir);
+    let all = net.file("all.pcap");
+    let dump = tcpdump(&net, &all, &[]);
+    let mut run = Bg::start({
+        let mut c = net.sluice(&[
+            "split",
+            "-i",
+            "vb",
+            "--engine",
+            "ebpf",
+            "--count",
+            "--filters",
+            filters.to_str().unwrap(),
+        ]);
+        c.env("SLUICE_DEBUG", "1");
+        c
+    });
+    run.listening();
+    let sent = net.replay(&corpus("kday4.pcap")) + net.replay(&corpus("HSRP_election.pcap"));
+    settle();
+    let a = run.interrupt();
+    let t = dump.interrupt();
+    let err = text(&a.stderr);
+    assert!(a.status.success(), "{err}");
+    assert!(t.status.success());
+    assert!(err.contains("kernel pre-filter: eBPF, "), "{err}");
+    // Nothing reached user space.
+    assert_eq!(stat(&err, "received by filter"), 0, "{err}");
+    assert_eq!(frames(&all).len() as u64, sent);
+    let kernel = text(&a.stdout);
+    let default = text(
+        &common::sluice(&[
+            "split",
+            "--count",
+            "--filters",
+            filters.to_str().unwrap(),
+            "-r",
+            all.to_str().unwrap(),
+        ])
+        .stdout,
+    );
+    assert_eq!(kernel, default);
+    let mut matched = 0;
+    for (line, (name, expr)) in kernel.lines().zip(&chosen) {
+        let want = libpcap_filter(&all, expr, &net.file("w.pcap")).len();
+        assert_eq!(line, format!("{name}\t{want}"), "{expr}");
+        matched += want;
+    }
+    assert!(matched > 0);
+}
+
 #[test]
 fn ebpf_prefilter_on_the_any_device_passes_what_tcpdumps_passes() {
     let Some(net) = Net::new("ebpfany") else {

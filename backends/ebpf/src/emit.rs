@@ -22,13 +22,13 @@ use std::collections::HashMap;
 
 /// 8-byte stack slots available (the 512-byte stack, less 8 bytes the
 /// kernel takes for `may_goto`'s counter).
-const SLOTS: usize = 63;
+pub(crate) const SLOTS: usize = 63;
 /// `struct __sk_buff` offsets: `len`, `cb[0]`, `cb[1]`.
-const SKB_LEN: i16 = 0;
-const SKB_CB0: i16 = 48;
-const SKB_CB1: i16 = 52;
+pub(crate) const SKB_LEN: i16 = 0;
+pub(crate) const SKB_CB0: i16 = 48;
+pub(crate) const SKB_CB1: i16 = 52;
 /// `struct __sk_buff` offset of `vlan_present`.
-const SKB_VLAN_PRESENT: i16 = 20;
+pub(crate) const SKB_VLAN_PRESENT: i16 = 20;
 /// `struct __sk_buff` offsets of `data` and `data_end`.
 const SKB_DATA: (i16, i16) = (76, 80);
 /// `struct xdp_md` offsets of `data` and `data_end`.
@@ -78,24 +78,26 @@ fn cooked(linktype: u16) -> Option<Cooked> {
     }
 }
 
-type Label = usize;
+pub(crate) type Label = usize;
 
-enum Item {
+pub(crate) enum Item {
     Insn(Insn),
     /// A jump to a label (its `off` is filled in at layout).
     Jump(Insn, Label),
     Label(Label),
 }
 
-struct Emitter {
+pub(crate) struct Emitter {
     items: Vec<Item>,
     labels: usize,
-    reject: Label,
+    /// Where an abort goes (the one `return 0` of a single filter; the
+    /// next unit of a program of many filters).
+    pub(crate) reject: Label,
     /// Shared value id -> its slot: 0 while not computed, else
     /// `1 << 32 | value`.
-    shared: HashMap<usize, usize>,
+    pub(crate) shared: HashMap<usize, usize>,
     /// Slots in use (shared ones first, then temporaries as a stack).
-    used: usize,
+    pub(crate) used: usize,
     /// Direct packet access: the context offsets of `data` and `data_end`
     /// (none: `LD_ABS`/`LD_IND`).
     direct: Option<(i16, i16)>,
@@ -106,19 +108,19 @@ struct Emitter {
     unknown: Label,
 }
 
-fn alu32(o: u8, dst: u8, imm: u32) -> Insn {
+pub(crate) fn alu32(o: u8, dst: u8, imm: u32) -> Insn {
     Insn::new(op::ALU | o | op::K, dst, 0, 0, imm as i32)
 }
 fn alu32x(o: u8, dst: u8, src: u8) -> Insn {
     Insn::new(op::ALU | o | op::X, dst, src, 0, 0)
 }
-fn alu64(o: u8, dst: u8, imm: i32) -> Insn {
+pub(crate) fn alu64(o: u8, dst: u8, imm: i32) -> Insn {
     Insn::new(op::ALU64 | o | op::K, dst, 0, 0, imm)
 }
-fn alu64x(o: u8, dst: u8, src: u8) -> Insn {
+pub(crate) fn alu64x(o: u8, dst: u8, src: u8) -> Insn {
     Insn::new(op::ALU64 | o | op::X, dst, src, 0, 0)
 }
-fn slot_off(slot: usize) -> i16 {
+pub(crate) fn slot_off(slot: usize) -> i16 {
     -8 * (slot as i16 + 1)
 }
 fn bin_code(b: BinOp) -> u8 {
@@ -169,7 +171,7 @@ fn shared_ids_val(v: &Val, out: &mut Vec<usize>) {
         }
     }
 }
-fn shared_ids(p: &Pred, out: &mut Vec<usize>) {
+pub(crate) fn shared_ids(p: &Pred, out: &mut Vec<usize>) {
     match p {
         Pred::True | Pred::False => {}
         Pred::Cmp { lhs, rhs, .. } => {
@@ -214,21 +216,7 @@ pub fn lower(f: &Filter, mode: Mode) -> Result<Vec<Insn>, Error> {
 /// # Ok::<(), sluice_ebpf::Error>(())
 /// ```
 pub fn lower_for_link(f: &Filter, mode: Mode, linktype: u16) -> Result<Vec<Insn>, Error> {
-    let mut e = Emitter {
-        items: Vec::new(),
-        labels: 0,
-        reject: 0,
-        shared: HashMap::new(),
-        used: 0,
-        direct: match mode {
-            Mode::TestRun => Some(SKB_DATA),
-            Mode::Xdp => Some(XDP_DATA),
-            Mode::Socket => None,
-        },
-        cooked: cooked(linktype).filter(|_| mode == Mode::Socket),
-        unknown: 0,
-    };
-    e.reject = e.label();
+    let mut e = Emitter::for_link(mode, linktype);
     let accept = e.label();
     e.unknown = accept;
     // Prologue: the context, the lengths, the shared values' slots cleared.
@@ -300,38 +288,75 @@ pub fn lower_for_link(f: &Filter, mode: Mode, linktype: u16) -> Result<Vec<Insn>
 }
 
 impl Emitter {
-    fn label(&mut self) -> Label {
+    /// An empty program with its reject label made, reading packets with
+    /// `LD_ABS`/`LD_IND` (any program type that takes a socket buffer).
+    pub(crate) fn new() -> Emitter {
+        let mut e = Emitter {
+            items: Vec::new(),
+            labels: 0,
+            reject: 0,
+            shared: HashMap::new(),
+            used: 0,
+            direct: None,
+            cooked: None,
+            unknown: 0,
+        };
+        e.reject = e.label();
+        e.unknown = e.reject;
+        e
+    }
+
+    /// An empty program reading packets as `mode` on link type `linktype`
+    /// does best: directly for test runs and XDP, with `LD_ABS` for socket
+    /// filters, moved past a cooked header for those on cooked links.
+    fn for_link(mode: Mode, linktype: u16) -> Emitter {
+        let mut e = Emitter::new();
+        e.direct = match mode {
+            Mode::TestRun => Some(SKB_DATA),
+            Mode::Xdp => Some(XDP_DATA),
+            Mode::Socket => None,
+        };
+        e.cooked = cooked(linktype).filter(|_| mode == Mode::Socket);
+        e
+    }
+
+    /// Instructions emitted so far, labels counted too (an upper bound).
+    pub(crate) fn emitted(&self) -> usize {
+        self.items.len()
+    }
+
+    pub(crate) fn label(&mut self) -> Label {
         self.labels += 1;
         self.labels - 1
     }
-    fn put(&mut self, i: Insn) {
+    pub(crate) fn put(&mut self, i: Insn) {
         self.items.push(Item::Insn(i));
     }
-    fn jump(&mut self, i: Insn, to: Label) {
+    pub(crate) fn jump(&mut self, i: Insn, to: Label) {
         self.items.push(Item::Jump(i, to));
     }
-    fn goto(&mut self, to: Label) {
+    pub(crate) fn goto(&mut self, to: Label) {
         self.jump(Insn::new(op::JMP | op::JA, 0, 0, 0, 0), to);
     }
-    fn mark(&mut self, l: Label) {
+    pub(crate) fn mark(&mut self, l: Label) {
         self.items.push(Item::Label(l));
     }
 
     /// A temporary slot, released by [`Emitter::pop`] in stack order.
-    fn push(&mut self) -> Result<usize, Error> {
+    pub(crate) fn push(&mut self) -> Result<usize, Error> {
         if self.used >= SLOTS {
             return Err(Error::TooDeep);
         }
         self.used += 1;
         Ok(self.used - 1)
     }
-    fn pop(&mut self) {
+    pub(crate) fn pop(&mut self) {
         self.used -= 1;
     }
 
     /// Jumps to labels that follow at once are dropped; then the labels
     /// become offsets.
-    fn layout(self) -> Result<Vec<Insn>, Error> {
+    pub(crate) fn layout(self) -> Result<Vec<Insn>, Error> {
         // The verifier refuses unreachable instructions: keep only what
         // a path from the start reaches.
         let mut where_label = vec![0; self.labels];
@@ -403,7 +428,7 @@ impl Emitter {
 
     /// Jump to `t` when `p` holds, to `f` when not, to the reject label
     /// when it aborts.
-    fn cond(&mut self, p: &Pred, t: Label, f: Label) -> Result<(), Error> {
+    pub(crate) fn cond(&mut self, p: &Pred, t: Label, f: Label) -> Result<(), Error> {
         match p {
             Pred::True => self.goto(t),
             Pred::False => self.goto(f),
@@ -477,7 +502,7 @@ impl Emitter {
     }
 
     /// Compute `v` into w0 (zero-extended into r0).
-    fn val(&mut self, v: &Val) -> Result<(), Error> {
+    pub(crate) fn val(&mut self, v: &Val) -> Result<(), Error> {
         match v {
             Val::Const(k) => self.put(alu32(op::MOV, 0, *k)),
             Val::Len => self.put(alu64x(op::MOV, 0, 8)),

@@ -45,8 +45,11 @@ pub mod op {
     pub const JGT: u8 = 0x20;
     pub const JGE: u8 = 0x30;
     pub const JSET: u8 = 0x40;
+    pub const JNE: u8 = 0x50;
     pub const JLT: u8 = 0xa0;
     pub const EXIT: u8 = 0x90;
+    /// A helper call (`imm` is the helper's number).
+    pub const CALL: u8 = 0x80;
     /// `may_goto` (BPF_JCOND with src_reg 0): jumps once the kernel's
     /// loop budget is spent.
     pub const JCOND: u8 = 0xe0;
@@ -175,6 +178,7 @@ impl std::fmt::Display for Insn {
                 let r = if class == op::JMP32 { 'w' } else { 'r' };
                 match (class, o) {
                     (op::JMP, op::EXIT) => write!(f, "exit"),
+                    (op::JMP, op::CALL) => write!(f, "call {}", self.imm),
                     (op::JMP, op::JA) => write!(f, "goto pc{:+}", self.off),
                     (op::JMP, op::JCOND) => write!(f, "may_goto pc{:+}", self.off),
                     _ => {
@@ -225,6 +229,12 @@ impl std::fmt::Display for Insn {
                     size_name(self.code),
                     self.imm
                 ),
+                // The first half of a 16-byte load; a map's descriptor
+                // when src is 1 (BPF_PSEUDO_MAP_FD).
+                _ if self.code == op::LD | op::DW && s == 1 => {
+                    write!(f, "r{d} = map[fd:{}]", self.imm)
+                }
+                _ if self.code == op::LD | op::DW => write!(f, "r{d} = {} ll", self.imm),
                 _ => write!(f, "(ld {:#04x}) r{d} = {}", self.code, self.imm),
             },
             _ => write!(f, "(code {:#04x})", self.code),

@@ -64,10 +64,12 @@
 
 mod emit;
 mod insn;
+pub mod multi;
 mod sys;
 
 pub use emit::{lower, lower_for_link};
 pub use insn::{dump, op, Insn};
+pub use multi::MultiFilter;
 pub use sluice_ir::Filter;
 
 use std::os::fd::OwnedFd;
@@ -133,6 +135,11 @@ pub enum Error {
     /// The kernel refused to attach (or replace) an XDP program on the
     /// interface named.
     Attach(String, std::io::Error),
+    /// A map could not be created, read or written: what, and why.
+    Map(&'static str, std::io::Error),
+    /// A filter set or a change to it that this program cannot take
+    /// (the message says what, and what to do instead).
+    Unsupported(String),
 }
 
 impl std::fmt::Display for Error {
@@ -155,6 +162,8 @@ impl std::fmt::Display for Error {
                 "{iface}: another XDP program is attached to the interface ({e})"
             ),
             Error::Attach(iface, e) => write!(f, "{iface}: attaching the XDP program failed: {e}"),
+            Error::Map(what, e) => write!(f, "eBPF map: {what}: {e}"),
+            Error::Unsupported(why) => f.write_str(why),
         }
     }
 }
@@ -162,9 +171,11 @@ impl std::fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Refused(e, _) | Error::NotPermitted(e) | Error::Run(e) | Error::Attach(_, e) => {
-                Some(e)
-            }
+            Error::Refused(e, _)
+            | Error::NotPermitted(e)
+            | Error::Run(e)
+            | Error::Attach(_, e)
+            | Error::Map(_, e) => Some(e),
             _ => None,
         }
     }
@@ -222,34 +233,11 @@ impl Loaded {
     /// assert!(err.to_string().contains("R0 !read_ok"));
     /// ```
     pub fn load(insns: &[Insn], mode: Mode) -> Result<Loaded, Error> {
-        let code: Vec<u64> = insns.iter().map(Insn::encode).collect();
-        match sys::prog_load(mode.prog_type(), &code, "sluice", None) {
-            Ok(fd) => Ok(Loaded {
-                fd,
-                mode,
-                insns: insns.len(),
-            }),
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => Err(Error::NotPermitted(e)),
-            Err(_) => {
-                let mut log = vec![0u8; 1 << 24];
-                match sys::prog_load(mode.prog_type(), &code, "sluice", Some(&mut log)) {
-                    // Loaded the second time: keep it.
-                    Ok(fd) => Ok(Loaded {
-                        fd,
-                        mode,
-                        insns: insns.len(),
-                    }),
-                    Err(e) => {
-                        let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-                        let text = String::from_utf8_lossy(&log[..end]);
-                        // The end of a long log says why.
-                        let lines: Vec<&str> = text.lines().collect();
-                        let tail = lines[lines.len().saturating_sub(40)..].join("\n");
-                        Err(Error::Refused(e, tail))
-                    }
-                }
-            }
-        }
+        Ok(Loaded {
+            fd: load_program(insns, mode)?,
+            mode,
+            insns: insns.len(),
+        })
     }
 
     /// The program's length in instructions, as loaded.
@@ -340,24 +328,7 @@ impl Loaded {
             Mode::TestRun,
             "only test-run programs run on packets"
         );
-        if pkt.len() > MAX_TEST_PACKET {
-            return Err(Error::PacketTooLong(pkt.len()));
-        }
-        // The test run refuses frames under 14 bytes, and IPv4 or IPv6
-        // ones too short for the network header: shorter packets go padded
-        // (the program never reads past cb[0]).
-        let mut data = [0u8; MIN_TEST_FRAME];
-        let data: &[u8] = if pkt.len() < MIN_TEST_FRAME {
-            data[..pkt.len()].copy_from_slice(pkt);
-            &data
-        } else {
-            pkt
-        };
-        // struct __sk_buff up to the end of cb[]: cb[0], cb[1] at 48, 52.
-        let mut ctx = [0u8; 68];
-        ctx[48..52].copy_from_slice(&(pkt.len() as u32).to_ne_bytes());
-        ctx[52..56].copy_from_slice(&wirelen.to_ne_bytes());
-        sys::test_run(&self.fd, data, &ctx, repeat).map_err(Error::Run)
+        test_run(&self.fd, pkt, wirelen, repeat)
     }
 }
 
@@ -427,6 +398,89 @@ impl XdpLink {
         );
         sys::link_update(&self.fd, &prog.fd).map_err(|e| Error::Attach(self.iface.clone(), e))
     }
+}
+
+/// The ids of every BPF program and every map in the system, as the
+/// kernel lists them: (programs, maps).
+///
+/// ```no_run
+/// let (progs, maps) = sluice_ebpf::system_ids()?;
+/// # let _ = (progs, maps);
+/// # Ok::<(), sluice_ebpf::Error>(())
+/// ```
+pub fn system_ids() -> Result<(Vec<u32>, Vec<u32>), Error> {
+    let ids = |maps| {
+        sys::system_ids(maps).map_err(|e| match e.raw_os_error() {
+            Some(libc::EPERM) => Error::NotPermitted(e),
+            _ => Error::Map("listing the system's BPF objects", e),
+        })
+    };
+    Ok((ids(false)?, ids(true)?))
+}
+
+/// Turn on the kernel's run-time statistics of BPF programs
+/// (`kernel.bpf_stats_enabled`, through `BPF_ENABLE_STATS`) while the
+/// returned descriptor is open; closing it turns them off again.
+///
+/// ```no_run
+/// let on = sluice_ebpf::enable_stats()?;
+/// drop(on);
+/// # Ok::<(), sluice_ebpf::Error>(())
+/// ```
+pub fn enable_stats() -> Result<OwnedFd, Error> {
+    sys::enable_stats().map_err(|e| match e.raw_os_error() {
+        Some(libc::EPERM) => Error::NotPermitted(e),
+        _ => Error::Map("enabling the kernel's BPF statistics", e),
+    })
+}
+
+/// Load instructions built for `mode`; on a refusal the program is loaded
+/// once more with the verifier's log on, and the error carries the log's
+/// end.
+fn load_program(insns: &[Insn], mode: Mode) -> Result<OwnedFd, Error> {
+    let code: Vec<u64> = insns.iter().map(Insn::encode).collect();
+    match sys::prog_load(mode.prog_type(), &code, "sluice", None) {
+        Ok(fd) => Ok(fd),
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => Err(Error::NotPermitted(e)),
+        Err(_) => {
+            let mut log = vec![0u8; 1 << 24];
+            match sys::prog_load(mode.prog_type(), &code, "sluice", Some(&mut log)) {
+                // Loaded the second time: keep it.
+                Ok(fd) => Ok(fd),
+                Err(e) => {
+                    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+                    let text = String::from_utf8_lossy(&log[..end]);
+                    // The end of a long log says why.
+                    let lines: Vec<&str> = text.lines().collect();
+                    let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+                    Err(Error::Refused(e, tail))
+                }
+            }
+        }
+    }
+}
+
+/// Run a packet `repeat` times through the test-run program `fd`: (its
+/// result, the kernel's mean ns per run).
+fn test_run(fd: &OwnedFd, pkt: &[u8], wirelen: u32, repeat: u32) -> Result<(u32, u32), Error> {
+    if pkt.len() > MAX_TEST_PACKET {
+        return Err(Error::PacketTooLong(pkt.len()));
+    }
+    // The test run refuses frames under 14 bytes, and IPv4 or IPv6
+    // ones too short for the network header: shorter packets go padded
+    // (the program never reads past cb[0]).
+    let mut data = [0u8; MIN_TEST_FRAME];
+    let data: &[u8] = if pkt.len() < MIN_TEST_FRAME {
+        data[..pkt.len()].copy_from_slice(pkt);
+        &data
+    } else {
+        pkt
+    };
+    // struct __sk_buff up to the end of cb[]: cb[0], cb[1] at 48, 52.
+    let mut ctx = [0u8; 68];
+    ctx[48..52].copy_from_slice(&(pkt.len() as u32).to_ne_bytes());
+    ctx[52..56].copy_from_slice(&wirelen.to_ne_bytes());
+    sys::test_run(fd, data, &ctx, repeat).map_err(Error::Run)
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! The `bpf(2)` system call: load a program, run it on one packet, attach
-//! it to an interface's XDP hook through a link; and an interface's index.
+//! The `bpf(2)` system call: load a program, run it on one packet, create
+//! maps and read and write their elements, attach a program to an
+//! interface's XDP hook through a link; and an interface's index.
 //!
 //! Rule: this is the crate's only unsafe code; each call passes the kernel
 //! a `union bpf_attr` prefix laid out as linux/bpf.h declares it, with
@@ -193,4 +194,169 @@ pub fn ifindex(name: &str) -> std::io::Result<u32> {
         0 => Err(std::io::Error::last_os_error()),
         i => Ok(i),
     }
+}
+const BPF_MAP_CREATE: libc::c_int = 0;
+const BPF_MAP_LOOKUP_ELEM: libc::c_int = 1;
+const BPF_MAP_UPDATE_ELEM: libc::c_int = 2;
+const BPF_MAP_DELETE_ELEM: libc::c_int = 3;
+
+/// `union bpf_attr` for BPF_MAP_CREATE, up to `map_name`.
+#[repr(C)]
+#[derive(Default)]
+struct MapCreate {
+    map_type: u32,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+    map_flags: u32,
+    inner_map_fd: u32,
+    numa_node: u32,
+    map_name: [u8; 16],
+}
+
+/// `union bpf_attr` for the BPF_MAP_*_ELEM commands.
+#[repr(C)]
+#[derive(Default)]
+struct MapElem {
+    map_fd: u32,
+    pad: u32,
+    key: u64,
+    value: u64,
+    flags: u64,
+}
+
+/// Create a map; its descriptor is owned.
+pub fn map_create(
+    map_type: u32,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+    name: &str,
+) -> std::io::Result<OwnedFd> {
+    let mut attr = MapCreate {
+        map_type,
+        key_size,
+        value_size,
+        max_entries,
+        ..Default::default()
+    };
+    for (d, s) in attr.map_name.iter_mut().zip(name.bytes().take(15)) {
+        *d = s;
+    }
+    let fd = bpf(BPF_MAP_CREATE, &mut attr)?;
+    Ok(own(fd as libc::c_int))
+}
+
+/// Set `key` to `value` (`key` and `value` exactly the map's sizes: the
+/// caller checks).
+pub fn map_update(map: &OwnedFd, key: &[u8], value: &[u8]) -> std::io::Result<()> {
+    let mut attr = MapElem {
+        map_fd: map.as_raw_fd() as u32,
+        key: key.as_ptr() as u64,
+        value: value.as_ptr() as u64,
+        ..Default::default()
+    };
+    bpf(BPF_MAP_UPDATE_ELEM, &mut attr).map(|_| ())
+}
+
+/// Remove `key`.
+pub fn map_delete(map: &OwnedFd, key: &[u8]) -> std::io::Result<()> {
+    let mut attr = MapElem {
+        map_fd: map.as_raw_fd() as u32,
+        key: key.as_ptr() as u64,
+        ..Default::default()
+    };
+    bpf(BPF_MAP_DELETE_ELEM, &mut attr).map(|_| ())
+}
+
+/// Read `key`'s value into `value` (for a per-CPU map, one value per
+/// possible CPU, each rounded up to 8 bytes: the caller sizes it).
+pub fn map_lookup(map: &OwnedFd, key: &[u8], value: &mut [u8]) -> std::io::Result<()> {
+    let mut attr = MapElem {
+        map_fd: map.as_raw_fd() as u32,
+        key: key.as_ptr() as u64,
+        value: value.as_mut_ptr() as u64,
+        ..Default::default()
+    };
+    bpf(BPF_MAP_LOOKUP_ELEM, &mut attr).map(|_| ())
+}
+
+const BPF_PROG_GET_NEXT_ID: libc::c_int = 11;
+const BPF_MAP_GET_NEXT_ID: libc::c_int = 12;
+const BPF_OBJ_GET_INFO_BY_FD: libc::c_int = 15;
+
+/// `union bpf_attr` for the GET_NEXT_ID commands.
+#[repr(C)]
+#[derive(Default)]
+struct NextId {
+    start_id: u32,
+    next_id: u32,
+    open_flags: u32,
+}
+
+/// `union bpf_attr` for BPF_OBJ_GET_INFO_BY_FD.
+#[repr(C)]
+#[derive(Default)]
+struct InfoByFd {
+    bpf_fd: u32,
+    info_len: u32,
+    info: u64,
+}
+
+/// Every id of the system's programs (`maps` false) or maps (true),
+/// from the kernel's id table.
+pub fn system_ids(maps: bool) -> std::io::Result<Vec<u32>> {
+    let cmd = if maps {
+        BPF_MAP_GET_NEXT_ID
+    } else {
+        BPF_PROG_GET_NEXT_ID
+    };
+    let mut out = Vec::new();
+    let mut attr = NextId::default();
+    loop {
+        match bpf(cmd, &mut attr) {
+            Ok(_) => {
+                out.push(attr.next_id);
+                attr.start_id = attr.next_id;
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(out),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The kernel's id of a program or map (both infos start with
+/// `type`, `id`).
+pub fn object_id(fd: &OwnedFd) -> std::io::Result<u32> {
+    let mut info = [0u32; 2];
+    let mut attr = InfoByFd {
+        bpf_fd: fd.as_raw_fd() as u32,
+        info_len: 8,
+        info: info.as_mut_ptr() as u64,
+    };
+    bpf(BPF_OBJ_GET_INFO_BY_FD, &mut attr)?;
+    Ok(info[1])
+}
+
+const BPF_ENABLE_STATS: libc::c_int = 32;
+
+/// Turn on the kernel's run-time statistics of every program
+/// (`BPF_STATS_RUN_TIME`) while the returned descriptor is open.
+pub fn enable_stats() -> std::io::Result<OwnedFd> {
+    let mut attr: u32 = 0;
+    let fd = bpf(BPF_ENABLE_STATS, &mut attr)?;
+    Ok(own(fd as libc::c_int))
+}
+
+/// A program's `run_time_ns` and `run_cnt` (`struct bpf_prog_info`,
+/// offsets 192 and 200).
+pub fn run_stats(fd: &OwnedFd) -> std::io::Result<(u64, u64)> {
+    let mut info = [0u64; 26];
+    let mut attr = InfoByFd {
+        bpf_fd: fd.as_raw_fd() as u32,
+        info_len: 208,
+        info: info.as_mut_ptr() as u64,
+    };
+    bpf(BPF_OBJ_GET_INFO_BY_FD, &mut attr)?;
+    Ok((info[24], info[25]))
 }

@@ -1,0 +1,195 @@
+//! A filter set as one eBPF program chain with maps
+//! ([`sluice::ebpf::MultiFilter`]): its load time, a key-only insert's
+//! time, and its cost per packet in the kernel beside the native merged
+//! engine's (`sluice split`'s default) on the same set and packets, for
+//! docs/ebpf.md.
+//!
+//! Rule: a measurement tool, not a test; run it on a release build as
+//! root: `cargo run --release --example ebpf_set_cost -- sessions 100000`
+//! or `-- generated 1000` (optionally a REPEAT for the test run, default
+//! 200; `INLINE=K` in the environment sets `Options::inline`). The
+//! kernel's figures are `BPF_PROG_TEST_RUN`'s mean time per run
+//! and the kernel's own statistics of the program (`run_time_ns /
+//! run_cnt`, statistics on through `BPF_ENABLE_STATS` for the runs: the
+//! chain without the test run's loop); the native figure is the call per
+//! packet from Rust, the packets held in memory.
+
+use sluice::classifier::merged::{Compiled, Merged};
+use sluice::ebpf::multi::Options;
+use sluice::ebpf::{Mode, MultiFilter};
+use sluice::split::{Merging, MergingScratch};
+use sluice::{LinkType, Program};
+use std::time::Instant;
+
+/// A TCP/IPv4 frame from `a:p` to `b:q`, 60 bytes.
+fn tcp(a: u32, b: u32, p: u16, q: u16) -> Vec<u8> {
+    let mut f = vec![0u8; 60];
+    f[12..14].copy_from_slice(&[8, 0]);
+    f[14] = 0x45;
+    f[16..18].copy_from_slice(&46u16.to_be_bytes());
+    f[22] = 64;
+    f[23] = 6;
+    f[26..30].copy_from_slice(&a.to_be_bytes());
+    f[30..34].copy_from_slice(&b.to_be_bytes());
+    f[34..36].copy_from_slice(&p.to_be_bytes());
+    f[36..38].copy_from_slice(&q.to_be_bytes());
+    f[46] = 0x50;
+    f
+}
+
+/// Session `i`: 10.x.y.z:(1024 + i % 50000) to 10.200.0.1:80.
+fn session(i: u32) -> (u32, u32, u16, u16) {
+    (0x0a01_0000 + i, 0x0ac8_0001, 1024 + (i % 50_000) as u16, 80)
+}
+
+fn session_expr(i: u32) -> String {
+    let (a, b, p, q) = session(i);
+    let ip = |x: u32| std::net::Ipv4Addr::from(x).to_string();
+    format!(
+        "ip src host {} and ip dst host {} and tcp src port {p} and tcp dst port {q}",
+        ip(a),
+        ip(b)
+    )
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (kind, n, repeat) = match args.as_slice() {
+        [k, n] => (k.as_str(), n.parse::<u32>().expect("N"), 200),
+        [k, n, r] => (
+            k.as_str(),
+            n.parse::<u32>().expect("N"),
+            r.parse().expect("REPEAT"),
+        ),
+        _ => {
+            eprintln!("usage: ebpf_set_cost sessions|generated N [REPEAT]");
+            std::process::exit(2);
+        }
+    };
+    let (exprs, pkts): (Vec<String>, Vec<(Vec<u8>, u32)>) = match kind {
+        "sessions" => {
+            // 1,000 packets: one in ten of a session in the set, the rest
+            // of sessions that are not.
+            let pkts = (0..1000u32)
+                .map(|k| {
+                    let i = if k % 10 == 0 { k * 7919 % n } else { n + k };
+                    let (a, b, p, q) = session(i);
+                    (tcp(a, b, p, q), 60)
+                })
+                .collect();
+            ((0..n).map(session_expr).collect(), pkts)
+        }
+        "generated" => (
+            sluice_workload::filter_set(n as usize, 1),
+            sluice_workload::traffic(n as usize, 1, 1000)
+                .into_iter()
+                .filter(|(d, _)| d.len() <= sluice::ebpf::MAX_TEST_PACKET)
+                .collect(),
+        ),
+        _ => panic!("sessions or generated"),
+    };
+    let t = Instant::now();
+    let compiled: Vec<Compiled> = exprs
+        .iter()
+        .map(|e| {
+            let p = Program::builder(LinkType::EN10MB)
+                .offline(true)
+                .expression(e)
+                .expect("expression");
+            Compiled::new(p.ir().expect("IR").clone())
+        })
+        .collect();
+    let compile = t.elapsed();
+    let set: Vec<(u32, &Compiled)> = compiled
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (i as u32, c))
+        .collect();
+    // The merge alone, as part of the load.
+    let t = Instant::now();
+    let mut merged = Merged::default();
+    for (i, c) in &set {
+        merged.insert(*i, c, 0);
+    }
+    let merge = t.elapsed();
+    drop(merged);
+    // INLINE=K: groups of at most K keys as code (Options::inline).
+    let inline = std::env::var("INLINE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(Options::default().inline);
+    let opts = Options {
+        capacity: n + 10_000,
+        inline,
+        ..Default::default()
+    };
+    let t = Instant::now();
+    let mut m = MultiFilter::build(&set, Mode::TestRun, opts).expect("load");
+    let load = t.elapsed();
+    let insns: usize = m.instructions().iter().sum();
+
+    // Cost per packet: the kernel's, then the native merged engine's.
+    let (mut kernel_ns, mut hits) = (0u64, 0u64);
+    let stats = sluice::ebpf::enable_stats().expect("BPF statistics");
+    let before = m.run_stats().expect("statistics");
+    for (d, w) in &pkts {
+        let (r, ns) = m.bench(d, *w, repeat).expect("test run");
+        kernel_ns += ns as u64;
+        hits += (r != 0) as u64;
+    }
+    let after = m.run_stats().expect("statistics");
+    drop(stats);
+    let stats_ns = (after.0 - before.0) as f64 / (after.1 - before.1).max(1) as f64;
+    let native = Merging::from_compiled(compiled.clone(), true);
+    let (mut s, mut ids) = (MergingScratch::default(), Vec::new());
+    let mut native_hits = 0u64;
+    let t = Instant::now();
+    for _ in 0..repeat {
+        for (d, w) in &pkts {
+            native.classify(d, *w, &mut s, &mut ids);
+            native_hits += !ids.is_empty() as u64;
+        }
+    }
+    let native_ns = t.elapsed().as_nanos() as f64 / (repeat as f64 * pkts.len() as f64);
+    assert_eq!(native_hits, hits * repeat as u64, "the engines agree");
+
+    // Key-only inserts (sessions): map updates, no reload.
+    let mut insert = String::from("-");
+    if kind == "sessions" {
+        let mut key0 = Vec::new();
+        m.merged().keys_of(0, |_, k| key0 = k.to_vec());
+        let (a0, b0, p0, q0) = session(0);
+        let k = 10_000u32;
+        let keys: Vec<Vec<u32>> = (0..k)
+            .map(|j| {
+                let (a, b, p, q) = session(n + 100_000 + j);
+                key0.iter()
+                    .map(|&w| match w {
+                        w if w == a0 => a,
+                        w if w == b0 => b,
+                        w if w == p0 as u32 => p as u32,
+                        w if w == q0 as u32 => q as u32,
+                        w => w,
+                    })
+                    .collect()
+            })
+            .collect();
+        let t = Instant::now();
+        for (j, key) in keys.iter().enumerate() {
+            m.insert_keyed(n + j as u32, 0, key)
+                .expect("key-only insert");
+        }
+        insert = format!("{:.2} µs", t.elapsed().as_secs_f64() * 1e6 / f64::from(k));
+    }
+    println!(
+        "{kind} {n}\t{} groups ({} of one key), {} run whole\tcompile {compile:.2?}\tload {load:.2?} (merge alone {merge:.2?})\t{} programs, {insns} insns\tkey-only insert {insert}\t{} packets, {hits} matched\tkernel {:.1} ns/packet (bpf_stats {:.1})\tnative {:.1} ns/packet",
+        m.merged().groups(),
+        m.merged().group_views().filter(|g| g.len() == 1).count(),
+        m.merged().whole(),
+        m.programs(),
+        pkts.len(),
+        kernel_ns as f64 / pkts.len() as f64,
+        stats_ns,
+        native_ns
+    );
+}

@@ -1,0 +1,189 @@
+//! `sluice split --engine ebpf --count` on a capture: the filter set as one
+//! chain of eBPF programs with maps in the kernel
+//! ([`sluice::ebpf::MultiFilter`], one per link type), each packet run
+//! through it with `BPF_PROG_TEST_RUN`, and each filter's count read from
+//! the program's per-CPU counter map at the end.
+//!
+//! With `-i`, the chain is the rings' socket filter (`SO_ATTACH_BPF`): it
+//! counts every frame and passes none to user space, so counting costs
+//! no user-space work; only a frame whose VLAN tag the kernel took off
+//! passes uncounted (the filters mean the frame with its tag, as libpcap
+//! shows it) and is counted in user space by the merged classifier.
+//!
+//! Rule: the same filters, link types, refusals and output (`--count`,
+//! `--json`) as the default engine; the counts printed are the kernel's
+//! (plus, live, the tagged frames'). A packet the kernel's test run cannot
+//! take (longer than a page) stops the run with an error naming it, and,
+//! as for the default engine, a failed run prints no counts.
+
+use super::{build, builder, linktype_of, many, rejected, report, Bits, SplitArgs};
+use crate::cli::live::Live;
+use crate::cli::{cached, for_each_packet_declaring, open_capture, signals, Fail};
+use sluice::ebpf::multi::Options;
+use sluice::ebpf::{Mode, MultiFilter};
+use sluice::live::session::{Classify, Event};
+use sluice::split::FilterLine;
+use sluice::split::MergingScratch;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The filter set loaded for one link type (ids: the lines' positions).
+fn load(
+    filters: &[FilterLine],
+    lt: u16,
+    name: &str,
+    big_endian: bool,
+    file: &str,
+) -> Result<MultiFilter, Fail> {
+    let lt = linktype_of(lt, name)?;
+    let compiled = sluice::split::compile_set(filters, &builder(lt, Some(big_endian), file))
+        .map_err(|r| many(rejected(filters, lt, file, r), true))?;
+    let set: Vec<(u32, &sluice::classifier::merged::Compiled)> = compiled
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (i as u32, c))
+        .collect();
+    MultiFilter::build(&set, Mode::TestRun, Options::default())
+        .map_err(|e| Fail(format!("--engine ebpf: {e}")))
+}
+
+/// The refusal of the options that need every packet in user space.
+fn refuse_per_packet(args: &SplitArgs) -> Result<(), Fail> {
+    if args.out_dir.is_some() || args.verdicts || args.first_match || args.fragments {
+        return Err(Fail(
+            "--engine ebpf: split counts in the kernel: it takes --count (and --json), not --out-dir, --verdicts, --first-match or --fragments"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `sluice split -i IFACE --engine ebpf --count`: the chain as the rings'
+/// socket filter, counting in the kernel.
+pub(super) fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), Fail> {
+    refuse_per_packet(args)?;
+    if !args.count {
+        return Err(Fail(
+            "--engine ebpf: split -i counts in the kernel: give --count".into(),
+        ));
+    }
+    if filters.is_empty() {
+        return Err(Fail(format!("{file}: no filters")));
+    }
+    let mut live = Live::open(&args.live, crate::cli::DEFAULT_SNAPLEN)?;
+    if ![1, 12, 101].contains(&live.linktype()) {
+        return Err(Fail(format!(
+            "--engine ebpf: {}: live capture runs eBPF on Ethernet and raw IP links only",
+            live.name()
+        )));
+    }
+    let lt = linktype_of(live.linktype(), live.name())?;
+    let compiled = sluice::split::compile_set(filters, &builder(lt, None, file))
+        .map_err(|r| many(rejected(filters, lt, file, r), true))?;
+    let set: Vec<(u32, &sluice::classifier::merged::Compiled)> = compiled
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (i as u32, c))
+        .collect();
+    // Nothing counted goes on to user space.
+    let opts = Options {
+        accept: 0,
+        ..Options::default()
+    };
+    let chain = MultiFilter::build(&set, Mode::Socket, opts)
+        .map_err(|e| Fail(format!("--engine ebpf: {e}")))?;
+    let insns: usize = chain.instructions().iter().sum();
+    if !live.prefilter_ebpf(std::os::fd::AsFd::as_fd(chain.fd()), insns)? {
+        return Err(Fail(
+            "--engine ebpf: split -i counts in the kernel: it needs the kernel filter".into(),
+        ));
+    }
+    // Tagged frames, which reach user space uncounted.
+    let merged = Arc::new(build(filters, lt, None, file, true).map_err(|e| many(e, true))?);
+    eprintln!("sluice: {}", live.banner());
+    let make = || -> Classify {
+        let m = merged.clone();
+        let mut scratch = MergingScratch::default();
+        Box::new(move |data: &[u8], wirelen: u32, ids: &mut Vec<u32>| {
+            m.classify_sorted(data, wirelen, &mut scratch, ids);
+        })
+    };
+    let mut counts = vec![0u64; filters.len()];
+    let (report_, status) = live.run(false, make, |event| {
+        if let Event::Packet(_, ids) = event {
+            for id in ids {
+                counts[*id as usize] += 1;
+            }
+        }
+        Ok(true)
+    });
+    eprint!("{}", report_.text(args.json));
+    status?;
+    let kernel = chain
+        .counts()
+        .map_err(|e| Fail(format!("--engine ebpf: {e}")))?;
+    for (total, n) in counts.iter_mut().zip(kernel) {
+        *total += n;
+    }
+    report(args, filters, &counts, &[], report_.seen, None)
+}
+
+/// Run `sluice split --engine ebpf` on a capture.
+pub(super) fn run(
+    args: &SplitArgs,
+    filters: &[FilterLine],
+    errors: Vec<(usize, String)>,
+    file: &str,
+) -> Result<(), Fail> {
+    refuse_per_packet(args)?;
+    if !errors.is_empty() {
+        return Err(many(errors, true));
+    }
+    if filters.is_empty() {
+        return Err(Fail(format!("{file}: no filters")));
+    }
+    signals::install(false)?;
+    let (mut reader, size) = open_capture(args.read.as_deref())?;
+    let name = reader.name().to_string();
+    let big_endian = super::super::big_endian(&reader.format());
+    let mut sets: HashMap<u16, MultiFilter> = HashMap::new();
+    for info in reader.declared_interfaces() {
+        cached(&mut sets, info.linktype, || {
+            load(filters, info.linktype, &name, big_endian, file)
+        })?;
+    }
+    let mut seen = 0u64;
+    let sets = std::cell::RefCell::new(sets);
+    let status = for_each_packet_declaring(
+        &mut reader,
+        size,
+        |info| {
+            cached(&mut sets.borrow_mut(), info.linktype, || {
+                load(filters, info.linktype, &name, big_endian, file)
+            })
+            .map(|_| ())
+        },
+        |pkt| {
+            let mut sets = sets.borrow_mut();
+            let m = cached(&mut sets, pkt.linktype, || {
+                load(filters, pkt.linktype, &name, big_endian, file)
+            })?;
+            seen += 1;
+            m.run(pkt.data, pkt.wirelen)
+                .map_err(|e| Fail(format!("--engine ebpf: packet {seen}: {e}")))?;
+            Ok(true)
+        },
+    );
+    status?;
+    let mut counts = vec![0u64; filters.len()];
+    for m in sets.borrow().values() {
+        let c = m
+            .counts()
+            .map_err(|e| Fail(format!("--engine ebpf: {e}")))?;
+        for (total, n) in counts.iter_mut().zip(c) {
+            *total += n;
+        }
+    }
+    let bits: Vec<Bits> = (0..filters.len()).map(|_| Bits::default()).collect();
+    report(args, filters, &counts, &bits, seen, None)
+}
