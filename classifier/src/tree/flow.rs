@@ -276,7 +276,7 @@ struct Subtable {
 }
 
 /// One cached flow.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Entry {
     /// Its subtable, or [`FREE`].
     sub: u32,
@@ -289,38 +289,59 @@ struct Entry {
     wide: Wide,
 }
 
+impl Default for Entry {
+    fn default() -> Entry {
+        Entry {
+            sub: FREE,
+            key: Box::default(),
+            slots: Box::default(),
+            wide: Wide::NONE,
+        }
+    }
+}
+
 /// Bytes of a packet a [`Wide`] form covers.
 const WIDE_BYTES: usize = 64;
 
 /// An entry's key as the first-level check reads it: a packet of at
-/// least `need` bytes whose first [`WIDE_BYTES`] bytes, as little-endian
-/// words `& mask`, equal `value` agrees with the entry on every field
-/// (each field a load at a fixed offset, or behind an IPv4 header whose
-/// length nibble is then part of the mask). Eight loads and compares
-/// instead of a read per field. `need` above [`WIDE_BYTES`]: no such form
+/// least `need` bytes and fewer than `below` (where the key's loads
+/// aborted) whose first [`WIDE_BYTES`] bytes, as little-endian
+/// words `& mask`, equal `value` (and whose wire length is `wirelen`, if
+/// the key has it) agrees with the entry on every field (each field a
+/// load at a fixed offset, or behind an IPv4 header whose length nibble
+/// is then part of the mask, or the wire length). Eight loads and
+/// compares instead of a read per field. `need` above [`WIDE_BYTES`]: no such form
 /// (a field of another kind, or beyond those bytes, or a read that
 /// aborted); the fields are read one by one.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct Wide {
     mask: [u64; WIDE_BYTES / 8],
     value: [u64; WIDE_BYTES / 8],
     need: u32,
+    below: u32,
+    /// The wire length, as `u64`, or [`ANY_LEN`].
+    wirelen: u64,
 }
+
+/// [`Wide::wirelen`] of a key without the wire length.
+const ANY_LEN: u64 = u64::MAX;
 
 impl Wide {
     const NONE: Wide = Wide {
         mask: [0; WIDE_BYTES / 8],
         value: [0; WIDE_BYTES / 8],
         need: u32::MAX,
+        below: u32::MAX,
+        wirelen: ANY_LEN,
     };
 
     /// The form of `key` (read by `ops` from `pkt`).
     fn of(ops: &[Op], key: &[u64], pkt: &[u8]) -> Wide {
-        let mut w = Wide::default();
+        let mut w = Wide {
+            need: 0,
+            ..Wide::NONE
+        };
         for (op, &k) in ops.iter().zip(key) {
-            if k == ABORT {
-                return Wide::NONE;
-            }
             match *op {
                 Op::Const(_) => {}
                 Op::Load {
@@ -333,13 +354,21 @@ impl Wide {
                         u64::from(off)
                     } else {
                         let Some(&b) = pkt.get(hdr as usize) else {
-                            return Wide::NONE;
+                            // Aborted for want of the header's first byte.
+                            w.below = w.below.min(hdr.saturating_add(1));
+                            continue;
                         };
                         if !w.byte(u64::from(hdr), 0x0f, b) {
                             return Wide::NONE;
                         }
                         (u64::from(b & 0xf) << 2) + u64::from(off)
                     };
+                    if k == ABORT {
+                        // The packet ends before the load's end.
+                        let end = (at + u64::from(size)).min(u64::from(u32::MAX));
+                        w.below = w.below.min(end as u32);
+                        continue;
+                    }
                     for j in 0..u64::from(size) {
                         let shift = 8 * (u64::from(size) - 1 - j);
                         let (m, v) = ((mask >> shift) as u8, (k >> shift) as u8);
@@ -348,6 +377,7 @@ impl Wide {
                         }
                     }
                 }
+                Op::Len if k != ABORT => w.wirelen = k,
                 Op::Len | Op::Slow(_) => return Wide::NONE,
             }
         }
@@ -369,11 +399,14 @@ impl Wide {
 
     /// Does the packet agree with the form? `None` when there is no form.
     #[inline]
-    fn matches(&self, pkt: &[u8]) -> Option<bool> {
+    fn matches(&self, pkt: &[u8], wirelen: u32) -> Option<bool> {
         if self.need > WIDE_BYTES as u32 {
             return None;
         }
-        if pkt.len() < self.need as usize {
+        if pkt.len() < self.need as usize
+            || pkt.len() >= self.below as usize
+            || (self.wirelen != ANY_LEN && self.wirelen != u64::from(wirelen))
+        {
             return Some(false);
         }
         let mut short = [0u8; WIDE_BYTES];
@@ -467,6 +500,9 @@ pub struct FlowStats {
     pub flushes: u64,
     /// Flows held now.
     pub entries: usize,
+    /// Of those, the flows the first level compares as masked words of
+    /// the packet's first bytes (the others field by field).
+    pub wide: usize,
     /// Subtables held now.
     pub subtables: usize,
     /// Bytes the cache holds now, about: its tables, keys and slots.
@@ -547,6 +583,11 @@ impl FlowCache {
             .sum();
         FlowStats {
             entries: self.entries,
+            wide: self
+                .flows
+                .iter()
+                .filter(|e| e.sub != FREE && e.wide.need <= WIDE_BYTES as u32)
+                .count(),
             subtables: self.subtables.len(),
             bytes: tables
                 + flows
@@ -623,11 +664,7 @@ impl FlowCache {
             };
             if stale {
                 st.flows.remove(key);
-                *e = Entry {
-                    sub: FREE,
-                    wide: Wide::NONE,
-                    ..Entry::default()
-                };
+                *e = Entry::default();
                 self.free.push(i as u32);
                 if self.last == i as u32 {
                     self.last = FREE;
@@ -684,7 +721,7 @@ impl FlowCache {
             let e = &self.flows[hint as usize - 1];
             if e.sub != FREE {
                 let st = &self.subtables[e.sub as usize];
-                let agrees = match e.wide.matches(pkt) {
+                let agrees = match e.wide.matches(pkt, wirelen) {
                     Some(m) => m,
                     None => st
                         .ops
@@ -1224,7 +1261,8 @@ mod tests {
 
     /// The first level's wide form never claims a packet that disagrees
     /// with the entry's key on a field: fixed and IPv4-header-relative
-    /// loads, masks, different header lengths, short packets.
+    /// loads, masks, different header lengths, short packets, the wire
+    /// length.
     #[test]
     fn the_wide_form_implies_the_key() {
         use sluice_ir::BinOp;
@@ -1244,6 +1282,7 @@ mod tests {
                 Val::load(Val::ip_hdr_len(14), 27, Size::Byte),
                 Val::Const(0x12),
             ),
+            Val::Len,
         ];
         for (i, v) in vals.iter().enumerate() {
             t.insert(
@@ -1261,7 +1300,10 @@ mod tests {
             })
             .collect();
         let ops: Vec<Op> = ids.iter().map(|&f| Op::of(&t.fields, f)).collect();
-        assert!(ops.iter().all(|o| matches!(o, Op::Load { .. })), "{ops:?}");
+        assert!(
+            ops.iter().all(|o| matches!(o, Op::Load { .. } | Op::Len)),
+            "{ops:?}"
+        );
         let mut s = Scratch::default();
         let mut x = 0x2545_f491_4f6c_dd1du64;
         let mut next = move || {
@@ -1276,23 +1318,32 @@ mod tests {
             // Few byte values, so that packets often agree.
             let mut a: Vec<u8> = (0..len).map(|_| (next() % 3) as u8).collect();
             a[14] = 0x44 + (next() % 3) as u8;
-            let key: Vec<u64> = ops.iter().map(|o| o.read(&t, &a, 99, &mut s)).collect();
+            let wa = 100 + (next() % 2) as u32;
+            let key: Vec<u64> = ops.iter().map(|o| o.read(&t, &a, wa, &mut s)).collect();
             let w = Wide::of(&ops, &key, &a);
-            let Some(own) = w.matches(&a) else { continue };
+            let Some(own) = w.matches(&a, wa) else {
+                continue;
+            };
             formed += 1;
             assert!(own, "a packet agrees with its own form");
             for _ in 0..20 {
                 let mut b = a.clone();
-                b.truncate(20 + (next() % 50) as usize);
+                // Shorter or longer.
+                let len = 20 + (next() % 50) as usize;
+                while b.len() < len {
+                    b.push((next() % 3) as u8);
+                }
+                b.truncate(len);
                 for _ in 0..(next() % 3) {
                     if !b.is_empty() {
                         let at = (next() as usize) % b.len();
                         b[at] = (next() % 3) as u8 + if at == 14 { 0x44 } else { 0 };
                     }
                 }
-                if w.matches(&b) == Some(true) {
+                let wb = 100 + (next() % 2) as u32;
+                if w.matches(&b, wb) == Some(true) {
                     claimed += 1;
-                    let got: Vec<u64> = ops.iter().map(|o| o.read(&t, &b, 99, &mut s)).collect();
+                    let got: Vec<u64> = ops.iter().map(|o| o.read(&t, &b, wb, &mut s)).collect();
                     assert_eq!(got, key, "{a:?} claims {b:?}");
                 }
             }

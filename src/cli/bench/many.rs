@@ -202,8 +202,8 @@ pub(super) fn many(
                 );
                 if let Some(f) = s.tree_mut().flow_stats().filter(|_| always) {
                     eprintln!(
-                        "sluice bench: flow cache, always: {} hits, {} misses, {} flows in {} subtables, {} flushes, {} kB",
-                        f.hits, f.misses, f.entries, f.subtables, f.flushes, f.bytes / 1024
+                        "sluice bench: flow cache, always: {} hits, {} misses, {} flows ({} as words) in {} subtables, {} flushes, {} kB",
+                        f.hits, f.misses, f.entries, f.wide, f.subtables, f.flushes, f.bytes / 1024
                     );
                 }
             }
