@@ -9,9 +9,9 @@
 //! again. Every answer must equal the tree's Rust walk (`DecisionTree`)
 //! and, for the filters inserted whole, each filter run alone; any panic
 //! is a bug. The native tree also answers through a flow cache on for
-//! every packet (each cut twice: learnt, then from the cache), kept from
-//! before the changes to after them, so that an entry the changes should
-//! have dropped shows.
+//! every packet (each cut twice: learnt, then from the cache; then all
+//! cuts as batches), kept from before the changes to after them, so that
+//! an entry the changes should have dropped shows.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -86,6 +86,12 @@ fn agree(
     let mut fy = vec![None; cuts.len()];
     t.classify_first_batch(&cuts, &mut ts, &mut fx);
     a.classify_first_batch(&cuts, &mut as_, &mut fy);
+    // The batches through the flow cache: the cuts learnt above, or
+    // learnt now and then answered from the cache.
+    let mut bc = vec![Vec::new(); cuts.len()];
+    let mut fc = vec![None; cuts.len()];
+    t.classify_batch(&cuts, cached, &mut bc);
+    t.classify_first_batch(&cuts, cached, &mut fc);
     for (k, &(cut, w)) in cuts.iter().enumerate() {
         d.classify(cut, w, &mut ds, &mut x);
         x.sort_unstable();
@@ -93,9 +99,12 @@ fn agree(
         by[k].sort_unstable();
         assert_eq!(bx[k], x, "NativeTree classify_batch");
         assert_eq!(by[k], x, "NativeAuto classify_batch");
+        bc[k].sort_unstable();
+        assert_eq!(bc[k], x, "NativeTree classify_batch, flow cache");
         let first = d.classify_first(cut, w, &mut ds);
         assert_eq!(fx[k], first, "NativeTree classify_first_batch");
         assert_eq!(fy[k], first, "NativeAuto classify_first_batch");
+        assert_eq!(fc[k], first, "NativeTree classify_first_batch, flow cache");
     }
 }
 

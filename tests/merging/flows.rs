@@ -4,8 +4,11 @@
 //! a reader with its cache on for every packet answers exactly as a reader
 //! without it, on every packet, while filters are removed and inserted
 //! again between packets (a stale entry shows as a wrong answer), and with
-//! a cache small enough to be emptied again and again (eviction). Each
-//! answer also equals the live filters run alone.
+//! a cache small enough to be emptied again and again (eviction). A third
+//! reader with its own cache classifies the same packets in batches of
+//! random sizes (`classify_batch`, `classify_first_batch`), the changes
+//! falling between batches. Each answer also equals the live filters run
+//! alone.
 
 use crate::support::*;
 use sluice_native::tree::{NativeScratch, NativeTree};
@@ -45,6 +48,9 @@ fn run(n: usize, seed: u64, capacity: usize) -> sluice_classifier::tree::flow::F
     let mut cached = NativeScratch::default();
     cached.set_flow_cache_always();
     cached.set_flow_cache_capacity(capacity);
+    let mut batched = NativeScratch::default();
+    batched.set_flow_cache_always();
+    batched.set_flow_cache_capacity(capacity);
     let mut live = vec![true; n];
     let mut rng = Rng::new(seed);
     let (mut got, mut base) = (Vec::new(), Vec::new());
@@ -57,32 +63,56 @@ fn run(n: usize, seed: u64, capacity: usize) -> sluice_classifier::tree::flow::F
         for i in (1..order.len()).rev() {
             order.swap(i, rng.below(i + 1));
         }
-        for (j, &k) in order.iter().enumerate() {
-            let p = &pkts[k];
-            let (d, w) = (&p.data[..], p.wirelen);
-            t.classify(d, w, &mut cached, &mut got);
-            t.classify(d, w, &mut plain, &mut base);
-            got.sort_unstable();
-            base.sort_unstable();
-            let first = t.classify_first(d, w, &mut cached);
-            let base_first = t.classify_first(d, w, &mut plain);
-            let alone: Vec<u32> = want[k]
+        let mut j = 0;
+        while j < order.len() {
+            // A batch of 1 to 40 packets, through the third reader.
+            let chunk = &order[j..(j + 1 + rng.below(40)).min(order.len())];
+            let batch: Vec<(&[u8], u32)> = chunk
                 .iter()
-                .filter(|&&i| live[i as usize])
-                .map(|&i| raw_id(i as usize))
+                .map(|&k| (&pkts[k].data[..], pkts[k].wirelen))
                 .collect();
-            if (got != base || first != base_first || base != alone) && fails.len() < 8 {
-                fails.push(format!(
-                    "filter_set({n}, {seed}), round {round}, after {changes} changes: {}: \
-                     cached {got:?} first {first:?}, uncached {base:?} first {base_first:?}, \
-                     alone {alone:?}\n  packet {}",
-                    p.origin,
-                    hex(d)
-                ));
+            let mut in_batch = vec![Vec::new(); batch.len()];
+            let mut first_in_batch = vec![None; batch.len()];
+            t.classify_batch(&batch, &mut batched, &mut in_batch);
+            t.classify_first_batch(&batch, &mut batched, &mut first_in_batch);
+            for (b, &k) in chunk.iter().enumerate() {
+                let p = &pkts[k];
+                let (d, w) = (&p.data[..], p.wirelen);
+                t.classify(d, w, &mut cached, &mut got);
+                t.classify(d, w, &mut plain, &mut base);
+                got.sort_unstable();
+                base.sort_unstable();
+                in_batch[b].sort_unstable();
+                let first = t.classify_first(d, w, &mut cached);
+                let base_first = t.classify_first(d, w, &mut plain);
+                let alone: Vec<u32> = want[k]
+                    .iter()
+                    .filter(|&&i| live[i as usize])
+                    .map(|&i| raw_id(i as usize))
+                    .collect();
+                let agree = got == base
+                    && in_batch[b] == base
+                    && first == base_first
+                    && first_in_batch[b] == base_first
+                    && base == alone;
+                if !agree && fails.len() < 8 {
+                    fails.push(format!(
+                        "filter_set({n}, {seed}), round {round}, after {changes} changes: {}: \
+                         cached {got:?} first {first:?}, batch {:?} first {:?}, \
+                         uncached {base:?} first {base_first:?}, alone {alone:?}\n  packet {}",
+                        p.origin,
+                        in_batch[b],
+                        first_in_batch[b],
+                        hex(d)
+                    ));
+                }
             }
-            // Every 300 packets, remove a few live filters and put back a
-            // few removed ones (same id, same filter).
-            if j % 300 == 299 {
+            let before = j;
+            j += chunk.len();
+            // About every 300 packets, remove a few live filters and put
+            // back a few removed ones (same id, same filter), between
+            // batches.
+            if before / 300 != j / 300 {
                 for _ in 0..3 {
                     let i = rng.below(n);
                     let m = &set[i];
@@ -102,6 +132,15 @@ fn run(n: usize, seed: u64, capacity: usize) -> sluice_classifier::tree::flow::F
     }
     assert!(fails.is_empty(), "{}", fails.join("\n"));
     let f = cached.flow_stats().expect("the cache is on");
+    let fb = batched.flow_stats().expect("the cache is on");
+    assert!(
+        fb.hits > pkts.len() as u64,
+        "the batches' cache answered: {fb:?}"
+    );
+    assert!(
+        fb.invalidated > 0,
+        "changes dropped the batches' entries: {fb:?}"
+    );
     println!(
         "filter_set({n}, {seed}), cache of {capacity}: {} packets x 4, {changes} changes: {f:?}",
         pkts.len()

@@ -186,10 +186,24 @@ pub(super) fn many(
                         acc
                     }),
                 );
+                let mut out = vec![Vec::new(); BATCH];
+                add(
+                    BenchEngine::ClassifierNativeNoCache,
+                    &format!("{label}, batch {BATCH}"),
+                    ns_per_packet(budget, n, || {
+                        let mut acc = 0u64;
+                        for chunk in slices.chunks(BATCH) {
+                            let o = &mut out[..chunk.len()];
+                            nt.classify_batch(chunk, &mut s, o);
+                            acc += o.iter().map(|v| v.len() as u64).sum::<u64>();
+                        }
+                        acc
+                    }),
+                );
                 if let Some(f) = s.tree_mut().flow_stats().filter(|_| always) {
                     eprintln!(
-                        "sluice bench: flow cache, always: {} hits, {} misses, {} flows in {} subtables, {} flushes, {} kB",
-                        f.hits, f.misses, f.entries, f.subtables, f.flushes, f.bytes / 1024
+                        "sluice bench: flow cache, always: {} hits, {} misses, {} flows ({} as words) in {} subtables, {} flushes, {} kB",
+                        f.hits, f.misses, f.entries, f.wide, f.subtables, f.flushes, f.bytes / 1024
                     );
                 }
             }
