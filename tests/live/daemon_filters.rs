@@ -67,6 +67,48 @@ fn a_flow_of_several_filters_gets_each_packet_once_with_its_first_filter() {
     assert!(d.interrupt().status.success());
 }
 
+#[test]
+fn a_flow_too_big_for_classic_bpf_is_filtered_by_an_ebpf_chain_in_the_kernel() {
+    let Some(net) = Net::new("daemon-ebpf") else {
+        return;
+    };
+    let sock = net.file("d.sock");
+    let d = daemon(&net, &sock, &[]);
+    let mut client = Client::connect(&sock, "test").unwrap();
+    // udp, and 299 sessions of hosts that never send: more than the
+    // classic union takes (256 filters).
+    let mut filters = vec!["udp".to_string()];
+    filters.extend(sessions(299, 0));
+    let spec = std::iter::once("(iface,vb) -> ".to_string())
+        .chain(
+            filters
+                .iter()
+                .enumerate()
+                .map(|(n, f)| format!("{}(BPF,\"{f}\")", if n > 0 { " | " } else { "" })),
+        )
+        .collect::<String>();
+    let mut flow = client.open(&spec, 0).unwrap();
+    let iface = |s: &serde_json::Value| s["interfaces"][0].clone();
+    assert_eq!(iface(&status(&sock))["kernel_filter"], "ebpf");
+    assert_eq!(iface(&status(&sock))["filters"], 300);
+    let all = net.file("all.pcap");
+    let dump = tcpdump(&net, &all, &[]);
+    let sent = net.replay(&corpus("kday4.pcap")) + net.replay(&corpus("HSRP_election.pcap"));
+    settle();
+    assert!(dump.interrupt().status.success());
+    let got = drain(&mut flow, Duration::from_millis(500));
+    let want = super::net::libpcap_filter(&all, "udp", &net.file("u.pcap"));
+    assert!(!want.is_empty() && (want.len() as u64) < sent);
+    let data: Vec<Vec<u8>> = want.into_iter().map(|(d, _)| d).collect();
+    assert_eq!(got.iter().map(|g| g.1.clone()).collect::<Vec<_>>(), data);
+    // The kernel passed only those (its counts come about every second).
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(iface(&status(&sock))["received"], data.len() as u64);
+    flow.close().unwrap();
+    assert_eq!(iface(&status(&sock))["kernel_filter"], "classic");
+    assert!(d.interrupt().status.success());
+}
+
 /// 100,000 filters of one shape (TCP sessions of hosts that never send).
 fn sessions(n: usize, base: usize) -> Vec<String> {
     (base..base + n)

@@ -84,6 +84,11 @@ impl<'d> Control<'d> {
                 self.reload_policy();
             }
             self.publish();
+            // eBPF pre-filters no longer in force are let go (their
+            // programs and maps closed).
+            for i in &mut self.d.ifaces {
+                i.held.release(i.applied.load(Ordering::Acquire));
+            }
             let (accept, ready) = self.wait(Duration::from_millis(200))?;
             if accept {
                 self.accept();

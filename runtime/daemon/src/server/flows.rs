@@ -17,7 +17,7 @@
 use super::chain::{self, Chain};
 use super::control::{err, Answer, Control};
 use super::deliver::{Group, Member, Route};
-use super::reject_all;
+use super::kernel;
 use crate::proto::Reply;
 use sluice_classifier::merged::Compiled;
 use sluice_classifier::FilterId;
@@ -34,8 +34,6 @@ use std::time::{Duration, Instant};
 const MAX_FLOWS_PER_CLIENT: usize = 1024;
 /// Most filters one flow may hold.
 pub(crate) const MAX_FILTERS_PER_FLOW: usize = 1 << 20;
-/// Most filters in one interface's kernel pre-filter union.
-const UNION_MAX: usize = 256;
 
 /// What a client asked for, checked and allowed.
 pub(crate) struct Asked {
@@ -399,7 +397,9 @@ impl Control<'_> {
         let i = &mut self.d.ifaces[open.iface];
         let mut routes = (**i.routes.load()).clone();
         for (c, text) in compiled.into_iter().zip(texts) {
-            let id = i.classifier.insert_compiled(Arc::new(c), open.priority);
+            let c = Arc::new(c);
+            let id = i.classifier.insert_compiled(c.clone(), open.priority);
+            i.compiled.insert(id.0, c);
             open.filters.push((id, text));
             let route = Route {
                 group: open.group.clone(),
@@ -548,6 +548,7 @@ impl Control<'_> {
         let i = &mut self.d.ifaces[iface];
         for (f, _) in filters {
             i.classifier.remove(*f);
+            i.compiled.remove(&f.0);
         }
         i.classifier.publish();
         let mut routes = (**i.routes.load()).clone();
@@ -592,28 +593,39 @@ impl Control<'_> {
     /// capture thread has the new filter in force (a flow just opened
     /// must get its packets from the moment its client is told it is).
     fn set_union(&mut self, iface: usize, wait: bool) {
-        let exprs: Vec<&str> = self
+        let filters: Vec<(FilterId, &str)> = self
             .clients
             .iter()
             .flat_map(|c| c.flows.values())
             .filter(|o| o.iface == iface)
-            .flat_map(|o| o.filters.iter().map(|(_, t)| t.as_str()))
+            .flat_map(|o| o.filters.iter().map(|(id, t)| (*id, t.as_str())))
             .collect();
-        let i = &self.d.ifaces[iface];
-        let program = if exprs.is_empty() {
-            reject_all()
-        } else {
-            union(&exprs, i.linktype, i.snaplen).unwrap_or_else(|| accept_all(i.snaplen))
+        // The pre-filter asks only whether any filter takes a packet: each
+        // text once (a thousand flows of `tcp` are one filter there).
+        let mut seen = std::collections::HashSet::new();
+        let filters: Vec<(FilterId, &str)> =
+            filters.into_iter().filter(|f| seen.insert(f.1)).collect();
+        let exprs: Vec<&str> = filters.iter().map(|f| f.1).collect();
+        let i = &mut self.d.ifaces[iface];
+        let compiled: Vec<(u32, Arc<Compiled>)> = filters
+            .iter()
+            .filter_map(|(id, _)| Some((id.0, i.compiled.get(&id.0)?.clone())))
+            .collect();
+        i.held.release(i.applied.load(Ordering::Acquire));
+        let now = i.union.lock().unwrap_or_else(|e| e.into_inner()).1.clone();
+        let (program, chain) = match kernel::choose(i, &exprs, &compiled, &now) {
+            kernel::Choice::Same => return,
+            kernel::Choice::New(p, chain) => (p, chain),
         };
         let generation = {
             let mut u = i.union.lock().unwrap_or_else(|e| e.into_inner());
-            if u.1 == program {
-                return;
-            }
             u.0 += 1;
             u.1 = program;
             u.0
         };
+        if let Some(c) = chain {
+            i.held.keep(generation, c);
+        }
         i.controls.reload.store(true, Ordering::Relaxed);
         if !wait {
             return;
@@ -637,29 +649,4 @@ fn check_text(text: &str) -> Result<(), String> {
         ),
         false => Ok(()),
     }
-}
-
-/// A program that accepts every packet whole.
-fn accept_all(snaplen: u32) -> Vec<sluice_bpf::Insn> {
-    use sluice_bpf::op::{BPF_K, BPF_RET};
-    vec![sluice_bpf::Insn::stmt(BPF_RET | BPF_K, snaplen)]
-}
-
-/// One program accepting what any of the pcap filters accepts, when they
-/// are few and all pcap, and the result fits the kernel.
-fn union(exprs: &[&str], linktype: u16, snaplen: u32) -> Option<Vec<sluice_bpf::Insn>> {
-    if exprs.len() > UNION_MAX
-        || exprs
-            .iter()
-            .any(|e| Language::split(e).0 != Language::Pcap || e.trim().is_empty())
-    {
-        return None;
-    }
-    let lt = sluice_filter::LinkType::from_number(u32::from(linktype))?;
-    let text: Vec<String> = exprs.iter().map(|e| format!("({e})")).collect();
-    let p = Program::builder(lt)
-        .snaplen(snaplen)
-        .build(&text.join(" or "))
-        .ok()?;
-    (p.bpf().len() + 3 <= sluice_live::MAX_INSNS).then(|| p.bpf().to_vec())
 }

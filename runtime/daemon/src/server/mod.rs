@@ -12,6 +12,7 @@ pub(crate) mod chain;
 mod control;
 pub(crate) mod deliver;
 pub(crate) mod flows;
+mod kernel;
 mod publish;
 mod status;
 #[cfg(test)]
@@ -22,7 +23,9 @@ use arc_swap::ArcSwap;
 use deliver::{Clock, Deliver, Group, PathCounts, Routes};
 use sluice_flow::buffer::Preference;
 use sluice_flow::policy::Policy;
-use sluice_live::session::{Classify, Controls, Event, Report, Session, SessionConfig};
+use sluice_live::session::{
+    Classify, Controls, Event, KernelProgram, Report, Session, SessionConfig,
+};
 use sluice_live::KernelStats;
 use sluice_native::AutoClassifier;
 use sluice_shm::Listener;
@@ -137,7 +140,11 @@ pub(crate) struct Iface {
     pub(crate) groups: HashMap<u32, Arc<Group>>,
     /// The kernel pre-filter the capture thread picks up on a reload,
     /// with its generation (counted up at each change).
-    pub(crate) union: Arc<Mutex<(u64, Vec<sluice_bpf::Insn>)>>,
+    pub(crate) union: Arc<Mutex<(u64, KernelProgram)>>,
+    /// The eBPF pre-filters in force or waiting ([`kernel`]).
+    pub(crate) held: kernel::Held,
+    /// Each filter in the classifier, compiled (for an eBPF pre-filter).
+    pub(crate) compiled: HashMap<u32, Arc<sluice_classifier::merged::Compiled>>,
     /// The generation of the kernel pre-filter in force.
     pub(crate) applied: Arc<AtomicU64>,
     pub(crate) controls: Controls,
@@ -187,7 +194,7 @@ impl Daemon {
             let mut session = Session::open(&sc).map_err(DaemonError::Live)?;
             let linktype = session.linktype();
             let snaplen = session.snaplen();
-            let union = Arc::new(Mutex::new((0, reject_all())));
+            let union = Arc::new(Mutex::new((0, KernelProgram::Classic(reject_all()))));
             session
                 .prefilter(Some(&reject_all()))
                 .map_err(DaemonError::Live)?;
@@ -199,6 +206,8 @@ impl Daemon {
                 routes: Arc::new(ArcSwap::from_pointee(Routes::default())),
                 groups: HashMap::new(),
                 union,
+                held: kernel::Held::default(),
+                compiled: HashMap::new(),
                 applied: Arc::default(),
                 controls: Controls::default(),
                 counts: Arc::default(),
@@ -304,9 +313,9 @@ fn start_capture(
             let reading = Arc::new(AtomicU64::new(0));
             let read = reading.clone();
             session.on_reload(Box::new(move || {
-                let (generation, insns) = union.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let (generation, program) = union.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 read.store(generation, Ordering::Relaxed);
-                Ok((reload_make.clone(), insns.into()))
+                Ok((reload_make.clone(), program))
             }));
             let mut deliver = Deliver::new(routes, stall, clock, counts);
             let mut last_counts = std::time::Instant::now();

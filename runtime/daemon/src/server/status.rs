@@ -8,6 +8,7 @@
 
 use super::control::{Client, Control};
 use serde_json::{json, Value};
+use sluice_live::session::KernelProgram;
 use std::sync::atomic::Ordering;
 
 impl Control<'_> {
@@ -27,6 +28,11 @@ impl Control<'_> {
             .iter()
             .map(|i| {
                 let (filters, _, whole, bytes) = i.classifier.stats();
+                let kernel = match i.union.lock().map(|u| u.1.clone()) {
+                    Ok(KernelProgram::Classic(p)) => ("classic", p.len()),
+                    Ok(KernelProgram::Ebpf(k)) => ("ebpf", k.len()),
+                    Err(_) => ("classic", 0),
+                };
                 json!({
                     "name": i.name,
                     "linktype": i.linktype,
@@ -39,7 +45,8 @@ impl Control<'_> {
                     "filters": filters,
                     "filters_run_whole": whole,
                     "classifier_bytes": bytes,
-                    "kernel_filter_instructions": i.union.lock().map(|u| u.1.len()).unwrap_or(0),
+                    "kernel_filter_instructions": kernel.1,
+                    "kernel_filter": kernel.0,
                     "groups": i.groups.len(),
                 })
             })
