@@ -36,15 +36,33 @@ fn load(
     file: &str,
 ) -> Result<MultiFilter, Fail> {
     let lt = linktype_of(lt, name)?;
-    let compiled = sluice::split::compile_set(filters, &builder(lt, Some(big_endian), file))
+    chain(
+        filters,
+        lt,
+        Some(big_endian),
+        file,
+        Mode::TestRun,
+        Options::default(),
+    )
+}
+
+/// The filter set compiled for `lt` and built as a chain for `mode`.
+fn chain(
+    filters: &[FilterLine],
+    lt: sluice::LinkType,
+    big_endian: Option<bool>,
+    file: &str,
+    mode: Mode,
+    opts: Options,
+) -> Result<MultiFilter, Fail> {
+    let compiled = sluice::split::compile_set(filters, &builder(lt, big_endian, file))
         .map_err(|r| many(rejected(filters, lt, file, r), true))?;
     let set: Vec<(u32, &sluice::classifier::merged::Compiled)> = compiled
         .iter()
         .enumerate()
         .map(|(i, c)| (i as u32, c))
         .collect();
-    MultiFilter::build(&set, Mode::TestRun, Options::default())
-        .map_err(|e| Fail(format!("--engine ebpf: {e}")))
+    MultiFilter::build(&set, mode, opts).map_err(|e| Fail(format!("--engine ebpf: {e}")))
 }
 
 /// The refusal of the options that need every packet in user space.
@@ -78,20 +96,12 @@ pub(super) fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> 
         )));
     }
     let lt = linktype_of(live.linktype(), live.name())?;
-    let compiled = sluice::split::compile_set(filters, &builder(lt, None, file))
-        .map_err(|r| many(rejected(filters, lt, file, r), true))?;
-    let set: Vec<(u32, &sluice::classifier::merged::Compiled)> = compiled
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (i as u32, c))
-        .collect();
     // Nothing counted goes on to user space.
     let opts = Options {
         accept: 0,
         ..Options::default()
     };
-    let chain = MultiFilter::build(&set, Mode::Socket, opts)
-        .map_err(|e| Fail(format!("--engine ebpf: {e}")))?;
+    let chain = chain(filters, lt, None, file, Mode::Socket, opts)?;
     let insns: usize = chain.instructions().iter().sum();
     if !live.prefilter_ebpf(std::os::fd::AsFd::as_fd(chain.fd()), insns)? {
         return Err(Fail(
