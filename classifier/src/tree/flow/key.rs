@@ -1,0 +1,320 @@
+//! How a cached flow's key is read from a packet: each field as a plain
+//! load resolved once per subtable ([`Op`]), the whole key as masked
+//! words of the packet's first bytes where it can be ([`Wide`]), and the
+//! packet's signature that points the first level at an entry.
+//!
+//! Rule: these reads give exactly the values the tree's field reader
+//! gives (or [`ABORT`] where it aborts); a signature is only a hint.
+
+use super::super::{DecisionTree, Scratch};
+use crate::field::load;
+use crate::tree::field::FieldId;
+use std::hash::{Hash, Hasher};
+
+/// A field's value in a key: the value, or [`ABORT`] when the read aborts.
+pub(super) const ABORT: u64 = 1 << 32;
+
+/// How a subtable reads one of its fields: the tree's read of it
+/// ([`crate::tree::field::Read`]), resolved once when the subtable is made, so
+/// that a lookup reads plain loads without going through the field table.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Op {
+    /// `size` bytes at `off`, or at `off` past the IPv4 header whose first
+    /// byte is at `hdr` ([`NO_HDR`]: none), then `& mask`.
+    Load {
+        hdr: u32,
+        off: u32,
+        size: u8,
+        mask: u32,
+    },
+    /// The wire length.
+    Len,
+    /// A constant.
+    Const(u32),
+    /// Anything else: the tree's reader, memoised per packet.
+    Slow(FieldId),
+}
+
+/// [`Op::Load`] at a fixed offset.
+pub(super) const NO_HDR: u32 = u32::MAX;
+
+impl Op {
+    pub(super) fn of(fields: &crate::tree::field::Fields, f: FieldId) -> Op {
+        use crate::tree::field::Read;
+        match fields.how(f) {
+            Read::Load {
+                hdr,
+                off,
+                size,
+                mask,
+            } if hdr.map_or(true, |h| h != NO_HDR) => Op::Load {
+                hdr: hdr.unwrap_or(NO_HDR),
+                off: *off,
+                size: *size,
+                mask: *mask,
+            },
+            Read::Len => Op::Len,
+            Read::Const(k) => Op::Const(*k),
+            _ => Op::Slow(f),
+        }
+    }
+
+    /// The field's value in a key: as [`crate::tree::field::Fields::read`]
+    /// reads it, or [`ABORT`].
+    #[inline(always)]
+    pub(super) fn read(self, t: &DecisionTree, pkt: &[u8], wirelen: u32, s: &mut Scratch) -> u64 {
+        match self {
+            Op::Load {
+                hdr,
+                off,
+                size,
+                mask,
+            } => {
+                let Some(at) = address(hdr, off, pkt) else {
+                    return ABORT;
+                };
+                match load(pkt, at, u32::from(size)) {
+                    Some(v) => u64::from(v & mask),
+                    None => ABORT,
+                }
+            }
+            Op::Len => u64::from(wirelen),
+            Op::Const(k) => u64::from(k),
+            Op::Slow(f) => t
+                .fields
+                .read(f, pkt, wirelen, &mut s.memo)
+                .map_or(ABORT, u64::from),
+        }
+    }
+}
+
+/// Where an [`Op::Load`] reads: `off`, or `off` past the IPv4 header whose
+/// first byte is at `hdr`; `None` when the packet lacks that byte.
+#[inline(always)]
+fn address(hdr: u32, off: u32, pkt: &[u8]) -> Option<u64> {
+    if hdr == NO_HDR {
+        return Some(u64::from(off));
+    }
+    pkt.get(hdr as usize)
+        .map(|b| (u64::from(b & 0xf) << 2) + u64::from(off))
+}
+
+/// Bytes of a packet a [`Wide`] form covers.
+pub(super) const WIDE_BYTES: usize = 64;
+
+/// An entry's key as the first-level check reads it: a packet of at
+/// least `need` bytes and fewer than `below` (where the key's loads
+/// aborted) whose first [`WIDE_BYTES`] bytes, as little-endian
+/// words `& mask`, equal `value` (and whose wire length is `wirelen`, if
+/// the key has it) agrees with the entry on every field (each field a
+/// load at a fixed offset, or behind an IPv4 header whose length nibble
+/// is then part of the mask, or the wire length). Eight loads and
+/// compares instead of a read per field. `need` above [`WIDE_BYTES`]: no such form
+/// (a field of another kind, or beyond those bytes, or a read that
+/// aborted); the fields are read one by one.
+#[derive(Clone, Debug)]
+pub(super) struct Wide {
+    mask: [u64; WIDE_BYTES / 8],
+    value: [u64; WIDE_BYTES / 8],
+    need: u32,
+    below: u32,
+    /// The wire length, as `u64`, or [`ANY_LEN`].
+    wirelen: u64,
+}
+
+/// [`Wide::wirelen`] of a key without the wire length.
+pub(super) const ANY_LEN: u64 = u64::MAX;
+
+impl Wide {
+    pub(super) const NONE: Wide = Wide {
+        mask: [0; WIDE_BYTES / 8],
+        value: [0; WIDE_BYTES / 8],
+        need: u32::MAX,
+        below: u32::MAX,
+        wirelen: ANY_LEN,
+    };
+
+    /// The form of `key` (read by `ops` from `pkt`).
+    pub(super) fn of(ops: &[Op], key: &[u64], pkt: &[u8]) -> Wide {
+        let mut w = Wide {
+            need: 0,
+            ..Wide::NONE
+        };
+        for (op, &k) in ops.iter().zip(key) {
+            match *op {
+                Op::Const(_) => {}
+                Op::Load {
+                    hdr,
+                    off,
+                    size,
+                    mask,
+                } => {
+                    let Some(at) = address(hdr, off, pkt) else {
+                        // Aborted for want of the header's first byte.
+                        w.below = w.below.min(hdr.saturating_add(1));
+                        continue;
+                    };
+                    // The header length the address depends on is part of
+                    // the form.
+                    if hdr != NO_HDR && !w.byte(u64::from(hdr), 0x0f, pkt[hdr as usize]) {
+                        return Wide::NONE;
+                    }
+                    if k == ABORT {
+                        // The packet ends before the load's end.
+                        let end = (at + u64::from(size)).min(u64::from(u32::MAX));
+                        w.below = w.below.min(end as u32);
+                        continue;
+                    }
+                    for j in 0..u64::from(size) {
+                        let shift = 8 * (u64::from(size) - 1 - j);
+                        let (m, v) = ((mask >> shift) as u8, (k >> shift) as u8);
+                        if !w.byte(at + j, m, v) {
+                            return Wide::NONE;
+                        }
+                    }
+                }
+                Op::Len if k != ABORT => w.wirelen = k,
+                Op::Len | Op::Slow(_) => return Wide::NONE,
+            }
+        }
+        w
+    }
+
+    /// Require byte `at` of the packet `& m` to be `v`: false when it is
+    /// beyond the form's bytes.
+    fn byte(&mut self, at: u64, m: u8, v: u8) -> bool {
+        if at >= WIDE_BYTES as u64 {
+            return false;
+        }
+        let (i, shift) = (at as usize / 8, 8 * (at % 8));
+        self.mask[i] |= u64::from(m) << shift;
+        self.value[i] |= u64::from(v & m) << shift;
+        self.need = self.need.max(at as u32 + 1);
+        true
+    }
+
+    /// Whether the key has this form (else its fields are read one by one).
+    pub(super) fn exists(&self) -> bool {
+        self.need <= WIDE_BYTES as u32
+    }
+
+    /// Does the packet agree with the form? `None` when there is no form.
+    #[inline]
+    pub(super) fn matches(&self, pkt: &[u8], wirelen: u32) -> Option<bool> {
+        if !self.exists() {
+            return None;
+        }
+        if pkt.len() < self.need as usize
+            || pkt.len() >= self.below as usize
+            || (self.wirelen != ANY_LEN && self.wirelen != u64::from(wirelen))
+        {
+            return Some(false);
+        }
+        let mut short = [0u8; WIDE_BYTES];
+        let bytes = match pkt.get(..WIDE_BYTES) {
+            Some(b) => b,
+            None => {
+                short[..pkt.len()].copy_from_slice(pkt);
+                &short[..]
+            }
+        };
+        let mut diff = 0;
+        for (i, c) in bytes.chunks_exact(8).enumerate() {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(c);
+            diff |= (u64::from_le_bytes(b) & self.mask[i]) ^ self.value[i];
+        }
+        Some(diff == 0)
+    }
+}
+
+/// A packet's signature: a hash of the header fields that stay the same
+/// along a flow (addresses, VLAN tags, protocol, ports, TCP flags), not of
+/// those that change from packet to packet (IP identification, length,
+/// checksums, sequence numbers). Only a hint of which entry holds the
+/// packet's flow: the entry's key, read from the packet, decides.
+///
+/// Ethernet frames of IPv4 with a 20-byte header take six wide loads and
+/// two multiplications; other packets hash their headers bytewise.
+#[inline]
+pub(super) fn signature(pkt: &[u8]) -> u64 {
+    if let Some(h) = pkt.get(..48) {
+        if h[12] == 0x08 && h[13] == 0 && h[14] == 0x45 {
+            let w = |o: usize| {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&h[o..o + 8]);
+                u64::from_le_bytes(b)
+            };
+            // Little-endian: byte o + i of the frame is bits 8i..8i + 8.
+            // Bytes 0..16: the addresses, type, version, header length, TOS.
+            let (a, b) = (w(0), w(8));
+            // Bytes 20..24: flags, fragment offset, TTL, protocol (not the
+            // length and identification before them).
+            let c = w(16) & 0xffff_ffff_0000_0000;
+            // Bytes 26..32 (not the checksum before them): the addresses.
+            let d = w(24) & !0xffff;
+            // Bytes 32..38: the rest of the addresses, the ports.
+            let e = w(32) & 0x0000_ffff_ffff_ffff;
+            // Bytes 46..48 of TCP: data offset and flags.
+            let f = if h[23] == 6 {
+                w(40) & 0xffff_0000_0000_0000
+            } else {
+                0
+            };
+            let fold = |x: u64, y: u64| {
+                let p = u128::from(x) * u128::from(y);
+                (p as u64) ^ ((p >> 64) as u64)
+            };
+            return fold(a ^ d ^ 0x9e37_79b9_7f4a_7c15, b ^ f ^ 0xbf58_476d_1ce4_e5b9)
+                ^ fold(c ^ 0x94d0_49bb_1331_11eb, e ^ 0x2545_f491_4f6c_dd1d);
+        }
+    }
+    bytewise_signature(pkt)
+}
+
+/// [`signature`] of any packet: its headers hashed bytewise.
+pub(super) fn bytewise_signature(pkt: &[u8]) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    let half = |o: usize| pkt.get(o..o + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+    let mut at = 12;
+    while matches!(half(at), Some(0x8100 | 0x88a8 | 0x9100)) {
+        at += 4;
+    }
+    let bytes = |h: &mut rustc_hash::FxHasher, r: std::ops::Range<usize>| {
+        let r = r.start.min(pkt.len())..r.end.min(pkt.len());
+        pkt[r].hash(h);
+    };
+    bytes(&mut h, 0..at + 2);
+    let l3 = at + 2;
+    let l4 = match half(at) {
+        Some(0x0800) => {
+            let ihl = pkt.get(l3).map_or(20, |b| usize::from(b & 0xf) * 4);
+            bytes(&mut h, l3..l3 + 2); // version, header length, TOS
+            bytes(&mut h, l3 + 6..l3 + 8); // flags, fragment offset
+            bytes(&mut h, l3 + 9..l3 + 10); // protocol
+            bytes(&mut h, l3 + 12..l3 + 20); // addresses
+            pkt.get(l3 + 9).map(|p| (l3 + ihl, *p))
+        }
+        Some(0x86dd) => {
+            bytes(&mut h, l3..l3 + 4);
+            bytes(&mut h, l3 + 6..l3 + 7);
+            bytes(&mut h, l3 + 8..l3 + 40);
+            pkt.get(l3 + 6).map(|p| (l3 + 40, *p))
+        }
+        _ => {
+            bytes(&mut h, l3..l3 + 48);
+            None
+        }
+    };
+    match l4 {
+        Some((l4, 6)) => {
+            bytes(&mut h, l4..l4 + 4);
+            bytes(&mut h, l4 + 12..l4 + 14); // data offset, flags
+        }
+        Some((l4, 17 | 132)) => bytes(&mut h, l4..l4 + 4),
+        Some((l4, _)) => bytes(&mut h, l4..l4 + 4),
+        None => {}
+    }
+    pkt.len().min(64).hash(&mut h);
+    h.finish()
+}
