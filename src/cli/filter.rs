@@ -772,14 +772,19 @@ impl std::os::fd::AsFd for SocketProgram {
 }
 
 impl Ebpf {
+    /// `p`'s intermediate form, which eBPF is made from; the error names
+    /// the option (`what`) that asked for it.
+    fn ir<'p>(p: &'p Program, what: &str) -> Result<&'p sluice::ir::Filter, Fail> {
+        p.ir().ok_or_else(|| {
+            Fail(format!(
+                "{what}: this BPF program has no intermediate form to compile to eBPF"
+            ))
+        })
+    }
+
     /// The eBPF program for `p`'s intermediate form.
     fn lower(p: &Program) -> Result<Vec<sluice::ebpf::Insn>, Fail> {
-        let ir = p.ir().ok_or_else(|| {
-            Fail(
-                "--engine ebpf: this BPF program has no intermediate form to compile to eBPF"
-                    .into(),
-            )
-        })?;
+        let ir = Ebpf::ir(p, "--engine ebpf")?;
         sluice::ebpf::lower(ir, sluice::ebpf::Mode::TestRun)
             .map_err(|e| Fail(format!("--engine ebpf: {e}")))
     }
@@ -794,12 +799,7 @@ impl Ebpf {
                 "--engine ebpf: {iface}: live capture runs eBPF on Ethernet, raw IP and cooked (any) links only"
             )));
         }
-        let ir = p.ir().ok_or_else(|| {
-            Fail(
-                "--engine ebpf: this BPF program has no intermediate form to compile to eBPF"
-                    .into(),
-            )
-        })?;
+        let ir = Ebpf::ir(p, "--engine ebpf")?;
         let loaded =
             sluice::ebpf::Loaded::compile_for_link(ir, sluice::ebpf::Mode::Socket, linktype)
                 .map_err(|e| Fail(format!("--engine ebpf: {e}")))?;
@@ -832,9 +832,7 @@ impl Ebpf {
 
     /// `p` as a loaded XDP program.
     fn xdp_program(p: &Program) -> Result<sluice::ebpf::Loaded, Fail> {
-        let ir = p.ir().ok_or_else(|| {
-            Fail("--xdp: this BPF program has no intermediate form to compile to eBPF".into())
-        })?;
+        let ir = Ebpf::ir(p, "--xdp")?;
         sluice::ebpf::Loaded::compile(ir, sluice::ebpf::Mode::Xdp)
             .map_err(|e| Fail(format!("--xdp: {e}")))
     }

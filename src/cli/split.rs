@@ -491,30 +491,28 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
     report(&args, &filters, &counts, &bits, seen, frag.as_ref())
 }
 
-/// Most filters for which a kernel program accepting any of them is tried.
-const UNION_MAX_FILTERS: usize = 256;
-
 /// A program accepting what any filter accepts, for the kernel: when
 /// every filter is a pcap expression (`LANG:@path` read relative to
 /// `dir`), there are few enough of them, and the result fits the
 /// kernel's limit.
 fn union_program(filters: &[FilterLine], lt: LinkType, dir: Option<&Path>) -> Option<Program> {
-    if filters.len() > UNION_MAX_FILTERS {
+    if filters.len() > sluice::split::compile::UNION_MAX {
         return None;
     }
-    let text = filters
+    let exprs = filters
         .iter()
         .map(|f| {
-            let spec = sluice::Spec::parse(&f.expression, dir).ok()?;
-            let e = spec.expression()?;
-            (!e.trim().is_empty()).then(|| format!("({e})"))
+            Some(
+                sluice::Spec::parse(&f.expression, dir)
+                    .ok()?
+                    .expression()?
+                    .to_string(),
+            )
         })
         .collect::<Option<Vec<String>>>()?;
-    let p = Program::builder(lt)
-        .snaplen(super::DEFAULT_SNAPLEN)
-        .build(&text.join(" or "))
-        .ok()?;
-    (p.bpf().len() + 3 <= sluice::live::MAX_INSNS).then_some(p)
+    let exprs: Vec<&str> = exprs.iter().map(String::as_str).collect();
+    let builder = Program::builder(lt).snaplen(super::DEFAULT_SNAPLEN);
+    sluice::split::compile::union_program(&exprs, &builder, sluice::live::MAX_INSNS)
 }
 
 /// `sluice split -i`: the filters merged for the interface's link type,

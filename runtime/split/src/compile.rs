@@ -17,7 +17,7 @@
 //! ```
 
 use sluice_classifier::merged::Compiled;
-use sluice_filter::{Error, ProgramBuilder};
+use sluice_filter::{Error, Program, ProgramBuilder};
 
 /// Below this many filters per thread, compiling on one thread is as fast.
 const PER_THREAD: usize = 64;
@@ -59,6 +59,35 @@ pub fn compile_all<S: AsRef<str> + Sync>(
 pub fn compile(builder: &ProgramBuilder, text: &str) -> Result<Compiled, Error> {
     let p = builder.build(text)?;
     Ok(p.for_merging())
+}
+
+/// Most filters for which [`union_program`] tries one program.
+pub const UNION_MAX: usize = 256;
+
+/// One program accepting what any of the pcap expressions `exprs`
+/// accepts, built with `builder`, for a kernel pre-filter: `None` when
+/// there are more than [`UNION_MAX`], one is empty (every packet), it does
+/// not compile, or it is longer than `max_insns` less the three
+/// instructions of the kernel's VLAN check.
+///
+/// ```
+/// use sluice_filter::{LinkType, Program};
+/// let b = Program::builder(LinkType::EN10MB);
+/// let u = sluice_split::compile::union_program(&["tcp port 80", "udp"], &b, 4096).unwrap();
+/// assert!(u.bpf().len() > 3);
+/// assert!(sluice_split::compile::union_program(&["tcp", " "], &b, 4096).is_none());
+/// ```
+pub fn union_program(
+    exprs: &[&str],
+    builder: &ProgramBuilder,
+    max_insns: usize,
+) -> Option<Program> {
+    if exprs.len() > UNION_MAX || exprs.iter().any(|e| e.trim().is_empty()) {
+        return None;
+    }
+    let text: Vec<String> = exprs.iter().map(|e| format!("({e})")).collect();
+    let p = builder.build(&text.join(" or ")).ok()?;
+    (p.bpf().len() + 3 <= max_insns).then_some(p)
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The kernel pre-filter an interface's flows add up to: the union of
 //! their pcap filters as classic BPF where it fits the kernel (at most
-//! [`UNION_MAX`] filters and the kernel's 4,096 instructions); else the
+//! [`sluice_split::compile::UNION_MAX`] filters and the kernel's 4,096 instructions); else the
 //! whole merged set as one eBPF program chain with maps (sluice-ebpf's
 //! [`MultiFilter`], as a socket filter), up to [`EBPF_MAX`] filters; else
 //! every packet.
@@ -20,8 +20,6 @@ use sluice_live::KernelFilter;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 
-/// Most filters in one interface's classic pre-filter union.
-const UNION_MAX: usize = 256;
 /// Most filters in an eBPF pre-filter (more: every packet reaches user
 /// space; a build of this many session filters takes some 50 ms on the
 /// control thread).
@@ -129,18 +127,11 @@ fn accept_all(snaplen: u32) -> Vec<sluice_bpf::Insn> {
 /// One program accepting what any of the pcap filters accepts, when they
 /// are few and all pcap, and the result fits the kernel.
 fn union(exprs: &[&str], linktype: u16, snaplen: u32) -> Option<Vec<sluice_bpf::Insn>> {
-    if exprs.len() > UNION_MAX
-        || exprs
-            .iter()
-            .any(|e| Language::split(e).0 != Language::Pcap || e.trim().is_empty())
-    {
+    if exprs.iter().any(|e| Language::split(e).0 != Language::Pcap) {
         return None;
     }
     let lt = sluice_filter::LinkType::from_number(u32::from(linktype))?;
-    let text: Vec<String> = exprs.iter().map(|e| format!("({e})")).collect();
-    let p = Program::builder(lt)
-        .snaplen(snaplen)
-        .build(&text.join(" or "))
-        .ok()?;
-    (p.bpf().len() + 3 <= sluice_live::MAX_INSNS).then(|| p.bpf().to_vec())
+    let builder = Program::builder(lt).snaplen(snaplen);
+    let p = sluice_split::compile::union_program(exprs, &builder, sluice_live::MAX_INSNS)?;
+    Some(p.bpf().to_vec())
 }

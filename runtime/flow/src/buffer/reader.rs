@@ -94,18 +94,7 @@ impl Reader {
         batch: u64,
     ) -> Option<Reader> {
         let slot = ibuf.register()?;
-        let r = ibuf.readers()[slot].load(Ordering::Acquire);
-        Some(Reader {
-            pbuf,
-            ibuf,
-            slot,
-            r,
-            published: r,
-            batch: batch.max(1),
-            delivered: 0,
-            lost: 0,
-            scratch: Vec::new(),
-        })
+        Reader::adopt(pbuf, ibuf, slot, batch)
     }
 
     /// A reader on a slot of `ibuf` someone else registered for it (the
