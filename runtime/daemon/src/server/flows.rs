@@ -606,14 +606,11 @@ impl Control<'_> {
         let filters: Vec<(FilterId, &str)> =
             filters.into_iter().filter(|f| seen.insert(f.1)).collect();
         let exprs: Vec<&str> = filters.iter().map(|f| f.1).collect();
+        let ids: Vec<u32> = filters.iter().map(|f| f.0 .0).collect();
         let i = &mut self.d.ifaces[iface];
-        let compiled: Vec<(u32, Arc<Compiled>)> = filters
-            .iter()
-            .filter_map(|(id, _)| Some((id.0, i.compiled.get(&id.0)?.clone())))
-            .collect();
         i.held.release(i.applied.load(Ordering::Acquire));
         let now = i.union.lock().unwrap_or_else(|e| e.into_inner()).1.clone();
-        let (program, chain) = match kernel::choose(i, &exprs, &compiled, &now) {
+        let (program, chain) = match kernel::choose(i, &ids, &exprs, &now) {
             kernel::Choice::Same => return,
             kernel::Choice::New(p, chain) => (p, chain),
         };

@@ -63,15 +63,10 @@ impl AsFd for Entry {
     }
 }
 
-/// The pre-filter of interface `i` for the flows' filters `exprs` (texts
-/// with their language prefixes) and `compiled` (id and compiled filter,
-/// the same filters), against the one in force, `now`.
-pub(crate) fn choose(
-    i: &mut Iface,
-    exprs: &[&str],
-    compiled: &[(u32, Arc<Compiled>)],
-    now: &KernelProgram,
-) -> Choice {
+/// The pre-filter of interface `i` for the flows' filters: `ids` (in the
+/// classifier) and `exprs` (their texts, with their language prefixes),
+/// each text once; against the one in force, `now`.
+pub(crate) fn choose(i: &mut Iface, ids: &[u32], exprs: &[&str], now: &KernelProgram) -> Choice {
     let program = if exprs.is_empty() {
         super::reject_all()
     } else if exprs.iter().any(|e| e.trim().is_empty()) {
@@ -79,13 +74,17 @@ pub(crate) fn choose(
         accept_all(i.snaplen)
     } else if let Some(p) = union(exprs, i.linktype, i.snaplen) {
         p
-    } else if compiled.len() <= EBPF_MAX {
-        let mut ids: Vec<u32> = compiled.iter().map(|c| c.0).collect();
+    } else if ids.len() <= EBPF_MAX {
+        let mut ids = ids.to_vec();
         ids.sort_unstable();
         if matches!(now, KernelProgram::Ebpf(_)) && ids == i.held.ids {
             return Choice::Same;
         }
-        match chain(compiled, i.snaplen) {
+        let compiled: Vec<(u32, &Compiled)> = ids
+            .iter()
+            .filter_map(|id| Some((*id, &**i.compiled.get(id)?)))
+            .collect();
+        match chain(&compiled, i.snaplen) {
             Some((k, m)) => {
                 i.held.ids = ids;
                 return Choice::New(KernelProgram::Ebpf(k), Some(m));
@@ -104,16 +103,12 @@ pub(crate) fn choose(
 /// The set as one eBPF socket-filter chain, or `None` where it cannot be
 /// one (too many programs for the kernel, a filter it does not take, no
 /// privilege): then every packet goes to user space.
-fn chain(
-    compiled: &[(u32, Arc<Compiled>)],
-    snaplen: u32,
-) -> Option<(KernelFilter, Arc<MultiFilter>)> {
-    let set: Vec<(u32, &Compiled)> = compiled.iter().map(|(id, c)| (*id, &**c)).collect();
+fn chain(set: &[(u32, &Compiled)], snaplen: u32) -> Option<(KernelFilter, Arc<MultiFilter>)> {
     let opts = Options {
         accept: snaplen,
         ..Options::default()
     };
-    let m = Arc::new(MultiFilter::build(&set, Mode::Socket, opts).ok()?);
+    let m = Arc::new(MultiFilter::build(set, Mode::Socket, opts).ok()?);
     let insns = m.instructions().iter().sum();
     Some((KernelFilter::ebpf(Arc::new(Entry(m.clone())), insns), m))
 }
