@@ -32,16 +32,16 @@ pub(crate) const SKB_VLAN_PRESENT: i16 = 20;
 /// `struct __sk_buff` offsets of `data` and `data_end`.
 const SKB_DATA: (i16, i16) = (76, 80);
 /// `struct xdp_md` offsets of `data` and `data_end`.
-const XDP_DATA: (i16, i16) = (0, 4);
+pub(crate) const XDP_DATA: (i16, i16) = (0, 4);
 /// Direct packet access takes offsets the verifier can bound below this
 /// (an offset plus the bytes read stays within its `MAX_PACKET_OFF`,
 /// 0xffff); no packet these programs see is that long.
 const DIRECT_MAX: u32 = 0xfff0;
 /// XDP's verdicts.
-const XDP_DROP: u32 = 1;
-const XDP_PASS: u32 = 2;
+pub(crate) const XDP_DROP: u32 = 1;
+pub(crate) const XDP_PASS: u32 = 2;
 /// `struct __sk_buff` offsets of `pkt_type`, `protocol` and `ifindex`.
-const SKB_PKT_TYPE: i16 = 4;
+pub(crate) const SKB_PKT_TYPE: i16 = 4;
 const SKB_PROTOCOL: i16 = 16;
 const SKB_IFINDEX: i16 = 40;
 
@@ -309,7 +309,7 @@ impl Emitter {
     /// An empty program reading packets as `mode` on link type `linktype`
     /// does best: directly for test runs and XDP, with `LD_ABS` for socket
     /// filters, moved past a cooked header for those on cooked links.
-    fn for_link(mode: Mode, linktype: u16) -> Emitter {
+    pub(crate) fn for_link(mode: Mode, linktype: u16) -> Emitter {
         let mut e = Emitter::new();
         e.direct = match mode {
             Mode::TestRun => Some(SKB_DATA),

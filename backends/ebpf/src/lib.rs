@@ -361,17 +361,22 @@ impl XdpLink {
             Mode::Xdp,
             "only XDP programs attach to an interface"
         );
+        XdpLink::attach_fd(&prog.fd, iface)
+    }
+
+    /// Attach the XDP program `prog` (native, else generic).
+    pub(crate) fn attach_fd(prog: &OwnedFd, iface: &str) -> Result<XdpLink, Error> {
         let ifindex = sys::ifindex(iface).map_err(|e| Error::Attach(iface.into(), e))?;
         const SKB_MODE: u32 = 1 << 1;
         const DRV_MODE: u32 = 1 << 2;
-        match sys::xdp_link(&prog.fd, ifindex, DRV_MODE) {
+        match sys::xdp_link(prog, ifindex, DRV_MODE) {
             Ok(fd) => Ok(XdpLink {
                 fd,
                 iface: iface.into(),
                 native: true,
             }),
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) => Err(Error::Attach(iface.into(), e)),
-            Err(_) => match sys::xdp_link(&prog.fd, ifindex, SKB_MODE) {
+            Err(_) => match sys::xdp_link(prog, ifindex, SKB_MODE) {
                 Ok(fd) => Ok(XdpLink {
                     fd,
                     iface: iface.into(),

@@ -74,7 +74,7 @@
 
 use crate::emit::{
     alu32, alu64, alu64x, shared_ids, slot_off, Emitter, Label, SKB_CB0, SKB_CB1, SKB_LEN,
-    SKB_VLAN_PRESENT, SLOTS,
+    SKB_PKT_TYPE, SKB_VLAN_PRESENT, SLOTS, XDP_DATA, XDP_DROP, XDP_PASS,
 };
 use crate::insn::{op, Insn};
 use crate::{load_program, sys, test_run, Error, Mode};
@@ -136,6 +136,10 @@ pub struct Options {
     /// and searched, with no lookup; but a key-only change to such a
     /// group needs a rebuild. 0: every group in the key map.
     pub inline: usize,
+    /// [`Mode::Socket`] only: frames the host receives pass uncounted
+    /// (the program returns 0) and only the frames it sends are judged,
+    /// for a socket beside an XDP chain that judges what arrives.
+    pub outgoing_only: bool,
 }
 
 impl Default for Options {
@@ -145,6 +149,7 @@ impl Default for Options {
             capacity: 0,
             accept: u32::MAX,
             inline: 2,
+            outgoing_only: false,
         }
     }
 }
@@ -283,6 +288,8 @@ struct Maps<'a> {
     key_words: usize,
     capacity: u32,
     accept: u32,
+    mode: Mode,
+    outgoing_only: bool,
 }
 
 impl Maps<'_> {
@@ -407,14 +414,33 @@ impl Maps<'_> {
         units: &[Unit],
         k: usize,
         last: bool,
-        mode: Mode,
     ) -> Result<Vec<Insn>, Error> {
-        let mut e = Emitter::new();
+        let mode = self.mode;
+        let mut e = Emitter::for_link(mode, 1);
         let (verdict, zero, all) = (e.label(), e.label(), e.label());
+        // What the program returns when some filter matched, and when
+        // none did (XDP: pass the frame on, or drop it).
+        let (yes, no) = match mode {
+            Mode::Xdp => (XDP_PASS, XDP_DROP),
+            _ => (self.accept, 0),
+        };
         // Every jump stays within its part of the program: the kernel
         // expands instructions (LD_ABS, map lookups) as it verifies, and a
         // jump across the whole program would outgrow 16 bits.
         e.put(alu64x(op::MOV, 6, 1));
+        if mode == Mode::Socket && self.outgoing_only {
+            // Received frames are the XDP chain's: not counted here.
+            const PACKET_OUTGOING: i32 = 4;
+            let sent = e.label();
+            e.put(ldx(op::W, 0, 6, SKB_PKT_TYPE));
+            e.jump(
+                Insn::new(op::JMP | op::JEQ | op::K, 0, 0, 0, PACKET_OUTGOING),
+                sent,
+            );
+            e.put(alu32(op::MOV, 0, 0));
+            e.put(exit());
+            e.mark(sent);
+        }
         if mode == Mode::Socket {
             // As for one filter: a frame whose VLAN tag the kernel took
             // off passes uncounted; user space judges it.
@@ -441,7 +467,12 @@ impl Maps<'_> {
         e.put(call(HELPER_MAP_LOOKUP));
         let found = e.label();
         e.jump(Insn::new(op::JMP | op::JNE | op::K, 0, 0, 0, 0), found);
-        e.put(alu32(op::MOV, 0, 0));
+        // (Never: the entry exists.) XDP passes the frame on.
+        e.put(alu32(
+            op::MOV,
+            0,
+            if mode == Mode::Xdp { XDP_PASS } else { 0 },
+        ));
         e.put(exit());
         e.mark(found);
         e.put(stx(op::DW, 10, slot_off(SEQ_PTR), 0));
@@ -459,11 +490,11 @@ impl Maps<'_> {
                 Unit::Whole(..) => None,
             })
             .collect();
-        self.trie(&mut e, m, guards, &groups, 0, mode)?;
+        self.trie(&mut e, m, guards, &groups, 0)?;
         for u in units {
             if let Unit::Whole(id, f) = u {
                 let skip = e.label();
-                lengths(&mut e, mode);
+                lengths(&mut e, self.mode);
                 self.whole(&mut e, *id, f, skip)?;
                 e.mark(skip);
             }
@@ -480,31 +511,31 @@ impl Maps<'_> {
         e.put(ldx(op::DW, 3, 10, slot_off(SEQ)));
         e.jump(Insn::new(op::JMP | op::JEQ | op::X, 2, 3, 0, 0), all);
         e.mark(zero);
-        e.put(alu32(op::MOV, 0, 0));
+        e.put(alu32(op::MOV, 0, no));
         e.put(exit());
         e.mark(all);
-        e.put(alu32(op::MOV, 0, self.accept));
+        e.put(alu32(op::MOV, 0, yes));
         e.put(exit());
         e.layout()
     }
 
     /// Instructions a guard takes, and a group's body.
-    fn guard_size(guard: &Pred) -> Result<usize, Error> {
-        let mut e = Emitter::new();
+    fn guard_size(&self, guard: &Pred) -> Result<usize, Error> {
+        let mut e = Emitter::for_link(self.mode, 1);
         e.used = RESERVED;
         let (t, f) = (e.label(), e.label());
         e.cond(guard, t, f)?;
         Ok(e.emitted() + 4)
     }
     fn body_size(&self, m: &Merged, g: u32, key: u32) -> Result<usize, Error> {
-        let mut e = Emitter::new();
+        let mut e = Emitter::for_link(self.mode, 1);
         e.used = RESERVED;
         let skip = e.label();
         self.group(&mut e, m, g, key, skip)?;
         Ok(e.emitted() + 4)
     }
     fn whole_size(&self, id: u32, f: &Filter) -> Result<usize, Error> {
-        let mut e = Emitter::new();
+        let mut e = Emitter::for_link(self.mode, 1);
         e.used = RESERVED;
         let skip = e.label();
         self.whole(&mut e, id, f, skip)?;
@@ -527,8 +558,13 @@ fn lengths(e: &mut Emitter, mode: Mode) {
             e.put(ldx(op::W, 7, 6, SKB_LEN));
             e.put(alu64x(op::MOV, 8, 7));
         }
-        // Refused by MultiFilter::build: no verdicts of XDP's kind here.
-        Mode::Xdp => unreachable!("a filter set is not built as XDP"),
+        Mode::Xdp => {
+            // The whole frame is there: both lengths are data_end - data.
+            e.put(ldx(op::W, 7, 6, XDP_DATA.1));
+            e.put(ldx(op::W, 1, 6, XDP_DATA.0));
+            e.put(alu64x(op::SUB, 7, 1));
+            e.put(alu64x(op::MOV, 8, 7));
+        }
     }
     e.put(alu64(op::MOV, 9, 0));
 }
@@ -556,11 +592,6 @@ impl MultiFilter {
         mode: Mode,
         opts: Options,
     ) -> Result<MultiFilter, Error> {
-        if mode == Mode::Xdp {
-            return Err(Error::Unsupported(
-                "a filter set runs as a test run or a socket filter, not yet as XDP".into(),
-            ));
-        }
         let mut merged = Merged::default();
         let mut by_id = HashMap::new();
         for (id, c) in filters {
@@ -712,12 +743,14 @@ impl MultiFilter {
             key_words: me.key_words,
             capacity,
             accept: opts.accept,
+            mode,
+            outgoing_only: opts.outgoing_only,
         };
         // Units into programs by their size: a group costs its body and
         // the guards it does not share with the group before it.
         let guard_sizes: Vec<usize> = guards
             .iter()
-            .map(Maps::guard_size)
+            .map(|g| maps.guard_size(g))
             .collect::<Result<_, _>>()?;
         let mut chunks: Vec<std::ops::Range<usize>> = Vec::new();
         let (mut start, mut size, mut prev): (usize, usize, &[usize]) = (0, 0, &[]);
@@ -757,7 +790,7 @@ impl MultiFilter {
         let mut progs = Vec::new();
         for (k, r) in chunks.iter().enumerate() {
             let last = k + 1 == chunks.len();
-            progs.push(maps.program(&me.merged, &guards, &units[r.clone()], k, last, mode)?);
+            progs.push(maps.program(&me.merged, &guards, &units[r.clone()], k, last)?);
         }
         for (k, insns) in progs.iter().enumerate() {
             let fd = load_program(insns, mode)?;
@@ -925,8 +958,10 @@ impl MultiFilter {
     }
 
     /// Run a packet through the chain in the kernel (`BPF_PROG_TEST_RUN`;
-    /// only [`Mode::TestRun`]): nonzero when some filter matched, and
-    /// every matching filter counted.
+    /// [`Mode::TestRun`], or [`Mode::Xdp`] for frames of 14 bytes or more,
+    /// whose wire length is their length): nonzero when some filter
+    /// matched (XDP: `XDP_PASS`, else `XDP_DROP`), and every matching
+    /// filter counted.
     ///
     /// ```no_run
     /// use sluice_classifier::merged::Compiled;
@@ -951,12 +986,34 @@ impl MultiFilter {
     /// # Ok::<(), sluice_ebpf::Error>(())
     /// ```
     pub fn bench(&self, pkt: &[u8], wirelen: u32, repeat: u32) -> Result<(u32, u32), Error> {
+        match self.mode {
+            Mode::TestRun => test_run(&self.progs[0], pkt, wirelen, repeat),
+            // The frame is whole: its length is the wire length.
+            Mode::Xdp if pkt.len() > crate::MAX_TEST_PACKET => Err(Error::PacketTooLong(pkt.len())),
+            Mode::Xdp => sys::test_run(&self.progs[0], pkt, &[], repeat).map_err(Error::Run),
+            Mode::Socket => panic!("a socket filter chain runs only on a socket"),
+        }
+    }
+
+    /// Attach the chain ([`Mode::Xdp`]) to interface `iface` as its XDP
+    /// program: native where the driver has XDP, generic otherwise. The
+    /// link detaches it when dropped or when the process ends.
+    ///
+    /// ```no_run
+    /// use sluice_classifier::merged::Compiled;
+    /// let f = Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1));
+    /// let m = sluice_ebpf::MultiFilter::build(&[(0, &f)], sluice_ebpf::Mode::Xdp, Default::default())?;
+    /// let link = m.attach_xdp("eth0")?;
+    /// # let _ = link;
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn attach_xdp(&self, iface: &str) -> Result<crate::XdpLink, Error> {
         assert_eq!(
             self.mode,
-            Mode::TestRun,
-            "only test-run programs run on packets"
+            Mode::Xdp,
+            "only XDP programs attach to an interface"
         );
-        test_run(&self.progs[0], pkt, wirelen, repeat)
+        crate::XdpLink::attach_fd(&self.progs[0], iface)
     }
 
     /// Each filter id's count (summed over CPUs), for ids below the

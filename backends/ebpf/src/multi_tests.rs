@@ -12,8 +12,12 @@ use sluice_classifier::merged::Scratch;
 use sluice_ir::arbitrary;
 
 fn build(filters: &[(u32, Compiled)], opts: Options) -> Option<MultiFilter> {
+    build_as(filters, opts, Mode::TestRun)
+}
+
+fn build_as(filters: &[(u32, Compiled)], opts: Options, mode: Mode) -> Option<MultiFilter> {
     let refs: Vec<(u32, &Compiled)> = filters.iter().map(|(i, c)| (*i, c)).collect();
-    match MultiFilter::build(&refs, Mode::TestRun, opts) {
+    match MultiFilter::build(&refs, mode, opts) {
         Ok(m) => Some(m),
         Err(Error::NotPermitted(e)) if std::env::var_os("SLUICE_LIVE_REQUIRED").is_none() => {
             eprintln!("SKIPPED: the kernel refuses BPF here ({e})");
@@ -37,19 +41,27 @@ fn packets() -> Vec<Vec<u8>> {
 }
 
 /// Run every packet through `m` and the classifier: the verdicts and
-/// the counts agree.
+/// the counts agree. An XDP chain takes frames of 14 bytes or more,
+/// whole, and passes what some filter wants.
 fn agree(m: &MultiFilter, pkts: &[Vec<u8>], what: &str) {
     let before = m.counts().unwrap();
     let mut want = before.clone();
     let (mut s, mut out) = (Scratch::default(), Vec::new());
-    for p in pkts {
-        m.merged().classify(p, p.len() as u32 + 4, &mut s, &mut out);
-        let got = m.run(p, p.len() as u32 + 4).unwrap();
-        assert_eq!(
-            got != 0,
-            !out.is_empty(),
-            "{what}: packet {p:02x?}: {out:?}"
-        );
+    let xdp = m.mode == Mode::Xdp;
+    for p in pkts.iter().filter(|p| !xdp || p.len() >= 14) {
+        let wirelen = p.len() as u32 + if xdp { 0 } else { 4 };
+        m.merged().classify(p, wirelen, &mut s, &mut out);
+        let got = m.run(p, wirelen).unwrap();
+        let matched = if xdp {
+            assert!(
+                got == XDP_PASS || got == XDP_DROP,
+                "{what}: XDP verdict {got}"
+            );
+            got == XDP_PASS
+        } else {
+            got != 0
+        };
+        assert_eq!(matched, !out.is_empty(), "{what}: packet {p:02x?}: {out:?}");
         for id in &out {
             want[*id as usize] += 1;
         }
@@ -89,6 +101,13 @@ fn random_sets_count_as_the_classifier_does() {
                 assert!(m.programs() > 1, "a small budget makes a chain");
             }
             agree(&m, &pkts, &format!("round {round}, budget {budget}"));
+            // The same set as an XDP chain, reading frames directly.
+            let opts = Options {
+                budget,
+                ..Default::default()
+            };
+            let xdp = build_as(&filters, opts, Mode::Xdp).expect("built as a test run");
+            agree(&xdp, &pkts, &format!("XDP round {round}, budget {budget}"));
         }
     }
 }
@@ -195,17 +214,22 @@ fn socket_programs_verify() {
         .map(|(i, p)| (i as u32, Compiled::new(Filter::new(p, 1))))
         .collect();
     let refs: Vec<(u32, &Compiled)> = filters.iter().map(|(i, c)| (*i, c)).collect();
-    match MultiFilter::build(
-        &refs,
-        Mode::Socket,
-        Options {
-            budget: 1000,
-            ..Default::default()
-        },
-    ) {
-        Ok(m) => assert!(m.programs() > 1),
-        Err(Error::NotPermitted(_)) if std::env::var_os("SLUICE_LIVE_REQUIRED").is_none() => {}
-        Err(e) => panic!("{e}"),
+    for outgoing_only in [false, true] {
+        match MultiFilter::build(
+            &refs,
+            Mode::Socket,
+            Options {
+                budget: 1000,
+                outgoing_only,
+                ..Default::default()
+            },
+        ) {
+            Ok(m) => assert!(m.programs() > 1),
+            Err(Error::NotPermitted(_)) if std::env::var_os("SLUICE_LIVE_REQUIRED").is_none() => {
+                return
+            }
+            Err(e) => panic!("{e}"),
+        }
     }
 }
 
@@ -222,6 +246,8 @@ proptest! {
             let mut pkts = vec![pkt.clone()];
             pkts.extend((0..pkt.len().min(60)).step_by(7).map(|c| pkt[..c].to_vec()));
             agree(&m, &pkts, "random");
+            let xdp = build_as(&filters, Options::default(), Mode::Xdp).expect("built as a test run");
+            agree(&xdp, &pkts, "random, XDP");
         }
     }
 }

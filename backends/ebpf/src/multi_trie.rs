@@ -12,7 +12,7 @@
 use super::{lengths, Maps, Unit};
 use crate::emit::{Emitter, Label};
 use crate::insn::{op, Insn};
-use crate::{Error, Mode};
+use crate::Error;
 use sluice_classifier::merged::Merged;
 use sluice_ir::{CmpOp, Pred, Val};
 use std::collections::HashMap;
@@ -27,7 +27,6 @@ impl Maps<'_> {
         guards: &[Pred],
         groups: &[(u32, u32, &[usize])],
         depth: usize,
-        mode: Mode,
     ) -> Result<(), Error> {
         let mut i = 0;
         while i < groups.len() {
@@ -35,7 +34,7 @@ impl Maps<'_> {
             let skip = e.label();
             // What the verifier learnt of the lengths is forgotten at
             // each test (see `lengths`).
-            lengths(e, mode);
+            lengths(e, self.mode);
             if gs.len() == depth {
                 self.group(e, m, g, k, skip)?;
                 e.mark(skip);
@@ -47,7 +46,7 @@ impl Maps<'_> {
                 .iter()
                 .take_while(|(_, _, o)| o.get(depth) == Some(&guard))
                 .count();
-            if let Some(next) = self.switch(e, m, guards, groups, i, end, depth, mode, skip)? {
+            if let Some(next) = self.switch(e, m, guards, groups, i, end, depth, skip)? {
                 i = next;
                 continue;
             }
@@ -55,7 +54,7 @@ impl Maps<'_> {
             e.reject = skip;
             e.cond(&guards[guard], inner, skip)?;
             e.mark(inner);
-            self.trie(e, m, guards, &groups[i..end], depth + 1, mode)?;
+            self.trie(e, m, guards, &groups[i..end], depth + 1)?;
             e.mark(skip);
             i = end;
         }
@@ -77,7 +76,6 @@ impl Maps<'_> {
         i: usize,
         end: usize,
         depth: usize,
-        mode: Mode,
         skip: Label,
     ) -> Result<Option<usize>, Error> {
         let Some((v, _)) = equality(&guards[groups[i].2[depth]]) else {
@@ -112,7 +110,7 @@ impl Maps<'_> {
         search_to(e, &targets, skip);
         for (r, (_, l)) in runs.iter().zip(&targets) {
             e.mark(*l);
-            self.trie(e, m, guards, &groups[r.0..r.1], depth + 1, mode)?;
+            self.trie(e, m, guards, &groups[r.0..r.1], depth + 1)?;
             e.goto(skip);
         }
         e.mark(skip);
