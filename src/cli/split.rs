@@ -55,6 +55,14 @@ pub struct SplitArgs {
     /// in Rust.
     #[arg(long, value_enum)]
     engine: Option<super::filter::EngineArg>,
+    /// With -i, --engine ebpf and --count: the filter set also runs as an
+    /// XDP program chain on the interface, counting the frames it
+    /// receives before the kernel's stack. Frames no filter wants are
+    /// dropped there for the whole host, not only for this capture (for a
+    /// monitoring port). The socket's chain counts the frames the host
+    /// sends. One Ethernet interface; detached when the run ends.
+    #[arg(long)]
+    xdp: bool,
     /// Fragment dispatch: later fragments of an IP datagram go to the
     /// filters that took its first fragment (held when they come first).
     #[arg(long)]
@@ -333,6 +341,9 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
         return run_mpf(&args, &filters, file);
     }
     let ebpf = matches!(args.engine, Some(super::filter::EngineArg::Ebpf));
+    if args.xdp && (args.live.interface.is_none() || !ebpf || !args.count) {
+        super::usage("--xdp counts in the kernel before its stack: it goes with -i IFACE, --engine ebpf and --count");
+    }
     if args.live.interface.is_some() {
         if !errors.is_empty() {
             return Err(many(errors, true));

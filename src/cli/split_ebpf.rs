@@ -10,6 +10,12 @@
 //! passes uncounted (the filters mean the frame with its tag, as libpcap
 //! shows it) and is counted in user space by the merged classifier.
 //!
+//! With `--xdp` too, the set also runs as an XDP chain on the interface:
+//! it counts each frame the interface receives before the kernel's stack
+//! and drops there the frames no filter wants; the socket's chain then
+//! counts only the frames the host sends (the kernel hands those to
+//! packet sockets, never to XDP). The counts printed are the sums.
+//!
 //! Rule: the same filters, link types, refusals and output (`--count`,
 //! `--json`) as the default engine; the counts printed are the kernel's
 //! (plus, live, the tagged frames'). A packet the kernel's test run cannot
@@ -96,9 +102,16 @@ pub(super) fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> 
         )));
     }
     let lt = linktype_of(live.linktype(), live.name())?;
+    // Before the socket's chain, so that no received frame the ring
+    // takes goes uncounted.
+    let xdp = match args.xdp {
+        true => Some(xdp(filters, lt, &live, file)?),
+        false => None,
+    };
     // Nothing counted goes on to user space.
     let opts = Options {
         accept: 0,
+        outgoing_only: xdp.is_some(),
         ..Options::default()
     };
     let chain = chain(filters, lt, None, file, Mode::Socket, opts)?;
@@ -129,13 +142,43 @@ pub(super) fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> 
     });
     eprint!("{}", report_.text(args.json));
     status?;
-    let kernel = chain
-        .counts()
-        .map_err(|e| Fail(format!("--engine ebpf: {e}")))?;
-    for (total, n) in counts.iter_mut().zip(kernel) {
-        *total += n;
+    for set in std::iter::once(&chain).chain(xdp.as_ref().map(|x| &x.0)) {
+        let kernel = set
+            .counts()
+            .map_err(|e| Fail(format!("--engine ebpf: {e}")))?;
+        for (total, n) in counts.iter_mut().zip(kernel) {
+            *total += n;
+        }
     }
     report(args, filters, &counts, &[], report_.seen, None)
+}
+
+/// `--xdp`: the set as an XDP chain attached to the capture's interface
+/// (one Ethernet interface), said on standard error. The link detaches
+/// it when dropped, or when the process ends however it ends.
+fn xdp(
+    filters: &[FilterLine],
+    lt: sluice::LinkType,
+    live: &Live,
+    file: &str,
+) -> Result<(MultiFilter, sluice::ebpf::XdpLink), Fail> {
+    let iface = live.name();
+    if live.linktype() != 1 || iface == "any" {
+        return Err(Fail(format!(
+            "--xdp: {iface}: XDP runs on one Ethernet interface (not 'any', not other links)"
+        )));
+    }
+    let set = chain(filters, lt, None, file, Mode::Xdp, Options::default())?;
+    let link = set
+        .attach_xdp(iface)
+        .map_err(|e| Fail(format!("--xdp: {e}")))?;
+    eprintln!(
+        "sluice: XDP filter set on {iface} ({}, {} programs, {} instructions): frames no filter wants are dropped before the kernel's stack",
+        if link.native() { "native" } else { "generic" },
+        set.programs(),
+        set.instructions().iter().sum::<usize>()
+    );
+    Ok((set, link))
 }
 
 /// Run `sluice split --engine ebpf` on a capture.

@@ -112,5 +112,102 @@ fn xdp_is_refused_where_it_cannot_run() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    // split: with -i, --engine ebpf and --count only; one interface.
+    let f = filter_file(&net, "web\ttcp port 80");
+    for (args, code, says) in [
+        (
+            vec!["-r", "x.pcap", "--engine", "ebpf", "--count"],
+            2,
+            "--xdp counts in the kernel",
+        ),
+        (vec!["-i", "vb", "--count"], 2, "--xdp counts in the kernel"),
+        (
+            vec!["-i", "any", "--engine", "ebpf", "--count"],
+            1,
+            "any: live capture runs eBPF on Ethernet",
+        ),
+    ] {
+        let mut all = vec!["split", "--xdp", "--filters", &f];
+        all.extend(args);
+        let o = net.sluice(&all).output().unwrap();
+        assert_eq!(o.status.code(), Some(code), "{all:?}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains(says),
+            "{all:?}: {}",
+            text(&o.stderr)
+        );
+    }
     assert!(!xdp_attached(&net));
+}
+
+/// `split -i --engine ebpf --count --xdp`: the filter set as an XDP chain
+/// counts what vb receives and drops what no filter wants before the
+/// stack; the socket's chain counts what vb sends. Each filter's count is
+/// libpcap's over both directions' frames, and the host saw only frames
+/// some filter wants.
+#[test]
+fn xdp_split_counts_both_directions_as_libpcap_does() {
+    let Some(net) = Net::new("xdpsplit") else {
+        return;
+    };
+    let (filters, chosen) = super::corpus_filters(&net.dir);
+    let mut run = Bg::start(net.sluice(&[
+        "split",
+        "-i",
+        "vb",
+        "--engine",
+        "ebpf",
+        "--count",
+        "--xdp",
+        "--filters",
+        filters.to_str().unwrap(),
+    ]));
+    run.listening();
+    assert!(run.said("XDP filter set on vb"), "{}", run.stderr_now());
+    assert!(xdp_attached(&net));
+    let all = net.file("all.pcap");
+    let dump = tcpdump(&net, &all, &["-Q", "in"]);
+    let inbound = [corpus("kday4.pcap"), corpus("HSRP_election.pcap")];
+    let sent: u64 = inbound.iter().map(|t| net.replay(t)).sum();
+    // Frames the host sends out of vb: the socket's chain counts them.
+    let outbound = corpus("dns_udp.pcap");
+    let o = net
+        .cmd(
+            &net.b,
+            env!("CARGO_BIN_EXE_sluice"),
+            &["replay", "-i", "vb", "-r", outbound.to_str().unwrap()],
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    settle();
+    let t = dump.interrupt();
+    let a = run.interrupt();
+    let err = text(&a.stderr);
+    assert!(a.status.success(), "{err}");
+    assert!(!xdp_attached(&net), "detached at the end");
+    let counts = text(&a.stdout);
+    let (mut matched, mut union) = (0, std::collections::BTreeSet::new());
+    for (line, (name, expr)) in counts.lines().zip(&chosen) {
+        let mut want = 0;
+        for (i, t) in inbound.iter().chain([&outbound]).enumerate() {
+            let hits = libpcap_filter(t, expr, &net.file(&format!("w{i}.pcap")));
+            if i < inbound.len() {
+                union.extend(hits.iter().cloned());
+            }
+            want += hits.len();
+        }
+        assert_eq!(line, format!("{name}\t{want}"), "{expr}\n{err}");
+        matched += want;
+    }
+    assert_eq!(counts.lines().count(), chosen.len());
+    assert!(matched > 0);
+    // The host received exactly the frames some filter wants, in order.
+    let wanted: Vec<_> = inbound
+        .iter()
+        .flat_map(|t| frames(t))
+        .filter(|f| union.contains(f))
+        .collect();
+    assert!(wanted.len() as u64 <= sent);
+    assert_eq!(frames(&all), wanted, "{}", text(&t.stderr));
 }
