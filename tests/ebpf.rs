@@ -206,8 +206,10 @@ fn dash_d_lists_the_ebpf_program() {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    // The file engine's program reads the packet directly.
-    assert!(text.contains("r0 = *(u16 *)(r2 +12)"), "{text}");
+    // The file engine's program copies the frame's first bytes to its
+    // stack with direct reads and reads them there.
+    assert!(text.contains("r1 = *(u32 *)(r2 +10)"), "{text}");
+    assert!(text.contains("r0 = *(u16 *)(r10 -490)"), "{text}");
     assert!(text.contains("r0 = be16 r0"), "{text}");
     assert!(text.contains("if w0 == 0x800 goto"), "{text}");
     assert!(text.trim_end().ends_with("exit"), "{text}");

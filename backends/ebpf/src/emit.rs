@@ -3,11 +3,12 @@
 //! Rule: every IR abort (a load past the captured bytes, a division by
 //! zero) jumps to the one reject exit (`return 0`, or `XDP_DROP`); every
 //! packet load is preceded by an explicit check of `address + size`
-//! against the captured length held in r7, and is then made with
-//! `BPF_LD_IND`/`BPF_LD_ABS` (socket filters), which the kernel
-//! bounds-checks once more itself, or by direct packet access (test runs
-//! and XDP), bounded and compared with `data_end` as the verifier requires
-//! (see the crate doc for why).
+//! against the captured length held in r7, and is then made from the
+//! socket filter's copy of the frame's first bytes on its stack (one
+//! `bpf_skb_load_bytes` per program) or with `BPF_LD_IND`/`BPF_LD_ABS`
+//! past them, which the kernel bounds-checks once more itself, or by
+//! direct packet access (test runs and XDP), bounded and compared with
+//! `data_end` as the verifier requires (see the crate doc for why).
 //!
 //! Registers: r6 the context (`struct __sk_buff *` or `struct xdp_md *`),
 //! r7 the captured length, r8 the wire length, r9 the start of a
@@ -37,6 +38,25 @@ pub(crate) const XDP_DATA: (i16, i16) = (0, 4);
 /// (an offset plus the bytes read stays within its `MAX_PACKET_OFF`,
 /// 0xffff); no packet these programs see is that long.
 const DIRECT_MAX: u32 = 0xfff0;
+/// Bytes of a frame copied to the stack once per program for its loads
+/// (54: Ethernet, IPv4 and TCP headers without options, the IPv6
+/// addresses), in the last [`HEADER_SLOTS`] slots (from `HEADER_OFF`
+/// up), 2 bytes in (`HEADER_SHIFT`) so that the IP header's words are
+/// aligned as the verifier wants every stack access. A load at a
+/// constant offset that the copy holds at an aligned place reads it; any
+/// other reads the packet (`LD_ABS`/`LD_IND`, or directly): a load at a
+/// computed offset would need a branch each way, and the verifier
+/// follows every branch of a path (a chain's programs then ran past its
+/// 8,192 pending jumps). Test runs and XDP copy a frame of 54 bytes or
+/// more with direct reads, a shorter one with the kernel's helper, as
+/// socket filters copy every frame.
+const HEADER_SLOTS: usize = 7;
+const HEADER_SHIFT: i16 = 2;
+const HEADER_BYTES: u32 = 8 * HEADER_SLOTS as u32 - HEADER_SHIFT as u32;
+const HEADER_OFF: i16 = -8 * SLOTS as i16;
+/// The helpers that copy bytes of a socket buffer, of an XDP frame.
+const HELPER_SKB_LOAD_BYTES: i32 = 26;
+const HELPER_XDP_LOAD_BYTES: i32 = 189;
 /// XDP's verdicts.
 pub(crate) const XDP_DROP: u32 = 1;
 pub(crate) const XDP_PASS: u32 = 2;
@@ -103,6 +123,10 @@ pub(crate) struct Emitter {
     direct: Option<(i16, i16)>,
     /// A socket filter for a cooked link: its header.
     cooked: Option<Cooked>,
+    /// The frame's first [`HEADER_BYTES`] are copied to the stack once
+    /// per program ([`Emitter::fill_header`]) by this helper: constant
+    /// loads within them read the copy, the rest read the packet.
+    header: Option<i32>,
     /// Where a load the program cannot make goes: the accept exit (a
     /// pre-filter may pass more than the filter, never less).
     unknown: Label,
@@ -189,9 +213,10 @@ pub(crate) fn shared_ids(p: &Pred, out: &mut Vec<usize>) {
 ///
 /// ```
 /// use sluice_ir::{Filter, Pred, Size, Val};
-/// let f = Filter::new(Pred::eq(Val::load_abs(12, Size::Half), 0x800), 262144);
+/// // Past the header the socket filter copies to its stack: LD_ABS.
+/// let f = Filter::new(Pred::eq(Val::load_abs(90, Size::Half), 0x800), 262144);
 /// let insns = sluice_ebpf::lower(&f, sluice_ebpf::Mode::Socket)?;
-/// assert!(sluice_ebpf::dump(&insns).contains("skb[12]"));
+/// assert!(sluice_ebpf::dump(&insns).contains("skb[90]"));
 /// # Ok::<(), sluice_ebpf::Error>(())
 /// ```
 pub fn lower(f: &Filter, mode: Mode) -> Result<Vec<Insn>, Error> {
@@ -255,12 +280,13 @@ pub fn lower_for_link(f: &Filter, mode: Mode, linktype: u16) -> Result<Vec<Insn>
             e.put(alu64x(op::MOV, 8, 7));
         }
     }
+    e.fill_header();
     let mut ids = Vec::new();
     shared_ids(&f.pred, &mut ids);
     // Shared values get slots while at least 8 remain for temporaries;
     // the rest are computed at each use (same value, more work).
     for id in ids {
-        if e.used + 8 >= SLOTS {
+        if e.used + 8 >= e.slots() {
             break;
         }
         e.shared.insert(id, e.used);
@@ -299,6 +325,7 @@ impl Emitter {
             used: 0,
             direct: None,
             cooked: None,
+            header: None,
             unknown: 0,
         };
         e.reject = e.label();
@@ -317,7 +344,81 @@ impl Emitter {
             Mode::Socket => None,
         };
         e.cooked = cooked(linktype).filter(|_| mode == Mode::Socket);
+        e.header = match mode {
+            Mode::Socket if e.cooked.is_some() => None,
+            Mode::Socket | Mode::TestRun => Some(HELPER_SKB_LOAD_BYTES),
+            Mode::Xdp => Some(HELPER_XDP_LOAD_BYTES),
+        };
         e
+    }
+
+    /// Slots for shared values and temporaries (the header copy takes
+    /// the last ones).
+    pub(crate) fn slots(&self) -> usize {
+        match self.header {
+            Some(_) => SLOTS - HEADER_SLOTS,
+            None => SLOTS,
+        }
+    }
+
+    /// A socket filter's header copy: the frame's first bytes, up to
+    /// [`HEADER_BYTES`] and the captured length in r7, copied to the
+    /// stack by one helper call (r1-r5 are clobbered). Once at the start
+    /// of each program, after r6 and r7 are set; nothing for other modes.
+    pub(crate) fn fill_header(&mut self) {
+        let Some(helper) = self.header else {
+            return;
+        };
+        let (done, short) = (self.label(), self.label());
+        // The copy's deepest word written first: the verifier then has the
+        // stack down to it on both ways below (its helper path wants the
+        // stack it writes allocated already).
+        self.put(Insn::new(op::ST | op::MEM | op::DW, 10, 0, HEADER_OFF, 0));
+        if let Some((data, end)) = self.direct {
+            // The frame's bytes are in reach: read them, 2, 4, then 8 at a
+            // time, to aligned places of the copy; a frame shorter than
+            // the copy goes to the helper.
+            let helper = self.label();
+            self.put(Insn::new(op::LDX | op::MEM | op::W, 2, 6, data, 0));
+            self.put(Insn::new(op::LDX | op::MEM | op::W, 3, 6, end, 0));
+            self.put(alu64x(op::MOV, 1, 2));
+            self.put(alu64(op::ADD, 1, HEADER_BYTES as i32));
+            self.jump(Insn::new(op::JMP | op::JGT | op::X, 1, 3, 0, 0), helper);
+            let base = HEADER_OFF + HEADER_SHIFT;
+            let mut at = 0i16;
+            // (Words, not double words: a double word stored from a
+            // register is a spilled register to the verifier, and its
+            // states of the two ways would not match.)
+            for size in [op::H]
+                .into_iter()
+                .chain(std::iter::repeat_n(op::W, 2 * HEADER_SLOTS - 1))
+            {
+                self.put(Insn::new(op::LDX | op::MEM | size, 1, 2, at, 0));
+                self.put(Insn::new(op::STX | op::MEM | size, 10, 1, base + at, 0));
+                at += match size {
+                    op::H => 2,
+                    op::W => 4,
+                    _ => 8,
+                };
+            }
+            debug_assert_eq!(at as u32, HEADER_BYTES);
+            self.goto(done);
+            self.mark(helper);
+        }
+        self.put(alu64x(op::MOV, 4, 7));
+        self.jump(Insn::new(op::JMP | op::JEQ | op::K, 4, 0, 0, 0), done);
+        self.jump(
+            Insn::new(op::JMP | op::JLE | op::K, 4, 0, 0, HEADER_BYTES as i32),
+            short,
+        );
+        self.put(alu64(op::MOV, 4, HEADER_BYTES as i32));
+        self.mark(short);
+        self.put(alu64x(op::MOV, 1, 6));
+        self.put(alu64(op::MOV, 2, 0));
+        self.put(alu64x(op::MOV, 3, 10));
+        self.put(alu64(op::ADD, 3, (HEADER_OFF + HEADER_SHIFT) as i32));
+        self.put(Insn::new(op::JMP | op::CALL, 0, 0, 0, helper));
+        self.mark(done);
     }
 
     /// Instructions emitted so far, labels counted too (an upper bound).
@@ -344,7 +445,7 @@ impl Emitter {
 
     /// A temporary slot, released by [`Emitter::pop`] in stack order.
     pub(crate) fn push(&mut self) -> Result<usize, Error> {
-        if self.used >= SLOTS {
+        if self.used >= self.slots() {
             return Err(Error::TooDeep);
         }
         self.used += 1;
@@ -522,6 +623,22 @@ impl Emitter {
                     let at = (end - n) as i32;
                     if let Some(c) = self.cooked {
                         self.cooked_load(c, at as u32, *size);
+                        return Ok(());
+                    }
+                    if self.header.is_some()
+                        && end <= HEADER_BYTES as u64
+                        && (HEADER_SHIFT as i32 + at) % size.bytes() as i32 == 0
+                    {
+                        // Within the header copy, aligned (checked
+                        // against the captured length above).
+                        self.put(Insn::new(
+                            op::LDX | op::MEM | size_code(*size),
+                            0,
+                            10,
+                            HEADER_OFF + HEADER_SHIFT + at as i16,
+                            0,
+                        ));
+                        self.swap_to_host(*size);
                         return Ok(());
                     }
                     match self.direct {

@@ -47,6 +47,7 @@ pub mod op {
     pub const JSET: u8 = 0x40;
     pub const JNE: u8 = 0x50;
     pub const JLT: u8 = 0xa0;
+    pub const JLE: u8 = 0xb0;
     pub const EXIT: u8 = 0x90;
     /// A helper call (`imm` is the helper's number).
     pub const CALL: u8 = 0x80;
@@ -126,6 +127,17 @@ fn alu_sym(o: u8) -> Option<&'static str> {
     })
 }
 
+/// The names of the helpers sluice's programs call, as bpftool shows them.
+fn helper_name(id: i32) -> Option<&'static str> {
+    Some(match id {
+        1 => "bpf_map_lookup_elem",
+        12 => "bpf_tail_call",
+        26 => "bpf_skb_load_bytes",
+        189 => "bpf_xdp_load_bytes",
+        _ => return None,
+    })
+}
+
 fn jmp_sym(o: u8) -> Option<&'static str> {
     Some(match o {
         op::JEQ => "==",
@@ -133,8 +145,8 @@ fn jmp_sym(o: u8) -> Option<&'static str> {
         op::JGE => ">=",
         op::JSET => "&",
         op::JLT => "<",
+        op::JLE => "<=",
         0x50 => "!=",
-        0xb0 => "<=",
         _ => return None,
     })
 }
@@ -178,7 +190,10 @@ impl std::fmt::Display for Insn {
                 let r = if class == op::JMP32 { 'w' } else { 'r' };
                 match (class, o) {
                     (op::JMP, op::EXIT) => write!(f, "exit"),
-                    (op::JMP, op::CALL) => write!(f, "call {}", self.imm),
+                    (op::JMP, op::CALL) => match helper_name(self.imm) {
+                        Some(name) => write!(f, "call {name}#{}", self.imm),
+                        None => write!(f, "call {}", self.imm),
+                    },
                     (op::JMP, op::JA) => write!(f, "goto pc{:+}", self.off),
                     (op::JMP, op::JCOND) => write!(f, "may_goto pc{:+}", self.off),
                     _ => {

@@ -33,7 +33,7 @@
 //! [`MAX_PROGRAMS`], the kernel's tail-call limit plus one): each program
 //! is verified alone. The verifier's work grows faster than a program (a
 //! 20,000-instruction one of a 100-filter generated set ran past its
-//! million processed instructions), hence the default of 6,000. Every
+//! million processed instructions), hence the default of 8,000. Every
 //! jump stays within a unit or the trie node it skips, so that the
 //! kernel's own expansion of instructions keeps them within 16 bits. A
 //! set that needs more programs is refused with a message.
@@ -74,7 +74,7 @@
 
 use crate::emit::{
     alu32, alu64, alu64x, shared_ids, slot_off, Emitter, Label, SKB_CB0, SKB_CB1, SKB_LEN,
-    SKB_PKT_TYPE, SKB_VLAN_PRESENT, SLOTS, XDP_DATA, XDP_DROP, XDP_PASS,
+    SKB_PKT_TYPE, SKB_VLAN_PRESENT, XDP_DATA, XDP_DROP, XDP_PASS,
 };
 use crate::insn::{op, Insn};
 use crate::{load_program, sys, test_run, Error, Mode};
@@ -145,7 +145,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Options {
         Options {
-            budget: 6_000,
+            budget: 8_000,
             capacity: 0,
             accept: u32::MAX,
             inline: 2,
@@ -380,7 +380,7 @@ impl Maps<'_> {
         let mut ids = Vec::new();
         shared_ids(&f.pred, &mut ids);
         for sid in ids {
-            if e.used + 8 >= SLOTS {
+            if e.used + 8 >= e.slots() {
                 break;
             }
             e.shared.insert(sid, e.used);
@@ -482,6 +482,9 @@ impl Maps<'_> {
             e.put(stx(op::DW, 0, 8, 1));
         }
         e.put(stx(op::DW, 10, slot_off(SEQ), 1));
+        // A socket filter's header copy, once per program.
+        lengths(&mut e, mode);
+        e.fill_header();
         e.used = RESERVED;
         let groups: Vec<(u32, u32, &[usize])> = units
             .iter()

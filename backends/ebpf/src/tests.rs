@@ -152,15 +152,23 @@ fn a_refusal_carries_the_verifiers_log() {
 #[test]
 fn the_dump_reads_like_bpftool() {
     let f = Filter::new(Pred::eq(Val::load_abs(12, Size::Half), 0x800), 262144);
-    // Socket filters read with LD_ABS; test runs and XDP read the packet
-    // directly, then swap to host order.
+    // Programs copy the frame's first bytes to the stack and read there;
+    // past them, socket filters use LD_ABS, test runs and XDP read the
+    // packet directly; then to host order.
     let text = dump(&lower(&f, Mode::Socket).unwrap());
-    assert!(text.contains("r0 = ntoh(*(u16 *)skb[12])"), "{text}");
-    let text = dump(&lower(&f, Mode::TestRun).unwrap());
-    assert!(text.contains("r0 = *(u16 *)(r2 +12)"), "{text}");
+    assert!(text.contains("call bpf_skb_load_bytes#26"), "{text}");
+    assert!(text.contains("r0 = *(u16 *)(r10 -490)"), "{text}");
+    let far = Filter::new(Pred::eq(Val::load_abs(80, Size::Half), 1), 1);
+    let text = dump(&lower(&far, Mode::Socket).unwrap());
+    assert!(text.contains("r0 = ntoh(*(u16 *)skb[80])"), "{text}");
+    let text = dump(&lower(&far, Mode::TestRun).unwrap());
+    assert!(text.contains("r0 = *(u16 *)(r2 +80)"), "{text}");
     assert!(text.contains("r0 = be16 r0"), "{text}");
+    let text = dump(&lower(&f, Mode::TestRun).unwrap());
     assert!(text.contains("if w0 == 0x800 goto pc+"), "{text}");
     assert!(text.contains("w0 = 262144"), "{text}");
+    let text = dump(&lower(&f, Mode::Xdp).unwrap());
+    assert!(text.contains("call bpf_xdp_load_bytes#189"), "{text}");
 }
 
 /// An XDP program passes exactly the frames the filter accepts (XDP's
