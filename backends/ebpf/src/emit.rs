@@ -391,7 +391,7 @@ impl Emitter {
             // states of the two ways would not match.)
             for size in [op::H]
                 .into_iter()
-                .chain(std::iter::repeat_n(op::W, 2 * HEADER_SLOTS - 1))
+                .chain(std::iter::repeat(op::W).take(2 * HEADER_SLOTS - 1))
             {
                 self.put(Insn::new(op::LDX | op::MEM | size, 1, 2, at, 0));
                 self.put(Insn::new(op::STX | op::MEM | size, 10, 1, base + at, 0));
