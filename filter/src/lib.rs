@@ -37,6 +37,7 @@ mod language;
 mod program;
 mod redact;
 mod textfile;
+mod union;
 
 pub use builder::{ProgramBuilder, SystemResolver};
 pub use error::{caret_under, Error};

@@ -64,36 +64,95 @@ pub fn compile(builder: &ProgramBuilder, text: &str) -> Result<Compiled, Error> 
 /// Most filters for which [`union_program`] tries one program.
 pub const UNION_MAX: usize = 256;
 
-/// One program accepting what any of the pcap expressions `exprs`
-/// accepts, built with `builder`, for a kernel pre-filter: `None` when
-/// there are more than [`UNION_MAX`], one is empty (every packet), it does
-/// not compile, or it is longer than `max_insns` less the three
-/// instructions of the kernel's VLAN check.
+/// One classic BPF program accepting what any of the pcap expressions
+/// `exprs` accepts, built with `builder`, for a kernel pre-filter
+/// ([`Program::union_bpf`]: each expression keeps its own meaning):
+/// `None` when there are more than [`UNION_MAX`], one is empty (every
+/// packet), one does not compile, or the program is longer than
+/// `max_insns` less the three instructions of the kernel's VLAN check.
 ///
 /// ```
 /// use sluice_filter::{LinkType, Program};
 /// let b = Program::builder(LinkType::EN10MB);
 /// let u = sluice_split::compile::union_program(&["tcp port 80", "udp"], &b, 4096).unwrap();
-/// assert!(u.bpf().len() > 3);
+/// assert!(u.len() > 3);
 /// assert!(sluice_split::compile::union_program(&["tcp", " "], &b, 4096).is_none());
 /// ```
 pub fn union_program(
     exprs: &[&str],
     builder: &ProgramBuilder,
     max_insns: usize,
-) -> Option<Program> {
+) -> Option<Vec<sluice_bpf::Insn>> {
     if exprs.len() > UNION_MAX || exprs.iter().any(|e| e.trim().is_empty()) {
         return None;
     }
-    let text: Vec<String> = exprs.iter().map(|e| format!("({e})")).collect();
-    let p = builder.build(&text.join(" or ")).ok()?;
-    (p.bpf().len() + 3 <= max_insns).then_some(p)
+    let programs: Vec<Program> = exprs
+        .iter()
+        .map(|e| builder.build(e).ok())
+        .collect::<Option<_>>()?;
+    let refs: Vec<&Program> = programs.iter().collect();
+    Program::union_bpf(&refs, max_insns.checked_sub(3)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use sluice_filter::{LinkType, Program};
+
+    /// The union accepts every packet one of its filters accepts, on every
+    /// Ethernet packet of the corpus, for sets of corpus expressions in
+    /// file order (where `vlan`, `mpls` and `pppoes` change what the terms
+    /// after them read when the texts are joined, and a filter's load past
+    /// a short frame would abort the others).
+    #[test]
+    fn the_union_accepts_what_one_of_its_filters_accepts() {
+        use sluice_testsupport::corpus;
+        let Some(exprs) = corpus::lines("expressions.txt") else {
+            corpus::skipped("union of corpus expressions");
+            return;
+        };
+        let builder = Program::builder(LinkType::EN10MB).offline(true);
+        let programs: Vec<(&str, Program)> = exprs
+            .iter()
+            .filter(|e| !e.trim().is_empty())
+            .filter_map(|e| Some((e.as_str(), builder.build(e).ok()?)))
+            .filter(|(_, p)| p.ir().is_some())
+            .collect();
+        let mut packets = Vec::new();
+        for pcap in corpus::pcaps() {
+            packets.extend(
+                corpus::packets(&pcap)
+                    .into_iter()
+                    .filter(|p| p.linktype == 1),
+            );
+        }
+        assert!(programs.len() > 400 && packets.len() > 5000);
+        let (mut tried, mut wider) = (0, 0u64);
+        for set in programs.chunks(40) {
+            let exprs: Vec<&str> = set.iter().map(|(e, _)| *e).collect();
+            let Some(u) = union_program(&exprs, &builder, 4096) else {
+                continue;
+            };
+            tried += 1;
+            // As the kernel runs a socket filter: the frame whole.
+            for p in &packets {
+                let len = p.data.len() as u32;
+                let one = set
+                    .iter()
+                    .any(|(_, f)| sluice_bpf::run(f.bpf(), &p.data, len) != 0);
+                let all = sluice_bpf::run(&u, &p.data, len) != 0;
+                assert!(all || !one, "{exprs:?}\npacket {:02x?}", p.data);
+                (!one && all).then(|| wider += 1);
+            }
+        }
+        assert!(tried >= 10, "only {tried} unions fit");
+        // It may accept more than its filters where they would abort (a
+        // `protochain` walk counts as such), not everything.
+        assert!(
+            wider * 4 < packets.len() as u64 * tried,
+            "{wider} wider verdicts"
+        );
+    }
 
     #[test]
     fn many_filters_keep_their_order_and_their_errors() {

@@ -127,6 +127,5 @@ fn union(exprs: &[&str], linktype: u16, snaplen: u32) -> Option<Vec<sluice_bpf::
     }
     let lt = sluice_filter::LinkType::from_number(u32::from(linktype))?;
     let builder = Program::builder(lt).snaplen(snaplen);
-    let p = sluice_split::compile::union_program(exprs, &builder, sluice_live::MAX_INSNS)?;
-    Some(p.bpf().to_vec())
+    sluice_split::compile::union_program(exprs, &builder, sluice_live::MAX_INSNS)
 }
