@@ -341,14 +341,15 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
         return run_mpf(&args, &filters, file);
     }
     let ebpf = matches!(args.engine, Some(super::filter::EngineArg::Ebpf));
-    if args.xdp && (args.live.interface.is_none() || !ebpf || !args.count) {
-        super::usage("--xdp counts in the kernel before its stack: it goes with -i IFACE, --engine ebpf and --count");
+    let per_packet = args.out_dir.is_some() || args.first_match;
+    if args.xdp && (args.live.interface.is_none() || !ebpf || !args.count || per_packet) {
+        super::usage("--xdp counts in the kernel before its stack: it goes with -i IFACE, --engine ebpf and --count (not --out-dir or --first-match)");
     }
     if args.live.interface.is_some() {
         if !errors.is_empty() {
             return Err(many(errors, true));
         }
-        if ebpf {
+        if ebpf && !per_packet {
             return kernel::run_live(&args, &filters, file);
         }
         return run_live(&args, &filters, file);
@@ -506,7 +507,11 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
 /// every filter is a pcap expression (`LANG:@path` read relative to
 /// `dir`), there are few enough of them, and the result fits the
 /// kernel's limit.
-fn union_program(filters: &[FilterLine], lt: LinkType, dir: Option<&Path>) -> Option<Program> {
+fn union_program(
+    filters: &[FilterLine],
+    lt: LinkType,
+    dir: Option<&Path>,
+) -> Option<Vec<sluice::bpf::Insn>> {
     if filters.len() > sluice::split::compile::UNION_MAX {
         return None;
     }
@@ -527,7 +532,8 @@ fn union_program(filters: &[FilterLine], lt: LinkType, dir: Option<&Path>) -> Op
 }
 
 /// `sluice split -i`: the filters merged for the interface's link type,
-/// their union in the kernel where it fits, one ring per worker.
+/// their union in the kernel where it fits (with `--engine ebpf`, the
+/// whole set as an eBPF chain, however many), one ring per worker.
 fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), Fail> {
     if args.verdicts || args.fragments {
         super::usage("--verdicts and --fragments read files; with -i, use --count or --out-dir");
@@ -540,8 +546,17 @@ fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), 
     let big_endian = cfg!(target_endian = "big");
     let native = !matches!(args.engine, Some(super::filter::EngineArg::Interp));
     let merged = build(filters, lt, None, file, native).map_err(|e| many(e, true))?;
-    let union = union_program(filters, lt, Path::new(file).parent());
-    live.prefilter(union.as_ref().map(|p| p.bpf()))?;
+    // Held for the run: the chain's later programs go when it is dropped.
+    let _chain = match args.engine {
+        Some(super::filter::EngineArg::Ebpf) => {
+            Some(kernel::prefilter(&mut live, filters, lt, file)?)
+        }
+        _ => {
+            let union = union_program(filters, lt, Path::new(file).parent());
+            live.prefilter(union.as_deref())?;
+            None
+        }
+    };
     let format = CaptureFormat::Pcap {
         nanos: false,
         big_endian,

@@ -10,6 +10,11 @@
 //! passes uncounted (the filters mean the frame with its tag, as libpcap
 //! shows it) and is counted in user space by the merged classifier.
 //!
+//! With `--out-dir` or `--first-match` instead, the chain is only the
+//! rings' pre-filter ([`prefilter`]): it passes the frames some filter
+//! wants, and user space judges and writes them as the default engine
+//! does.
+//!
 //! With `--xdp` too, the set also runs as an XDP chain on the interface:
 //! it counts each frame the interface receives before the kernel's stack
 //! and drops there the frames no filter wants; the socket's chain then
@@ -82,6 +87,17 @@ fn refuse_per_packet(args: &SplitArgs) -> Result<(), Fail> {
     Ok(())
 }
 
+/// Refuse a live capture whose link the eBPF chains do not read.
+fn ebpf_link(live: &Live) -> Result<(), Fail> {
+    if ![1, 12, 101].contains(&live.linktype()) {
+        return Err(Fail(format!(
+            "--engine ebpf: {}: live capture runs eBPF on Ethernet and raw IP links only",
+            live.name()
+        )));
+    }
+    Ok(())
+}
+
 /// `sluice split -i IFACE --engine ebpf --count`: the chain as the rings'
 /// socket filter, counting in the kernel.
 pub(super) fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> Result<(), Fail> {
@@ -95,12 +111,7 @@ pub(super) fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> 
         return Err(Fail(format!("{file}: no filters")));
     }
     let mut live = Live::open(&args.live, crate::cli::DEFAULT_SNAPLEN)?;
-    if ![1, 12, 101].contains(&live.linktype()) {
-        return Err(Fail(format!(
-            "--engine ebpf: {}: live capture runs eBPF on Ethernet and raw IP links only",
-            live.name()
-        )));
-    }
+    ebpf_link(&live)?;
     let lt = linktype_of(live.linktype(), live.name())?;
     // Before the socket's chain, so that no received frame the ring
     // takes goes uncounted.
@@ -151,6 +162,24 @@ pub(super) fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> 
         }
     }
     report(args, filters, &counts, &[], report_.seen, None)
+}
+
+/// `split -i --engine ebpf` with `--out-dir` or `--first-match`: the set
+/// as an eBPF chain that passes to user space only the frames some filter
+/// wants (and, whole, those whose VLAN tag the kernel took off), every
+/// ring's pre-filter in place of the classic union, however many filters.
+/// The chain must be held for the run.
+pub(super) fn prefilter(
+    live: &mut Live,
+    filters: &[FilterLine],
+    lt: sluice::LinkType,
+    file: &str,
+) -> Result<MultiFilter, Fail> {
+    ebpf_link(live)?;
+    let set = chain(filters, lt, None, file, Mode::Socket, Options::default())?;
+    let insns: usize = set.instructions().iter().sum();
+    live.prefilter_ebpf(std::os::fd::AsFd::as_fd(set.fd()), insns)?;
+    Ok(set)
 }
 
 /// `--xdp`: the set as an XDP chain attached to the capture's interface
