@@ -28,7 +28,7 @@
 use sluice_classifier::table::KeyTable;
 use sluice_classifier::tree::field::{FieldId, Read};
 use sluice_classifier::tree::label::Cond;
-use sluice_classifier::tree::node::{NodeId, NONE};
+use sluice_classifier::tree::node::{summary, NodeId, NONE};
 use sluice_classifier::tree::DecisionTree;
 use sluice_ir::{CmpOp, Pred, Val};
 
@@ -332,7 +332,12 @@ impl Plan {
     }
 
     fn child(&mut self, t: &DecisionTree, n: NodeId, ids: &mut Ids) -> Child {
-        if self.members.len() >= self.budget || fanout(t, n) > MAX_FANOUT {
+        // A node that only accepts one filter has no unit of its own (a
+        // table reports it from its datum): called, it would run through
+        // the tree's walk in Rust. Its code is one report, so it goes in
+        // place wherever it is reached, past the size limit too.
+        let only_accepts = summary(t.nodes().get(n)) != 0;
+        if !only_accepts && (self.members.len() >= self.budget || fanout(t, n) > MAX_FANOUT) {
             self.calls.push(n);
             return Child::Unit(n);
         }
@@ -415,6 +420,8 @@ impl Plan {
                     .into_iter()
                     .map(|c| match seen[&c] {
                         1 => self.child(t, c, ids),
+                        // Copied into each segment: one report, no call.
+                        _ if summary(t.nodes().get(c)) != 0 => self.child(t, c, ids),
                         _ => {
                             self.calls.push(c);
                             Child::Unit(c)

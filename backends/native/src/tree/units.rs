@@ -341,11 +341,14 @@ impl Compiler {
         done: &mut HashSet<NodeId>,
     ) -> Result<(), NativeError> {
         while let Some(u) = todo.pop_first() {
-            if !done.insert(u) {
+            // A node another unit has just taken in needs no unit. It is
+            // not done: a unit planned later in this update may take it
+            // out again and call it (past its size limit), and then it
+            // must be planned, or it runs through the tree's walk.
+            if matches!(self.unit_of.get(&u), Some(&o) if o != u) {
                 continue;
             }
-            // A node another unit has just taken in needs no unit.
-            if matches!(self.unit_of.get(&u), Some(&o) if o != u) {
+            if !done.insert(u) {
                 continue;
             }
             // A unit whose first node is gone, or now only accepts one
