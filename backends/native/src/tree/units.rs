@@ -425,6 +425,22 @@ impl Compiler {
         Ok(())
     }
 
+    /// The nodes some unit calls that have no function to call (each
+    /// runs through the tree's walk in Rust): none once an update
+    /// without a budget is done (for tests).
+    #[cfg(test)]
+    pub fn calls_without_code(&self) -> Vec<NodeId> {
+        let mut v: Vec<NodeId> = self
+            .units
+            .values()
+            .flat_map(|u| u.plan.calls.iter().copied())
+            .filter(|c| self.units.get(c).map_or(true, |u| u.function.is_none()))
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
     /// The first nodes of the units, ascending (for tests).
     #[cfg(test)]
     pub fn unit_roots(&self) -> Vec<NodeId> {
