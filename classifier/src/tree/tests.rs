@@ -284,3 +284,40 @@ fn a_large_key_block_gets_a_table_of_its_whole_run() {
     let after = t.stats();
     assert_eq!((after.tables, after.nodes), (before.tables, before.nodes));
 }
+
+/// `report_distinct` copies slots as ids while every filter's id is its
+/// slot's number, and maps them once one is not, back and forth as
+/// filters come and go.
+#[test]
+fn distinct_reports_name_the_ids() {
+    let byte = |o| Val::load_abs(o, Size::Byte);
+    let f = |k: u32| Compiled::new(Filter::new(Pred::eq(byte(0), k), 1));
+    let mut t = DecisionTree::default();
+    let expect = |t: &DecisionTree, want: &[u32]| {
+        let slots: Vec<u32> = (0..t.slots() as u32)
+            .filter(|&s| t.id_of(s).is_some())
+            .collect();
+        let mut out = Vec::new();
+        t.report_distinct(&[], 0, &slots, &mut out);
+        out.sort_unstable();
+        assert_eq!(out, want);
+        assert_eq!(t.renamed == 0, slots.iter().all(|&s| t.id_of(s) == Some(s)));
+    };
+    for id in 0..4 {
+        t.insert(id, &f(id), 0);
+    }
+    expect(&t, &[0, 1, 2, 3]);
+    t.remove(1);
+    expect(&t, &[0, 2, 3]);
+    t.insert(9, &f(9), 0); // takes slot 1
+    expect(&t, &[0, 2, 3, 9]);
+    t.insert(2, &f(5), 0); // replaced: slot 2 freed, then taken again
+    expect(&t, &[0, 2, 3, 9]);
+    t.remove(9);
+    expect(&t, &[0, 2, 3]);
+    t.insert(1, &f(1), 0);
+    expect(&t, &[0, 1, 2, 3]);
+    assert_eq!(t.renamed, 0);
+    t.insert(7, &f(7), 0); // slot 4
+    expect(&t, &[0, 1, 2, 3, 7]);
+}

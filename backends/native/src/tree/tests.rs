@@ -143,6 +143,7 @@ fn code_agrees_with_each_filter_alone() {
         t.update();
         eprintln!("{seed}: {:?} {:?}", t.native_stats(), t.tree().stats());
         assert!(t.fresh && t.code.is_some());
+        assert_eq!(t.compiler().calls_without_code(), vec![], "seed {seed}");
         check(&t, &filters, &packets(&mut g));
     }
 }
@@ -274,6 +275,8 @@ fn incremental_updates_agree_with_each_filter_alone() {
         let all: Vec<u32> = (0..t.tree().nodes().all().len() as u32).collect();
         fresh.update(t.tree(), &all, None).unwrap();
         assert_eq!(t.compiler().unit_roots(), fresh.unit_roots(), "seed {seed}");
+        assert_eq!(t.compiler().calls_without_code(), vec![], "seed {seed}");
+        assert_eq!(fresh.calls_without_code(), vec![], "seed {seed}");
     }
 }
 
@@ -334,6 +337,7 @@ fn overlapping_ranges_are_searched() {
         filters.push((i, f, (i % 3) as i32));
     }
     t.update();
+    assert_eq!(t.compiler().calls_without_code(), vec![]);
     let pkts: Vec<Vec<u8>> = (0..=255u8)
         .flat_map(|v| [vec![0, v, v % 4, v % 3], vec![0, v]])
         .collect();

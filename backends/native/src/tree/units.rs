@@ -341,11 +341,14 @@ impl Compiler {
         done: &mut HashSet<NodeId>,
     ) -> Result<(), NativeError> {
         while let Some(u) = todo.pop_first() {
-            if !done.insert(u) {
+            // A node another unit has just taken in needs no unit. It is
+            // not done: a unit planned later in this update may take it
+            // out again and call it (past its size limit), and then it
+            // must be planned, or it runs through the tree's walk.
+            if matches!(self.unit_of.get(&u), Some(&o) if o != u) {
                 continue;
             }
-            // A node another unit has just taken in needs no unit.
-            if matches!(self.unit_of.get(&u), Some(&o) if o != u) {
+            if !done.insert(u) {
                 continue;
             }
             // A unit whose first node is gone, or now only accepts one
@@ -420,6 +423,22 @@ impl Compiler {
         self.set_fn(u, Some(code.clone()));
         self.units.insert(u, code);
         Ok(())
+    }
+
+    /// The nodes some unit calls that have no function to call (each
+    /// runs through the tree's walk in Rust): none once an update
+    /// without a budget is done (for tests).
+    #[cfg(test)]
+    pub fn calls_without_code(&self) -> Vec<NodeId> {
+        let mut v: Vec<NodeId> = self
+            .units
+            .values()
+            .flat_map(|u| u.plan.calls.iter().copied())
+            .filter(|c| self.units.get(c).map_or(true, |u| u.function.is_none()))
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
     }
 
     /// The first nodes of the units, ascending (for tests).
