@@ -156,7 +156,7 @@ mod tests {
                 Pred::eq(ld(2, Size::Byte), 2),
             ])),
         ];
-        let mut frame = vec![0u8; 64];
+        let mut frame = [0u8; 64];
         frame[12] = 8;
         frame[14] = 0x45;
         frame[20] = 3;
@@ -170,10 +170,9 @@ mod tests {
                     sluice_ir::eval_pred(&safe, f, cut as u32),
                 );
                 let got = got.expect("never aborts");
-                match want {
-                    Ok(w) => assert_eq!(got, w, "{p:?} at {cut}"),
-                    // Where the filter aborts, anything goes.
-                    Err(_) => {}
+                // Where the filter aborts, anything goes.
+                if let Ok(w) = want {
+                    assert_eq!(got, w, "{p:?} at {cut}");
                 }
             }
         }
