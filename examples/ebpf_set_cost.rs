@@ -21,38 +21,8 @@ use sluice::ebpf::multi::Options;
 use sluice::ebpf::{Mode, MultiFilter};
 use sluice::split::{Merging, MergingScratch};
 use sluice::{LinkType, Program};
+use sluice_workload::{session, session_expression, tcp_frame};
 use std::time::Instant;
-
-/// A TCP/IPv4 frame from `a:p` to `b:q`, 60 bytes.
-fn tcp(a: u32, b: u32, p: u16, q: u16) -> Vec<u8> {
-    let mut f = vec![0u8; 60];
-    f[12..14].copy_from_slice(&[8, 0]);
-    f[14] = 0x45;
-    f[16..18].copy_from_slice(&46u16.to_be_bytes());
-    f[22] = 64;
-    f[23] = 6;
-    f[26..30].copy_from_slice(&a.to_be_bytes());
-    f[30..34].copy_from_slice(&b.to_be_bytes());
-    f[34..36].copy_from_slice(&p.to_be_bytes());
-    f[36..38].copy_from_slice(&q.to_be_bytes());
-    f[46] = 0x50;
-    f
-}
-
-/// Session `i`: 10.x.y.z:(1024 + i % 50000) to 10.200.0.1:80.
-fn session(i: u32) -> (u32, u32, u16, u16) {
-    (0x0a01_0000 + i, 0x0ac8_0001, 1024 + (i % 50_000) as u16, 80)
-}
-
-fn session_expr(i: u32) -> String {
-    let (a, b, p, q) = session(i);
-    let ip = |x: u32| std::net::Ipv4Addr::from(x).to_string();
-    format!(
-        "ip src host {} and ip dst host {} and tcp src port {p} and tcp dst port {q}",
-        ip(a),
-        ip(b)
-    )
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -76,10 +46,10 @@ fn main() {
                 .map(|k| {
                     let i = if k % 10 == 0 { k * 7919 % n } else { n + k };
                     let (a, b, p, q) = session(i);
-                    (tcp(a, b, p, q), 60)
+                    (tcp_frame(a, b, p, q), 60)
                 })
                 .collect();
-            ((0..n).map(session_expr).collect(), pkts)
+            ((0..n).map(session_expression).collect(), pkts)
         }
         "generated" => (
             sluice_workload::filter_set(n as usize, 1),

@@ -21,6 +21,7 @@ use sluice::classifier::merged::Compiled;
 use sluice::classifier::{Classifier, FilterId};
 use sluice::ebpf::multi::Options;
 use sluice::ebpf::{Error, Mode, MultiFilter};
+use sluice_workload::{session, session_expression, tcp_frame};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -143,56 +144,22 @@ fn generated_heterogeneous_sets_count_as_the_default_engine_and_libpcap() {
     }
 }
 
-/// A TCP/IPv4 frame from `a:p` to `b:q`, 60 bytes.
-fn tcp(a: u32, b: u32, p: u16, q: u16) -> Vec<u8> {
-    let mut f = vec![0u8; 60];
-    f[12..14].copy_from_slice(&[8, 0]);
-    f[14] = 0x45;
-    f[16..18].copy_from_slice(&46u16.to_be_bytes());
-    f[22] = 64;
-    f[23] = 6;
-    f[26..30].copy_from_slice(&a.to_be_bytes());
-    f[30..34].copy_from_slice(&b.to_be_bytes());
-    f[34..36].copy_from_slice(&p.to_be_bytes());
-    f[36..38].copy_from_slice(&q.to_be_bytes());
-    f[46] = 0x50;
-    f
-}
-
-fn ip(a: u32) -> String {
-    std::net::Ipv4Addr::from(a).to_string()
-}
-
-/// Session `i`: 10.1.x.y:(1024 + i % 50000) to 10.200.0.1:80.
-fn session(i: u32) -> (u32, u32, u16, u16) {
-    (0x0a01_0000 + i, 0x0ac8_0001, 1024 + (i % 50_000) as u16, 80)
-}
-
-fn session_expr(i: u32) -> String {
-    let (a, b, p, q) = session(i);
-    format!(
-        "ip src host {} and ip dst host {} and tcp src port {p} and tcp dst port {q}",
-        ip(a),
-        ip(b)
-    )
-}
-
 #[test]
 fn ten_thousand_sessions_count_as_the_default_engine_and_libpcap() {
     if !bpf_permitted("split --engine ebpf on 10,000 sessions") {
         return;
     }
     let n = 10_000u32;
-    let exprs: Vec<String> = (0..n).map(session_expr).collect();
+    let exprs: Vec<String> = (0..n).map(session_expression).collect();
     // Every 7th session's packets (some twice), replies that no session
     // matches, and packets of sessions that are not in the set.
     let mut pkts = Vec::new();
     for i in (0..n + 500).step_by(7) {
         let (a, b, p, q) = session(i);
-        pkts.push((tcp(a, b, p, q), 60));
-        pkts.push((tcp(b, a, q, p), 60));
+        pkts.push((tcp_frame(a, b, p, q), 60));
+        pkts.push((tcp_frame(b, a, q, p), 60));
         if i % 3 == 0 {
-            pkts.push((tcp(a, b, p, q), 60));
+            pkts.push((tcp_frame(a, b, p, q), 60));
         }
     }
     let counts = check("sessions", &exprs, &pkts);
@@ -218,7 +185,7 @@ fn key_only_inserts_and_removals_count_as_the_default_engine_does() {
     };
     let base = 200u32;
     let compiled: Vec<Compiled> = (0..base)
-        .map(|i| Compiled::new(program(&session_expr(i))))
+        .map(|i| Compiled::new(program(&session_expression(i))))
         .collect();
     let set: Vec<(u32, &Compiled)> = compiled
         .iter()
@@ -235,7 +202,7 @@ fn key_only_inserts_and_removals_count_as_the_default_engine_does() {
     // are insertion order, as ours).
     let mut c: Classifier = Classifier::new();
     for i in 0..base {
-        assert_eq!(c.insert(&program(&session_expr(i)), 0), FilterId(i));
+        assert_eq!(c.insert(&program(&session_expression(i)), 0), FilterId(i));
     }
     // Sessions 200..600 inserted by key, copies of session 0.
     let mut like_key = Vec::new();
@@ -272,7 +239,7 @@ fn key_only_inserts_and_removals_count_as_the_default_engine_does() {
     let mut want = vec![0u64; 1000];
     for i in 0..650 {
         let (a, b, p, q) = session(i);
-        for f in [tcp(a, b, p, q), tcp(b, a, q, p)] {
+        for f in [tcp_frame(a, b, p, q), tcp_frame(b, a, q, p)] {
             let ids = r.classify(&f, 60);
             let got = m.run(&f, 60).unwrap();
             assert_eq!(got != 0, !ids.is_empty(), "session {i}");

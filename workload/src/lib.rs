@@ -78,6 +78,7 @@ mod features;
 mod filters;
 mod flows;
 mod rng;
+mod sessions;
 mod traffic;
 mod universe;
 
@@ -85,6 +86,7 @@ pub use broad::{broad_expressions, broad_mix};
 pub use corpus::{corpus_filters, corpus_packets, pcap_bytes, write_pcap};
 pub use features::{features, Feature};
 pub use flows::flow_traffic;
+pub use sessions::{session, session_expression, tcp_frame};
 
 use universe::Universe;
 

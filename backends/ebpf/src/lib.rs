@@ -304,12 +304,7 @@ impl Loaded {
     /// ```
     pub fn run_xdp(&self, frame: &[u8]) -> Result<u32, Error> {
         assert_eq!(self.mode, Mode::Xdp, "only XDP programs give XDP verdicts");
-        if frame.len() > MAX_TEST_PACKET {
-            return Err(Error::PacketTooLong(frame.len()));
-        }
-        Ok(sys::test_run(&self.fd, frame, &[], 1)
-            .map_err(Error::Run)?
-            .0)
+        Ok(test_run_xdp(&self.fd, frame, 1)?.0)
     }
 
     /// Run a packet `repeat` times: (the filter's result, the kernel's
@@ -463,6 +458,15 @@ fn load_program(insns: &[Insn], mode: Mode) -> Result<OwnedFd, Error> {
             }
         }
     }
+}
+
+/// Run a whole frame `repeat` times through the XDP program `fd`: (its
+/// verdict, the kernel's mean ns per run).
+fn test_run_xdp(fd: &OwnedFd, frame: &[u8], repeat: u32) -> Result<(u32, u32), Error> {
+    if frame.len() > MAX_TEST_PACKET {
+        return Err(Error::PacketTooLong(frame.len()));
+    }
+    sys::test_run(fd, frame, &[], repeat).map_err(Error::Run)
 }
 
 /// Run a packet `repeat` times through the test-run program `fd`: (its

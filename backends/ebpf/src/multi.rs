@@ -77,7 +77,7 @@ use crate::emit::{
     SKB_PKT_TYPE, SKB_VLAN_PRESENT, XDP_DATA, XDP_DROP, XDP_PASS,
 };
 use crate::insn::{op, Insn};
-use crate::{load_program, sys, test_run, Error, Mode};
+use crate::{load_program, sys, test_run, test_run_xdp, Error, Mode};
 use sluice_classifier::merged::{Compiled, FieldRead, GuardView, Merged, Slot, Whole};
 use sluice_classifier::path::Test;
 use sluice_classifier::table::hash;
@@ -523,23 +523,26 @@ impl Maps<'_> {
     }
 
     /// Instructions a guard takes, and a group's body.
-    fn guard_size(&self, guard: &Pred) -> Result<usize, Error> {
+    /// An emitter as a program's units see it, to measure them.
+    fn sizer(&self) -> Emitter {
         let mut e = Emitter::for_link(self.mode, 1);
         e.used = RESERVED;
+        e
+    }
+    fn guard_size(&self, guard: &Pred) -> Result<usize, Error> {
+        let mut e = self.sizer();
         let (t, f) = (e.label(), e.label());
         e.cond(guard, t, f)?;
         Ok(e.emitted() + 4)
     }
     fn body_size(&self, m: &Merged, g: u32, key: u32) -> Result<usize, Error> {
-        let mut e = Emitter::for_link(self.mode, 1);
-        e.used = RESERVED;
+        let mut e = self.sizer();
         let skip = e.label();
         self.group(&mut e, m, g, key, skip)?;
         Ok(e.emitted() + 4)
     }
     fn whole_size(&self, id: u32, f: &Filter) -> Result<usize, Error> {
-        let mut e = Emitter::for_link(self.mode, 1);
-        e.used = RESERVED;
+        let mut e = self.sizer();
         let skip = e.label();
         self.whole(&mut e, id, f, skip)?;
         Ok(e.emitted() + 4)
@@ -992,8 +995,7 @@ impl MultiFilter {
         match self.mode {
             Mode::TestRun => test_run(&self.progs[0], pkt, wirelen, repeat),
             // The frame is whole: its length is the wire length.
-            Mode::Xdp if pkt.len() > crate::MAX_TEST_PACKET => Err(Error::PacketTooLong(pkt.len())),
-            Mode::Xdp => sys::test_run(&self.progs[0], pkt, &[], repeat).map_err(Error::Run),
+            Mode::Xdp => test_run_xdp(&self.progs[0], pkt, repeat),
             Mode::Socket => panic!("a socket filter chain runs only on a socket"),
         }
     }

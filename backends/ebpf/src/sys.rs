@@ -328,14 +328,23 @@ pub fn system_ids(maps: bool) -> std::io::Result<Vec<u32>> {
 /// The kernel's id of a program or map (both infos start with
 /// `type`, `id`).
 pub fn object_id(fd: &OwnedFd) -> std::io::Result<u32> {
-    let mut info = [0u32; 2];
+    let mut info = [0u64; 1];
+    info_by_fd(fd, &mut info)?;
+    // `id` is the second u32: the high half of the first u64 here.
+    Ok(u32::from_ne_bytes(
+        info[0].to_ne_bytes()[4..].try_into().expect("4 bytes"),
+    ))
+}
+
+/// The start of the kernel's info struct of `fd`'s program or map, as
+/// many bytes as `info` holds.
+fn info_by_fd(fd: &OwnedFd, info: &mut [u64]) -> std::io::Result<()> {
     let mut attr = InfoByFd {
         bpf_fd: fd.as_raw_fd() as u32,
-        info_len: 8,
+        info_len: (8 * info.len()) as u32,
         info: info.as_mut_ptr() as u64,
     };
-    bpf(BPF_OBJ_GET_INFO_BY_FD, &mut attr)?;
-    Ok(info[1])
+    bpf(BPF_OBJ_GET_INFO_BY_FD, &mut attr).map(|_| ())
 }
 
 const BPF_ENABLE_STATS: libc::c_int = 32;
@@ -352,11 +361,6 @@ pub fn enable_stats() -> std::io::Result<OwnedFd> {
 /// offsets 192 and 200).
 pub fn run_stats(fd: &OwnedFd) -> std::io::Result<(u64, u64)> {
     let mut info = [0u64; 26];
-    let mut attr = InfoByFd {
-        bpf_fd: fd.as_raw_fd() as u32,
-        info_len: 208,
-        info: info.as_mut_ptr() as u64,
-    };
-    bpf(BPF_OBJ_GET_INFO_BY_FD, &mut attr)?;
+    info_by_fd(fd, &mut info)?;
     Ok((info[24], info[25]))
 }
