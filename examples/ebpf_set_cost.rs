@@ -14,7 +14,8 @@
 //! chain without the test run's loop); the native figure is the call per
 //! packet from Rust, the packets held in memory. `MODE=xdp` builds and
 //! runs the set as an XDP chain (frames whole), `MODE=socket` only loads
-//! the socket filter chain.
+//! the socket filter chain. `ENGINE=tree` measures the decision tree as
+//! eBPF ([`sluice::ebpf::TreeFilter`]) instead of the group chain.
 
 use sluice::classifier::merged::{Compiled, Merged};
 use sluice::ebpf::multi::Options;
@@ -103,6 +104,10 @@ fn main() {
         Ok("socket") => Mode::Socket,
         _ => Mode::TestRun,
     };
+    if std::env::var("ENGINE").as_deref() == Ok("tree") {
+        tree_cost(kind, n, &set, &compiled, pkts, mode, repeat);
+        return;
+    }
     let t = Instant::now();
     let mut m = MultiFilter::build(&set, mode, opts).expect("load");
     let load = t.elapsed();
@@ -205,5 +210,83 @@ fn main() {
         kernel_ns as f64 / pkts.len() as f64,
         stats_ns,
         native_ns
+    );
+}
+
+/// The decision tree as eBPF: load, programs, kernel ns per packet with
+/// its floor, beside the native engine on the same packets.
+fn tree_cost(
+    kind: &str,
+    n: u32,
+    set: &[(u32, &Compiled)],
+    compiled: &[Compiled],
+    pkts: Vec<(Vec<u8>, u32)>,
+    mode: Mode,
+    repeat: u32,
+) {
+    use sluice::ebpf::TreeFilter;
+    // BUDGET=N: instructions per program before a set is halved.
+    let budget = std::env::var("BUDGET")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(sluice::ebpf::tree::Options::default().budget);
+    let opts = sluice::ebpf::tree::Options {
+        capacity: n,
+        budget,
+        ..Default::default()
+    };
+    let t = Instant::now();
+    let m = TreeFilter::build(set, mode, opts).expect("load");
+    let load = t.elapsed();
+    let insns: usize = m.instructions().iter().sum();
+    if mode == Mode::Socket {
+        println!(
+            "{kind} {n}\ttree socket filter chain\tload {load:.2?}\t{} programs, {insns} insns",
+            m.programs()
+        );
+        return;
+    }
+    let pkts: Vec<(Vec<u8>, u32)> = match mode {
+        Mode::Xdp => pkts
+            .into_iter()
+            .filter(|(d, _)| d.len() >= 14)
+            .map(|(d, _)| {
+                let w = d.len() as u32;
+                (d, w)
+            })
+            .collect(),
+        _ => pkts,
+    };
+    let matched = |r: u32| if mode == Mode::Xdp { r == 2 } else { r != 0 };
+    let (mut kernel_ns, mut hits) = (0u64, 0u64);
+    for (d, w) in &pkts {
+        let (r, ns) = m.bench(d, *w, repeat).expect("test run");
+        kernel_ns += ns as u64;
+        hits += matched(r) as u64;
+    }
+    let never = Compiled::new(sluice::ir::Filter::new(sluice::ir::Pred::False, 1));
+    let floor = TreeFilter::build(&[(0, &never)], mode, Default::default()).expect("floor");
+    let mut floor_ns = 0u64;
+    for (d, w) in &pkts {
+        floor_ns += floor.bench(d, *w, repeat).expect("test run").1 as u64;
+    }
+    let native = Merging::from_compiled(compiled.to_vec(), true);
+    let (mut s, mut ids) = (MergingScratch::default(), Vec::new());
+    let mut native_hits = 0u64;
+    let t = Instant::now();
+    for _ in 0..repeat {
+        for (d, w) in &pkts {
+            native.classify(d, *w, &mut s, &mut ids);
+            native_hits += !ids.is_empty() as u64;
+        }
+    }
+    let native_ns = t.elapsed().as_nanos() as f64 / (repeat as f64 * pkts.len() as f64);
+    assert_eq!(native_hits, hits * repeat as u64, "the engines agree");
+    println!(
+        "{kind} {n}\ttree\tload {load:.2?}\t{} programs, {insns} insns\t{} packets, {hits} matched\tkernel {:.1} ns/packet (floor {:.1})\tnative {native_ns:.1} ns/packet",
+        m.programs(),
+        pkts.len(),
+        kernel_ns as f64 / pkts.len() as f64,
+        floor_ns as f64 / pkts.len() as f64,
     );
 }

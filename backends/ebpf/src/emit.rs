@@ -38,6 +38,9 @@ pub(crate) const XDP_DATA: (i16, i16) = (0, 4);
 /// (an offset plus the bytes read stays within its `MAX_PACKET_OFF`,
 /// 0xffff); no packet these programs see is that long.
 const DIRECT_MAX: u32 = 0xfff0;
+/// The farthest a jump goes with its 16-bit offset (see
+/// [`Emitter::layout`]): an eighth of the offset's reach.
+const FAR: i64 = 4096;
 /// Bytes of a frame copied to the stack once per program for its loads
 /// (54: Ethernet, IPv4 and TCP headers without options, the IPv6
 /// addresses), in the last [`HEADER_SLOTS`] slots (from `HEADER_OFF`
@@ -53,7 +56,6 @@ const DIRECT_MAX: u32 = 0xfff0;
 const HEADER_SLOTS: usize = 7;
 const HEADER_SHIFT: i16 = 2;
 const HEADER_BYTES: u32 = 8 * HEADER_SLOTS as u32 - HEADER_SHIFT as u32;
-const HEADER_OFF: i16 = -8 * SLOTS as i16;
 /// The helpers that copy bytes of a socket buffer, of an XDP frame.
 const HELPER_SKB_LOAD_BYTES: i32 = 26;
 const HELPER_XDP_LOAD_BYTES: i32 = 189;
@@ -135,7 +137,7 @@ pub(crate) struct Emitter {
 pub(crate) fn alu32(o: u8, dst: u8, imm: u32) -> Insn {
     Insn::new(op::ALU | o | op::K, dst, 0, 0, imm as i32)
 }
-fn alu32x(o: u8, dst: u8, src: u8) -> Insn {
+pub(crate) fn alu32x(o: u8, dst: u8, src: u8) -> Insn {
     Insn::new(op::ALU | o | op::X, dst, src, 0, 0)
 }
 pub(crate) fn alu64(o: u8, dst: u8, imm: i32) -> Insn {
@@ -361,6 +363,10 @@ impl Emitter {
         }
     }
 
+    fn header_off(&self) -> i16 {
+        -8 * SLOTS as i16
+    }
+
     /// A socket filter's header copy: the frame's first bytes, up to
     /// [`HEADER_BYTES`] and the captured length in r7, copied to the
     /// stack by one helper call (r1-r5 are clobbered). Once at the start
@@ -373,7 +379,13 @@ impl Emitter {
         // The copy's deepest word written first: the verifier then has the
         // stack down to it on both ways below (its helper path wants the
         // stack it writes allocated already).
-        self.put(Insn::new(op::ST | op::MEM | op::DW, 10, 0, HEADER_OFF, 0));
+        self.put(Insn::new(
+            op::ST | op::MEM | op::DW,
+            10,
+            0,
+            self.header_off(),
+            0,
+        ));
         if let Some((data, end)) = self.direct {
             // The frame's bytes are in reach: read them, 2, 4, then 8 at a
             // time, to aligned places of the copy; a frame shorter than
@@ -384,7 +396,7 @@ impl Emitter {
             self.put(alu64x(op::MOV, 1, 2));
             self.put(alu64(op::ADD, 1, HEADER_BYTES as i32));
             self.jump(Insn::new(op::JMP | op::JGT | op::X, 1, 3, 0, 0), helper);
-            let base = HEADER_OFF + HEADER_SHIFT;
+            let base = self.header_off() + HEADER_SHIFT;
             let mut at = 0i16;
             // (Words, not double words: a double word stored from a
             // register is a spilled register to the verifier, and its
@@ -416,7 +428,7 @@ impl Emitter {
         self.put(alu64x(op::MOV, 1, 6));
         self.put(alu64(op::MOV, 2, 0));
         self.put(alu64x(op::MOV, 3, 10));
-        self.put(alu64(op::ADD, 3, (HEADER_OFF + HEADER_SHIFT) as i32));
+        self.put(alu64(op::ADD, 3, (self.header_off() + HEADER_SHIFT) as i32));
         self.put(Insn::new(op::JMP | op::CALL, 0, 0, 0, helper));
         self.mark(done);
     }
@@ -503,23 +515,63 @@ impl Emitter {
                 }
             }
         }
+        // Jumps farther than FAR go by a 32-bit `gotol` (a conditional
+        // one by its condition over it): the kernel grows a program as it
+        // verifies (LD_ABS and map lookups expand), and a 16-bit offset
+        // must still hold the grown distance.
+        let mut far = vec![false; items.len()];
         let mut at = vec![usize::MAX; self.labels];
-        let mut pc = 0;
-        for (i, it) in items.iter().enumerate() {
-            match it {
-                Item::Label(l) => at[*l] = pc,
-                _ if keep[i] => pc += 1,
-                _ => {}
+        loop {
+            let mut pc = 0;
+            let mut ends = vec![0usize; items.len()];
+            for (i, it) in items.iter().enumerate() {
+                match it {
+                    Item::Label(l) => at[*l] = pc,
+                    Item::Jump(insn, _) if keep[i] && far[i] => {
+                        pc += if insn.code == op::JMP | op::JA { 1 } else { 3 };
+                        ends[i] = pc;
+                    }
+                    _ if keep[i] => {
+                        pc += 1;
+                        ends[i] = pc;
+                    }
+                    _ => {}
+                }
+            }
+            let mut grew = false;
+            for (i, it) in items.iter().enumerate() {
+                if let Item::Jump(_, to) = it {
+                    let delta = at[*to] as i64 - ends[i] as i64;
+                    if keep[i] && !far[i] && delta.abs() > FAR {
+                        far[i] = true;
+                        grew = true;
+                    }
+                }
+            }
+            if !grew {
+                break;
             }
         }
-        let mut out = Vec::with_capacity(pc);
+        let mut out = Vec::new();
         for (i, it) in items.into_iter().enumerate() {
             match it {
                 Item::Insn(insn) if keep[i] => out.push(insn),
                 Item::Jump(mut insn, to) if keep[i] => {
-                    let delta = at[to] as i64 - out.len() as i64 - 1;
-                    insn.off = i16::try_from(delta).map_err(|_| Error::TooLarge(pc))?;
-                    out.push(insn);
+                    if far[i] {
+                        if insn.code != op::JMP | op::JA {
+                            // if cond: over the next one to the gotol.
+                            insn.off = 1;
+                            out.push(insn);
+                            out.push(Insn::new(op::JMP | op::JA, 0, 0, 1, 0));
+                        }
+                        let delta = at[to] as i64 - out.len() as i64 - 1;
+                        let imm = i32::try_from(delta).map_err(|_| Error::TooLarge(out.len()))?;
+                        out.push(Insn::new(op::JMP32 | op::JA, 0, 0, 0, imm));
+                    } else {
+                        let delta = at[to] as i64 - out.len() as i64 - 1;
+                        insn.off = i16::try_from(delta).map_err(|_| Error::TooLarge(out.len()))?;
+                        out.push(insn);
+                    }
                 }
                 _ => {}
             }
@@ -579,7 +631,7 @@ impl Emitter {
     }
 
     /// Binary search of w0 among sorted `keys`.
-    fn search(&mut self, keys: &[u32], t: Label, f: Label) {
+    pub(crate) fn search(&mut self, keys: &[u32], t: Label, f: Label) {
         if keys.len() <= 4 {
             for k in keys {
                 self.jump(
@@ -635,7 +687,7 @@ impl Emitter {
                             op::LDX | op::MEM | size_code(*size),
                             0,
                             10,
-                            HEADER_OFF + HEADER_SHIFT + at as i16,
+                            self.header_off() + HEADER_SHIFT + at as i16,
                             0,
                         ));
                         self.swap_to_host(*size);

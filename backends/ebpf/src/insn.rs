@@ -195,6 +195,7 @@ impl std::fmt::Display for Insn {
                         None => write!(f, "call {}", self.imm),
                     },
                     (op::JMP, op::JA) => write!(f, "goto pc{:+}", self.off),
+                    (op::JMP32, op::JA) => write!(f, "gotol pc{:+}", self.imm),
                     (op::JMP, op::JCOND) => write!(f, "may_goto pc{:+}", self.off),
                     _ => {
                         let sym = jmp_sym(o).unwrap_or("?");

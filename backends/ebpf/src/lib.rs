@@ -66,11 +66,13 @@ mod emit;
 mod insn;
 pub mod multi;
 mod sys;
+pub mod tree;
 
 pub use emit::{lower, lower_for_link};
 pub use insn::{dump, op, Insn};
 pub use multi::MultiFilter;
 pub use sluice_ir::Filter;
+pub use tree::TreeFilter;
 
 use std::os::fd::OwnedFd;
 

@@ -86,10 +86,10 @@ use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
-const MAP_HASH: u32 = 1;
-const MAP_PROG_ARRAY: u32 = 3;
-const MAP_PERCPU_ARRAY: u32 = 6;
-const HELPER_MAP_LOOKUP: i32 = 1;
+pub(crate) const MAP_HASH: u32 = 1;
+pub(crate) const MAP_PROG_ARRAY: u32 = 3;
+pub(crate) const MAP_PERCPU_ARRAY: u32 = 6;
+pub(crate) const HELPER_MAP_LOOKUP: i32 = 1;
 const HELPER_TAIL_CALL: i32 = 12;
 
 /// Programs in one chain: the first and the kernel's 33 tail calls.
@@ -102,17 +102,17 @@ pub const MAX_KEY_WORDS: usize = 16;
 
 /// Stack slots the program keeps for itself (the emitter's temporaries
 /// and shared values come after them).
-const SEQ: usize = 0;
-const SEQ_PTR: usize = 1;
-const VAL_PTR: usize = 2;
-const CNT_KEY: usize = 3;
+pub(crate) const SEQ: usize = 0;
+pub(crate) const SEQ_PTR: usize = 1;
+pub(crate) const VAL_PTR: usize = 2;
+pub(crate) const CNT_KEY: usize = 3;
 /// Slots 4..=12: the key buffer, the group and 16 words from
 /// `slot_off(KEY_BUF)` up.
-const KEY_BUF: usize = 12;
-const RESERVED: usize = 13;
+pub(crate) const KEY_BUF: usize = 12;
+pub(crate) const RESERVED: usize = 13;
 
 /// Bytes of one counter entry: `{count, seen}`.
-const COUNTER: usize = 16;
+pub(crate) const COUNTER: usize = 16;
 
 /// How a program set is built.
 ///
@@ -196,7 +196,7 @@ pub struct MultiFilter {
 }
 
 /// The number of possible CPUs (a per-CPU map has one value for each).
-fn possible_cpus() -> Result<usize, Error> {
+pub(crate) fn possible_cpus() -> Result<usize, Error> {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/possible")
         .map_err(|e| Error::Map("reading /sys/devices/system/cpu/possible", e))?;
     let mut n = 0;
@@ -254,20 +254,20 @@ fn guard_pred(g: &GuardView<'_>) -> Pred {
     }
 }
 
-fn ld_map(e: &mut Emitter, reg: u8, fd: &OwnedFd) {
+pub(crate) fn ld_map(e: &mut Emitter, reg: u8, fd: &OwnedFd) {
     e.put(Insn::new(op::LD | op::DW, reg, 1, 0, fd.as_raw_fd()));
     e.put(Insn::new(0, 0, 0, 0, 0));
 }
-fn ldx(size: u8, dst: u8, src: u8, off: i16) -> Insn {
+pub(crate) fn ldx(size: u8, dst: u8, src: u8, off: i16) -> Insn {
     Insn::new(op::LDX | op::MEM | size, dst, src, off, 0)
 }
-fn stx(size: u8, dst: u8, off: i16, src: u8) -> Insn {
+pub(crate) fn stx(size: u8, dst: u8, off: i16, src: u8) -> Insn {
     Insn::new(op::STX | op::MEM | size, dst, src, off, 0)
 }
-fn call(helper: i32) -> Insn {
+pub(crate) fn call(helper: i32) -> Insn {
     Insn::new(op::JMP | op::CALL, 0, 0, 0, helper)
 }
-fn exit() -> Insn {
+pub(crate) fn exit() -> Insn {
     Insn::new(op::JMP | op::EXIT, 0, 0, 0, 0)
 }
 
@@ -295,23 +295,7 @@ struct Maps<'a> {
 impl Maps<'_> {
     /// Count the filter whose id is in `reg` (r1-r5 and r0 are lost).
     fn count(&self, e: &mut Emitter, reg: u8) {
-        let done = e.label();
-        e.put(stx(op::W, 10, slot_off(CNT_KEY), reg));
-        ld_map(e, 1, self.counters);
-        e.put(alu64x(op::MOV, 2, 10));
-        e.put(alu64(op::ADD, 2, slot_off(CNT_KEY) as i32));
-        e.put(call(HELPER_MAP_LOOKUP));
-        e.jump(Insn::new(op::JMP | op::JEQ | op::K, 0, 0, 0, 0), done);
-        e.put(ldx(op::DW, 1, 10, slot_off(SEQ)));
-        e.put(ldx(op::DW, 2, 0, 8));
-        e.jump(Insn::new(op::JMP | op::JEQ | op::X, 2, 1, 0, 0), done);
-        e.put(stx(op::DW, 0, 8, 1));
-        e.put(ldx(op::DW, 2, 0, 0));
-        e.put(alu64(op::ADD, 2, 1));
-        e.put(stx(op::DW, 0, 0, 2));
-        e.put(ldx(op::DW, 3, 10, slot_off(SEQ_PTR)));
-        e.put(stx(op::DW, 3, 0, 1));
-        e.mark(done);
+        count(e, self.counters, reg);
     }
 
     /// One group once its guards hold: its key, the lookup, its filters
@@ -372,35 +356,7 @@ impl Maps<'_> {
 
     /// A filter run whole: its code, and its counter when it accepts.
     fn whole(&self, e: &mut Emitter, id: u32, f: &Filter, skip: Label) -> Result<(), Error> {
-        if f.accept == 0 {
-            return Ok(());
-        }
-        e.reject = skip;
-        let base = e.used;
-        let mut ids = Vec::new();
-        shared_ids(&f.pred, &mut ids);
-        for sid in ids {
-            if e.used + 8 >= e.slots() {
-                break;
-            }
-            e.shared.insert(sid, e.used);
-            e.put(Insn::new(
-                op::ST | op::MEM | op::DW,
-                10,
-                0,
-                slot_off(e.used),
-                0,
-            ));
-            e.used += 1;
-        }
-        let hit = e.label();
-        e.cond(&f.pred, hit, skip)?;
-        e.mark(hit);
-        e.put(alu32(op::MOV, 0, id));
-        self.count(e, 0);
-        e.shared.clear();
-        e.used = base;
-        Ok(())
+        whole(e, self.counters, id, f, skip)
     }
 
     /// Program `k` of the chain: the prologue, `units` (groups as a trie
@@ -416,76 +372,14 @@ impl Maps<'_> {
         last: bool,
     ) -> Result<Vec<Insn>, Error> {
         let mode = self.mode;
-        let mut e = Emitter::for_link(mode, 1);
-        let (verdict, zero, all) = (e.label(), e.label(), e.label());
-        // What the program returns when some filter matched, and when
-        // none did (XDP: pass the frame on, or drop it).
-        let (yes, no) = match mode {
-            Mode::Xdp => (XDP_PASS, XDP_DROP),
-            _ => (self.accept, 0),
-        };
-        // Every jump stays within its part of the program: the kernel
-        // expands instructions (LD_ABS, map lookups) as it verifies, and a
-        // jump across the whole program would outgrow 16 bits.
-        e.put(alu64x(op::MOV, 6, 1));
-        if mode == Mode::Socket && self.outgoing_only {
-            // Received frames are the XDP chain's: not counted here.
-            const PACKET_OUTGOING: i32 = 4;
-            let sent = e.label();
-            e.put(ldx(op::W, 0, 6, SKB_PKT_TYPE));
-            e.jump(
-                Insn::new(op::JMP | op::JEQ | op::K, 0, 0, 0, PACKET_OUTGOING),
-                sent,
-            );
-            e.put(alu32(op::MOV, 0, 0));
-            e.put(exit());
-            e.mark(sent);
-        }
-        if mode == Mode::Socket {
-            // As for one filter: a frame whose VLAN tag the kernel took
-            // off passes uncounted; user space judges it.
-            let (tagged, untagged) = (e.label(), e.label());
-            e.put(ldx(op::W, 0, 6, SKB_VLAN_PRESENT));
-            e.jump(Insn::new(op::JMP | op::JSET | op::K, 0, 0, 0, 1), tagged);
-            e.goto(untagged);
-            e.mark(tagged);
-            e.put(alu32(op::MOV, 0, u32::MAX));
-            e.put(exit());
-            e.mark(untagged);
-        }
-        // The run's sequence number (a new one in the first program).
-        e.put(Insn::new(
-            op::ST | op::MEM | op::W,
-            10,
-            0,
-            slot_off(CNT_KEY),
-            self.capacity as i32,
-        ));
-        ld_map(&mut e, 1, self.counters);
-        e.put(alu64x(op::MOV, 2, 10));
-        e.put(alu64(op::ADD, 2, slot_off(CNT_KEY) as i32));
-        e.put(call(HELPER_MAP_LOOKUP));
-        let found = e.label();
-        e.jump(Insn::new(op::JMP | op::JNE | op::K, 0, 0, 0, 0), found);
-        // (Never: the entry exists.) XDP passes the frame on.
-        e.put(alu32(
-            op::MOV,
-            0,
-            if mode == Mode::Xdp { XDP_PASS } else { 0 },
-        ));
-        e.put(exit());
-        e.mark(found);
-        e.put(stx(op::DW, 10, slot_off(SEQ_PTR), 0));
-        e.put(ldx(op::DW, 1, 0, 8));
-        if k == 0 {
-            e.put(alu64(op::ADD, 1, 1));
-            e.put(stx(op::DW, 0, 8, 1));
-        }
-        e.put(stx(op::DW, 10, slot_off(SEQ), 1));
-        // A socket filter's header copy, once per program.
-        lengths(&mut e, mode);
-        e.fill_header();
-        e.used = RESERVED;
+        let (mut e, yes, no) = prologue(
+            mode,
+            self.outgoing_only,
+            self.counters,
+            self.capacity,
+            self.accept,
+            k,
+        );
         let groups: Vec<(u32, u32, &[usize])> = units
             .iter()
             .filter_map(|u| match u {
@@ -502,23 +396,7 @@ impl Maps<'_> {
                 e.mark(skip);
             }
         }
-        if !last {
-            e.put(alu64x(op::MOV, 1, 6));
-            ld_map(&mut e, 2, self.chain);
-            e.put(alu32(op::MOV, 3, k as u32 + 1));
-            e.put(call(HELPER_TAIL_CALL));
-        }
-        e.mark(verdict);
-        e.put(ldx(op::DW, 1, 10, slot_off(SEQ_PTR)));
-        e.put(ldx(op::DW, 2, 1, 0));
-        e.put(ldx(op::DW, 3, 10, slot_off(SEQ)));
-        e.jump(Insn::new(op::JMP | op::JEQ | op::X, 2, 3, 0, 0), all);
-        e.mark(zero);
-        e.put(alu32(op::MOV, 0, no));
-        e.put(exit());
-        e.mark(all);
-        e.put(alu32(op::MOV, 0, yes));
-        e.put(exit());
+        epilogue(&mut e, self.chain, k, last, yes, no);
         e.layout()
     }
 
@@ -549,12 +427,181 @@ impl Maps<'_> {
     }
 }
 
+/// Count the filter whose counter is entry `reg` of `counters` (r1-r5 and r0 are lost).
+pub(crate) fn count(e: &mut Emitter, counters: &OwnedFd, reg: u8) {
+    let done = e.label();
+    e.put(stx(op::W, 10, slot_off(CNT_KEY), reg));
+    ld_map(e, 1, counters);
+    e.put(alu64x(op::MOV, 2, 10));
+    e.put(alu64(op::ADD, 2, slot_off(CNT_KEY) as i32));
+    e.put(call(HELPER_MAP_LOOKUP));
+    e.jump(Insn::new(op::JMP | op::JEQ | op::K, 0, 0, 0, 0), done);
+    e.put(ldx(op::DW, 1, 10, slot_off(SEQ)));
+    e.put(ldx(op::DW, 2, 0, 8));
+    e.jump(Insn::new(op::JMP | op::JEQ | op::X, 2, 1, 0, 0), done);
+    e.put(stx(op::DW, 0, 8, 1));
+    e.put(ldx(op::DW, 2, 0, 0));
+    e.put(alu64(op::ADD, 2, 1));
+    e.put(stx(op::DW, 0, 0, 2));
+    e.put(ldx(op::DW, 3, 10, slot_off(SEQ_PTR)));
+    e.put(stx(op::DW, 3, 0, 1));
+    e.mark(done);
+}
+
+/// A filter run whole: its code, and counter `id` when it accepts.
+pub(crate) fn whole(
+    e: &mut Emitter,
+    counters: &OwnedFd,
+    id: u32,
+    f: &Filter,
+    skip: Label,
+) -> Result<(), Error> {
+    if f.accept == 0 {
+        return Ok(());
+    }
+    e.reject = skip;
+    let base = e.used;
+    let mut ids = Vec::new();
+    shared_ids(&f.pred, &mut ids);
+    for sid in ids {
+        if e.used + 8 >= e.slots() {
+            break;
+        }
+        e.shared.insert(sid, e.used);
+        e.put(Insn::new(
+            op::ST | op::MEM | op::DW,
+            10,
+            0,
+            slot_off(e.used),
+            0,
+        ));
+        e.used += 1;
+    }
+    let hit = e.label();
+    e.cond(&f.pred, hit, skip)?;
+    e.mark(hit);
+    e.put(alu32(op::MOV, 0, id));
+    count(e, counters, 0);
+    e.shared.clear();
+    e.used = base;
+    Ok(())
+}
+
+/// The start of program `k` of a chain (`k == 0` starts a run: a new
+/// sequence number): the frame's checks for the mode, the run's sequence
+/// number into [`SEQ`] and its entry's address into [`SEQ_PTR`], the
+/// lengths and the header copy; units may use slots from [`RESERVED`].
+/// Returns the emitter and what the program returns when some filter
+/// matched and when none did.
+pub(crate) fn prologue(
+    mode: Mode,
+    outgoing_only: bool,
+    counters: &OwnedFd,
+    capacity: u32,
+    accept: u32,
+    k: usize,
+) -> (Emitter, u32, u32) {
+    let mut e = Emitter::for_link(mode, 1);
+    // What the program returns when some filter matched, and when
+    // none did (XDP: pass the frame on, or drop it).
+    let (yes, no) = match mode {
+        Mode::Xdp => (XDP_PASS, XDP_DROP),
+        _ => (accept, 0),
+    };
+    // Every jump stays within its part of the program: the kernel
+    // expands instructions (LD_ABS, map lookups) as it verifies, and a
+    // jump across the whole program would outgrow 16 bits.
+    e.put(alu64x(op::MOV, 6, 1));
+    if mode == Mode::Socket && outgoing_only {
+        // Received frames are the XDP chain's: not counted here.
+        const PACKET_OUTGOING: i32 = 4;
+        let sent = e.label();
+        e.put(ldx(op::W, 0, 6, SKB_PKT_TYPE));
+        e.jump(
+            Insn::new(op::JMP | op::JEQ | op::K, 0, 0, 0, PACKET_OUTGOING),
+            sent,
+        );
+        e.put(alu32(op::MOV, 0, 0));
+        e.put(exit());
+        e.mark(sent);
+    }
+    if mode == Mode::Socket {
+        // As for one filter: a frame whose VLAN tag the kernel took
+        // off passes uncounted; user space judges it.
+        let (tagged, untagged) = (e.label(), e.label());
+        e.put(ldx(op::W, 0, 6, SKB_VLAN_PRESENT));
+        e.jump(Insn::new(op::JMP | op::JSET | op::K, 0, 0, 0, 1), tagged);
+        e.goto(untagged);
+        e.mark(tagged);
+        e.put(alu32(op::MOV, 0, u32::MAX));
+        e.put(exit());
+        e.mark(untagged);
+    }
+    // The run's sequence number (a new one in the first program).
+    e.put(Insn::new(
+        op::ST | op::MEM | op::W,
+        10,
+        0,
+        slot_off(CNT_KEY),
+        capacity as i32,
+    ));
+    ld_map(&mut e, 1, counters);
+    e.put(alu64x(op::MOV, 2, 10));
+    e.put(alu64(op::ADD, 2, slot_off(CNT_KEY) as i32));
+    e.put(call(HELPER_MAP_LOOKUP));
+    let found = e.label();
+    e.jump(Insn::new(op::JMP | op::JNE | op::K, 0, 0, 0, 0), found);
+    // (Never: the entry exists.) XDP passes the frame on.
+    e.put(alu32(
+        op::MOV,
+        0,
+        if mode == Mode::Xdp { XDP_PASS } else { 0 },
+    ));
+    e.put(exit());
+    e.mark(found);
+    e.put(stx(op::DW, 10, slot_off(SEQ_PTR), 0));
+    e.put(ldx(op::DW, 1, 0, 8));
+    if k == 0 {
+        e.put(alu64(op::ADD, 1, 1));
+        e.put(stx(op::DW, 0, 8, 1));
+    }
+    e.put(stx(op::DW, 10, slot_off(SEQ), 1));
+    // A socket filter's header copy, once per program.
+    lengths(&mut e, mode);
+    e.fill_header();
+    e.used = RESERVED;
+    (e, yes, no)
+}
+
+/// The end of program `k` of a chain: the tail call to the next unless
+/// `last`, and the verdict: `yes` when the run's sequence number was set
+/// as its `matched` word (some filter counted), else `no`.
+pub(crate) fn epilogue(e: &mut Emitter, chain: &OwnedFd, k: usize, last: bool, yes: u32, no: u32) {
+    let (zero, all) = (e.label(), e.label());
+    if !last {
+        e.put(alu64x(op::MOV, 1, 6));
+        ld_map(e, 2, chain);
+        e.put(alu32(op::MOV, 3, k as u32 + 1));
+        e.put(call(HELPER_TAIL_CALL));
+    }
+    e.put(ldx(op::DW, 1, 10, slot_off(SEQ_PTR)));
+    e.put(ldx(op::DW, 2, 1, 0));
+    e.put(ldx(op::DW, 3, 10, slot_off(SEQ)));
+    e.jump(Insn::new(op::JMP | op::JEQ | op::X, 2, 3, 0, 0), all);
+    e.mark(zero);
+    e.put(alu32(op::MOV, 0, no));
+    e.put(exit());
+    e.mark(all);
+    e.put(alu32(op::MOV, 0, yes));
+    e.put(exit());
+}
+
 /// The captured length into r7, the wire length into r8, r9 cleared: at
 /// the start of every unit, so that what the verifier learnt of them in
 /// the units before (the bounds of each check) is forgotten and its
 /// states at each unit's start are the same: it prunes there instead of
 /// following every combination of earlier branches.
-fn lengths(e: &mut Emitter, mode: Mode) {
+pub(crate) fn lengths(e: &mut Emitter, mode: Mode) {
     match mode {
         Mode::TestRun => {
             e.put(ldx(op::W, 7, 6, SKB_CB0));
@@ -575,7 +622,7 @@ fn lengths(e: &mut Emitter, mode: Mode) {
     e.put(alu64(op::MOV, 9, 0));
 }
 
-fn map_err(what: &'static str) -> impl Fn(std::io::Error) -> Error {
+pub(crate) fn map_err(what: &'static str) -> impl Fn(std::io::Error) -> Error {
     move |e| match e.raw_os_error() {
         Some(libc::EPERM) => Error::NotPermitted(e),
         _ => Error::Map(what, e),

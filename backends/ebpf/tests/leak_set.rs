@@ -1,5 +1,5 @@
 //! Nothing of a filter set stays in the kernel: a chain of programs and
-//! its maps, once dropped, are gone from the system's lists of programs
+//! its maps (the merged classifier's or the decision tree's), once dropped, are gone from the system's lists of programs
 //! and maps, and none of their descriptors is open. Alone in its test
 //! binary so that no other test loads programs meanwhile. Where the
 //! kernel refuses BPF the test says SKIPPED, unless `SLUICE_LIVE_REQUIRED`
@@ -54,6 +54,21 @@ fn a_dropped_filter_set_leaves_no_program_or_map_in_the_system() {
         let (p, maps) = m.kernel_ids().unwrap();
         let (sp, sm) = sluice_ebpf::system_ids().unwrap();
         assert!(p.iter().all(|i| sp.contains(i)) && maps.iter().all(|i| sm.contains(i)));
+        ids.0.extend(p);
+        ids.1.extend(maps);
+    }
+    // The same of the decision tree's chain.
+    for mode in [Mode::TestRun, Mode::Socket] {
+        let opts = sluice_ebpf::tree::Options {
+            budget: 400,
+            ..Default::default()
+        };
+        let m = sluice_ebpf::TreeFilter::build(&refs, mode, opts).unwrap();
+        assert!(m.programs() > 1, "a chain");
+        if mode == Mode::TestRun {
+            m.run(&[0u8; 60], 60).unwrap();
+        }
+        let (p, maps) = m.kernel_ids().unwrap();
         ids.0.extend(p);
         ids.1.extend(maps);
     }

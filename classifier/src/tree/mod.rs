@@ -270,6 +270,20 @@ impl DecisionTree {
         }
     }
 
+    /// The filters that run whole after the tree, in the order they run:
+    /// (id, priority, program).
+    ///
+    /// ```
+    /// use sluice_classifier::tree::DecisionTree;
+    /// use sluice_classifier::merged::Compiled;
+    /// let mut t = DecisionTree::default();
+    /// t.insert(9, &Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
+    /// assert_eq!(t.whole_filters().count(), 0); // it has a path
+    /// ```
+    pub fn whole_filters(&self) -> impl Iterator<Item = (u32, i32, &Whole)> + '_ {
+        self.whole.iter().map(|w| (w.filter, w.priority, &w.whole))
+    }
+
     /// Number of filter slots (used and free): leaves name slots below it.
     ///
     /// ```

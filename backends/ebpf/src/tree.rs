@@ -1,0 +1,937 @@
+//! Many filters as the merged decision tree compiled to eBPF: the
+//! structure `sluice split`'s default engine runs natively, walked by the
+//! kernel, each packet reaching only the nodes whose tests it passed.
+//!
+//! Rule: the program is the tree's walk ([`DecisionTree`]'s reference
+//! walk in `classifier/src/tree/run.rs`) unrolled into code, and its
+//! answers are exactly the tree's. A node counts its leaf's filters,
+//! reads its field once (an abort skips to its skip edge), follows each
+//! of its tables and each condition edge its value meets, then goes on
+//! along its skip edge. The tree has no shared nodes, so its code is one
+//! block per node with its children inside: the program is as long as the
+//! tree, and a packet runs only its own path through it. A table of one
+//! field and at most [`SMALL_KEYS`] keys is a search of compares; any
+//! other is one entry per key in one `BPF_MAP_TYPE_HASH` map for all
+//! tables (the table's number and the key words), whose value either
+//! names the one filter a child accepts (counted from the value, no code
+//! of its own) or numbers a child that has code, found by a binary search
+//! of the numbers. Counting is [`crate::multi`]'s: a per-CPU array, each
+//! filter once per packet.
+//!
+//! ## The verifier
+//!
+//! The verifier follows every path, and prunes where a state it already
+//! explored recurs. Each block's start reloads the lengths (so what a
+//! child's bounds checks taught the verifier is forgotten), a node's
+//! value waits in its depth's stack slot, and counts live in the map: the
+//! states at the end of every child are then the same, and the verifier
+//! explores each block about once. A set whose tree is longer than
+//! [`Options::budget`] instructions is split into halves, each its own
+//! tree and program, chained by tail calls (at most
+//! [`crate::multi::MAX_PROGRAMS`]).
+//!
+//! ```no_run
+//! use sluice_classifier::merged::Compiled;
+//! use sluice_ir::{Filter, Pred, Size, Val};
+//! use sluice_ebpf::{Mode, TreeFilter};
+//! let port = |p| Compiled::new(Filter::new(Pred::eq(Val::load_abs(2, Size::Half), p), 1));
+//! let (a, b) = (port(80), port(443));
+//! let m = TreeFilter::build(&[(0, &a), (1, &b)], Mode::TestRun, Default::default())?;
+//! assert_ne!(m.run(&[0, 0, 0, 80], 4)?, 0);
+//! assert_eq!(m.run(&[0, 0, 0, 81], 4)?, 0);
+//! assert_eq!(m.counts()?, vec![1, 0]);
+//! # Ok::<(), sluice_ebpf::Error>(())
+//! ```
+
+use crate::emit::{alu32, alu64, alu64x, shared_ids, slot_off, Emitter, Label, XDP_PASS};
+use crate::insn::{op, Insn};
+use crate::multi::{
+    call, count, epilogue, exit, ld_map, ldx, lengths, map_err, possible_cpus, prologue, stx,
+    whole, CNT_KEY, COUNTER, HELPER_MAP_LOOKUP, KEY_BUF, MAP_HASH, MAP_PERCPU_ARRAY,
+    MAP_PROG_ARRAY, MAX_PROGRAMS, RESERVED, VAL_PTR,
+};
+use crate::{load_program, sys, test_run, test_run_xdp, Error, Mode};
+use sluice_classifier::merged::{Compiled, Whole};
+use sluice_classifier::tree::field::{FieldId, Fields, Source};
+use sluice_classifier::tree::label::Cond;
+use sluice_classifier::tree::node::{NodeId, Tuple, MAX_TUPLE, NONE};
+use sluice_classifier::tree::DecisionTree;
+use sluice_ir::{Filter, Val};
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
+
+/// Tables of one field with at most this many keys are compares in the
+/// code, their children in place; larger ones are entries of the key map.
+pub const SMALL_KEYS: usize = 8;
+
+/// Key map values with this bit name a child with code (its number
+/// below); without it, the counter of the one filter the child accepts,
+/// plus one.
+const CHILD: u32 = 1 << 31;
+
+/// The most places that count in one program: the run's hit list has
+/// room for each (each runs at most once a packet: the code has no
+/// loops), in one per-CPU array entry of at most 32 KiB.
+const MAX_HITS: usize = 8_000;
+
+/// The stack slot that holds the hit list's address.
+const HITS_PTR: usize = VAL_PTR;
+
+/// The most temporaries an expression takes besides the depth slots.
+const TEMPS: usize = 8;
+
+/// How a tree program set is built.
+///
+/// ```
+/// assert!(sluice_ebpf::tree::Options::default().budget > 1000);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Instructions one program may have before its filters are split
+    /// into two trees.
+    pub budget: usize,
+    /// Room for filter ids: [`TreeFilter::counts`] reports ids below this
+    /// (at least one past the largest id given).
+    pub capacity: u32,
+    /// The program's return value when a filter matches (a socket
+    /// filter's: bytes to keep).
+    pub accept: u32,
+    /// [`Mode::Socket`] only: judge only the frames the host sends (as
+    /// [`crate::multi::Options::outgoing_only`]).
+    pub outgoing_only: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            budget: 60_000,
+            capacity: 0,
+            accept: u32::MAX,
+            outgoing_only: false,
+        }
+    }
+}
+
+/// A filter set loaded into the kernel as decision trees: programs,
+/// maps, and which filter each counter is. Everything is closed on drop.
+///
+/// ```no_run
+/// use sluice_classifier::merged::Compiled;
+/// let all = Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1));
+/// let m = sluice_ebpf::TreeFilter::build(&[(0, &all)], sluice_ebpf::Mode::TestRun, Default::default())?;
+/// m.run(&[0; 60], 60)?;
+/// assert_eq!(m.counts()?[0], 1);
+/// # Ok::<(), sluice_ebpf::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct TreeFilter {
+    progs: Vec<OwnedFd>,
+    insns: Vec<usize>,
+    /// Held for the chain (see [`crate::MultiFilter`]).
+    _chain: OwnedFd,
+    keys: OwnedFd,
+    counters: OwnedFd,
+    /// Filter id of each counter entry (`u32::MAX`: none).
+    ids: Vec<u32>,
+    capacity: u32,
+    cpus: usize,
+    mode: Mode,
+}
+
+/// One program's tree and where its counters start.
+struct Part {
+    tree: DecisionTree,
+    /// Counter of slot 0.
+    base: u32,
+    /// Filter id of each slot (`u32::MAX`: none).
+    ids: Vec<u32>,
+    /// The filters that run whole: their slots and programs.
+    whole: Vec<(u32, Arc<Filter>)>,
+}
+
+impl Part {
+    /// A tree's part, its counters from 0 until placed.
+    fn new(tree: DecisionTree, by_id: &HashMap<u32, &Compiled>) -> Part {
+        let slot_of: HashMap<u32, u32> = (0..tree.slots() as u32)
+            .filter_map(|s| Some((tree.id_of(s)?, s)))
+            .collect();
+        let whole = tree
+            .whole_filters()
+            .map(|(id, _, w)| {
+                let f = match w {
+                    Whole::Ir(f) => f.clone(),
+                    Whole::Bpf(_) => Arc::new(by_id[&id].filter().clone()),
+                };
+                (slot_of[&id], f)
+            })
+            .collect();
+        let ids = (0..tree.slots() as u32)
+            .map(|s| tree.id_of(s).unwrap_or(u32::MAX))
+            .collect();
+        Part {
+            tree,
+            base: 0,
+            ids,
+            whole,
+        }
+    }
+
+    /// One filter whose tree is too long for a program, run whole.
+    fn alone(id: u32, c: &Compiled) -> Part {
+        Part {
+            tree: DecisionTree::default(),
+            base: 0,
+            ids: vec![id],
+            whole: vec![(0, Arc::new(c.filter().clone()))],
+        }
+    }
+}
+
+/// What emitting one program needs besides the tree.
+struct Emit<'a> {
+    mode: Mode,
+    counters: &'a OwnedFd,
+    keys: &'a OwnedFd,
+    key_words: usize,
+    /// The key map's entries the code refers to: key words (the table's
+    /// number first) and value.
+    entries: Vec<(Vec<u32>, u32)>,
+    /// The next table's number.
+    tables: u32,
+    /// Slot of depth 0's value.
+    depth0: usize,
+    /// Hit list's map.
+    hits: &'a OwnedFd,
+    /// Places that count in the program so far.
+    sites: usize,
+}
+
+/// True for a table that is code, not key map entries.
+fn small(t: &Tuple) -> bool {
+    t.fields.len() == 1 && t.table.len() <= SMALL_KEYS
+}
+
+/// The deepest nesting of tables and conditions below `n` (its skip
+/// chain included), and the widest map table's key.
+fn shape(tree: &DecisionTree, n: NodeId) -> (usize, usize) {
+    let nodes = tree.nodes();
+    let (mut depth, mut width) = (0, 0);
+    let mut m = n;
+    loop {
+        let nd = nodes.get(m);
+        for t in &nd.tuples {
+            if !small(t) {
+                width = width.max(t.fields.len());
+            }
+            for (_, child, datum) in t.table.entries() {
+                if datum == 0 {
+                    let (d, w) = shape(tree, child - 1);
+                    depth = depth.max(d + 1);
+                    width = width.max(w);
+                }
+            }
+        }
+        for (_, child) in &nd.conds {
+            let (d, w) = shape(tree, *child);
+            depth = depth.max(d + 1);
+            width = width.max(w);
+        }
+        if nd.skip == NONE {
+            return (depth, width);
+        }
+        m = nd.skip;
+    }
+}
+
+impl Emit<'_> {
+    /// Read field `f` into w0; an abort goes to `abort`.
+    fn field(
+        &self,
+        e: &mut Emitter,
+        fields: &Fields,
+        f: FieldId,
+        abort: Label,
+    ) -> Result<(), Error> {
+        e.reject = abort;
+        match fields.source(f) {
+            Source::Val(v) => self.value(e, v),
+            Source::Pred(p) => {
+                let (t, no, done) = (e.label(), e.label(), e.label());
+                e.cond(p, t, no)?;
+                e.mark(t);
+                e.put(alu32(op::MOV, 0, 1));
+                e.goto(done);
+                e.mark(no);
+                e.put(alu32(op::MOV, 0, 0));
+                e.mark(done);
+                Ok(())
+            }
+        }
+    }
+
+    /// `v` into w0, its shared parts in slots of their own for the time.
+    fn value(&self, e: &mut Emitter, v: &Val) -> Result<(), Error> {
+        let base = e.used;
+        let mut ids = Vec::new();
+        shared_ids(&sluice_ir::Pred::eq(v.clone(), 0), &mut ids);
+        for sid in ids {
+            let s = e.push()?;
+            e.shared.insert(sid, s);
+            e.put(Insn::new(op::ST | op::MEM | op::DW, 10, 0, slot_off(s), 0));
+        }
+        let r = e.val(v);
+        e.shared.clear();
+        e.used = base;
+        r
+    }
+
+    /// Count the filter of counter `k`.
+    fn count_const(&mut self, e: &mut Emitter, k: u32) {
+        e.put(alu32(op::MOV, 1, k));
+        self.count_w1(e);
+    }
+
+    /// Count the filter whose counter is in w1 (r1-r4 are lost): its
+    /// number goes into the run's hit list ([`HITS`]), counted at the
+    /// program's end ([`Emit::flush`]). No map lookup here: the kernel
+    /// patches each lookup in as it verifies, and each patch moves the
+    /// whole program (a tree of thousands of leaves took seconds).
+    fn count_w1(&mut self, e: &mut Emitter) {
+        self.sites += 1;
+        let full = e.label();
+        e.put(ldx(op::DW, 2, 10, slot_off(HITS_PTR)));
+        e.put(ldx(op::W, 3, 2, 0));
+        // (Never: the list has room for every place that counts.)
+        e.jump(
+            Insn::new(op::JMP | op::JGE | op::K, 3, 0, 0, MAX_HITS as i32),
+            full,
+        );
+        e.put(alu64x(op::MOV, 4, 3));
+        e.put(alu64(op::LSH, 4, 2));
+        e.put(alu64x(op::ADD, 4, 2));
+        e.put(stx(op::W, 4, 8, 1));
+        e.put(alu32(op::ADD, 3, 1));
+        e.put(stx(op::W, 2, 0, 3));
+        e.mark(full);
+    }
+
+    /// Count every filter of the hit list (each once, as
+    /// [`crate::multi`] counts) and empty it: one loop, one lookup. The
+    /// list holds at most one hit per place that counts, so the loop is
+    /// bounded by their number, which the verifier follows.
+    fn flush(&self, e: &mut Emitter) {
+        let (top, done) = (e.label(), e.label());
+        e.put(alu64(op::MOV, 9, 0));
+        e.mark(top);
+        e.put(ldx(op::DW, 1, 10, slot_off(HITS_PTR)));
+        e.put(ldx(op::W, 2, 1, 0));
+        e.jump(Insn::new(op::JMP | op::JGE | op::X, 9, 2, 0, 0), done);
+        e.jump(
+            Insn::new(op::JMP | op::JGE | op::K, 9, 0, 0, self.sites as i32),
+            done,
+        );
+        e.put(alu64x(op::MOV, 3, 9));
+        e.put(alu64(op::LSH, 3, 2));
+        e.put(alu64x(op::ADD, 3, 1));
+        e.put(ldx(op::W, 0, 3, 8));
+        count(e, self.counters, 0);
+        e.put(alu64(op::ADD, 9, 1));
+        e.goto(top);
+        e.mark(done);
+        e.put(ldx(op::DW, 1, 10, slot_off(HITS_PTR)));
+        e.put(Insn::new(op::ST | op::MEM | op::W, 1, 0, 0, 0));
+    }
+
+    /// Node `n` and its skip chain, at `depth`.
+    fn node(&mut self, e: &mut Emitter, p: &Part, n: NodeId, depth: usize) -> Result<(), Error> {
+        let nodes = p.tree.nodes();
+        let mut n = n;
+        loop {
+            let nd = nodes.get(n);
+            for entry in &nd.leaf {
+                self.count_const(e, p.base + entry.slot);
+            }
+            if let Some(f) = nd.field {
+                let after = e.label();
+                let at = slot_off(self.depth0 + depth);
+                lengths(e, self.mode);
+                self.field(e, p.tree.fields(), f, after)?;
+                e.put(stx(op::W, 10, at, 0));
+                for t in &nd.tuples {
+                    self.tuple(e, p, t, depth)?;
+                }
+                for (c, child) in &nd.conds {
+                    let next = e.label();
+                    lengths(e, self.mode);
+                    e.put(ldx(op::W, 0, 10, at));
+                    cond(e, c, next);
+                    self.node(e, p, *child, depth + 1)?;
+                    e.mark(next);
+                }
+                e.mark(after);
+            }
+            if nd.skip == NONE {
+                return Ok(());
+            }
+            n = nd.skip;
+        }
+    }
+
+    /// A child of a table: its filter counted, or its code.
+    fn child(
+        &mut self,
+        e: &mut Emitter,
+        p: &Part,
+        child: u32,
+        datum: u32,
+        depth: usize,
+    ) -> Result<(), Error> {
+        match datum {
+            0 => self.node(e, p, child - 1, depth + 1),
+            d => {
+                self.count_const(e, p.base + d - 1);
+                Ok(())
+            }
+        }
+    }
+
+    /// One table of a node whose value is in its depth's slot.
+    fn tuple(&mut self, e: &mut Emitter, p: &Part, t: &Tuple, depth: usize) -> Result<(), Error> {
+        let next = e.label();
+        let at = slot_off(self.depth0 + depth);
+        lengths(e, self.mode);
+        let mut entries: Vec<(&[u32], u32, u32)> = t.table.entries().collect();
+        entries.sort_unstable();
+        if small(t) {
+            e.put(ldx(op::W, 0, 10, at));
+            let bodies: Vec<Label> = entries.iter().map(|_| e.label()).collect();
+            for ((key, _, _), body) in entries.iter().zip(&bodies) {
+                e.jump(
+                    Insn::new(op::JMP32 | op::JEQ | op::K, 0, 0, 0, key[0] as i32),
+                    *body,
+                );
+            }
+            e.goto(next);
+            for ((_, child, datum), body) in entries.iter().zip(&bodies) {
+                e.mark(*body);
+                lengths(e, self.mode);
+                self.child(e, p, *child, *datum, depth)?;
+                e.goto(next);
+            }
+            e.mark(next);
+            return Ok(());
+        }
+        let number = self.tables;
+        self.tables += 1;
+        let buf = slot_off(KEY_BUF);
+        e.put(ldx(op::W, 0, 10, at));
+        e.put(stx(op::W, 10, buf + 4, 0));
+        for (i, f) in t.fields.iter().enumerate().skip(1) {
+            self.field(e, p.tree.fields(), *f, next)?;
+            e.put(stx(op::W, 10, buf + 4 * (i as i16 + 1), 0));
+        }
+        e.put(Insn::new(
+            op::ST | op::MEM | op::W,
+            10,
+            0,
+            buf,
+            number as i32,
+        ));
+        for i in t.fields.len()..self.key_words {
+            e.put(Insn::new(
+                op::ST | op::MEM | op::W,
+                10,
+                0,
+                buf + 4 * (i as i16 + 1),
+                0,
+            ));
+        }
+        ld_map(e, 1, self.keys);
+        e.put(alu64x(op::MOV, 2, 10));
+        e.put(alu64(op::ADD, 2, buf as i32));
+        e.put(call(HELPER_MAP_LOOKUP));
+        e.jump(Insn::new(op::JMP | op::JEQ | op::K, 0, 0, 0, 0), next);
+        e.put(ldx(op::W, 1, 0, 0));
+        // Children with code, numbered in key order.
+        let mut coded = Vec::new();
+        for (key, child, datum) in &entries {
+            let mut words = Vec::with_capacity(1 + self.key_words);
+            words.push(number);
+            words.extend_from_slice(key);
+            words.resize(1 + self.key_words, 0);
+            let value = match datum {
+                0 => {
+                    coded.push(*child);
+                    CHILD | (coded.len() as u32 - 1)
+                }
+                d => p.base + d,
+            };
+            self.entries.push((words, value));
+        }
+        if entries.iter().any(|(_, _, d)| *d != 0) {
+            let code = e.label();
+            e.jump(
+                Insn::new(op::JMP32 | op::JSET | op::K, 1, 0, 0, CHILD as i32),
+                code,
+            );
+            e.put(alu32(op::SUB, 1, 1));
+            self.count_w1(e);
+            e.goto(next);
+            e.mark(code);
+        }
+        if !coded.is_empty() {
+            e.put(alu32(op::AND, 1, !CHILD));
+            self.dispatch(e, p, &coded, 0, depth, next)?;
+        }
+        e.mark(next);
+        Ok(())
+    }
+
+    /// Children `coded` numbered from `from`, the number in w1: a binary
+    /// search to each child's code, which goes on to `next`.
+    fn dispatch(
+        &mut self,
+        e: &mut Emitter,
+        p: &Part,
+        coded: &[u32],
+        from: u32,
+        depth: usize,
+        next: Label,
+    ) -> Result<(), Error> {
+        if let [child] = coded {
+            lengths(e, self.mode);
+            self.child(e, p, *child, 0, depth)?;
+            e.goto(next);
+            return Ok(());
+        }
+        let mid = coded.len() / 2;
+        let right = e.label();
+        e.jump(
+            Insn::new(
+                op::JMP32 | op::JGE | op::K,
+                1,
+                0,
+                0,
+                (from + mid as u32) as i32,
+            ),
+            right,
+        );
+        self.dispatch(e, p, &coded[..mid], from, depth, next)?;
+        e.mark(right);
+        self.dispatch(e, p, &coded[mid..], from + mid as u32, depth, next)
+    }
+
+    /// Program `k` of the chain for part `p`.
+    fn program(
+        &mut self,
+        p: &Part,
+        opts: &Options,
+        chain: &OwnedFd,
+        capacity: u32,
+        k: usize,
+        last: bool,
+    ) -> Result<Vec<Insn>, Error> {
+        let (mut e, yes, no) = prologue(
+            self.mode,
+            opts.outgoing_only,
+            self.counters,
+            capacity,
+            opts.accept,
+            k,
+        );
+        // The hit list, empty.
+        self.sites = 0;
+        e.put(Insn::new(
+            op::ST | op::MEM | op::W,
+            10,
+            0,
+            slot_off(CNT_KEY),
+            0,
+        ));
+        ld_map(&mut e, 1, self.hits);
+        e.put(alu64x(op::MOV, 2, 10));
+        e.put(alu64(op::ADD, 2, slot_off(CNT_KEY) as i32));
+        e.put(call(HELPER_MAP_LOOKUP));
+        let found = e.label();
+        e.jump(Insn::new(op::JMP | op::JNE | op::K, 0, 0, 0, 0), found);
+        // (Never: the entry exists.) XDP passes the frame on.
+        e.put(alu32(
+            op::MOV,
+            0,
+            if self.mode == Mode::Xdp { XDP_PASS } else { 0 },
+        ));
+        e.put(exit());
+        e.mark(found);
+        e.put(Insn::new(op::ST | op::MEM | op::W, 0, 0, 0, 0));
+        e.put(stx(op::DW, 10, slot_off(HITS_PTR), 0));
+        e.used = self.depth0;
+        let (depth, _) = shape(&p.tree, p.tree.nodes().root());
+        if self.depth0 + depth + 1 + TEMPS > e.slots() {
+            return Err(Error::TooDeep);
+        }
+        e.used = self.depth0 + depth + 1;
+        self.node(&mut e, p, p.tree.nodes().root(), 0)?;
+        for (slot, f) in &p.whole {
+            let skip = e.label();
+            lengths(&mut e, self.mode);
+            whole(&mut e, self.counters, p.base + slot, f, skip)?;
+            e.mark(skip);
+        }
+        if self.sites > MAX_HITS {
+            // Too long for the hit list: as too long for the budget.
+            return Err(Error::TooLarge(opts.budget + 1));
+        }
+        self.flush(&mut e);
+        epilogue(&mut e, chain, k, last, yes, no);
+        e.layout()
+    }
+}
+
+/// Fall through when w0 meets `c`, else go to `no`.
+fn cond(e: &mut Emitter, c: &Cond, no: Label) {
+    let j = |o: u8, k: u32| Insn::new(op::JMP32 | o | op::K, 0, 0, 0, k as i32);
+    if c.lo > 0 {
+        e.jump(j(op::JLT, c.lo), no);
+    }
+    if c.hi < u32::MAX {
+        e.jump(j(op::JGT, c.hi), no);
+    }
+    if c.none != 0 {
+        e.jump(j(op::JSET, c.none), no);
+    }
+    for m in &c.any {
+        let ok = e.label();
+        e.jump(j(op::JSET, *m), ok);
+        e.goto(no);
+        e.mark(ok);
+    }
+    for k in &c.ne {
+        e.jump(j(op::JEQ, *k), no);
+    }
+    for s in &c.not_in {
+        let ok = e.label();
+        e.search(s.sorted(), no, ok);
+        e.mark(ok);
+    }
+    if let Some(s) = &c.is_in {
+        let ok = e.label();
+        e.search(s.sorted(), ok, no);
+        e.mark(ok);
+    }
+}
+
+impl TreeFilter {
+    /// Merge `filters` (id, prepared filter) into decision trees as
+    /// `sluice split`'s default engine does, and load them as one chain
+    /// of programs with their maps.
+    ///
+    /// ```no_run
+    /// use sluice_classifier::merged::Compiled;
+    /// let f = Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::False, 1));
+    /// let m = sluice_ebpf::TreeFilter::build(&[(3, &f)], sluice_ebpf::Mode::Socket, Default::default())?;
+    /// assert_eq!(m.programs(), 1);
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn build(
+        filters: &[(u32, &Compiled)],
+        mode: Mode,
+        opts: Options,
+    ) -> Result<TreeFilter, Error> {
+        let capacity = filters
+            .iter()
+            .map(|(id, _)| id + 1)
+            .max()
+            .unwrap_or(0)
+            .max(opts.capacity);
+        let by_id: HashMap<u32, &Compiled> = filters.iter().copied().collect();
+        // Counters: one per filter, and the run's entry after them.
+        let slots = filters.len() as u32;
+        let cpus = possible_cpus()?;
+        let counters = sys::map_create(
+            MAP_PERCPU_ARRAY,
+            4,
+            COUNTER as u32,
+            slots + 1,
+            "sluice_counts",
+        )
+        .map_err(map_err("creating the counter map"))?;
+        let chain = sys::map_create(MAP_PROG_ARRAY, 4, 4, MAX_PROGRAMS as u32, "sluice_chain")
+            .map_err(map_err("creating the program chain"))?;
+        let part = |set: &[(u32, &Compiled)]| {
+            let mut tree = DecisionTree::default();
+            for (id, c) in set {
+                tree.insert(*id, c, 0);
+            }
+            tree
+        };
+        // The key map's size and key, from the whole set's tree.
+        let all = part(filters);
+        let (_, width) = shape(&all, all.nodes().root());
+        let mut room = 0usize;
+        for nd in all.nodes().all() {
+            room += nd.tuples.iter().map(|t| t.table.len()).sum::<usize>();
+        }
+        let key_words = width.clamp(1, MAX_TUPLE);
+        let keys = sys::map_create(
+            MAP_HASH,
+            4 * (1 + key_words) as u32,
+            4,
+            (2 * room + 1024).min(u32::MAX as usize / 2) as u32,
+            "sluice_tree_keys",
+        )
+        .map_err(map_err("creating the key map"))?;
+        let hits = sys::map_create(
+            MAP_PERCPU_ARRAY,
+            4,
+            4 * (2 + MAX_HITS) as u32,
+            1,
+            "sluice_hits",
+        )
+        .map_err(map_err("creating the hit list"))?;
+        let mut em = Emit {
+            mode,
+            counters: &counters,
+            keys: &keys,
+            key_words,
+            entries: Vec::new(),
+            tables: 0,
+            depth0: RESERVED,
+            hits: &hits,
+            sites: 0,
+        };
+        // Parts: the whole set, halved while a part's program is too long.
+        let mut todo = vec![filters.to_vec()];
+        let mut parts: Vec<Part> = Vec::new();
+        let mut first = Some(all);
+        while let Some(set) = todo.pop() {
+            let tree = match first.take() {
+                Some(t) => t,
+                None => part(&set),
+            };
+            let mut p = Part::new(tree, &by_id);
+            // Too long for the budget, or for the jumps across it.
+            let size = match em.program(&p, &opts, &chain, slots, parts.len(), false) {
+                Ok(insns) => insns.len(),
+                Err(Error::TooLarge(n)) => n,
+                Err(e) => return Err(e),
+            };
+            em.tables = 0;
+            em.entries.clear();
+            if size > opts.budget && set.len() > 1 {
+                let (a, b) = set.split_at(set.len() / 2);
+                todo.push(b.to_vec());
+                todo.push(a.to_vec());
+                continue;
+            }
+            if size > opts.budget {
+                // One filter of very many paths: its own code is shorter.
+                p = Part::alone(set[0].0, set[0].1);
+            }
+            parts.push(p);
+            if parts.len() > MAX_PROGRAMS {
+                return Err(Error::Unsupported(format!(
+                    "the filter set needs more than {MAX_PROGRAMS} chained eBPF programs of {} instructions",
+                    opts.budget
+                )));
+            }
+        }
+        let mut ids = Vec::new();
+        let mut progs = Vec::new();
+        let n = parts.len();
+        for (k, p) in parts.iter_mut().enumerate() {
+            p.base = ids.len() as u32;
+            ids.extend_from_slice(&p.ids);
+            progs.push(em.program(p, &opts, &chain, slots, k, k + 1 == n)?);
+        }
+        let entries = std::mem::take(&mut em.entries);
+        let mut me = TreeFilter {
+            progs: Vec::new(),
+            insns: Vec::new(),
+            _chain: chain,
+            keys,
+            counters,
+            ids,
+            capacity,
+            cpus,
+            mode,
+        };
+        for (words, value) in entries {
+            let kb: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+            sys::map_update(&me.keys, &kb, &value.to_ne_bytes())
+                .map_err(map_err("filling the key map"))?;
+        }
+        for (k, insns) in progs.iter().enumerate() {
+            let fd = load_program(insns, mode)?;
+            if k > 0 {
+                sys::map_update(
+                    &me._chain,
+                    &(k as u32).to_ne_bytes(),
+                    &(fd.as_raw_fd() as u32).to_ne_bytes(),
+                )
+                .map_err(map_err("chaining a program"))?;
+            }
+            me.progs.push(fd);
+            me.insns.push(insns.len());
+        }
+        Ok(me)
+    }
+
+    /// Run a packet through the chain in the kernel (`BPF_PROG_TEST_RUN`,
+    /// as [`crate::MultiFilter::run`]): nonzero when some filter matched,
+    /// and every matching filter counted.
+    ///
+    /// ```no_run
+    /// use sluice_classifier::merged::Compiled;
+    /// let f = Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1));
+    /// let m = sluice_ebpf::TreeFilter::build(&[(0, &f)], sluice_ebpf::Mode::TestRun, Default::default())?;
+    /// assert_ne!(m.run(&[], 0)?, 0);
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn run(&self, pkt: &[u8], wirelen: u32) -> Result<u32, Error> {
+        Ok(self.bench(pkt, wirelen, 1)?.0)
+    }
+
+    /// Run a packet `repeat` times: (the result, the kernel's mean ns per
+    /// run). Each run counts.
+    ///
+    /// ```no_run
+    /// use sluice_classifier::merged::Compiled;
+    /// let f = Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1));
+    /// let m = sluice_ebpf::TreeFilter::build(&[(0, &f)], sluice_ebpf::Mode::TestRun, Default::default())?;
+    /// m.bench(&[0; 60], 60, 10)?;
+    /// assert_eq!(m.counts()?[0], 10);
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn bench(&self, pkt: &[u8], wirelen: u32, repeat: u32) -> Result<(u32, u32), Error> {
+        match self.mode {
+            Mode::TestRun => test_run(&self.progs[0], pkt, wirelen, repeat),
+            Mode::Xdp => test_run_xdp(&self.progs[0], pkt, repeat),
+            Mode::Socket => panic!("a socket filter chain runs only on a socket"),
+        }
+    }
+
+    /// Attach the chain ([`Mode::Xdp`]) to interface `iface` as its XDP
+    /// program (as [`crate::MultiFilter::attach_xdp`]).
+    ///
+    /// ```no_run
+    /// use sluice_classifier::merged::Compiled;
+    /// let f = Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1));
+    /// let m = sluice_ebpf::TreeFilter::build(&[(0, &f)], sluice_ebpf::Mode::Xdp, Default::default())?;
+    /// let link = m.attach_xdp("eth0")?;
+    /// # let _ = link;
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn attach_xdp(&self, iface: &str) -> Result<crate::XdpLink, Error> {
+        assert_eq!(
+            self.mode,
+            Mode::Xdp,
+            "only XDP programs attach to an interface"
+        );
+        crate::XdpLink::attach_fd(&self.progs[0], iface)
+    }
+
+    /// Each filter id's count (summed over CPUs), for ids below the
+    /// capacity.
+    ///
+    /// ```no_run
+    /// use sluice_classifier::merged::Compiled;
+    /// let f = Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::False, 1));
+    /// let m = sluice_ebpf::TreeFilter::build(&[(1, &f)], sluice_ebpf::Mode::TestRun, Default::default())?;
+    /// assert_eq!(m.counts()?, vec![0, 0]);
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn counts(&self) -> Result<Vec<u64>, Error> {
+        let mut out = vec![0u64; self.capacity as usize];
+        let mut buf = vec![0u8; COUNTER * self.cpus];
+        for (k, id) in self.ids.iter().enumerate() {
+            let Some(slot) = out.get_mut(*id as usize) else {
+                continue;
+            };
+            sys::map_lookup(&self.counters, &(k as u32).to_ne_bytes(), &mut buf)
+                .map_err(map_err("reading a counter"))?;
+            *slot += buf
+                .chunks_exact(COUNTER)
+                .map(|c| u64::from_ne_bytes(c[..8].try_into().expect("8 bytes")))
+                .sum::<u64>();
+        }
+        Ok(out)
+    }
+
+    /// The first program's descriptor (for `SO_ATTACH_BPF`).
+    ///
+    /// ```no_run
+    /// use std::os::fd::AsRawFd;
+    /// use sluice_classifier::merged::Compiled;
+    /// let f = Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1));
+    /// let m = sluice_ebpf::TreeFilter::build(&[(0, &f)], sluice_ebpf::Mode::Socket, Default::default())?;
+    /// assert!(m.fd().as_raw_fd() >= 0);
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn fd(&self) -> &OwnedFd {
+        &self.progs[0]
+    }
+
+    /// Programs in the chain (one per tree).
+    ///
+    /// ```no_run
+    /// use sluice_classifier::merged::Compiled;
+    /// let f = Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1));
+    /// let m = sluice_ebpf::TreeFilter::build(&[(0, &f)], sluice_ebpf::Mode::TestRun, Default::default())?;
+    /// assert_eq!(m.programs(), 1);
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn programs(&self) -> usize {
+        self.progs.len()
+    }
+
+    /// Instructions of each program of the chain.
+    ///
+    /// ```no_run
+    /// use sluice_classifier::merged::Compiled;
+    /// let f = Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1));
+    /// let m = sluice_ebpf::TreeFilter::build(&[(0, &f)], sluice_ebpf::Mode::TestRun, Default::default())?;
+    /// assert!(m.instructions()[0] > 0);
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn instructions(&self) -> &[usize] {
+        &self.insns
+    }
+
+    /// The kernel's ids of the chain's programs and of its maps.
+    ///
+    /// ```no_run
+    /// use sluice_classifier::merged::Compiled;
+    /// let f = Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1));
+    /// let m = sluice_ebpf::TreeFilter::build(&[(0, &f)], sluice_ebpf::Mode::TestRun, Default::default())?;
+    /// let (progs, maps) = m.kernel_ids()?;
+    /// assert_eq!((progs.len(), maps.len()), (1, 3));
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn kernel_ids(&self) -> Result<(Vec<u32>, Vec<u32>), Error> {
+        let id = |fd: &OwnedFd| sys::object_id(fd).map_err(map_err("reading an object's id"));
+        let progs = self.progs.iter().map(id).collect::<Result<_, _>>()?;
+        let maps = vec![id(&self.counters)?, id(&self._chain)?, id(&self.keys)?];
+        Ok((progs, maps))
+    }
+
+    /// The kernel's run-time statistics of the chain's first program:
+    /// (total ns, runs), zero unless statistics are on.
+    ///
+    /// ```no_run
+    /// use sluice_classifier::merged::Compiled;
+    /// let f = Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1));
+    /// let m = sluice_ebpf::TreeFilter::build(&[(0, &f)], sluice_ebpf::Mode::TestRun, Default::default())?;
+    /// let _on = sluice_ebpf::enable_stats()?;
+    /// m.bench(&[0; 60], 60, 100)?;
+    /// assert_eq!(m.run_stats()?.1, 100);
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn run_stats(&self) -> Result<(u64, u64), Error> {
+        sys::run_stats(&self.progs[0]).map_err(map_err("reading the program's statistics"))
+    }
+}
+
+#[cfg(test)]
+#[path = "tree_tests.rs"]
+mod tests;

@@ -1,0 +1,165 @@
+//! The decision tree as eBPF against the tree it mirrors, in the kernel:
+//! verdicts and per-filter counts on every packet, cut ones too, for
+//! random sets in one program and halved into chains, as test runs and
+//! as XDP. Where the kernel refuses BPF for lack of privilege the tests
+//! say SKIPPED, unless `SLUICE_LIVE_REQUIRED` is set.
+
+use super::*;
+use crate::emit::{XDP_DROP, XDP_PASS};
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::TestRunner;
+use sluice_classifier::tree::Scratch;
+use sluice_ir::{arbitrary, Pred};
+
+fn build(filters: &[(u32, Compiled)], opts: Options, mode: Mode) -> Option<TreeFilter> {
+    let refs: Vec<(u32, &Compiled)> = filters.iter().map(|(i, c)| (*i, c)).collect();
+    match TreeFilter::build(&refs, mode, opts) {
+        Ok(m) => Some(m),
+        Err(Error::NotPermitted(e)) if std::env::var_os("SLUICE_LIVE_REQUIRED").is_none() => {
+            eprintln!("SKIPPED: the kernel refuses BPF here ({e})");
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn packets() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for p in arbitrary::sample_packets() {
+        for cut in [0, 13, 14, 20, 23, 34, 38, 40, 54] {
+            if cut < p.len() {
+                out.push(p[..cut].to_vec());
+            }
+        }
+        out.push(p);
+    }
+    out
+}
+
+/// Every packet through `m` and through the tree in Rust: the verdicts
+/// and the counts agree.
+fn agree(m: &TreeFilter, filters: &[(u32, Compiled)], pkts: &[Vec<u8>], what: &str) {
+    let mut tree = DecisionTree::default();
+    for (id, c) in filters {
+        tree.insert(*id, c, 0);
+    }
+    let before = m.counts().unwrap();
+    let mut want = before.clone();
+    let (mut s, mut out) = (Scratch::default(), Vec::new());
+    let xdp = m.mode == Mode::Xdp;
+    for p in pkts.iter().filter(|p| !xdp || p.len() >= 14) {
+        let wirelen = p.len() as u32 + if xdp { 0 } else { 4 };
+        tree.classify(p, wirelen, &mut s, &mut out);
+        let got = m.run(p, wirelen).unwrap();
+        let matched = if xdp {
+            assert!(
+                got == XDP_PASS || got == XDP_DROP,
+                "{what}: XDP verdict {got}"
+            );
+            got == XDP_PASS
+        } else {
+            got != 0
+        };
+        assert_eq!(matched, !out.is_empty(), "{what}: packet {p:02x?}: {out:?}");
+        for id in &out {
+            want[*id as usize] += 1;
+        }
+    }
+    assert_eq!(m.counts().unwrap(), want, "{what}");
+}
+
+fn random_set(runner: &mut TestRunner, n: usize) -> Vec<(u32, Compiled)> {
+    let mut filters: Vec<(u32, Compiled)> = (0..n)
+        .map(|i| {
+            let p = arbitrary::pred().new_tree(runner).unwrap().current();
+            (i as u32 * 2, Compiled::new(Filter::new(p, 1)))
+        })
+        .collect();
+    for (k, p) in arbitrary::hand_built_filters().into_iter().enumerate() {
+        filters.push((1000 + k as u32, Compiled::new(Filter::new(p, 1))));
+    }
+    filters
+}
+
+#[test]
+fn random_sets_count_as_the_tree_does() {
+    let mut runner = TestRunner::deterministic();
+    let pkts = packets();
+    for round in 0..12 {
+        let filters = random_set(&mut runner, 1 + round * 4);
+        for budget in [100_000, 600] {
+            let opts = Options {
+                budget,
+                ..Default::default()
+            };
+            let Some(m) = build(&filters, opts, Mode::TestRun) else {
+                return;
+            };
+            if budget == 600 && round > 4 {
+                assert!(m.programs() > 1, "a small budget makes a chain");
+            }
+            agree(
+                &m,
+                &filters,
+                &pkts,
+                &format!("round {round}, budget {budget}"),
+            );
+            let xdp = build(&filters, opts, Mode::Xdp).expect("built as a test run");
+            agree(
+                &xdp,
+                &filters,
+                &pkts,
+                &format!("XDP round {round}, budget {budget}"),
+            );
+        }
+    }
+}
+
+/// Large tables (key map entries, with children that have code and
+/// children that only accept) and small ones (compares), on packets that
+/// hit and miss them.
+#[test]
+fn tables_of_every_size_count_as_the_tree_does() {
+    let byte = |o| Val::load_abs(o, sluice_ir::Size::Byte);
+    let half = |o| Val::load_abs(o, sluice_ir::Size::Half);
+    let mut filters = Vec::new();
+    let mut id = 0;
+    let mut add = |p: Pred, filters: &mut Vec<(u32, Compiled)>| {
+        filters.push((id, Compiled::new(Filter::new(p, 1))));
+        id += 1;
+    };
+    // 40 keys of two fields, one in four with a further test below it.
+    for k in 0..40u32 {
+        let mut t = vec![Pred::eq(byte(0), k), Pred::eq(half(1), 1000 + k)];
+        if k % 4 == 0 {
+            t.push(Pred::cmp(sluice_ir::CmpOp::Gt, byte(3), Val::Const(k)));
+        }
+        add(Pred::and(t), &mut filters);
+    }
+    // A small table of one field, and a range on it.
+    for k in [7u32, 9, 200] {
+        add(Pred::eq(byte(4), k), &mut filters);
+    }
+    add(
+        Pred::cmp(sluice_ir::CmpOp::Gt, byte(4), Val::Const(100)),
+        &mut filters,
+    );
+    let mut pkts = Vec::new();
+    for k in 0..44u32 {
+        for b3 in [0u8, 20, 255] {
+            let h = (1000 + k) as u16;
+            pkts.push(vec![k as u8, (h >> 8) as u8, h as u8, b3, (k * 5) as u8]);
+        }
+    }
+    pkts.push(vec![8]);
+    for budget in [100_000, 300] {
+        let opts = Options {
+            budget,
+            ..Default::default()
+        };
+        let Some(m) = build(&filters, opts, Mode::TestRun) else {
+            return;
+        };
+        agree(&m, &filters, &pkts, &format!("budget {budget}"));
+    }
+}
