@@ -1,8 +1,10 @@
-//! `sluice split --engine ebpf --count` on a capture: the filter set as one
-//! chain of eBPF programs with maps in the kernel
-//! ([`sluice::ebpf::MultiFilter`], one per link type), each packet run
-//! through it with `BPF_PROG_TEST_RUN`, and each filter's count read from
-//! the program's per-CPU counter map at the end.
+//! `sluice split --engine ebpf --count` on a capture: the filter set in
+//! the kernel as the merged decision tree compiled to eBPF
+//! ([`sluice::ebpf::TreeFilter`], one per link type; where the tree
+//! cannot be built, the merged classifier's groups as a chain,
+//! [`sluice::ebpf::MultiFilter`]), each packet run through it with
+//! `BPF_PROG_TEST_RUN`, and each filter's count read from the program's
+//! per-CPU counter map at the end.
 //!
 //! With `-i`, the chain is the rings' socket filter (`SO_ATTACH_BPF`): it
 //! counts every frame and passes none to user space, so counting costs
@@ -31,12 +33,75 @@ use super::{build, builder, linktype_of, many, rejected, report, Bits, SplitArgs
 use crate::cli::live::Live;
 use crate::cli::{cached, for_each_packet_declaring, open_capture, signals, Fail};
 use sluice::ebpf::multi::Options;
-use sluice::ebpf::{Mode, MultiFilter};
+use sluice::ebpf::{Error, Mode, MultiFilter, TreeFilter};
 use sluice::live::session::{Classify, Event};
 use sluice::split::FilterLine;
 use sluice::split::MergingScratch;
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// A filter set in the kernel: the decision tree, or the groups' chain.
+pub(super) enum KernelSet {
+    Tree(TreeFilter),
+    Groups(MultiFilter),
+}
+
+impl KernelSet {
+    /// The tree for `set`, or the groups' chain where the tree cannot be
+    /// built or loaded (a kernel without `bpf_loop`, a tree too deep).
+    fn build(
+        set: &[(u32, &sluice::classifier::merged::Compiled)],
+        mode: Mode,
+        opts: Options,
+    ) -> Result<KernelSet, Error> {
+        let tree = sluice::ebpf::tree::Options {
+            accept: opts.accept,
+            outgoing_only: opts.outgoing_only,
+            ..Default::default()
+        };
+        match TreeFilter::build(set, mode, tree) {
+            Ok(t) => Ok(KernelSet::Tree(t)),
+            Err(e @ Error::NotPermitted(_)) => Err(e),
+            Err(_) => MultiFilter::build(set, mode, opts).map(KernelSet::Groups),
+        }
+    }
+    fn run(&self, pkt: &[u8], wirelen: u32) -> Result<u32, Error> {
+        match self {
+            KernelSet::Tree(t) => t.run(pkt, wirelen),
+            KernelSet::Groups(m) => m.run(pkt, wirelen),
+        }
+    }
+    fn counts(&self) -> Result<Vec<u64>, Error> {
+        match self {
+            KernelSet::Tree(t) => t.counts(),
+            KernelSet::Groups(m) => m.counts(),
+        }
+    }
+    fn fd(&self) -> &std::os::fd::OwnedFd {
+        match self {
+            KernelSet::Tree(t) => t.fd(),
+            KernelSet::Groups(m) => m.fd(),
+        }
+    }
+    fn programs(&self) -> usize {
+        match self {
+            KernelSet::Tree(t) => t.programs(),
+            KernelSet::Groups(m) => m.programs(),
+        }
+    }
+    fn instructions(&self) -> usize {
+        match self {
+            KernelSet::Tree(t) => t.instructions().iter().sum(),
+            KernelSet::Groups(m) => m.instructions().iter().sum(),
+        }
+    }
+    fn attach_xdp(&self, iface: &str) -> Result<sluice::ebpf::XdpLink, Error> {
+        match self {
+            KernelSet::Tree(t) => t.attach_xdp(iface),
+            KernelSet::Groups(m) => m.attach_xdp(iface),
+        }
+    }
+}
 
 /// The filter set loaded for one link type (ids: the lines' positions).
 fn load(
@@ -45,7 +110,7 @@ fn load(
     name: &str,
     big_endian: bool,
     file: &str,
-) -> Result<MultiFilter, Fail> {
+) -> Result<KernelSet, Fail> {
     let lt = linktype_of(lt, name)?;
     chain(
         filters,
@@ -65,7 +130,7 @@ fn chain(
     file: &str,
     mode: Mode,
     opts: Options,
-) -> Result<MultiFilter, Fail> {
+) -> Result<KernelSet, Fail> {
     let compiled = sluice::split::compile_set(filters, &builder(lt, big_endian, file))
         .map_err(|r| many(rejected(filters, lt, file, r), true))?;
     let set: Vec<(u32, &sluice::classifier::merged::Compiled)> = compiled
@@ -73,7 +138,7 @@ fn chain(
         .enumerate()
         .map(|(i, c)| (i as u32, c))
         .collect();
-    MultiFilter::build(&set, mode, opts).map_err(|e| Fail(format!("--engine ebpf: {e}")))
+    KernelSet::build(&set, mode, opts).map_err(|e| Fail(format!("--engine ebpf: {e}")))
 }
 
 /// The refusal of the options that need every packet in user space.
@@ -126,7 +191,7 @@ pub(super) fn run_live(args: &SplitArgs, filters: &[FilterLine], file: &str) -> 
         ..Options::default()
     };
     let chain = chain(filters, lt, None, file, Mode::Socket, opts)?;
-    let insns: usize = chain.instructions().iter().sum();
+    let insns = chain.instructions();
     if !live.prefilter_ebpf(std::os::fd::AsFd::as_fd(chain.fd()), insns)? {
         return Err(Fail(
             "--engine ebpf: split -i counts in the kernel: it needs the kernel filter".into(),
@@ -174,10 +239,10 @@ pub(super) fn prefilter(
     filters: &[FilterLine],
     lt: sluice::LinkType,
     file: &str,
-) -> Result<MultiFilter, Fail> {
+) -> Result<KernelSet, Fail> {
     ebpf_link(live)?;
     let set = chain(filters, lt, None, file, Mode::Socket, Options::default())?;
-    let insns: usize = set.instructions().iter().sum();
+    let insns = set.instructions();
     live.prefilter_ebpf(std::os::fd::AsFd::as_fd(set.fd()), insns)?;
     Ok(set)
 }
@@ -190,7 +255,7 @@ fn xdp(
     lt: sluice::LinkType,
     live: &Live,
     file: &str,
-) -> Result<(MultiFilter, sluice::ebpf::XdpLink), Fail> {
+) -> Result<(KernelSet, sluice::ebpf::XdpLink), Fail> {
     let iface = live.name();
     if live.linktype() != 1 || iface == "any" {
         return Err(Fail(format!(
@@ -205,7 +270,7 @@ fn xdp(
         "sluice: XDP filter set on {iface} ({}, {} programs, {} instructions): frames no filter wants are dropped before the kernel's stack",
         if link.native() { "native" } else { "generic" },
         set.programs(),
-        set.instructions().iter().sum::<usize>()
+        set.instructions()
     );
     Ok((set, link))
 }
@@ -228,7 +293,7 @@ pub(super) fn run(
     let (mut reader, size) = open_capture(args.read.as_deref())?;
     let name = reader.name().to_string();
     let big_endian = super::super::big_endian(&reader.format());
-    let mut sets: HashMap<u16, MultiFilter> = HashMap::new();
+    let mut sets: HashMap<u16, KernelSet> = HashMap::new();
     for info in reader.declared_interfaces() {
         cached(&mut sets, info.linktype, || {
             load(filters, info.linktype, &name, big_endian, file)

@@ -106,6 +106,9 @@ pub(crate) enum Item {
     Insn(Insn),
     /// A jump to a label (its `off` is filled in at layout).
     Jump(Insn, Label),
+    /// The address of the subprogram at a label into a register (a
+    /// two-instruction `BPF_PSEUDO_FUNC` load), for `bpf_loop`.
+    Func(u8, Label),
     Label(Label),
 }
 
@@ -132,6 +135,8 @@ pub(crate) struct Emitter {
     /// Where a load the program cannot make goes: the accept exit (a
     /// pre-filter may pass more than the filter, never less).
     unknown: Label,
+    /// Stack slots of the program's frame (the header copy at its end).
+    frame: usize,
 }
 
 pub(crate) fn alu32(o: u8, dst: u8, imm: u32) -> Insn {
@@ -329,6 +334,7 @@ impl Emitter {
             cooked: None,
             header: None,
             unknown: 0,
+            frame: SLOTS,
         };
         e.reject = e.label();
         e.unknown = e.reject;
@@ -358,13 +364,21 @@ impl Emitter {
     /// the last ones).
     pub(crate) fn slots(&self) -> usize {
         match self.header {
-            Some(_) => SLOTS - HEADER_SLOTS,
-            None => SLOTS,
+            Some(_) => self.frame - HEADER_SLOTS,
+            None => self.frame,
         }
     }
 
+    /// Use `slots` stack slots (at most [`SLOTS`]), before anything is
+    /// emitted: a program that calls a subprogram leaves it room, since
+    /// the frames of a call share 512 bytes, each rounded up to 32.
+    pub(crate) fn set_frame(&mut self, slots: usize) {
+        debug_assert!(slots <= SLOTS && self.items.is_empty());
+        self.frame = slots;
+    }
+
     fn header_off(&self) -> i16 {
-        -8 * SLOTS as i16
+        -8 * self.frame as i16
     }
 
     /// A socket filter's header copy: the frame's first bytes, up to
@@ -448,6 +462,11 @@ impl Emitter {
     pub(crate) fn jump(&mut self, i: Insn, to: Label) {
         self.items.push(Item::Jump(i, to));
     }
+    /// The address of the subprogram that starts at `to` (after the
+    /// program's last exit) into `reg`, for a helper that calls it.
+    pub(crate) fn func_addr(&mut self, reg: u8, to: Label) {
+        self.items.push(Item::Func(reg, to));
+    }
     pub(crate) fn goto(&mut self, to: Label) {
         self.jump(Insn::new(op::JMP | op::JA, 0, 0, 0, 0), to);
     }
@@ -491,6 +510,7 @@ impl Emitter {
                             break;
                         }
                     }
+                    Item::Func(_, to) => work.push(where_label[*to]),
                     _ => {}
                 }
                 i += 1;
@@ -527,6 +547,10 @@ impl Emitter {
             for (i, it) in items.iter().enumerate() {
                 match it {
                     Item::Label(l) => at[*l] = pc,
+                    Item::Func(..) => {
+                        pc += 2;
+                        ends[i] = pc;
+                    }
                     Item::Jump(insn, _) if keep[i] && far[i] => {
                         pc += if insn.code == op::JMP | op::JA { 1 } else { 3 };
                         ends[i] = pc;
@@ -556,6 +580,13 @@ impl Emitter {
         for (i, it) in items.into_iter().enumerate() {
             match it {
                 Item::Insn(insn) if keep[i] => out.push(insn),
+                Item::Func(reg, to) => {
+                    let delta = at[to] as i64 - out.len() as i64 - 1;
+                    let imm = i32::try_from(delta).map_err(|_| Error::TooLarge(out.len()))?;
+                    // src 4: BPF_PSEUDO_FUNC, imm the subprogram's offset.
+                    out.push(Insn::new(op::LD | op::DW, reg, 4, 0, imm));
+                    out.push(Insn::new(0, 0, 0, 0, 0));
+                }
                 Item::Jump(mut insn, to) if keep[i] => {
                     if far[i] {
                         if insn.code != op::JMP | op::JA {

@@ -62,6 +62,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod btf;
 mod emit;
 mod insn;
 pub mod multi;
@@ -441,12 +442,23 @@ pub fn enable_stats() -> Result<OwnedFd, Error> {
 /// end.
 fn load_program(insns: &[Insn], mode: Mode) -> Result<OwnedFd, Error> {
     let code: Vec<u64> = insns.iter().map(Insn::encode).collect();
-    match sys::prog_load(mode.prog_type(), &code, "sluice", None) {
+    let (btf, info) = match btf::subprograms(insns) {
+        Some((blob, info)) => (
+            Some(sys::btf_load(&blob).map_err(|e| match e.raw_os_error() {
+                Some(libc::EPERM) => Error::NotPermitted(e),
+                _ => Error::Map("loading the program's type information", e),
+            })?),
+            info,
+        ),
+        None => (None, Vec::new()),
+    };
+    let funcs = btf.as_ref().map(|b| (b, &info[..]));
+    match sys::prog_load(mode.prog_type(), &code, "sluice", None, funcs) {
         Ok(fd) => Ok(fd),
         Err(e) if e.raw_os_error() == Some(libc::EPERM) => Err(Error::NotPermitted(e)),
         Err(_) => {
             let mut log = vec![0u8; 1 << 24];
-            match sys::prog_load(mode.prog_type(), &code, "sluice", Some(&mut log)) {
+            match sys::prog_load(mode.prog_type(), &code, "sluice", Some(&mut log), funcs) {
                 // Loaded the second time: keep it.
                 Ok(fd) => Ok(fd),
                 Err(e) => {

@@ -74,7 +74,7 @@
 
 use crate::emit::{
     alu32, alu64, alu64x, shared_ids, slot_off, Emitter, Label, SKB_CB0, SKB_CB1, SKB_LEN,
-    SKB_PKT_TYPE, SKB_VLAN_PRESENT, XDP_DATA, XDP_DROP, XDP_PASS,
+    SKB_PKT_TYPE, SKB_VLAN_PRESENT, SLOTS, XDP_DATA, XDP_DROP, XDP_PASS,
 };
 use crate::insn::{op, Insn};
 use crate::{load_program, sys, test_run, test_run_xdp, Error, Mode};
@@ -379,6 +379,7 @@ impl Maps<'_> {
             self.capacity,
             self.accept,
             k,
+            SLOTS,
         );
         let groups: Vec<(u32, u32, &[usize])> = units
             .iter()
@@ -490,7 +491,8 @@ pub(crate) fn whole(
 /// The start of program `k` of a chain (`k == 0` starts a run: a new
 /// sequence number): the frame's checks for the mode, the run's sequence
 /// number into [`SEQ`] and its entry's address into [`SEQ_PTR`], the
-/// lengths and the header copy; units may use slots from [`RESERVED`].
+/// lengths and the header copy; units may use slots from [`RESERVED`],
+/// the frame has `frame` slots.
 /// Returns the emitter and what the program returns when some filter
 /// matched and when none did.
 pub(crate) fn prologue(
@@ -500,8 +502,10 @@ pub(crate) fn prologue(
     capacity: u32,
     accept: u32,
     k: usize,
+    frame: usize,
 ) -> (Emitter, u32, u32) {
     let mut e = Emitter::for_link(mode, 1);
+    e.set_frame(frame);
     // What the program returns when some filter matched, and when
     // none did (XDP: pass the frame on, or drop it).
     let (yes, no) = match mode {

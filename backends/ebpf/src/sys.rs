@@ -13,6 +13,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 const BPF_PROG_LOAD: libc::c_int = 5;
 const BPF_PROG_TEST_RUN: libc::c_int = 10;
+const BPF_BTF_LOAD: libc::c_int = 18;
 const BPF_LINK_CREATE: libc::c_int = 28;
 const BPF_LINK_UPDATE: libc::c_int = 29;
 /// `enum bpf_attach_type`: BPF_XDP.
@@ -39,7 +40,7 @@ struct LinkUpdate {
     old_prog_fd: u32,
 }
 
-/// `union bpf_attr` for BPF_PROG_LOAD, up to `expected_attach_type`.
+/// `union bpf_attr` for BPF_PROG_LOAD, up to `func_info_cnt`.
 #[repr(C)]
 #[derive(Default)]
 struct ProgLoad {
@@ -55,6 +56,24 @@ struct ProgLoad {
     prog_name: [u8; 16],
     prog_ifindex: u32,
     expected_attach_type: u32,
+    prog_btf_fd: u32,
+    func_info_rec_size: u32,
+    func_info: u64,
+    func_info_cnt: u32,
+    pad: u32,
+}
+
+/// `union bpf_attr` for BPF_BTF_LOAD, up to `btf_log_level` (and the
+/// padding to 8 bytes).
+#[repr(C)]
+#[derive(Default)]
+struct BtfLoad {
+    btf: u64,
+    btf_log_buf: u64,
+    btf_size: u32,
+    btf_log_size: u32,
+    btf_log_level: u32,
+    pad: u32,
 }
 
 /// `union bpf_attr` for BPF_PROG_TEST_RUN, up to `batch_size` (and the
@@ -100,13 +119,28 @@ fn bpf<T>(cmd: libc::c_int, attr: &mut T) -> std::io::Result<libc::c_long> {
     }
 }
 
+/// Load a BTF blob (type information: programs with subprograms need
+/// one that names each).
+pub fn btf_load(blob: &[u8]) -> std::io::Result<OwnedFd> {
+    let mut attr = BtfLoad {
+        btf: blob.as_ptr() as u64,
+        btf_size: blob.len() as u32,
+        ..Default::default()
+    };
+    let fd = bpf(BPF_BTF_LOAD, &mut attr)?;
+    Ok(own(fd as libc::c_int))
+}
+
 /// Load `insns` (encoded) as a program of `prog_type`; with `log`, the
-/// verifier writes its log there (log level 1).
+/// verifier writes its log there (log level 1); with `funcs`, the BTF
+/// and its `bpf_func_info` records (instruction, type id: two words
+/// each), one per subprogram.
 pub fn prog_load(
     prog_type: u32,
     insns: &[u64],
     name: &str,
     log: Option<&mut Vec<u8>>,
+    funcs: Option<(&OwnedFd, &[[u32; 2]])>,
 ) -> std::io::Result<OwnedFd> {
     let license = b"BSD\0";
     let mut attr = ProgLoad {
@@ -116,6 +150,12 @@ pub fn prog_load(
         license: license.as_ptr() as u64,
         ..Default::default()
     };
+    if let Some((btf, info)) = funcs {
+        attr.prog_btf_fd = btf.as_raw_fd() as u32;
+        attr.func_info_rec_size = 8;
+        attr.func_info = info.as_ptr() as u64;
+        attr.func_info_cnt = info.len() as u32;
+    }
     for (d, s) in attr.prog_name.iter_mut().zip(name.bytes().take(15)) {
         *d = s;
     }

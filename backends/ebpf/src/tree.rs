@@ -46,9 +46,9 @@
 use crate::emit::{alu32, alu64, alu64x, shared_ids, slot_off, Emitter, Label, XDP_PASS};
 use crate::insn::{op, Insn};
 use crate::multi::{
-    call, count, epilogue, exit, ld_map, ldx, lengths, map_err, possible_cpus, prologue, stx,
-    whole, CNT_KEY, COUNTER, HELPER_MAP_LOOKUP, KEY_BUF, MAP_HASH, MAP_PERCPU_ARRAY,
-    MAP_PROG_ARRAY, MAX_PROGRAMS, RESERVED, VAL_PTR,
+    call, epilogue, exit, ld_map, ldx, lengths, map_err, possible_cpus, prologue, stx, whole,
+    CNT_KEY, COUNTER, HELPER_MAP_LOOKUP, KEY_BUF, MAP_HASH, MAP_PERCPU_ARRAY, MAP_PROG_ARRAY,
+    MAX_PROGRAMS, RESERVED, SEQ, SEQ_PTR, VAL_PTR,
 };
 use crate::{load_program, sys, test_run, test_run_xdp, Error, Mode};
 use sluice_classifier::merged::{Compiled, Whole};
@@ -74,6 +74,13 @@ const CHILD: u32 = 1 << 31;
 /// room for each (each runs at most once a packet: the code has no
 /// loops), in one per-CPU array entry of at most 32 KiB.
 const MAX_HITS: usize = 8_000;
+
+/// Stack slots of a tree program's frame: the frames of a call share 512
+/// bytes, each rounded up to 32, and the counting subprogram takes one.
+const FRAME: usize = 60;
+
+/// `bpf_loop`.
+const HELPER_LOOP: i32 = 181;
 
 /// The stack slot that holds the hit list's address.
 const HITS_PTR: usize = VAL_PTR;
@@ -105,7 +112,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Options {
         Options {
-            budget: 60_000,
+            budget: 200_000,
             capacity: 0,
             accept: u32::MAX,
             outgoing_only: false,
@@ -317,30 +324,61 @@ impl Emit<'_> {
     }
 
     /// Count every filter of the hit list (each once, as
-    /// [`crate::multi`] counts) and empty it: one loop, one lookup. The
-    /// list holds at most one hit per place that counts, so the loop is
-    /// bounded by their number, which the verifier follows.
-    fn flush(&self, e: &mut Emitter) {
-        let (top, done) = (e.label(), e.label());
-        e.put(alu64(op::MOV, 9, 0));
-        e.mark(top);
+    /// [`crate::multi`] counts) and empty it: `bpf_loop` calls the
+    /// counting subprogram ([`Emit::count_hit`]) once for each, so the
+    /// verifier follows its one lookup a few times, not once per hit.
+    fn flush(&self, e: &mut Emitter, counter: Label) {
+        let none = e.label();
         e.put(ldx(op::DW, 1, 10, slot_off(HITS_PTR)));
-        e.put(ldx(op::W, 2, 1, 0));
-        e.jump(Insn::new(op::JMP | op::JGE | op::X, 9, 2, 0, 0), done);
-        e.jump(
-            Insn::new(op::JMP | op::JGE | op::K, 9, 0, 0, self.sites as i32),
-            done,
-        );
-        e.put(alu64x(op::MOV, 3, 9));
-        e.put(alu64(op::LSH, 3, 2));
-        e.put(alu64x(op::ADD, 3, 1));
-        e.put(ldx(op::W, 0, 3, 8));
-        count(e, self.counters, 0);
-        e.put(alu64(op::ADD, 9, 1));
-        e.goto(top);
-        e.mark(done);
+        e.put(ldx(op::W, 1, 1, 0));
+        // Most packets of a large set match nothing: no call for them.
+        e.jump(Insn::new(op::JMP | op::JEQ | op::K, 1, 0, 0, 0), none);
+        e.func_addr(2, counter);
+        e.put(alu64x(op::MOV, 3, 10));
+        e.put(alu64(op::ADD, 3, slot_off(HITS_PTR) as i32));
+        e.put(alu64(op::MOV, 4, 0));
+        e.put(call(HELPER_LOOP));
         e.put(ldx(op::DW, 1, 10, slot_off(HITS_PTR)));
         e.put(Insn::new(op::ST | op::MEM | op::W, 1, 0, 0, 0));
+        e.mark(none);
+    }
+
+    /// `bpf_loop`'s subprogram, after the program's last exit: r1 the
+    /// hit's index, r2 the caller's slots from [`HITS_PTR`] up (the hit
+    /// list, then the run's entry and sequence number, [`SEQ_PTR`] and
+    /// [`SEQ`]). Returns 0 (go on).
+    fn count_hit(&self, e: &mut Emitter, counter: Label) {
+        let out = e.label();
+        e.mark(counter);
+        e.put(alu64x(op::MOV, 6, 2));
+        e.put(ldx(op::DW, 3, 6, 0));
+        e.jump(
+            Insn::new(op::JMP | op::JGE | op::K, 1, 0, 0, MAX_HITS as i32),
+            out,
+        );
+        e.put(alu64(op::LSH, 1, 2));
+        e.put(alu64x(op::ADD, 1, 3));
+        e.put(ldx(op::W, 1, 1, 8));
+        e.put(stx(op::W, 10, -8, 1));
+        ld_map(e, 1, self.counters);
+        e.put(alu64x(op::MOV, 2, 10));
+        e.put(alu64(op::ADD, 2, -8));
+        e.put(call(HELPER_MAP_LOOKUP));
+        e.jump(Insn::new(op::JMP | op::JEQ | op::K, 0, 0, 0, 0), out);
+        let seq = 8 * (HITS_PTR - SEQ) as i16;
+        let seq_ptr = 8 * (HITS_PTR - SEQ_PTR) as i16;
+        e.put(ldx(op::DW, 7, 6, seq));
+        e.put(ldx(op::DW, 1, 0, 8));
+        e.jump(Insn::new(op::JMP | op::JEQ | op::X, 1, 7, 0, 0), out);
+        e.put(stx(op::DW, 0, 8, 7));
+        e.put(ldx(op::DW, 1, 0, 0));
+        e.put(alu64(op::ADD, 1, 1));
+        e.put(stx(op::DW, 0, 0, 1));
+        e.put(ldx(op::DW, 1, 6, seq_ptr));
+        e.put(stx(op::DW, 1, 0, 7));
+        e.mark(out);
+        e.put(alu64(op::MOV, 0, 0));
+        e.put(exit());
     }
 
     /// Node `n` and its skip chain, at `depth`.
@@ -539,6 +577,7 @@ impl Emit<'_> {
             capacity,
             opts.accept,
             k,
+            FRAME,
         );
         // The hit list, empty.
         self.sites = 0;
@@ -582,8 +621,10 @@ impl Emit<'_> {
             // Too long for the hit list: as too long for the budget.
             return Err(Error::TooLarge(opts.budget + 1));
         }
-        self.flush(&mut e);
+        let counter = e.label();
+        self.flush(&mut e, counter);
         epilogue(&mut e, chain, k, last, yes, no);
+        self.count_hit(&mut e, counter);
         e.layout()
     }
 }
