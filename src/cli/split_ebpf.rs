@@ -43,7 +43,7 @@ use std::sync::Arc;
 /// A filter set in the kernel: the decision tree, or the groups' chain.
 pub(super) enum KernelSet {
     Tree(TreeFilter),
-    Groups(MultiFilter),
+    Groups(Box<MultiFilter>),
 }
 
 impl KernelSet {
@@ -62,7 +62,7 @@ impl KernelSet {
         match TreeFilter::build(set, mode, tree) {
             Ok(t) => Ok(KernelSet::Tree(t)),
             Err(e @ Error::NotPermitted(_)) => Err(e),
-            Err(_) => MultiFilter::build(set, mode, opts).map(KernelSet::Groups),
+            Err(_) => MultiFilter::build(set, mode, opts).map(|m| KernelSet::Groups(Box::new(m))),
         }
     }
     fn run(&self, pkt: &[u8], wirelen: u32) -> Result<u32, Error> {
