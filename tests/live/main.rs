@@ -13,6 +13,7 @@ mod daemon_filters;
 mod daemon_http;
 mod daemon_memory;
 mod daemon_ops;
+mod ebpf_tree;
 mod net;
 mod xdp;
 

@@ -770,12 +770,19 @@ impl TreeFilter {
                 p = Part::alone(set[0].0, set[0].1);
             }
             parts.push(p);
-            if parts.len() > MAX_PROGRAMS {
+            if parts.len() + usize::from(mode == Mode::Socket) > MAX_PROGRAMS {
                 return Err(Error::Unsupported(format!(
                     "the filter set needs more than {MAX_PROGRAMS} chained eBPF programs of {} instructions",
                     opts.budget
                 )));
             }
+        }
+        if mode == Mode::Socket && parts[0].tree.nodes().len() > 1 {
+            // The kernel charges the program a socket attaches to its
+            // option memory (`net.core.optmem_max`, 128 KiB here): a tree
+            // of 1,000 filters is 1.2 MB. The socket's program is then
+            // an empty tree that starts the run and tail-calls the rest.
+            parts.insert(0, Part::new(DecisionTree::default(), &by_id));
         }
         let mut ids = Vec::new();
         let mut progs = Vec::new();
