@@ -10,7 +10,7 @@
 //! along its skip edge. The tree has no shared nodes, so its code is one
 //! block per node with its children inside: the program is as long as the
 //! tree, and a packet runs only its own path through it. A table of one
-//! field and at most [`SMALL_KEYS`] keys is a search of compares; any
+//! field and at most [`SMALL_KEYS`] keys is a binary search of compares; any
 //! other is one entry per key in one `BPF_MAP_TYPE_HASH` map for all
 //! tables (the table's number and the key words), whose value either
 //! names the one filter a child accepts (counted from the value, no code
@@ -61,9 +61,11 @@ use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
-/// Tables of one field with at most this many keys are compares in the
-/// code, their children in place; larger ones are entries of the key map.
-pub const SMALL_KEYS: usize = 8;
+/// Tables of one field with at most this many keys are a binary search of
+/// compares in the code (a few nanoseconds where a hash map lookup costs
+/// about fifteen), their children in place; larger ones are entries of
+/// the key map.
+pub const SMALL_KEYS: usize = 1024;
 
 /// Key map values with this bit name a child with code (its number
 /// below); without it, the counter of the one filter the child accepts,
@@ -444,13 +446,8 @@ impl Emit<'_> {
         if small(t) {
             e.put(ldx(op::W, 0, 10, at));
             let bodies: Vec<Label> = entries.iter().map(|_| e.label()).collect();
-            for ((key, _, _), body) in entries.iter().zip(&bodies) {
-                e.jump(
-                    Insn::new(op::JMP32 | op::JEQ | op::K, 0, 0, 0, key[0] as i32),
-                    *body,
-                );
-            }
-            e.goto(next);
+            let keys: Vec<u32> = entries.iter().map(|(k, _, _)| k[0]).collect();
+            search_to(e, &keys, &bodies, next);
             for ((_, child, datum), body) in entries.iter().zip(&bodies) {
                 e.mark(*body);
                 lengths(e, self.mode);
@@ -627,6 +624,30 @@ impl Emit<'_> {
         self.count_hit(&mut e, counter);
         e.layout()
     }
+}
+
+/// A binary search of w0 among sorted `keys`, to the label of the one it
+/// equals, else to `none`.
+fn search_to(e: &mut Emitter, keys: &[u32], to: &[Label], none: Label) {
+    if keys.len() <= 4 {
+        for (k, l) in keys.iter().zip(to) {
+            e.jump(
+                Insn::new(op::JMP32 | op::JEQ | op::K, 0, 0, 0, *k as i32),
+                *l,
+            );
+        }
+        e.goto(none);
+        return;
+    }
+    let mid = keys.len() / 2;
+    let right = e.label();
+    e.jump(
+        Insn::new(op::JMP32 | op::JGT | op::K, 0, 0, 0, keys[mid - 1] as i32),
+        right,
+    );
+    search_to(e, &keys[..mid], &to[..mid], none);
+    e.mark(right);
+    search_to(e, &keys[mid..], &to[mid..], none);
 }
 
 /// Fall through when w0 meets `c`, else go to `no`.

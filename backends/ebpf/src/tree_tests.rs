@@ -136,6 +136,22 @@ fn tables_of_every_size_count_as_the_tree_does() {
         }
         add(Pred::and(t), &mut filters);
     }
+    // Tables of one field: 100 keys (a binary search in the code), and
+    // 1,100 (entries of the key map), one key in five with a test below.
+    for k in 0..100u32 {
+        let mut t = vec![Pred::eq(half(5), 7 * k)];
+        if k % 5 == 0 {
+            t.push(Pred::eq(byte(7), k));
+        }
+        add(Pred::and(t), &mut filters);
+    }
+    for k in 0..1100u32 {
+        let mut t = vec![Pred::eq(Val::load_abs(8, sluice_ir::Size::Word), 3 * k)];
+        if k % 5 == 0 {
+            t.push(Pred::eq(byte(12), k as u8 as u32));
+        }
+        add(Pred::and(t), &mut filters);
+    }
     // A small table of one field, and a range on it.
     for k in [7u32, 9, 200] {
         add(Pred::eq(byte(4), k), &mut filters);
@@ -152,7 +168,16 @@ fn tables_of_every_size_count_as_the_tree_does() {
         }
     }
     pkts.push(vec![8]);
-    for budget in [100_000, 300] {
+    for k in (0..120u32).chain([500, 1099, 1100, 1500]) {
+        let mut p = vec![0u8; 14];
+        p[5..7].copy_from_slice(&((7 * k) as u16).to_be_bytes());
+        p[7] = if k % 2 == 0 { k as u8 } else { 1 };
+        p[8..12].copy_from_slice(&(3 * k).to_be_bytes());
+        p[12] = if k % 3 == 0 { k as u8 } else { 2 };
+        pkts.push(p.clone());
+        pkts.push(p[..9].to_vec());
+    }
+    for budget in [100_000, 6_000] {
         let opts = Options {
             budget,
             ..Default::default()
@@ -160,6 +185,7 @@ fn tables_of_every_size_count_as_the_tree_does() {
         let Some(m) = build(&filters, opts, Mode::TestRun) else {
             return;
         };
+        assert_eq!(m.programs() > 1, budget < 100_000, "{:?}", m.instructions());
         agree(&m, &filters, &pkts, &format!("budget {budget}"));
     }
 }
