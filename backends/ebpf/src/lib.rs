@@ -63,6 +63,7 @@
 #![warn(missing_docs)]
 
 mod btf;
+mod chain;
 mod emit;
 mod insn;
 pub mod multi;

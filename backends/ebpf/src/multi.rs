@@ -72,12 +72,13 @@
 //! # Ok::<(), sluice_ebpf::Error>(())
 //! ```
 
+use crate::chain::{count_of, Chain};
 use crate::emit::{
     alu32, alu64, alu64x, shared_ids, slot_off, Emitter, Label, SKB_CB0, SKB_CB1, SKB_LEN,
     SKB_PKT_TYPE, SKB_VLAN_PRESENT, SLOTS, XDP_DATA, XDP_DROP, XDP_PASS,
 };
 use crate::insn::{op, Insn};
-use crate::{load_program, sys, test_run, test_run_xdp, Error, Mode};
+use crate::{sys, Error, Mode};
 use sluice_classifier::merged::{Compiled, FieldRead, GuardView, Merged, Slot, Whole};
 use sluice_classifier::path::Test;
 use sluice_classifier::table::hash;
@@ -178,11 +179,7 @@ struct GroupMap {
 #[derive(Debug)]
 pub struct MultiFilter {
     merged: Merged,
-    progs: Vec<OwnedFd>,
-    insns: Vec<usize>,
-    /// Held for the chain: closing it empties it (the kernel drops its
-    /// programs when no descriptor refers to it).
-    _chain: OwnedFd,
+    chain: Chain,
     groups: HashMap<u32, GroupMap>,
     keys: OwnedFd,
     /// Key words in the key map (after the group's number), ids a value
@@ -192,7 +189,6 @@ pub struct MultiFilter {
     counters: OwnedFd,
     capacity: u32,
     cpus: usize,
-    mode: Mode,
 }
 
 /// The number of possible CPUs (a per-CPU map has one value for each).
@@ -676,8 +672,7 @@ impl MultiFilter {
             "sluice_counts",
         )
         .map_err(map_err("creating the counter map"))?;
-        let chain = sys::map_create(MAP_PROG_ARRAY, 4, 4, MAX_PROGRAMS as u32, "sluice_chain")
-            .map_err(map_err("creating the program chain"))?;
+        let chain = Chain::new(mode)?;
         let mut groups = HashMap::new();
         let mut units = Vec::new();
         let mut interned: HashMap<Pred, usize> = HashMap::new();
@@ -764,9 +759,7 @@ impl MultiFilter {
         }
         let mut me = MultiFilter {
             merged,
-            progs: Vec::new(),
-            insns: Vec::new(),
-            _chain: chain,
+            chain,
             groups,
             keys,
             key_words,
@@ -774,7 +767,6 @@ impl MultiFilter {
             counters,
             capacity,
             cpus,
-            mode,
         };
         // The groups' keys, before any packet can come.
         let keys: Vec<(u32, Vec<u32>)> = me
@@ -794,7 +786,7 @@ impl MultiFilter {
         }
         let maps = Maps {
             counters: &me.counters,
-            chain: &me._chain,
+            chain: me.chain.array(),
             groups: &me.groups,
             keys: &me.keys,
             key_words: me.key_words,
@@ -849,19 +841,7 @@ impl MultiFilter {
             let last = k + 1 == chunks.len();
             progs.push(maps.program(&me.merged, &guards, &units[r.clone()], k, last)?);
         }
-        for (k, insns) in progs.iter().enumerate() {
-            let fd = load_program(insns, mode)?;
-            if k > 0 {
-                sys::map_update(
-                    &me._chain,
-                    &(k as u32).to_ne_bytes(),
-                    &(fd.as_raw_fd() as u32).to_ne_bytes(),
-                )
-                .map_err(map_err("chaining a program"))?;
-            }
-            me.progs.push(fd);
-            me.insns.push(insns.len());
-        }
+        me.chain.load(&progs)?;
         Ok(me)
     }
 
@@ -1043,12 +1023,7 @@ impl MultiFilter {
     /// # Ok::<(), sluice_ebpf::Error>(())
     /// ```
     pub fn bench(&self, pkt: &[u8], wirelen: u32, repeat: u32) -> Result<(u32, u32), Error> {
-        match self.mode {
-            Mode::TestRun => test_run(&self.progs[0], pkt, wirelen, repeat),
-            // The frame is whole: its length is the wire length.
-            Mode::Xdp => test_run_xdp(&self.progs[0], pkt, repeat),
-            Mode::Socket => panic!("a socket filter chain runs only on a socket"),
-        }
+        self.chain.bench(pkt, wirelen, repeat)
     }
 
     /// Attach the chain ([`Mode::Xdp`]) to interface `iface` as its XDP
@@ -1064,12 +1039,7 @@ impl MultiFilter {
     /// # Ok::<(), sluice_ebpf::Error>(())
     /// ```
     pub fn attach_xdp(&self, iface: &str) -> Result<crate::XdpLink, Error> {
-        assert_eq!(
-            self.mode,
-            Mode::Xdp,
-            "only XDP programs attach to an interface"
-        );
-        crate::XdpLink::attach_fd(&self.progs[0], iface)
+        self.chain.attach_xdp(iface)
     }
 
     /// Each filter id's count (summed over CPUs), for ids below the
@@ -1083,16 +1053,8 @@ impl MultiFilter {
     /// # Ok::<(), sluice_ebpf::Error>(())
     /// ```
     pub fn counts(&self) -> Result<Vec<u64>, Error> {
-        let mut buf = vec![0u8; COUNTER * self.cpus];
         (0..self.capacity)
-            .map(|id| {
-                sys::map_lookup(&self.counters, &id.to_ne_bytes(), &mut buf)
-                    .map_err(map_err("reading a counter"))?;
-                Ok(buf
-                    .chunks_exact(COUNTER)
-                    .map(|c| u64::from_ne_bytes(c[..8].try_into().expect("8 bytes")))
-                    .sum())
-            })
+            .map(|id| count_of(&self.counters, id, self.cpus))
             .collect()
     }
 
@@ -1107,7 +1069,7 @@ impl MultiFilter {
     /// # Ok::<(), sluice_ebpf::Error>(())
     /// ```
     pub fn fd(&self) -> &OwnedFd {
-        &self.progs[0]
+        self.chain.fd()
     }
 
     /// Programs in the chain.
@@ -1120,7 +1082,7 @@ impl MultiFilter {
     /// # Ok::<(), sluice_ebpf::Error>(())
     /// ```
     pub fn programs(&self) -> usize {
-        self.progs.len()
+        self.chain.instructions().len()
     }
 
     /// Instructions of each program of the chain.
@@ -1133,7 +1095,7 @@ impl MultiFilter {
     /// # Ok::<(), sluice_ebpf::Error>(())
     /// ```
     pub fn instructions(&self) -> &[usize] {
-        &self.insns
+        self.chain.instructions()
     }
 
     /// The kernel's ids of the chain's programs and of its maps (to check
@@ -1149,9 +1111,8 @@ impl MultiFilter {
     /// ```
     pub fn kernel_ids(&self) -> Result<(Vec<u32>, Vec<u32>), Error> {
         let id = |fd: &OwnedFd| sys::object_id(fd).map_err(map_err("reading an object's id"));
-        let progs = self.progs.iter().map(id).collect::<Result<_, _>>()?;
-        let maps = vec![id(&self.counters)?, id(&self._chain)?, id(&self.keys)?];
-        Ok((progs, maps))
+        let (progs, array) = self.chain.kernel_ids()?;
+        Ok((progs, vec![id(&self.counters)?, array, id(&self.keys)?]))
     }
 
     /// The kernel's run-time statistics of the chain (its first program,
@@ -1168,7 +1129,7 @@ impl MultiFilter {
     /// # Ok::<(), sluice_ebpf::Error>(())
     /// ```
     pub fn run_stats(&self) -> Result<(u64, u64), Error> {
-        sys::run_stats(&self.progs[0]).map_err(map_err("reading the program's statistics"))
+        self.chain.run_stats()
     }
 
     /// The merged classifier the maps mirror.
@@ -1191,4 +1152,4 @@ use trie::order_guards;
 
 #[cfg(test)]
 #[path = "multi_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -27,7 +27,8 @@ fn build_as(filters: &[(u32, Compiled)], opts: Options, mode: Mode) -> Option<Mu
     }
 }
 
-fn packets() -> Vec<Vec<u8>> {
+/// The sample packets and their cuts (every test of a set runs them).
+pub(crate) fn packets() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for p in arbitrary::sample_packets() {
         for cut in [0, 13, 14, 20, 23, 34, 38, 40, 54] {
@@ -47,7 +48,7 @@ fn agree(m: &MultiFilter, pkts: &[Vec<u8>], what: &str) {
     let before = m.counts().unwrap();
     let mut want = before.clone();
     let (mut s, mut out) = (Scratch::default(), Vec::new());
-    let xdp = m.mode == Mode::Xdp;
+    let xdp = m.chain.mode() == Mode::Xdp;
     for p in pkts.iter().filter(|p| !xdp || p.len() >= 14) {
         let wirelen = p.len() as u32 + if xdp { 0 } else { 4 };
         m.merged().classify(p, wirelen, &mut s, &mut out);

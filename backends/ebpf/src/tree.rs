@@ -43,14 +43,15 @@
 //! # Ok::<(), sluice_ebpf::Error>(())
 //! ```
 
+use crate::chain::{count_of, Chain};
 use crate::emit::{alu32, alu64, alu64x, shared_ids, slot_off, Emitter, Label, XDP_PASS};
 use crate::insn::{op, Insn};
 use crate::multi::{
     call, epilogue, exit, ld_map, ldx, lengths, map_err, possible_cpus, prologue, stx, whole,
-    CNT_KEY, COUNTER, HELPER_MAP_LOOKUP, KEY_BUF, MAP_HASH, MAP_PERCPU_ARRAY, MAP_PROG_ARRAY,
-    MAX_PROGRAMS, RESERVED, SEQ, SEQ_PTR, VAL_PTR,
+    CNT_KEY, COUNTER, HELPER_MAP_LOOKUP, KEY_BUF, MAP_HASH, MAP_PERCPU_ARRAY, MAX_PROGRAMS,
+    RESERVED, SEQ, SEQ_PTR, VAL_PTR,
 };
-use crate::{load_program, sys, test_run, test_run_xdp, Error, Mode};
+use crate::{sys, Error, Mode};
 use sluice_classifier::merged::{Compiled, Whole};
 use sluice_classifier::tree::field::{FieldId, Fields, Source};
 use sluice_classifier::tree::label::Cond;
@@ -58,7 +59,7 @@ use sluice_classifier::tree::node::{NodeId, Tuple, MAX_TUPLE, NONE};
 use sluice_classifier::tree::DecisionTree;
 use sluice_ir::{Filter, Val};
 use std::collections::HashMap;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 /// Tables of one field with at most this many keys are a binary search of
@@ -135,17 +136,13 @@ impl Default for Options {
 /// ```
 #[derive(Debug)]
 pub struct TreeFilter {
-    progs: Vec<OwnedFd>,
-    insns: Vec<usize>,
-    /// Held for the chain (see [`crate::MultiFilter`]).
-    _chain: OwnedFd,
+    chain: Chain,
     keys: OwnedFd,
     counters: OwnedFd,
     /// Filter id of each counter entry (`u32::MAX`: none).
     ids: Vec<u32>,
     capacity: u32,
     cpus: usize,
-    mode: Mode,
 }
 
 /// One program's tree and where its counters start.
@@ -718,8 +715,7 @@ impl TreeFilter {
             "sluice_counts",
         )
         .map_err(map_err("creating the counter map"))?;
-        let chain = sys::map_create(MAP_PROG_ARRAY, 4, 4, MAX_PROGRAMS as u32, "sluice_chain")
-            .map_err(map_err("creating the program chain"))?;
+        let mut chain = Chain::new(mode)?;
         let part = |set: &[(u32, &Compiled)]| {
             let mut tree = DecisionTree::default();
             for (id, c) in set {
@@ -773,7 +769,7 @@ impl TreeFilter {
             };
             let mut p = Part::new(tree, &by_id);
             // Too long for the budget, or for the jumps across it.
-            let size = match em.program(&p, &opts, &chain, slots, parts.len(), false) {
+            let size = match em.program(&p, &opts, chain.array(), slots, parts.len(), false) {
                 Ok(insns) => insns.len(),
                 Err(Error::TooLarge(n)) => n,
                 Err(e) => return Err(e),
@@ -811,38 +807,23 @@ impl TreeFilter {
         for (k, p) in parts.iter_mut().enumerate() {
             p.base = ids.len() as u32;
             ids.extend_from_slice(&p.ids);
-            progs.push(em.program(p, &opts, &chain, slots, k, k + 1 == n)?);
+            progs.push(em.program(p, &opts, chain.array(), slots, k, k + 1 == n)?);
         }
         let entries = std::mem::take(&mut em.entries);
-        let mut me = TreeFilter {
-            progs: Vec::new(),
-            insns: Vec::new(),
-            _chain: chain,
+        for (words, value) in entries {
+            let kb: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+            sys::map_update(&keys, &kb, &value.to_ne_bytes())
+                .map_err(map_err("filling the key map"))?;
+        }
+        chain.load(&progs)?;
+        let me = TreeFilter {
+            chain,
             keys,
             counters,
             ids,
             capacity,
             cpus,
-            mode,
         };
-        for (words, value) in entries {
-            let kb: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
-            sys::map_update(&me.keys, &kb, &value.to_ne_bytes())
-                .map_err(map_err("filling the key map"))?;
-        }
-        for (k, insns) in progs.iter().enumerate() {
-            let fd = load_program(insns, mode)?;
-            if k > 0 {
-                sys::map_update(
-                    &me._chain,
-                    &(k as u32).to_ne_bytes(),
-                    &(fd.as_raw_fd() as u32).to_ne_bytes(),
-                )
-                .map_err(map_err("chaining a program"))?;
-            }
-            me.progs.push(fd);
-            me.insns.push(insns.len());
-        }
         Ok(me)
     }
 
@@ -873,11 +854,7 @@ impl TreeFilter {
     /// # Ok::<(), sluice_ebpf::Error>(())
     /// ```
     pub fn bench(&self, pkt: &[u8], wirelen: u32, repeat: u32) -> Result<(u32, u32), Error> {
-        match self.mode {
-            Mode::TestRun => test_run(&self.progs[0], pkt, wirelen, repeat),
-            Mode::Xdp => test_run_xdp(&self.progs[0], pkt, repeat),
-            Mode::Socket => panic!("a socket filter chain runs only on a socket"),
-        }
+        self.chain.bench(pkt, wirelen, repeat)
     }
 
     /// Attach the chain ([`Mode::Xdp`]) to interface `iface` as its XDP
@@ -892,12 +869,7 @@ impl TreeFilter {
     /// # Ok::<(), sluice_ebpf::Error>(())
     /// ```
     pub fn attach_xdp(&self, iface: &str) -> Result<crate::XdpLink, Error> {
-        assert_eq!(
-            self.mode,
-            Mode::Xdp,
-            "only XDP programs attach to an interface"
-        );
-        crate::XdpLink::attach_fd(&self.progs[0], iface)
+        self.chain.attach_xdp(iface)
     }
 
     /// Each filter id's count (summed over CPUs), for ids below the
@@ -912,17 +884,10 @@ impl TreeFilter {
     /// ```
     pub fn counts(&self) -> Result<Vec<u64>, Error> {
         let mut out = vec![0u64; self.capacity as usize];
-        let mut buf = vec![0u8; COUNTER * self.cpus];
         for (k, id) in self.ids.iter().enumerate() {
-            let Some(slot) = out.get_mut(*id as usize) else {
-                continue;
-            };
-            sys::map_lookup(&self.counters, &(k as u32).to_ne_bytes(), &mut buf)
-                .map_err(map_err("reading a counter"))?;
-            *slot += buf
-                .chunks_exact(COUNTER)
-                .map(|c| u64::from_ne_bytes(c[..8].try_into().expect("8 bytes")))
-                .sum::<u64>();
+            if let Some(slot) = out.get_mut(*id as usize) {
+                *slot += count_of(&self.counters, k as u32, self.cpus)?;
+            }
         }
         Ok(out)
     }
@@ -938,7 +903,7 @@ impl TreeFilter {
     /// # Ok::<(), sluice_ebpf::Error>(())
     /// ```
     pub fn fd(&self) -> &OwnedFd {
-        &self.progs[0]
+        self.chain.fd()
     }
 
     /// Programs in the chain (one per tree).
@@ -951,7 +916,7 @@ impl TreeFilter {
     /// # Ok::<(), sluice_ebpf::Error>(())
     /// ```
     pub fn programs(&self) -> usize {
-        self.progs.len()
+        self.chain.instructions().len()
     }
 
     /// Instructions of each program of the chain.
@@ -964,7 +929,7 @@ impl TreeFilter {
     /// # Ok::<(), sluice_ebpf::Error>(())
     /// ```
     pub fn instructions(&self) -> &[usize] {
-        &self.insns
+        self.chain.instructions()
     }
 
     /// The kernel's ids of the chain's programs and of its maps.
@@ -979,9 +944,8 @@ impl TreeFilter {
     /// ```
     pub fn kernel_ids(&self) -> Result<(Vec<u32>, Vec<u32>), Error> {
         let id = |fd: &OwnedFd| sys::object_id(fd).map_err(map_err("reading an object's id"));
-        let progs = self.progs.iter().map(id).collect::<Result<_, _>>()?;
-        let maps = vec![id(&self.counters)?, id(&self._chain)?, id(&self.keys)?];
-        Ok((progs, maps))
+        let (progs, array) = self.chain.kernel_ids()?;
+        Ok((progs, vec![id(&self.counters)?, array, id(&self.keys)?]))
     }
 
     /// The kernel's run-time statistics of the chain's first program:
@@ -997,7 +961,7 @@ impl TreeFilter {
     /// # Ok::<(), sluice_ebpf::Error>(())
     /// ```
     pub fn run_stats(&self) -> Result<(u64, u64), Error> {
-        sys::run_stats(&self.progs[0]).map_err(map_err("reading the program's statistics"))
+        self.chain.run_stats()
     }
 }
 

@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::emit::{XDP_DROP, XDP_PASS};
+use crate::multi::tests::packets;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 use sluice_classifier::tree::Scratch;
@@ -23,19 +24,6 @@ fn build(filters: &[(u32, Compiled)], opts: Options, mode: Mode) -> Option<TreeF
     }
 }
 
-fn packets() -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    for p in arbitrary::sample_packets() {
-        for cut in [0, 13, 14, 20, 23, 34, 38, 40, 54] {
-            if cut < p.len() {
-                out.push(p[..cut].to_vec());
-            }
-        }
-        out.push(p);
-    }
-    out
-}
-
 /// Every packet through `m` and through the tree in Rust: the verdicts
 /// and the counts agree.
 fn agree(m: &TreeFilter, filters: &[(u32, Compiled)], pkts: &[Vec<u8>], what: &str) {
@@ -46,7 +34,7 @@ fn agree(m: &TreeFilter, filters: &[(u32, Compiled)], pkts: &[Vec<u8>], what: &s
     let before = m.counts().unwrap();
     let mut want = before.clone();
     let (mut s, mut out) = (Scratch::default(), Vec::new());
-    let xdp = m.mode == Mode::Xdp;
+    let xdp = m.chain.mode() == Mode::Xdp;
     for p in pkts.iter().filter(|p| !xdp || p.len() >= 14) {
         let wirelen = p.len() as u32 + if xdp { 0 } else { 4 };
         tree.classify(p, wirelen, &mut s, &mut out);
