@@ -119,37 +119,18 @@ fn main() {
         );
         return;
     }
-    let pkts: Vec<(Vec<u8>, u32)> = match mode {
-        Mode::Xdp => pkts
-            .into_iter()
-            .filter(|(d, _)| d.len() >= 14)
-            .map(|(d, _)| {
-                let w = d.len() as u32;
-                (d, w)
-            })
-            .collect(),
-        _ => pkts,
-    };
-    // XDP passes what some filter wants (XDP_PASS, 2).
-    let matched = |r: u32| if mode == Mode::Xdp { r == 2 } else { r != 0 };
-
+    let pkts = for_mode(pkts, mode);
     // Cost per packet: the kernel's (statistics off: they time every run,
     // which costs more than some programs), the test run's floor (a set
     // of one filter that never matches, on the same packets), the
     // kernel's own statistics in runs of their own; then the native
     // merged engine's.
-    let (mut kernel_ns, mut hits) = (0u64, 0u64);
-    for (d, w) in &pkts {
-        let (r, ns) = m.bench(d, *w, repeat).expect("test run");
-        kernel_ns += ns as u64;
-        hits += matched(r) as u64;
-    }
+    let run = |d: &[u8], w, r| m.bench(d, w, r).expect("test run");
+    let (kernel_ns, hits) = kernel_cost(&pkts, mode, repeat, run);
     let never = Compiled::new(sluice::ir::Filter::new(sluice::ir::Pred::False, 1));
     let floor = MultiFilter::build(&[(0, &never)], mode, Options::default()).expect("floor");
-    let mut floor_ns = 0u64;
-    for (d, w) in &pkts {
-        floor_ns += floor.bench(d, *w, repeat).expect("test run").1 as u64;
-    }
+    let run = |d: &[u8], w, r| floor.bench(d, w, r).expect("test run");
+    let floor_ns = kernel_cost(&pkts, mode, repeat, run).0;
     let stats = sluice::ebpf::enable_stats().expect("BPF statistics");
     let before = m.run_stats().expect("statistics");
     for (d, w) in &pkts {
@@ -158,19 +139,7 @@ fn main() {
     let after = m.run_stats().expect("statistics");
     drop(stats);
     let stats_ns = (after.0 - before.0) as f64 / (after.1 - before.1).max(1) as f64;
-    let native = Merging::from_compiled(compiled.clone(), true);
-    let (mut s, mut ids) = (MergingScratch::default(), Vec::new());
-    let mut native_hits = 0u64;
-    let t = Instant::now();
-    for _ in 0..repeat {
-        for (d, w) in &pkts {
-            native.classify(d, *w, &mut s, &mut ids);
-            native_hits += !ids.is_empty() as u64;
-        }
-    }
-    let native_ns = t.elapsed().as_nanos() as f64 / (repeat as f64 * pkts.len() as f64);
-    assert_eq!(native_hits, hits * repeat as u64, "the engines agree");
-    let floor_ns = floor_ns as f64 / pkts.len() as f64;
+    let native_ns = native_cost(&compiled, &pkts, repeat, hits);
 
     // Key-only inserts (sessions): map updates, no reload.
     let mut insert = String::from("-");
@@ -207,7 +176,7 @@ fn main() {
         m.merged().whole(),
         m.programs(),
         pkts.len(),
-        kernel_ns as f64 / pkts.len() as f64,
+        kernel_ns,
         stats_ns,
         native_ns
     );
@@ -246,7 +215,27 @@ fn tree_cost(
         );
         return;
     }
-    let pkts: Vec<(Vec<u8>, u32)> = match mode {
+    let pkts = for_mode(pkts, mode);
+    let run = |d: &[u8], w, r| m.bench(d, w, r).expect("test run");
+    let (kernel_ns, hits) = kernel_cost(&pkts, mode, repeat, run);
+    let never = Compiled::new(sluice::ir::Filter::new(sluice::ir::Pred::False, 1));
+    let floor = TreeFilter::build(&[(0, &never)], mode, Default::default()).expect("floor");
+    let run = |d: &[u8], w, r| floor.bench(d, w, r).expect("test run");
+    let floor_ns = kernel_cost(&pkts, mode, repeat, run).0;
+    let native_ns = native_cost(compiled, &pkts, repeat, hits);
+    println!(
+        "{kind} {n}\ttree\tload {load:.2?}\t{} programs, {insns} insns\t{} packets, {hits} matched\tkernel {:.1} ns/packet (floor {:.1})\tnative {native_ns:.1} ns/packet",
+        m.programs(),
+        pkts.len(),
+        kernel_ns,
+        floor_ns,
+    );
+}
+
+/// The packets as `mode` takes them: XDP's test run takes frames of 14
+/// bytes or more, whole.
+fn for_mode(pkts: Vec<(Vec<u8>, u32)>, mode: Mode) -> Vec<(Vec<u8>, u32)> {
+    match mode {
         Mode::Xdp => pkts
             .into_iter()
             .filter(|(d, _)| d.len() >= 14)
@@ -256,37 +245,40 @@ fn tree_cost(
             })
             .collect(),
         _ => pkts,
-    };
-    let matched = |r: u32| if mode == Mode::Xdp { r == 2 } else { r != 0 };
-    let (mut kernel_ns, mut hits) = (0u64, 0u64);
-    for (d, w) in &pkts {
-        let (r, ns) = m.bench(d, *w, repeat).expect("test run");
-        kernel_ns += ns as u64;
-        hits += matched(r) as u64;
     }
-    let never = Compiled::new(sluice::ir::Filter::new(sluice::ir::Pred::False, 1));
-    let floor = TreeFilter::build(&[(0, &never)], mode, Default::default()).expect("floor");
-    let mut floor_ns = 0u64;
-    for (d, w) in &pkts {
-        floor_ns += floor.bench(d, *w, repeat).expect("test run").1 as u64;
+}
+
+/// Every packet `repeat` times through `bench` (a loaded set's test
+/// run): the mean ns per packet, and how many packets it passed (XDP
+/// passes what some filter wants, `XDP_PASS`, 2).
+fn kernel_cost(
+    pkts: &[(Vec<u8>, u32)],
+    mode: Mode,
+    repeat: u32,
+    bench: impl Fn(&[u8], u32, u32) -> (u32, u32),
+) -> (f64, u64) {
+    let (mut ns, mut hits) = (0u64, 0u64);
+    for (d, w) in pkts {
+        let (r, t) = bench(d, *w, repeat);
+        ns += t as u64;
+        hits += if mode == Mode::Xdp { r == 2 } else { r != 0 } as u64;
     }
+    (ns as f64 / pkts.len() as f64, hits)
+}
+
+/// The native merged engine's ns per packet on the same packets, checked
+/// to pass as many as the kernel did.
+fn native_cost(compiled: &[Compiled], pkts: &[(Vec<u8>, u32)], repeat: u32, hits: u64) -> f64 {
     let native = Merging::from_compiled(compiled.to_vec(), true);
     let (mut s, mut ids) = (MergingScratch::default(), Vec::new());
     let mut native_hits = 0u64;
     let t = Instant::now();
     for _ in 0..repeat {
-        for (d, w) in &pkts {
+        for (d, w) in pkts {
             native.classify(d, *w, &mut s, &mut ids);
             native_hits += !ids.is_empty() as u64;
         }
     }
-    let native_ns = t.elapsed().as_nanos() as f64 / (repeat as f64 * pkts.len() as f64);
     assert_eq!(native_hits, hits * repeat as u64, "the engines agree");
-    println!(
-        "{kind} {n}\ttree\tload {load:.2?}\t{} programs, {insns} insns\t{} packets, {hits} matched\tkernel {:.1} ns/packet (floor {:.1})\tnative {native_ns:.1} ns/packet",
-        m.programs(),
-        pkts.len(),
-        kernel_ns as f64 / pkts.len() as f64,
-        floor_ns as f64 / pkts.len() as f64,
-    );
+    t.elapsed().as_nanos() as f64 / (repeat as f64 * pkts.len() as f64)
 }
