@@ -377,6 +377,7 @@ impl Maps<'_> {
             k,
             SLOTS,
         );
+        header(&mut e, mode);
         let groups: Vec<(u32, u32, &[usize])> = units
             .iter()
             .filter_map(|u| match u {
@@ -486,9 +487,9 @@ pub(crate) fn whole(
 
 /// The start of program `k` of a chain (`k == 0` starts a run: a new
 /// sequence number): the frame's checks for the mode, the run's sequence
-/// number into [`SEQ`] and its entry's address into [`SEQ_PTR`], the
-/// lengths and the header copy; units may use slots from [`RESERVED`],
-/// the frame has `frame` slots.
+/// number into [`SEQ`] and its entry's address into [`SEQ_PTR`]; units
+/// may use slots from [`RESERVED`], the frame has `frame` slots. A
+/// program that reads the frame goes on with [`header`].
 /// Returns the emitter and what the program returns when some filter
 /// matched and when none did.
 pub(crate) fn prologue(
@@ -566,11 +567,15 @@ pub(crate) fn prologue(
         e.put(stx(op::DW, 0, 8, 1));
     }
     e.put(stx(op::DW, 10, slot_off(SEQ), 1));
-    // A socket filter's header copy, once per program.
-    lengths(&mut e, mode);
-    e.fill_header();
     e.used = RESERVED;
     (e, yes, no)
+}
+
+/// After the prologue of a program that reads the frame: the lengths and
+/// the copy of the frame's first bytes, once per program.
+pub(crate) fn header(e: &mut Emitter, mode: Mode) {
+    lengths(e, mode);
+    e.fill_header();
 }
 
 /// The end of program `k` of a chain: the tail call to the next unless

@@ -47,8 +47,8 @@ use crate::chain::{count_of, Chain};
 use crate::emit::{alu32, alu64, alu64x, shared_ids, slot_off, Emitter, Label, XDP_PASS};
 use crate::insn::{op, Insn};
 use crate::multi::{
-    call, epilogue, exit, ld_map, ldx, lengths, map_err, possible_cpus, prologue, stx, whole,
-    CNT_KEY, COUNTER, HELPER_MAP_LOOKUP, KEY_BUF, MAP_HASH, MAP_PERCPU_ARRAY, MAX_PROGRAMS,
+    call, epilogue, exit, header, ld_map, ldx, lengths, map_err, possible_cpus, prologue, stx,
+    whole, CNT_KEY, COUNTER, HELPER_MAP_LOOKUP, KEY_BUF, MAP_HASH, MAP_PERCPU_ARRAY, MAX_PROGRAMS,
     RESERVED, SEQ, SEQ_PTR, VAL_PTR,
 };
 use crate::{sys, Error, Mode};
@@ -554,6 +554,22 @@ impl Emit<'_> {
         self.dispatch(e, p, &coded[mid..], from + mid as u32, depth, next)
     }
 
+    /// A chain's first program that reads nothing: the run started, a
+    /// tail call to program 1, and the verdict.
+    fn trampoline(&self, opts: &Options, chain: &OwnedFd, capacity: u32) -> Vec<Insn> {
+        let (mut e, yes, no) = prologue(
+            self.mode,
+            opts.outgoing_only,
+            self.counters,
+            capacity,
+            opts.accept,
+            0,
+            FRAME,
+        );
+        epilogue(&mut e, chain, 0, false, yes, no);
+        e.layout().expect("a program of a few instructions")
+    }
+
     /// Program `k` of the chain for part `p`.
     fn program(
         &mut self,
@@ -573,6 +589,7 @@ impl Emit<'_> {
             k,
             FRAME,
         );
+        header(&mut e, self.mode);
         // The hit list, empty.
         self.sites = 0;
         e.put(Insn::new(
@@ -794,20 +811,20 @@ impl TreeFilter {
                 )));
             }
         }
+        let mut ids = Vec::new();
+        let mut progs = Vec::new();
         if mode == Mode::Socket && parts[0].tree.nodes().len() > 1 {
             // The kernel charges the program a socket attaches to its
             // option memory (`net.core.optmem_max`, 128 KiB here): a tree
-            // of 1,000 filters is 1.2 MB. The socket's program is then
-            // an empty tree that starts the run and tail-calls the rest.
-            parts.insert(0, Part::new(DecisionTree::default(), &by_id));
+            // of 1,000 filters is 1.2 MB. The socket's program then only
+            // starts the run and tail-calls the tree.
+            progs.push(em.trampoline(&opts, chain.array(), slots));
         }
-        let mut ids = Vec::new();
-        let mut progs = Vec::new();
-        let n = parts.len();
+        let (n, k0) = (parts.len(), progs.len());
         for (k, p) in parts.iter_mut().enumerate() {
             p.base = ids.len() as u32;
             ids.extend_from_slice(&p.ids);
-            progs.push(em.program(p, &opts, chain.array(), slots, k, k + 1 == n)?);
+            progs.push(em.program(p, &opts, chain.array(), slots, k0 + k, k + 1 == n)?);
         }
         let entries = std::mem::take(&mut em.entries);
         for (words, value) in entries {
