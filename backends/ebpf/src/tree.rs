@@ -9,8 +9,9 @@
 //! of its tables and each condition edge its value meets, then goes on
 //! along its skip edge. The tree has no shared nodes, so its code is one
 //! block per node with its children inside: the program is as long as the
-//! tree, and a packet runs only its own path through it. A table of one
-//! field and at most [`SMALL_KEYS`] keys is a binary search of compares; any
+//! tree, and a packet runs only its own path through it. A table of at
+//! most [`SMALL_KEYS`] keys is a binary search of compares, word by word;
+//! any
 //! other is one entry per key in one `BPF_MAP_TYPE_HASH` map for all
 //! tables (the table's number and the key words), whose value either
 //! names the one filter a child accepts (counted from the value, no code
@@ -62,8 +63,8 @@ use std::collections::HashMap;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
-/// Tables of one field with at most this many keys are a binary search of
-/// compares in the code (a few nanoseconds where a hash map lookup costs
+/// Tables with at most this many keys are a binary search of compares in
+/// the code, word by word (a few nanoseconds where a hash map lookup costs
 /// about fifteen), their children in place; larger ones are entries of
 /// the key map.
 pub const SMALL_KEYS: usize = 1024;
@@ -215,7 +216,7 @@ struct Emit<'a> {
 
 /// True for a table that is code, not key map entries.
 fn small(t: &Tuple) -> bool {
-    t.fields.len() == 1 && t.table.len() <= SMALL_KEYS
+    t.table.len() <= SMALL_KEYS
 }
 
 /// The deepest nesting of tables and conditions below `n` (its skip
@@ -440,11 +441,19 @@ impl Emit<'_> {
         lengths(e, self.mode);
         let mut entries: Vec<(&[u32], u32, u32)> = t.table.entries().collect();
         entries.sort_unstable();
+        let buf = slot_off(KEY_BUF);
+        // The key's words into the key buffer: the node's value, then the
+        // table's other fields (an abort skips the table).
+        e.put(ldx(op::W, 0, 10, at));
+        e.put(stx(op::W, 10, buf + 4, 0));
+        for (i, f) in t.fields.iter().enumerate().skip(1) {
+            self.field(e, p.tree.fields(), *f, next)?;
+            e.put(stx(op::W, 10, buf + 4 * (i as i16 + 1), 0));
+        }
         if small(t) {
-            e.put(ldx(op::W, 0, 10, at));
             let bodies: Vec<Label> = entries.iter().map(|_| e.label()).collect();
-            let keys: Vec<u32> = entries.iter().map(|(k, _, _)| k[0]).collect();
-            search_to(e, &keys, &bodies, next);
+            let keys: Vec<&[u32]> = entries.iter().map(|(k, _, _)| *k).collect();
+            search_words(e, &keys, 0, &bodies, next);
             for ((_, child, datum), body) in entries.iter().zip(&bodies) {
                 e.mark(*body);
                 lengths(e, self.mode);
@@ -456,13 +465,6 @@ impl Emit<'_> {
         }
         let number = self.tables;
         self.tables += 1;
-        let buf = slot_off(KEY_BUF);
-        e.put(ldx(op::W, 0, 10, at));
-        e.put(stx(op::W, 10, buf + 4, 0));
-        for (i, f) in t.fields.iter().enumerate().skip(1) {
-            self.field(e, p.tree.fields(), *f, next)?;
-            e.put(stx(op::W, 10, buf + 4 * (i as i16 + 1), 0));
-        }
         e.put(Insn::new(
             op::ST | op::MEM | op::W,
             10,
@@ -637,6 +639,34 @@ impl Emit<'_> {
         epilogue(&mut e, chain, k, last, yes, no);
         self.count_hit(&mut e, counter);
         e.layout()
+    }
+}
+
+/// Keys (sorted, each a table's key words) searched word by word from
+/// word `word` of the key buffer: a binary search of the distinct values
+/// of the word, then of the next word among the keys that share it, to
+/// the label of the key the buffer holds, else to `none`.
+fn search_words(e: &mut Emitter, keys: &[&[u32]], word: usize, to: &[Label], none: Label) {
+    e.put(ldx(op::W, 0, 10, slot_off(KEY_BUF) + 4 * (word as i16 + 1)));
+    let mut values = Vec::new();
+    let mut runs = Vec::new();
+    let mut i = 0;
+    while i < keys.len() {
+        let v = keys[i][word];
+        let end = i + keys[i..].iter().take_while(|k| k[word] == v).count();
+        values.push(v);
+        runs.push(i..end);
+        i = end;
+    }
+    if word + 1 == keys[0].len() {
+        search_to(e, &values, to, none);
+        return;
+    }
+    let inner: Vec<Label> = runs.iter().map(|_| e.label()).collect();
+    search_to(e, &values, &inner, none);
+    for (run, label) in runs.into_iter().zip(inner) {
+        e.mark(label);
+        search_words(e, &keys[run.clone()], word + 1, &to[run], none);
     }
 }
 

@@ -140,6 +140,11 @@ fn tables_of_every_size_count_as_the_tree_does() {
         }
         add(Pred::and(t), &mut filters);
     }
+    // 1,100 keys of two fields (entries of the key map).
+    for k in 0..1100u32 {
+        let t = vec![Pred::eq(half(16), 5 * k), Pred::eq(byte(18), k % 7)];
+        add(Pred::and(t), &mut filters);
+    }
     // A small table of one field, and a range on it.
     for k in [7u32, 9, 200] {
         add(Pred::eq(byte(4), k), &mut filters);
@@ -153,11 +158,16 @@ fn tables_of_every_size_count_as_the_tree_does() {
         for b3 in [0u8, 20, 255] {
             let h = (1000 + k) as u16;
             pkts.push(vec![k as u8, (h >> 8) as u8, h as u8, b3, (k * 5) as u8]);
+            // The first word of a key, not the second.
+            let h = h + 1;
+            pkts.push(vec![k as u8, (h >> 8) as u8, h as u8, b3, (k * 5) as u8]);
         }
     }
     pkts.push(vec![8]);
     for k in (0..120u32).chain([500, 1099, 1100, 1500]) {
-        let mut p = vec![0u8; 14];
+        let mut p = vec![0u8; 20];
+        p[16..18].copy_from_slice(&((5 * k) as u16).to_be_bytes());
+        p[18] = if k % 4 == 0 { (k % 7) as u8 } else { 9 };
         p[5..7].copy_from_slice(&((7 * k) as u16).to_be_bytes());
         p[7] = if k % 2 == 0 { k as u8 } else { 1 };
         p[8..12].copy_from_slice(&(3 * k).to_be_bytes());
