@@ -55,7 +55,6 @@ const FAR: i64 = 4096;
 /// socket filters copy every frame.
 const HEADER_SLOTS: usize = 7;
 const HEADER_SHIFT: i16 = 2;
-const HEADER_BYTES: u32 = 8 * HEADER_SLOTS as u32 - HEADER_SHIFT as u32;
 /// The helpers that copy bytes of a socket buffer, of an XDP frame.
 const HELPER_SKB_LOAD_BYTES: i32 = 26;
 const HELPER_XDP_LOAD_BYTES: i32 = 189;
@@ -128,7 +127,7 @@ pub(crate) struct Emitter {
     direct: Option<(i16, i16)>,
     /// A socket filter for a cooked link: its header.
     cooked: Option<Cooked>,
-    /// The frame's first [`HEADER_BYTES`] are copied to the stack once
+    /// The frame's first bytes (`header_slots` slots) are copied to the stack once
     /// per program ([`Emitter::fill_header`]) by this helper: constant
     /// loads within them read the copy, the rest read the packet.
     header: Option<i32>,
@@ -137,6 +136,8 @@ pub(crate) struct Emitter {
     unknown: Label,
     /// Stack slots of the program's frame (the header copy at its end).
     frame: usize,
+    /// Stack slots of the header copy.
+    header_slots: usize,
 }
 
 pub(crate) fn alu32(o: u8, dst: u8, imm: u32) -> Insn {
@@ -335,6 +336,7 @@ impl Emitter {
             header: None,
             unknown: 0,
             frame: SLOTS,
+            header_slots: HEADER_SLOTS,
         };
         e.reject = e.label();
         e.unknown = e.reject;
@@ -364,7 +366,7 @@ impl Emitter {
     /// the last ones).
     pub(crate) fn slots(&self) -> usize {
         match self.header {
-            Some(_) => self.frame - HEADER_SLOTS,
+            Some(_) => self.frame - self.header_slots,
             None => self.frame,
         }
     }
@@ -377,12 +379,28 @@ impl Emitter {
         self.frame = slots;
     }
 
+    /// Copy `slots` stack slots of the frame (8 bytes each, less the
+    /// shift) instead of [`HEADER_SLOTS`], before [`Emitter::fill_header`]
+    /// and any load: for socket filters, whose every other load is a
+    /// `LD_ABS` the kernel expands (a call at run time, a patch of the
+    /// whole program as it verifies), where the copy is one helper call
+    /// of any length. Test runs and XDP keep 54 bytes: they copy a frame
+    /// that long by direct reads, a shorter one (60-byte frames, where the
+    /// copy would be longer) by the helper.
+    pub(crate) fn set_header_slots(&mut self, slots: usize) {
+        self.header_slots = slots;
+    }
+
+    fn header_bytes(&self) -> u32 {
+        8 * self.header_slots as u32 - HEADER_SHIFT as u32
+    }
+
     fn header_off(&self) -> i16 {
         -8 * self.frame as i16
     }
 
     /// A socket filter's header copy: the frame's first bytes, up to
-    /// [`HEADER_BYTES`] and the captured length in r7, copied to the
+    /// the copy's length and the captured length in r7, copied to the
     /// stack by one helper call (r1-r5 are clobbered). Once at the start
     /// of each program, after r6 and r7 are set; nothing for other modes.
     pub(crate) fn fill_header(&mut self) {
@@ -408,7 +426,7 @@ impl Emitter {
             self.put(Insn::new(op::LDX | op::MEM | op::W, 2, 6, data, 0));
             self.put(Insn::new(op::LDX | op::MEM | op::W, 3, 6, end, 0));
             self.put(alu64x(op::MOV, 1, 2));
-            self.put(alu64(op::ADD, 1, HEADER_BYTES as i32));
+            self.put(alu64(op::ADD, 1, self.header_bytes() as i32));
             self.jump(Insn::new(op::JMP | op::JGT | op::X, 1, 3, 0, 0), helper);
             let base = self.header_off() + HEADER_SHIFT;
             let mut at = 0i16;
@@ -417,7 +435,7 @@ impl Emitter {
             // states of the two ways would not match.)
             for size in [op::H]
                 .into_iter()
-                .chain(std::iter::repeat(op::W).take(2 * HEADER_SLOTS - 1))
+                .chain(std::iter::repeat(op::W).take(2 * self.header_slots - 1))
             {
                 self.put(Insn::new(op::LDX | op::MEM | size, 1, 2, at, 0));
                 self.put(Insn::new(op::STX | op::MEM | size, 10, 1, base + at, 0));
@@ -427,17 +445,23 @@ impl Emitter {
                     _ => 8,
                 };
             }
-            debug_assert_eq!(at as u32, HEADER_BYTES);
+            debug_assert_eq!(at as u32, self.header_bytes());
             self.goto(done);
             self.mark(helper);
         }
         self.put(alu64x(op::MOV, 4, 7));
         self.jump(Insn::new(op::JMP | op::JEQ | op::K, 4, 0, 0, 0), done);
         self.jump(
-            Insn::new(op::JMP | op::JLE | op::K, 4, 0, 0, HEADER_BYTES as i32),
+            Insn::new(
+                op::JMP | op::JLE | op::K,
+                4,
+                0,
+                0,
+                self.header_bytes() as i32,
+            ),
             short,
         );
-        self.put(alu64(op::MOV, 4, HEADER_BYTES as i32));
+        self.put(alu64(op::MOV, 4, self.header_bytes() as i32));
         self.mark(short);
         self.put(alu64x(op::MOV, 1, 6));
         self.put(alu64(op::MOV, 2, 0));
@@ -709,7 +733,7 @@ impl Emitter {
                         return Ok(());
                     }
                     if self.header.is_some()
-                        && end <= HEADER_BYTES as u64
+                        && end <= self.header_bytes() as u64
                         && (HEADER_SHIFT as i32 + at) % size.bytes() as i32 == 0
                     {
                         // Within the header copy, aligned (checked

@@ -11,13 +11,13 @@
 //! block per node with its children inside: the program is as long as the
 //! tree, and a packet runs only its own path through it. A table of at
 //! most [`SMALL_KEYS`] keys is a binary search of compares, word by word;
-//! any
-//! other is one entry per key in one `BPF_MAP_TYPE_HASH` map for all
+//! any other is one entry per key in one `BPF_MAP_TYPE_HASH` map for all
 //! tables (the table's number and the key words), whose value either
 //! names the one filter a child accepts (counted from the value, no code
 //! of its own) or numbers a child that has code, found by a binary search
-//! of the numbers. Counting is [`crate::multi`]'s: a per-CPU array, each
-//! filter once per packet.
+//! of the numbers. A match goes into a per-CPU hit list, counted at the
+//! program's end by `bpf_loop` into [`crate::multi`]'s per-CPU counters,
+//! each filter once per packet.
 //!
 //! ## The verifier
 //!
@@ -82,6 +82,11 @@ const MAX_HITS: usize = 8_000;
 /// Stack slots of a tree program's frame: the frames of a call share 512
 /// bytes, each rounded up to 32, and the counting subprogram takes one.
 const FRAME: usize = 60;
+
+/// Stack slots of a socket filter's copy of the frame: 78 bytes, the
+/// IPv6 header and a TCP header's ports and flags behind it, or a VLAN tag
+/// and IPv4 with options (the rest is read by `LD_ABS`).
+const SOCKET_HEADER_SLOTS: usize = 10;
 
 /// `bpf_loop`.
 const HELPER_LOOP: i32 = 181;
@@ -591,6 +596,9 @@ impl Emit<'_> {
             k,
             FRAME,
         );
+        if self.mode == Mode::Socket {
+            e.set_header_slots(SOCKET_HEADER_SLOTS);
+        }
         header(&mut e, self.mode);
         // The hit list, empty.
         self.sites = 0;
