@@ -143,7 +143,7 @@ pub(crate) struct Emitter {
 pub(crate) fn alu32(o: u8, dst: u8, imm: u32) -> Insn {
     Insn::new(op::ALU | o | op::K, dst, 0, 0, imm as i32)
 }
-pub(crate) fn alu32x(o: u8, dst: u8, src: u8) -> Insn {
+fn alu32x(o: u8, dst: u8, src: u8) -> Insn {
     Insn::new(op::ALU | o | op::X, dst, src, 0, 0)
 }
 pub(crate) fn alu64(o: u8, dst: u8, imm: i32) -> Insn {
@@ -186,7 +186,7 @@ fn size_code(s: Size) -> u8 {
 }
 
 /// Collect the ids of shared values, each once, inner ones too.
-fn shared_ids_val(v: &Val, out: &mut Vec<usize>) {
+pub(crate) fn shared_ids_val(v: &Val, out: &mut Vec<usize>) {
     match v {
         Val::Const(_) | Val::Len => {}
         Val::Load { base, .. } => shared_ids_val(base, out),
@@ -687,14 +687,20 @@ impl Emitter {
 
     /// Binary search of w0 among sorted `keys`.
     pub(crate) fn search(&mut self, keys: &[u32], t: Label, f: Label) {
+        self.search_to(keys, &vec![t; keys.len()], f);
+    }
+
+    /// Binary search of w0 among sorted `keys`, to the label of the one it
+    /// equals (`to`, one per key), else to `none`.
+    pub(crate) fn search_to(&mut self, keys: &[u32], to: &[Label], none: Label) {
         if keys.len() <= 4 {
-            for k in keys {
+            for (k, l) in keys.iter().zip(to) {
                 self.jump(
                     Insn::new(op::JMP32 | op::JEQ | op::K, 0, 0, 0, *k as i32),
-                    t,
+                    *l,
                 );
             }
-            self.goto(f);
+            self.goto(none);
             return;
         }
         let mid = keys.len() / 2;
@@ -704,9 +710,9 @@ impl Emitter {
             Insn::new(op::JMP32 | op::JGT | op::K, 0, 0, 0, k as i32),
             right,
         );
-        self.search(&keys[..mid], t, f);
+        self.search_to(&keys[..mid], &to[..mid], none);
         self.mark(right);
-        self.search(&keys[mid..], t, f);
+        self.search_to(&keys[mid..], &to[mid..], none);
     }
 
     /// Compute `v` into w0 (zero-extended into r0).

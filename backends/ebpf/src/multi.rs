@@ -289,11 +289,6 @@ struct Maps<'a> {
 }
 
 impl Maps<'_> {
-    /// Count the filter whose id is in `reg` (r1-r5 and r0 are lost).
-    fn count(&self, e: &mut Emitter, reg: u8) {
-        count(e, self.counters, reg);
-    }
-
     /// One group once its guards hold: its key, the lookup, its filters
     /// counted.
     fn group(
@@ -310,7 +305,7 @@ impl Maps<'_> {
         if let Some(keys) = &gm.inline {
             for id in &keys[key as usize] {
                 e.put(alu32(op::MOV, 0, *id));
-                self.count(e, 0);
+                count(e, self.counters, 0);
             }
             return Ok(());
         }
@@ -345,14 +340,9 @@ impl Maps<'_> {
                 skip,
             );
             e.put(ldx(op::W, 3, 1, 4 + 4 * i as i16));
-            self.count(e, 3);
+            count(e, self.counters, 3);
         }
         Ok(())
-    }
-
-    /// A filter run whole: its code, and its counter when it accepts.
-    fn whole(&self, e: &mut Emitter, id: u32, f: &Filter, skip: Label) -> Result<(), Error> {
-        whole(e, self.counters, id, f, skip)
     }
 
     /// Program `k` of the chain: the prologue, `units` (groups as a trie
@@ -390,7 +380,7 @@ impl Maps<'_> {
             if let Unit::Whole(id, f) = u {
                 let skip = e.label();
                 lengths(&mut e, self.mode);
-                self.whole(&mut e, *id, f, skip)?;
+                whole(&mut e, self.counters, *id, f, skip)?;
                 e.mark(skip);
             }
         }
@@ -420,7 +410,7 @@ impl Maps<'_> {
     fn whole_size(&self, id: u32, f: &Filter) -> Result<usize, Error> {
         let mut e = self.sizer();
         let skip = e.label();
-        self.whole(&mut e, id, f, skip)?;
+        whole(&mut e, self.counters, id, f, skip)?;
         Ok(e.emitted() + 4)
     }
 }
@@ -539,27 +529,7 @@ pub(crate) fn prologue(
         e.mark(untagged);
     }
     // The run's sequence number (a new one in the first program).
-    e.put(Insn::new(
-        op::ST | op::MEM | op::W,
-        10,
-        0,
-        slot_off(CNT_KEY),
-        capacity as i32,
-    ));
-    ld_map(&mut e, 1, counters);
-    e.put(alu64x(op::MOV, 2, 10));
-    e.put(alu64(op::ADD, 2, slot_off(CNT_KEY) as i32));
-    e.put(call(HELPER_MAP_LOOKUP));
-    let found = e.label();
-    e.jump(Insn::new(op::JMP | op::JNE | op::K, 0, 0, 0, 0), found);
-    // (Never: the entry exists.) XDP passes the frame on.
-    e.put(alu32(
-        op::MOV,
-        0,
-        if mode == Mode::Xdp { XDP_PASS } else { 0 },
-    ));
-    e.put(exit());
-    e.mark(found);
+    array_entry(&mut e, counters, capacity, mode);
     e.put(stx(op::DW, 10, slot_off(SEQ_PTR), 0));
     e.put(ldx(op::DW, 1, 0, 8));
     if k == 0 {
@@ -569,6 +539,32 @@ pub(crate) fn prologue(
     e.put(stx(op::DW, 10, slot_off(SEQ), 1));
     e.used = RESERVED;
     (e, yes, no)
+}
+
+/// The address of entry `key` of array map `map` into r0 (r1-r5 are
+/// lost): an array's entries all exist, so the program ends where the
+/// lookup fails only for the verifier (XDP passing the frame on).
+pub(crate) fn array_entry(e: &mut Emitter, map: &OwnedFd, key: u32, mode: Mode) {
+    e.put(Insn::new(
+        op::ST | op::MEM | op::W,
+        10,
+        0,
+        slot_off(CNT_KEY),
+        key as i32,
+    ));
+    ld_map(e, 1, map);
+    e.put(alu64x(op::MOV, 2, 10));
+    e.put(alu64(op::ADD, 2, slot_off(CNT_KEY) as i32));
+    e.put(call(HELPER_MAP_LOOKUP));
+    let found = e.label();
+    e.jump(Insn::new(op::JMP | op::JNE | op::K, 0, 0, 0, 0), found);
+    e.put(alu32(
+        op::MOV,
+        0,
+        if mode == Mode::Xdp { XDP_PASS } else { 0 },
+    ));
+    e.put(exit());
+    e.mark(found);
 }
 
 /// After the prologue of a program that reads the frame: the lengths and

@@ -45,12 +45,12 @@
 //! ```
 
 use crate::chain::{count_of, Chain};
-use crate::emit::{alu32, alu64, alu64x, shared_ids, slot_off, Emitter, Label, XDP_PASS};
+use crate::emit::{alu32, alu64, alu64x, shared_ids_val, slot_off, Emitter, Label};
 use crate::insn::{op, Insn};
 use crate::multi::{
-    call, epilogue, exit, header, ld_map, ldx, lengths, map_err, possible_cpus, prologue, stx,
-    whole, CNT_KEY, COUNTER, HELPER_MAP_LOOKUP, KEY_BUF, MAP_HASH, MAP_PERCPU_ARRAY, MAX_PROGRAMS,
-    RESERVED, SEQ, SEQ_PTR, VAL_PTR,
+    array_entry, call, epilogue, exit, header, ld_map, ldx, lengths, map_err, possible_cpus,
+    prologue, stx, whole, COUNTER, HELPER_MAP_LOOKUP, KEY_BUF, MAP_HASH, MAP_PERCPU_ARRAY,
+    MAX_PROGRAMS, RESERVED, SEQ, SEQ_PTR, VAL_PTR,
 };
 use crate::{sys, Error, Mode};
 use sluice_classifier::merged::{Compiled, Whole};
@@ -165,8 +165,13 @@ struct Part {
 impl Part {
     /// A tree's part, its counters from 0 until placed.
     fn new(tree: DecisionTree, by_id: &HashMap<u32, &Compiled>) -> Part {
-        let slot_of: HashMap<u32, u32> = (0..tree.slots() as u32)
-            .filter_map(|s| Some((tree.id_of(s)?, s)))
+        let ids: Vec<u32> = (0..tree.slots() as u32)
+            .map(|s| tree.id_of(s).unwrap_or(u32::MAX))
+            .collect();
+        let slot_of: HashMap<u32, u32> = ids
+            .iter()
+            .enumerate()
+            .map(|(s, id)| (*id, s as u32))
             .collect();
         let whole = tree
             .whole_filters()
@@ -177,9 +182,6 @@ impl Part {
                 };
                 (slot_of[&id], f)
             })
-            .collect();
-        let ids = (0..tree.slots() as u32)
-            .map(|s| tree.id_of(s).unwrap_or(u32::MAX))
             .collect();
         Part {
             tree,
@@ -286,7 +288,7 @@ impl Emit<'_> {
     fn value(&self, e: &mut Emitter, v: &Val) -> Result<(), Error> {
         let base = e.used;
         let mut ids = Vec::new();
-        shared_ids(&sluice_ir::Pred::eq(v.clone(), 0), &mut ids);
+        shared_ids_val(v, &mut ids);
         for sid in ids {
             let s = e.push()?;
             e.shared.insert(sid, s);
@@ -305,7 +307,7 @@ impl Emit<'_> {
     }
 
     /// Count the filter whose counter is in w1 (r1-r4 are lost): its
-    /// number goes into the run's hit list ([`HITS`]), counted at the
+    /// number goes into the run's hit list (at [`HITS_PTR`]), counted at the
     /// program's end ([`Emit::flush`]). No map lookup here: the kernel
     /// patches each lookup in as it verifies, and each patch moves the
     /// whole program (a tree of thousands of leaves took seconds).
@@ -329,7 +331,8 @@ impl Emit<'_> {
     }
 
     /// Count every filter of the hit list (each once, as
-    /// [`crate::multi`] counts) and empty it: `bpf_loop` calls the
+    /// [`crate::multi`] counts; the next program starts the list again):
+    /// `bpf_loop` calls the
     /// counting subprogram ([`Emit::count_hit`]) once for each, so the
     /// verifier follows its one lookup a few times, not once per hit.
     fn flush(&self, e: &mut Emitter, counter: Label) {
@@ -343,8 +346,6 @@ impl Emit<'_> {
         e.put(alu64(op::ADD, 3, slot_off(HITS_PTR) as i32));
         e.put(alu64(op::MOV, 4, 0));
         e.put(call(HELPER_LOOP));
-        e.put(ldx(op::DW, 1, 10, slot_off(HITS_PTR)));
-        e.put(Insn::new(op::ST | op::MEM | op::W, 1, 0, 0, 0));
         e.mark(none);
     }
 
@@ -447,14 +448,14 @@ impl Emit<'_> {
         let mut entries: Vec<(&[u32], u32, u32)> = t.table.entries().collect();
         entries.sort_unstable();
         let buf = slot_off(KEY_BUF);
-        // The key's words into the key buffer: the node's value, then the
-        // table's other fields (an abort skips the table).
-        e.put(ldx(op::W, 0, 10, at));
-        e.put(stx(op::W, 10, buf + 4, 0));
+        // The key's words: the table's other fields into the key buffer
+        // (an abort skips the table), then the node's value into w0, and
+        // into the buffer for a lookup.
         for (i, f) in t.fields.iter().enumerate().skip(1) {
             self.field(e, p.tree.fields(), *f, next)?;
             e.put(stx(op::W, 10, buf + 4 * (i as i16 + 1), 0));
         }
+        e.put(ldx(op::W, 0, 10, at));
         if small(t) {
             let bodies: Vec<Label> = entries.iter().map(|_| e.label()).collect();
             let keys: Vec<&[u32]> = entries.iter().map(|(k, _, _)| *k).collect();
@@ -470,6 +471,7 @@ impl Emit<'_> {
         }
         let number = self.tables;
         self.tables += 1;
+        e.put(stx(op::W, 10, buf + 4, 0));
         e.put(Insn::new(
             op::ST | op::MEM | op::W,
             10,
@@ -600,29 +602,9 @@ impl Emit<'_> {
             e.set_header_slots(SOCKET_HEADER_SLOTS);
         }
         header(&mut e, self.mode);
-        // The hit list, empty.
+        // The hit list, empty (each program starts it again).
         self.sites = 0;
-        e.put(Insn::new(
-            op::ST | op::MEM | op::W,
-            10,
-            0,
-            slot_off(CNT_KEY),
-            0,
-        ));
-        ld_map(&mut e, 1, self.hits);
-        e.put(alu64x(op::MOV, 2, 10));
-        e.put(alu64(op::ADD, 2, slot_off(CNT_KEY) as i32));
-        e.put(call(HELPER_MAP_LOOKUP));
-        let found = e.label();
-        e.jump(Insn::new(op::JMP | op::JNE | op::K, 0, 0, 0, 0), found);
-        // (Never: the entry exists.) XDP passes the frame on.
-        e.put(alu32(
-            op::MOV,
-            0,
-            if self.mode == Mode::Xdp { XDP_PASS } else { 0 },
-        ));
-        e.put(exit());
-        e.mark(found);
+        array_entry(&mut e, self.hits, 0, self.mode);
         e.put(Insn::new(op::ST | op::MEM | op::W, 0, 0, 0, 0));
         e.put(stx(op::DW, 10, slot_off(HITS_PTR), 0));
         e.used = self.depth0;
@@ -651,11 +633,13 @@ impl Emit<'_> {
 }
 
 /// Keys (sorted, each a table's key words) searched word by word from
-/// word `word` of the key buffer: a binary search of the distinct values
+/// word `word` of the key buffer (word 0 in w0): a binary search of the distinct values
 /// of the word, then of the next word among the keys that share it, to
 /// the label of the key the buffer holds, else to `none`.
 fn search_words(e: &mut Emitter, keys: &[&[u32]], word: usize, to: &[Label], none: Label) {
-    e.put(ldx(op::W, 0, 10, slot_off(KEY_BUF) + 4 * (word as i16 + 1)));
+    if word > 0 {
+        e.put(ldx(op::W, 0, 10, slot_off(KEY_BUF) + 4 * (word as i16 + 1)));
+    }
     let mut values = Vec::new();
     let mut runs = Vec::new();
     let mut i = 0;
@@ -667,39 +651,15 @@ fn search_words(e: &mut Emitter, keys: &[&[u32]], word: usize, to: &[Label], non
         i = end;
     }
     if word + 1 == keys[0].len() {
-        search_to(e, &values, to, none);
+        e.search_to(&values, to, none);
         return;
     }
     let inner: Vec<Label> = runs.iter().map(|_| e.label()).collect();
-    search_to(e, &values, &inner, none);
+    e.search_to(&values, &inner, none);
     for (run, label) in runs.into_iter().zip(inner) {
         e.mark(label);
         search_words(e, &keys[run.clone()], word + 1, &to[run], none);
     }
-}
-
-/// A binary search of w0 among sorted `keys`, to the label of the one it
-/// equals, else to `none`.
-fn search_to(e: &mut Emitter, keys: &[u32], to: &[Label], none: Label) {
-    if keys.len() <= 4 {
-        for (k, l) in keys.iter().zip(to) {
-            e.jump(
-                Insn::new(op::JMP32 | op::JEQ | op::K, 0, 0, 0, *k as i32),
-                *l,
-            );
-        }
-        e.goto(none);
-        return;
-    }
-    let mid = keys.len() / 2;
-    let right = e.label();
-    e.jump(
-        Insn::new(op::JMP32 | op::JGT | op::K, 0, 0, 0, keys[mid - 1] as i32),
-        right,
-    );
-    search_to(e, &keys[..mid], &to[..mid], none);
-    e.mark(right);
-    search_to(e, &keys[mid..], &to[mid..], none);
 }
 
 /// Fall through when w0 meets `c`, else go to `no`.
