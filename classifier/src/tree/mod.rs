@@ -345,35 +345,40 @@ impl DecisionTree {
         Some(items)
     }
 
-    fn template_of(fields: &mut Fields, paths: &[Path]) -> Option<Arc<Template>> {
+    /// The template of a filter of one path, for key-only copies of it;
+    /// `folded` is that path's items when the caller has them already.
+    fn template_of(
+        fields: &mut Fields,
+        paths: &[Path],
+        folded: Option<&Vec<Item>>,
+    ) -> Option<Arc<Template>> {
         let [p] = paths else { return None };
-        let eq_fields: Vec<FieldId> = p
-            .atoms
-            .iter()
-            .filter_map(|a| match a {
-                Atom::Field {
-                    val,
-                    test: Test::Eq(_),
-                    truth: true,
-                } => Some(fields.intern(&Source::Val(val.clone()))),
-                _ => None,
-            })
-            .collect();
         if p.atoms.iter().any(|a| {
             matches!(a, Atom::Field { test: Test::In(s), truth: true, .. } if s.sorted().len() > 1)
         }) {
             return None;
         }
-        let fast = Self::items_of(fields, p).and_then(|items| {
+        // Each field atom's field, and whether it is a key (an equality).
+        let atoms: Vec<(FieldId, bool)> = p
+            .atoms
+            .iter()
+            .filter_map(|a| match a {
+                Atom::Field { val, test, truth } => Some((
+                    fields.intern(&Source::Val(val.clone())),
+                    *truth && matches!(test, Test::Eq(_)),
+                )),
+                _ => None,
+            })
+            .collect();
+        let eq_fields: Vec<FieldId> = atoms.iter().filter(|a| a.1).map(|a| a.0).collect();
+        let items = match folded {
+            Some(items) => Some(items.clone()),
+            None => Self::items_of(fields, p),
+        };
+        let fast = items.and_then(|items| {
             // Each key field must be tested by its equality alone, so that
             // any key keeps the fold exact.
-            let alone = |f: FieldId| {
-                p.atoms
-                    .iter()
-                    .filter(|a| matches!(a, Atom::Field { val, .. } if fields.get(&Source::Val(val.clone())) == Some(f)))
-                    .count()
-                    == 1
-            };
+            let alone = |f: FieldId| atoms.iter().filter(|a| a.0 == f).count() == 1;
             let at: Option<Vec<usize>> = eq_fields
                 .iter()
                 .map(|&f| {
@@ -459,7 +464,12 @@ impl DecisionTree {
         for p in &items {
             self.nodes.insert(&self.fields, root, p, e);
         }
-        let template = Self::template_of(&mut self.fields, paths);
+        // One path, not absorbed: its items are folded already.
+        let folded = match (paths, std::ptr::eq(paths, simple), &items[..]) {
+            ([_], true, [one]) => Some(one),
+            _ => None,
+        };
+        let template = Self::template_of(&mut self.fields, paths, folded);
         let items = Arc::new(items);
         self.log
             .record((0u8, id, slot, &*items), flow::Logged::Paths(items.clone()));
