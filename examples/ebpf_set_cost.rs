@@ -25,6 +25,11 @@ use sluice::{LinkType, Program};
 use sluice_workload::{session, session_expression, tcp_frame};
 use std::time::Instant;
 
+/// The allocator `sluice` itself runs with: loads are measured as the
+/// command pays them.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (kind, n, repeat) = match args.as_slice() {

@@ -66,6 +66,7 @@ mod btf;
 mod chain;
 mod emit;
 mod insn;
+mod keys;
 pub mod multi;
 mod sys;
 pub mod tree;

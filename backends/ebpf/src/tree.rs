@@ -11,12 +11,14 @@
 //! block per node with its children inside: the program is as long as the
 //! tree, and a packet runs only its own path through it. A table of at
 //! most [`SMALL_KEYS`] keys is a binary search of compares, word by word;
-//! any other is one entry per key in one `BPF_MAP_TYPE_HASH` map for all
-//! tables (the table's number and the key words), whose value either
-//! names the one filter a child accepts (counted from the value, no code
-//! of its own) or numbers a child that has code, found by a binary search
-//! of the numbers. A match goes into a per-CPU hit list, counted at the
-//! program's end by `bpf_loop` into [`crate::multi`]'s per-CPU counters,
+//! any other is one entry per key in one hash table of sluice's own for
+//! all tables (`keys.rs`: the table's number and the key words, looked up
+//! by the program's own code in an array map of buckets), whose value
+//! either names the one filter a child accepts (counted from the value,
+//! no code of its own) or numbers a child that has code, found by a
+//! binary search of the numbers. A match goes into a per-CPU hit list,
+//! counted at the program's end by `bpf_loop` into [`crate::multi`]'s
+//! per-CPU counters,
 //! each filter once per packet.
 //!
 //! ## The verifier
@@ -47,10 +49,11 @@
 use crate::chain::{count_of, Chain};
 use crate::emit::{alu32, alu64, alu64x, shared_ids_val, slot_off, Emitter, Label};
 use crate::insn::{op, Insn};
+use crate::keys::KeyTable;
 use crate::multi::{
     array_entry, call, epilogue, exit, header, ld_map, ldx, lengths, map_err, possible_cpus,
-    prologue, stx, whole, COUNTER, HELPER_MAP_LOOKUP, KEY_BUF, MAP_HASH, MAP_PERCPU_ARRAY,
-    MAX_PROGRAMS, RESERVED, SEQ, SEQ_PTR, VAL_PTR,
+    prologue, stx, whole, COUNTER, HELPER_MAP_LOOKUP, KEY_BUF, MAP_PERCPU_ARRAY, MAX_PROGRAMS,
+    RESERVED, SEQ, SEQ_PTR, VAL_PTR,
 };
 use crate::{sys, Error, Mode};
 use sluice_classifier::merged::{Compiled, Whole};
@@ -64,12 +67,13 @@ use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 /// Tables with at most this many keys are a binary search of compares in
-/// the code, word by word (a few nanoseconds where a hash map lookup costs
-/// about fifteen), their children in place; larger ones are entries of
-/// the key map.
-pub const SMALL_KEYS: usize = 1024;
+/// the code, word by word, their children in place; larger ones are
+/// entries of the key table. Past a few hundred keys the search costs
+/// what the table's lookup does (about 6 ns of four words at 1,000 keys,
+/// both ways), and its code only makes the program longer to verify.
+pub const SMALL_KEYS: usize = 256;
 
-/// Key map values with this bit name a child with code (its number
+/// Key table values with this bit name a child with code (its number
 /// below); without it, the counter of the one filter the child accepts,
 /// plus one.
 const CHILD: u32 = 1 << 31;
@@ -93,6 +97,10 @@ const HELPER_LOOP: i32 = 181;
 
 /// The stack slot that holds the hit list's address.
 const HITS_PTR: usize = VAL_PTR;
+
+/// The word of the key buffer (from `slot_off(KEY_BUF)`) that holds the
+/// key table's bucket number: past the longest key and its padding.
+const KEY_INDEX: i16 = MAX_TUPLE as i16 + 4;
 
 /// The most temporaries an expression takes besides the depth slots.
 const TEMPS: usize = 8;
@@ -143,7 +151,7 @@ impl Default for Options {
 #[derive(Debug)]
 pub struct TreeFilter {
     chain: Chain,
-    keys: OwnedFd,
+    keys: KeyTable,
     counters: OwnedFd,
     /// Filter id of each counter entry (`u32::MAX`: none).
     ids: Vec<u32>,
@@ -206,9 +214,9 @@ impl Part {
 struct Emit<'a> {
     mode: Mode,
     counters: &'a OwnedFd,
-    keys: &'a OwnedFd,
-    key_words: usize,
-    /// The key map's entries the code refers to: key words (the table's
+    /// The large tables' keys.
+    keys: KeyTable,
+    /// The key table's entries the code refers to: key words (the table's
     /// number first) and value.
     entries: Vec<(Vec<u32>, u32)>,
     /// The next table's number.
@@ -221,7 +229,7 @@ struct Emit<'a> {
     sites: usize,
 }
 
-/// True for a table that is code, not key map entries.
+/// True for a table that is code, not key table entries.
 fn small(t: &Tuple) -> bool {
     t.table.len() <= SMALL_KEYS
 }
@@ -479,28 +487,22 @@ impl Emit<'_> {
             buf,
             number as i32,
         ));
-        for i in t.fields.len()..self.key_words {
+        for i in 1 + t.fields.len()..self.keys.words() {
             e.put(Insn::new(
                 op::ST | op::MEM | op::W,
                 10,
                 0,
-                buf + 4 * (i as i16 + 1),
+                buf + 4 * i as i16,
                 0,
             ));
         }
-        ld_map(e, 1, self.keys);
-        e.put(alu64x(op::MOV, 2, 10));
-        e.put(alu64(op::ADD, 2, buf as i32));
-        e.put(call(HELPER_MAP_LOOKUP));
-        e.jump(Insn::new(op::JMP | op::JEQ | op::K, 0, 0, 0, 0), next);
-        e.put(ldx(op::W, 1, 0, 0));
+        self.keys.lookup(e, buf, buf + 4 * KEY_INDEX, next);
         // Children with code, numbered in key order.
         let mut coded = Vec::new();
         for (key, child, datum) in &entries {
-            let mut words = Vec::with_capacity(1 + self.key_words);
+            let mut words = Vec::with_capacity(self.keys.words());
             words.push(number);
             words.extend_from_slice(key);
-            words.resize(1 + self.key_words, 0);
             let value = match datum {
                 0 => {
                     coded.push(*child);
@@ -738,22 +740,20 @@ impl TreeFilter {
             }
             tree
         };
-        // The key map's size and key, from the whole set's tree.
+        // The key table's size and key, from the whole set's tree.
         let all = part(filters);
         let (_, width) = shape(&all, all.nodes().root());
         let mut room = 0usize;
         for nd in all.nodes().all() {
-            room += nd.tuples.iter().map(|t| t.table.len()).sum::<usize>();
+            room += nd
+                .tuples
+                .iter()
+                .filter(|t| !small(t))
+                .map(|t| t.table.len())
+                .sum::<usize>();
         }
         let key_words = width.clamp(1, MAX_TUPLE);
-        let keys = sys::map_create(
-            MAP_HASH,
-            4 * (1 + key_words) as u32,
-            4,
-            (2 * room + 1024).min(u32::MAX as usize / 2) as u32,
-            "sluice_tree_keys",
-        )
-        .map_err(map_err("creating the key map"))?;
+        let keys = KeyTable::new(room, key_words)?;
         let hits = sys::map_create(
             MAP_PERCPU_ARRAY,
             4,
@@ -765,8 +765,7 @@ impl TreeFilter {
         let mut em = Emit {
             mode,
             counters: &counters,
-            keys: &keys,
-            key_words,
+            keys,
             entries: Vec::new(),
             tables: 0,
             depth0: RESERVED,
@@ -818,18 +817,29 @@ impl TreeFilter {
             // starts the run and tail-calls the tree.
             progs.push(em.trampoline(&opts, chain.array(), slots));
         }
-        let (n, k0) = (parts.len(), progs.len());
-        for (k, p) in parts.iter_mut().enumerate() {
-            p.base = ids.len() as u32;
-            ids.extend_from_slice(&p.ids);
-            progs.push(em.program(p, &opts, chain.array(), slots, k0 + k, k + 1 == n)?);
-        }
-        let entries = std::mem::take(&mut em.entries);
-        for (words, value) in entries {
-            let kb: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
-            sys::map_update(&keys, &kb, &value.to_ne_bytes())
-                .map_err(map_err("filling the key map"))?;
-        }
+        let k0 = progs.len();
+        // The programs, again with a larger key table while some key
+        // finds no room in its buckets.
+        let mut code = Vec::new();
+        let buckets = loop {
+            code.clear();
+            ids.clear();
+            em.tables = 0;
+            let n = parts.len();
+            for (k, p) in parts.iter_mut().enumerate() {
+                p.base = ids.len() as u32;
+                ids.extend_from_slice(&p.ids);
+                code.push(em.program(p, &opts, chain.array(), slots, k0 + k, k + 1 == n)?);
+            }
+            let entries = std::mem::take(&mut em.entries);
+            if let Some(b) = em.keys.place(&entries) {
+                break b;
+            }
+            em.keys = KeyTable::new(2 * em.keys.room(), key_words)?;
+        };
+        em.keys.fill(&buckets)?;
+        progs.extend(code);
+        let keys = em.keys;
         chain.load(&progs)?;
         let me = TreeFilter {
             chain,
@@ -960,7 +970,7 @@ impl TreeFilter {
     pub fn kernel_ids(&self) -> Result<(Vec<u32>, Vec<u32>), Error> {
         let id = |fd: &OwnedFd| sys::object_id(fd).map_err(map_err("reading an object's id"));
         let (progs, array) = self.chain.kernel_ids()?;
-        Ok((progs, vec![id(&self.counters)?, array, id(&self.keys)?]))
+        Ok((progs, vec![id(&self.counters)?, array, id(self.keys.fd())?]))
     }
 
     /// The kernel's run-time statistics of the chain's first program:
