@@ -110,7 +110,15 @@ pub const LOG_LEN: usize = 256;
 
 /// One packet in this many has its cost sampled (see
 /// [`FlowCache::tick`]).
-pub const SAMPLE: u32 = 16;
+pub const SAMPLE: u32 = 64;
+
+/// Windows between samples of the cost without the cache, at first and
+/// after a sample the cache did not clearly win.
+const RESAMPLE: u32 = 16;
+
+/// The most windows between such samples (a window in 257 then costs
+/// what a packet costs without the cache).
+const MAX_RESAMPLE: u32 = 256;
 
 /// The longest the cache steps aside for, in packets.
 const MAX_BYPASS: u32 = 1 << 22;
@@ -206,6 +214,10 @@ pub struct FlowCache {
     without: (u64, u32),
     /// Windows since the cost without the cache was last sampled.
     windows: u32,
+    /// Windows between samples of the cost without the cache: from
+    /// [`RESAMPLE`], doubled each time the cache wins clearly, up to
+    /// [`MAX_RESAMPLE`].
+    resample: u32,
     /// Windows in a row not judged by their cost (still learning).
     learning: u32,
     /// Never step aside (tests, benchmarks).
@@ -270,6 +282,7 @@ impl Default for FlowCache {
             with: (0, 0),
             without: (0, 0),
             windows: 0,
+            resample: RESAMPLE,
             learning: 0,
             always: false,
             capacity: MAX_ENTRIES,
@@ -603,10 +616,18 @@ impl FlowCache {
             self.without = (0, 0);
             self.windows = 0;
             self.learning = 0;
+            self.resample = RESAMPLE;
         } else {
             self.backoff = WINDOW * 4;
-            if (with.is_some() && without.is_none()) || self.windows >= 16 {
-                // Sample the cost without the cache for one window.
+            if (with.is_some() && without.is_none()) || self.windows >= self.resample {
+                // Sample the cost without the cache for one window; the
+                // more clearly the cache wins, the rarer the sample (each
+                // costs a window without it).
+                let clear = matches!((with, without), (Some(a), Some(b)) if a * 1.25 < b);
+                self.resample = match clear {
+                    true => (self.resample * 2).min(MAX_RESAMPLE),
+                    false => RESAMPLE,
+                };
                 self.bypass = WINDOW;
                 self.without = (0, 0);
                 self.windows = 0;
