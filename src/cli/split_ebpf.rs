@@ -33,75 +33,12 @@ use super::{build, builder, linktype_of, many, rejected, report, Bits, SplitArgs
 use crate::cli::live::Live;
 use crate::cli::{cached, for_each_packet_declaring, open_capture, signals, Fail};
 use sluice::ebpf::multi::Options;
-use sluice::ebpf::{Error, Mode, MultiFilter, TreeFilter};
+use sluice::ebpf::{KernelSet, Mode};
 use sluice::live::session::{Classify, Event};
 use sluice::split::FilterLine;
 use sluice::split::MergingScratch;
 use std::collections::HashMap;
 use std::sync::Arc;
-
-/// A filter set in the kernel: the decision tree, or the groups' chain.
-pub(super) enum KernelSet {
-    Tree(TreeFilter),
-    Groups(Box<MultiFilter>),
-}
-
-impl KernelSet {
-    /// The tree for `set`, or the groups' chain where the tree cannot be
-    /// built or loaded (a kernel without `bpf_loop`, a tree too deep).
-    fn build(
-        set: &[(u32, &sluice::classifier::merged::Compiled)],
-        mode: Mode,
-        opts: Options,
-    ) -> Result<KernelSet, Error> {
-        let tree = sluice::ebpf::tree::Options {
-            accept: opts.accept,
-            outgoing_only: opts.outgoing_only,
-            ..Default::default()
-        };
-        match TreeFilter::build(set, mode, tree) {
-            Ok(t) => Ok(KernelSet::Tree(t)),
-            Err(e @ Error::NotPermitted(_)) => Err(e),
-            Err(_) => MultiFilter::build(set, mode, opts).map(|m| KernelSet::Groups(Box::new(m))),
-        }
-    }
-    fn run(&self, pkt: &[u8], wirelen: u32) -> Result<u32, Error> {
-        match self {
-            KernelSet::Tree(t) => t.run(pkt, wirelen),
-            KernelSet::Groups(m) => m.run(pkt, wirelen),
-        }
-    }
-    fn counts(&self) -> Result<Vec<u64>, Error> {
-        match self {
-            KernelSet::Tree(t) => t.counts(),
-            KernelSet::Groups(m) => m.counts(),
-        }
-    }
-    fn fd(&self) -> &std::os::fd::OwnedFd {
-        match self {
-            KernelSet::Tree(t) => t.fd(),
-            KernelSet::Groups(m) => m.fd(),
-        }
-    }
-    fn programs(&self) -> usize {
-        match self {
-            KernelSet::Tree(t) => t.programs(),
-            KernelSet::Groups(m) => m.programs(),
-        }
-    }
-    fn instructions(&self) -> usize {
-        match self {
-            KernelSet::Tree(t) => t.instructions().iter().sum(),
-            KernelSet::Groups(m) => m.instructions().iter().sum(),
-        }
-    }
-    fn attach_xdp(&self, iface: &str) -> Result<sluice::ebpf::XdpLink, Error> {
-        match self {
-            KernelSet::Tree(t) => t.attach_xdp(iface),
-            KernelSet::Groups(m) => m.attach_xdp(iface),
-        }
-    }
-}
 
 /// The filter set loaded for one link type (ids: the lines' positions).
 fn load(

@@ -67,6 +67,65 @@ fn a_flow_of_several_filters_gets_each_packet_once_with_its_first_filter() {
     assert!(d.interrupt().status.success());
 }
 
+/// A flow spec of `filters`, each `BPF("…")`.
+fn spec_of(filters: &[String]) -> String {
+    std::iter::once("(iface,vb) -> ".to_string())
+        .chain(
+            filters
+                .iter()
+                .enumerate()
+                .map(|(n, f)| format!("{}(BPF,\"{f}\")", if n > 0 { " | " } else { "" })),
+        )
+        .collect()
+}
+
+/// Replay two corpus captures beside tcpdump: the frames the flow got
+/// equal libpcap's `udp` on tcpdump's capture; returns how many.
+fn replay_and_compare(net: &Net, flow: &mut sluice::daemon::DaemonFlow, tag: &str) -> u64 {
+    let all = net.file(&format!("all-{tag}.pcap"));
+    let dump = tcpdump(net, &all, &[]);
+    let sent = net.replay(&corpus("kday4.pcap")) + net.replay(&corpus("HSRP_election.pcap"));
+    settle();
+    assert!(dump.interrupt().status.success());
+    let got = drain(flow, Duration::from_millis(500));
+    let want = super::net::libpcap_filter(&all, "udp", &net.file(&format!("u-{tag}.pcap")));
+    assert!(!want.is_empty() && (want.len() as u64) < sent);
+    let data: Vec<Vec<u8>> = want.into_iter().map(|(d, _)| d).collect();
+    assert_eq!(
+        got.iter().map(|g| g.1.clone()).collect::<Vec<_>>(),
+        data,
+        "{tag}"
+    );
+    data.len() as u64
+}
+
+/// The interface's `received` count once it reaches `want` (the kernel's
+/// counts come about every second), or after 5 s.
+fn received_reaches(sock: &std::path::Path, want: u64) -> u64 {
+    let received = || status(sock)["interfaces"][0]["received"].as_u64().unwrap();
+    let start = Instant::now();
+    let mut r = received();
+    while r != want && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(200));
+        r = received();
+    }
+    r
+}
+
+/// Wait until the interface's pre-filter is the eBPF tree (at most 60 s:
+/// a debug build verifies slowly); how long it took.
+fn tree_in_force(sock: &std::path::Path) -> Duration {
+    let start = Instant::now();
+    while status(sock)["interfaces"][0]["kernel_filter_form"] != "tree" {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no tree after 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    start.elapsed()
+}
+
 #[test]
 fn a_flow_too_big_for_classic_bpf_is_filtered_by_an_ebpf_chain_in_the_kernel() {
     let Some(net) = Net::new("daemon-ebpf") else {
@@ -79,38 +138,62 @@ fn a_flow_too_big_for_classic_bpf_is_filtered_by_an_ebpf_chain_in_the_kernel() {
     // classic union takes (256 filters).
     let mut filters = vec!["udp".to_string()];
     filters.extend(sessions(299, 0));
-    let spec = std::iter::once("(iface,vb) -> ".to_string())
-        .chain(
-            filters
-                .iter()
-                .enumerate()
-                .map(|(n, f)| format!("{}(BPF,\"{f}\")", if n > 0 { " | " } else { "" })),
-        )
-        .collect::<String>();
-    let mut flow = client.open(&spec, 0).unwrap();
+    let mut flow = client.open(&spec_of(&filters), 0).unwrap();
     let iface = |s: &serde_json::Value| s["interfaces"][0].clone();
+    tree_in_force(&sock);
     assert_eq!(iface(&status(&sock))["kernel_filter"], "ebpf");
     assert_eq!(iface(&status(&sock))["filters"], 300);
-    let all = net.file("all.pcap");
-    let dump = tcpdump(&net, &all, &[]);
-    let sent = net.replay(&corpus("kday4.pcap")) + net.replay(&corpus("HSRP_election.pcap"));
-    settle();
-    assert!(dump.interrupt().status.success());
-    let got = drain(&mut flow, Duration::from_millis(500));
-    let want = super::net::libpcap_filter(&all, "udp", &net.file("u.pcap"));
-    assert!(!want.is_empty() && (want.len() as u64) < sent);
-    let data: Vec<Vec<u8>> = want.into_iter().map(|(d, _)| d).collect();
-    assert_eq!(got.iter().map(|g| g.1.clone()).collect::<Vec<_>>(), data);
-    // The kernel passed only those (its counts come about every second).
-    let start = Instant::now();
-    let mut received = iface(&status(&sock))["received"].clone();
-    while received != data.len() as u64 && start.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(200));
-        received = iface(&status(&sock))["received"].clone();
-    }
-    assert_eq!(received, data.len() as u64);
+    let wanted = replay_and_compare(&net, &mut flow, "a");
+    // The kernel passed only those.
+    assert_eq!(received_reaches(&sock, wanted), wanted);
     flow.close().unwrap();
     assert_eq!(iface(&status(&sock))["kernel_filter"], "classic");
+    assert!(d.interrupt().status.success());
+}
+
+#[test]
+fn a_pre_filter_that_takes_long_to_build_lets_everything_pass_meanwhile() {
+    let Some(net) = Net::new("daemon-ebpf-slow") else {
+        return;
+    };
+    let sock = net.file("d.sock");
+    let d = daemon(&net, &sock, &[]);
+    let mut client = Client::connect(&sock, "test").unwrap();
+    // 900 filters of many shapes that match nothing sent (a tree the
+    // kernel takes a while to verify), then udp: while the last set is
+    // built, the tree of the sets before it would drop what udp wants.
+    let mut filters: Vec<String> = (0..900)
+        .map(|k| {
+            format!(
+                "ip[{}:{}] = {} and ip src host 10.201.{}.{} and tcp[{}] > {}",
+                2 + k % 17,
+                1 + k % 2,
+                k % 251,
+                k / 256,
+                k % 256,
+                k % 19,
+                k % 200
+            )
+        })
+        .collect();
+    filters.push("udp".into());
+    let mut flow = client.open(&spec_of(&filters[..1]), 0).unwrap();
+    let opened = Instant::now();
+    for part in filters[1..].chunks(25) {
+        let part: Vec<&str> = part.iter().map(String::as_str).collect();
+        flow.add_filters(&part).unwrap();
+    }
+    let answered = opened.elapsed();
+    // Whatever is in force while the tree is built, nothing wanted is lost.
+    let during = status(&sock)["interfaces"][0]["kernel_filter"].clone();
+    replay_and_compare(&net, &mut flow, "during");
+    let waited = tree_in_force(&sock);
+    eprintln!("filters added in {answered:?}; {during} at first; the tree after {waited:?}");
+    let before = received_reaches(&sock, u64::MAX);
+    let wanted = replay_and_compare(&net, &mut flow, "after");
+    // The tree in force passes only those.
+    assert_eq!(received_reaches(&sock, before + wanted), before + wanted);
+    flow.close().unwrap();
     assert!(d.interrupt().status.success());
 }
 

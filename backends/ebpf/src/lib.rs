@@ -68,12 +68,14 @@ mod emit;
 mod insn;
 mod keys;
 pub mod multi;
+mod set;
 mod sys;
 pub mod tree;
 
 pub use emit::{lower, lower_for_link};
 pub use insn::{dump, op, Insn};
 pub use multi::MultiFilter;
+pub use set::KernelSet;
 pub use sluice_ir::Filter;
 pub use tree::TreeFilter;
 

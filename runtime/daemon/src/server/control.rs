@@ -89,6 +89,13 @@ impl<'d> Control<'d> {
             for i in &mut self.d.ifaces {
                 i.held.release(i.applied.load(Ordering::Acquire));
             }
+            // An eBPF pre-filter built on its own thread goes in force
+            // (or makes way for the set wanted now).
+            for n in 0..self.d.ifaces.len() {
+                if self.d.ifaces[n].held.finished() {
+                    self.set_union(n, false);
+                }
+            }
             let (accept, ready) = self.wait(Duration::from_millis(200))?;
             if accept {
                 self.accept();

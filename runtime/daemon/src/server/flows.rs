@@ -592,7 +592,7 @@ impl Control<'_> {
     /// everything; the capture thread swaps it in. With `wait`, until the
     /// capture thread has the new filter in force (a flow just opened
     /// must get its packets from the moment its client is told it is).
-    fn set_union(&mut self, iface: usize, wait: bool) {
+    pub(super) fn set_union(&mut self, iface: usize, wait: bool) {
         let filters: Vec<(FilterId, &str)> = self
             .clients
             .iter()

@@ -29,9 +29,9 @@ impl Control<'_> {
             .map(|i| {
                 let (filters, _, whole, bytes) = i.classifier.stats();
                 let kernel = match i.union.lock().map(|u| u.1.clone()) {
-                    Ok(KernelProgram::Classic(p)) => ("classic", p.len()),
-                    Ok(KernelProgram::Ebpf(k)) => ("ebpf", k.len()),
-                    Err(_) => ("classic", 0),
+                    Ok(KernelProgram::Classic(p)) => ("classic", p.len(), None),
+                    Ok(KernelProgram::Ebpf(k)) => ("ebpf", k.len(), i.held.form()),
+                    Err(_) => ("classic", 0, None),
                 };
                 json!({
                     "name": i.name,
@@ -47,6 +47,7 @@ impl Control<'_> {
                     "classifier_bytes": bytes,
                     "kernel_filter_instructions": kernel.1,
                     "kernel_filter": kernel.0,
+                    "kernel_filter_form": kernel.2,
                     "groups": i.groups.len(),
                 })
             })
