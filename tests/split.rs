@@ -473,3 +473,49 @@ fn native_and_interpreted_engines_agree() {
         }
     }
 }
+
+/// `--count` of a pcap file runs on every core, batch by batch: its
+/// counts equal the one-thread loop's (`--verdicts`, ones per row), on a
+/// file of several batches; a file cut short still prints no counts.
+#[test]
+fn counts_on_every_core_equal_the_verdicts() {
+    let dir = tmp("cores");
+    let bytes = std::fs::read(sample()).unwrap();
+    // The sample's 14 packets 500 times: 7,000 packets, several batches.
+    let mut big = bytes[..24].to_vec();
+    for _ in 0..500 {
+        big.extend_from_slice(&bytes[24..]);
+    }
+    let file = dir.join("big.pcap");
+    std::fs::write(&file, &big).unwrap();
+    let (filters, alone) = filters_for(&sample(), &dir);
+    let ffile = dir.join("filters.txt");
+    std::fs::write(&ffile, &filters).unwrap();
+    let run = |extra: &str, f: &Path| {
+        let o = sluice(&["split", "-r", s(f), "--filters", s(&ffile), extra]);
+        (o.status.code(), text(&o.stdout), text(&o.stderr))
+    };
+    let (code, counts, err) = run("--count", &file);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, verdicts, err) = run("--verdicts", &file);
+    assert_eq!(code, Some(0), "{err}");
+    let from_verdicts: Vec<String> = verdicts
+        .lines()
+        .map(|l| {
+            let (name, row) = l.split_once('\t').unwrap();
+            assert_eq!(row.len(), 7000);
+            format!("{name}\t{}", row.bytes().filter(|b| *b == b'1').count())
+        })
+        .collect();
+    assert_eq!(counts.lines().collect::<Vec<_>>(), from_verdicts);
+    // 500 times each filter's count on the sample.
+    for (line, a) in counts.lines().zip(&alone) {
+        assert_eq!(line.split('\t').nth(1), Some(&*(500 * a.count).to_string()));
+    }
+    let cut = dir.join("cut.pcap");
+    std::fs::write(&cut, &big[..big.len() - 10]).unwrap();
+    let (code, out, err) = run("--count", &cut);
+    assert_eq!((code, out.as_str()), (Some(1), ""), "{err}");
+    assert!(err.contains("cut.pcap"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

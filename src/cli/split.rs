@@ -18,6 +18,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+#[path = "split_count.rs"]
+mod count;
 #[path = "split_ebpf.rs"]
 mod kernel;
 
@@ -401,12 +403,24 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
         open_outputs(&mut outputs)?;
     }
 
+    let mut dispatcher = args.dispatcher(big_endian);
+    // Counts alone, of a file of one link type: on every core.
+    let pcap = matches!(format, sluice::capture::CaptureFormat::Pcap { .. });
+    let threads = count::threads();
+    if !per_packet && !args.verdicts && dispatcher.is_none() && pcap && threads > 1 {
+        if let Some(merged) = classifiers.values().next() {
+            let (status, counts, seen) =
+                count::count(&mut reader, size, merged, filters.len(), threads);
+            let finished = finish(None, Some(&reader));
+            status.and(finished)?;
+            return report(&args, &filters, &counts, &[], seen, None);
+        }
+    }
     let mut counts = vec![0u64; filters.len()];
     let mut bits: Vec<Bits> = (0..filters.len()).map(|_| Bits::default()).collect();
     let mut seen = 0u64;
     let mut scratch = MergingScratch::default();
     let mut ids: Vec<u32> = Vec::new();
-    let mut dispatcher = args.dispatcher(big_endian);
     let mut delivered = Output::default();
     // Both the interface hook and the packet loop build classifiers.
     let classifiers = std::cell::RefCell::new(classifiers);
