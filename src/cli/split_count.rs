@@ -18,6 +18,9 @@ use std::sync::{Arc, Mutex};
 /// Packets in one batch handed to a thread.
 const BATCH: usize = 1024;
 
+/// Packets per call to the classifier (which prefetches the ones ahead).
+const SUB: usize = 32;
+
 /// Batches waiting for a thread, at most (the reader waits beyond).
 const QUEUED: usize = 8;
 
@@ -62,25 +65,29 @@ pub(super) fn count(
                 let (full_rx, free_tx) = (full_rx.clone(), free_tx.clone());
                 s.spawn(move || {
                     let mut counts = vec![0u64; filters];
-                    let (mut scratch, mut ids) = (MergingScratch::default(), Vec::new());
+                    let mut scratch = MergingScratch::default();
+                    let mut out: Vec<Vec<u32>> = vec![Vec::new(); SUB];
                     loop {
                         let next = full_rx.lock().map(|rx| rx.recv());
                         let Ok(Ok(mut batch)) = next else {
                             return counts;
                         };
                         let mut start = 0;
-                        for &(end, wirelen) in &batch.packets {
-                            merged.classify(
-                                &batch.data[start..end],
-                                wirelen,
-                                &mut scratch,
-                                &mut ids,
-                            );
-                            for &id in &ids {
-                                counts[id as usize] += 1;
+                        let mut pkts: Vec<(&[u8], u32)> = Vec::with_capacity(SUB);
+                        for part in batch.packets.chunks(SUB) {
+                            pkts.clear();
+                            for &(end, wirelen) in part {
+                                pkts.push((&batch.data[start..end], wirelen));
+                                start = end;
                             }
-                            start = end;
+                            merged.classify_batch(&pkts, &mut scratch, &mut out[..part.len()]);
+                            for ids in &out[..part.len()] {
+                                for &id in ids {
+                                    counts[id as usize] += 1;
+                                }
+                            }
                         }
+                        drop(pkts);
                         batch.clear();
                         let _ = free_tx.send(batch);
                     }

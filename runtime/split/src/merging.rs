@@ -173,6 +173,31 @@ impl Merging {
         }
     }
 
+    /// `out[i]` gets packet `i`'s filters (in the engine's order), the
+    /// packets ahead prefetched and looked up in the flow cache as
+    /// [`Merging::classify`] does.
+    ///
+    /// ```
+    /// use sluice_filter::{LinkType, Program};
+    /// use sluice_split::{filter_pairs, Merging, MergingScratch};
+    /// let set = filter_pairs([("all", "len > 0")]).unwrap();
+    /// let m = Merging::build(&set, &Program::builder(LinkType::EN10MB), true).unwrap();
+    /// let mut out = vec![Vec::new(); 2];
+    /// m.classify_batch(&[(&[0u8; 60][..], 60), (&[][..], 0)], &mut MergingScratch::default(), &mut out);
+    /// assert_eq!(out, vec![vec![0], vec![]]);
+    /// ```
+    pub fn classify_batch(
+        &self,
+        pkts: &[(&[u8], u32)],
+        s: &mut MergingScratch,
+        out: &mut [Vec<u32>],
+    ) {
+        match self {
+            Merging::Native(m) => m.classify_batch(pkts, &mut s.native, out),
+            Merging::Rust(m) => m.classify_batch(pkts, &mut s.rust, out),
+        }
+    }
+
     /// Every filter accepting the packet, into `out` in increasing id
     /// (set) order.
     ///
