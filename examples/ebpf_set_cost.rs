@@ -15,7 +15,13 @@
 //! packet from Rust, the packets held in memory. `MODE=xdp` builds and
 //! runs the set as an XDP chain (frames whole), `MODE=socket` only loads
 //! the socket filter chain. `ENGINE=tree` measures the decision tree as
-//! eBPF ([`sluice::ebpf::TreeFilter`]) instead of the group chain.
+//! eBPF ([`sluice::ebpf::TreeFilter`]) instead of the group chain, and
+//! for test runs also counts the eBPF instructions each packet executes
+//! (`TreeFilter::count_instructions`, sluice's own interpreter of the
+//! programs). `NATIVE_PASSES=K` only classifies the packets K times with
+//! the native engine and exits: run under `valgrind --tool=lackey` with
+//! two values of K, the difference in instructions over the extra
+//! passes is the native engine's instructions per packet.
 
 use sluice::classifier::merged::{Compiled, Merged};
 use sluice::ebpf::multi::Options;
@@ -78,6 +84,25 @@ fn main() {
         })
         .collect();
     let compile = t.elapsed();
+    if let Some(k) = std::env::var("NATIVE_PASSES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        let native = Merging::from_compiled(compiled.to_vec(), true);
+        let (mut s, mut ids) = (MergingScratch::default(), Vec::new());
+        let mut hits = 0u64;
+        for _ in 0..k {
+            for (d, w) in &pkts {
+                native.classify(d, *w, &mut s, &mut ids);
+                hits += !ids.is_empty() as u64;
+            }
+        }
+        println!(
+            "{kind} {n}\tnative\t{k} passes over {} packets\t{hits} matched",
+            pkts.len()
+        );
+        return;
+    }
     let set: Vec<(u32, &Compiled)> = compiled
         .iter()
         .enumerate()
@@ -228,12 +253,24 @@ fn tree_cost(
     let run = |d: &[u8], w, r| floor.bench(d, w, r).expect("test run");
     let floor_ns = kernel_cost(&pkts, mode, repeat, run).0;
     let native_ns = native_cost(compiled, &pkts, repeat, hits);
+    // Instructions executed a packet, interpreted (test runs only).
+    let executed = |m: &TreeFilter| -> String {
+        let total: Option<u64> = pkts
+            .iter()
+            .map(|(d, w)| m.count_instructions(d, *w).ok().map(|c| c.1))
+            .sum();
+        total.map_or("-".into(), |t| {
+            format!("{:.1}", t as f64 / pkts.len() as f64)
+        })
+    };
     println!(
-        "{kind} {n}\ttree\tload {load:.2?}\t{} programs, {insns} insns\t{} packets, {hits} matched\tkernel {:.1} ns/packet (floor {:.1})\tnative {native_ns:.1} ns/packet",
+        "{kind} {n}\ttree\tload {load:.2?}\t{} programs, {insns} insns\t{} packets, {hits} matched\tkernel {:.1} ns/packet (floor {:.1})\teBPF insns/packet {} (floor {})\tnative {native_ns:.1} ns/packet",
         m.programs(),
         pkts.len(),
         kernel_ns,
         floor_ns,
+        executed(&m),
+        executed(&floor),
     );
 }
 

@@ -56,7 +56,6 @@ impl Chain {
     }
 
     /// The programs' type.
-    #[cfg(test)]
     pub(crate) fn mode(&self) -> Mode {
         self.mode
     }

@@ -105,6 +105,15 @@ impl KeyTable {
         &self.fd
     }
 
+    /// The table as the counting interpreter reads it.
+    pub(crate) fn vm_map(&self) -> crate::vm::Map<'_> {
+        crate::vm::Map::Array {
+            value: SLOTS * Self::stride(self.words),
+            entries: 1 << self.bits,
+            fd: Some(&self.fd),
+        }
+    }
+
     /// Keys this table could hold (its buckets' slots).
     pub(crate) fn room(&self) -> usize {
         SLOTS << self.bits

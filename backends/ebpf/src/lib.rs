@@ -71,6 +71,7 @@ pub mod multi;
 mod set;
 mod sys;
 pub mod tree;
+mod vm;
 
 pub use emit::{lower, lower_for_link};
 pub use insn::{dump, op, Insn};
@@ -493,21 +494,26 @@ fn test_run(fd: &OwnedFd, pkt: &[u8], wirelen: u32, repeat: u32) -> Result<(u32,
     if pkt.len() > MAX_TEST_PACKET {
         return Err(Error::PacketTooLong(pkt.len()));
     }
-    // The test run refuses frames under 14 bytes, and IPv4 or IPv6
-    // ones too short for the network header: shorter packets go padded
-    // (the program never reads past cb[0]).
-    let mut data = [0u8; MIN_TEST_FRAME];
-    let data: &[u8] = if pkt.len() < MIN_TEST_FRAME {
-        data[..pkt.len()].copy_from_slice(pkt);
-        &data
-    } else {
-        pkt
-    };
+    let data = test_frame(pkt);
     // struct __sk_buff up to the end of cb[]: cb[0], cb[1] at 48, 52.
     let mut ctx = [0u8; 68];
     ctx[48..52].copy_from_slice(&(pkt.len() as u32).to_ne_bytes());
     ctx[52..56].copy_from_slice(&wirelen.to_ne_bytes());
-    sys::test_run(fd, data, &ctx, repeat).map_err(Error::Run)
+    sys::test_run(fd, &data, &ctx, repeat).map_err(Error::Run)
+}
+
+/// The frame a test run is given for `pkt`: the test run refuses frames
+/// under 14 bytes, and IPv4 or IPv6 ones too short for the network
+/// header, so shorter packets go padded (the program never reads past
+/// `cb[0]`, their length).
+fn test_frame(pkt: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if pkt.len() < MIN_TEST_FRAME {
+        let mut data = vec![0u8; MIN_TEST_FRAME];
+        data[..pkt.len()].copy_from_slice(pkt);
+        std::borrow::Cow::Owned(data)
+    } else {
+        std::borrow::Cow::Borrowed(pkt)
+    }
 }
 
 #[cfg(test)]

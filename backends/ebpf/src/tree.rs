@@ -153,6 +153,9 @@ pub struct TreeFilter {
     chain: Chain,
     keys: KeyTable,
     counters: OwnedFd,
+    hits: OwnedFd,
+    /// The programs as loaded (for [`TreeFilter::count_instructions`]).
+    code: Vec<Vec<Insn>>,
     /// Filter id of each counter entry (`u32::MAX`: none).
     ids: Vec<u32>,
     capacity: u32,
@@ -845,6 +848,8 @@ impl TreeFilter {
             chain,
             keys,
             counters,
+            hits,
+            code: progs,
             ids,
             capacity,
             cpus,
@@ -865,6 +870,56 @@ impl TreeFilter {
     /// ```
     pub fn run(&self, pkt: &[u8], wirelen: u32) -> Result<u32, Error> {
         Ok(self.bench(pkt, wirelen, 1)?.0)
+    }
+
+    /// Run a packet through the chain in sluice's own interpreter of the
+    /// programs (`vm.rs`, [`Mode::TestRun`] only), against the maps
+    /// the kernel holds: the verdict (as [`TreeFilter::run`], without
+    /// counting) and the eBPF instructions executed, callbacks and tail
+    /// calls included. The kernel keeps no such count.
+    ///
+    /// ```no_run
+    /// use sluice_classifier::merged::Compiled;
+    /// let f = Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1));
+    /// let m = sluice_ebpf::TreeFilter::build(&[(0, &f)], sluice_ebpf::Mode::TestRun, Default::default())?;
+    /// let (verdict, insns) = m.count_instructions(&[0; 60], 60)?;
+    /// assert!(verdict != 0 && insns > 10);
+    /// # Ok::<(), sluice_ebpf::Error>(())
+    /// ```
+    pub fn count_instructions(&self, pkt: &[u8], wirelen: u32) -> Result<(u32, u64), Error> {
+        if self.chain.mode() != Mode::TestRun {
+            return Err(Error::Unsupported(
+                "instructions are counted for test-run chains".into(),
+            ));
+        }
+        let hits = 4 * (2 + MAX_HITS);
+        let maps = vec![
+            (
+                &self.counters,
+                crate::vm::Map::Array {
+                    value: COUNTER,
+                    entries: self.ids.len() as u32 + 1,
+                    fd: None,
+                },
+            ),
+            (
+                &self.hits,
+                crate::vm::Map::Array {
+                    value: hits,
+                    entries: 1,
+                    fd: None,
+                },
+            ),
+            (self.keys.fd(), self.keys.vm_map()),
+            (
+                self.chain.array(),
+                crate::vm::Map::Programs(self.code.len()),
+            ),
+        ];
+        let mut vm = crate::vm::Vm::new(&self.code, maps);
+        let data = crate::test_frame(pkt);
+        let (ret, insns) = vm.run(&data, pkt.len() as u32, wirelen)?;
+        Ok((ret as u32, insns))
     }
 
     /// Run a packet `repeat` times: (the result, the kernel's mean ns per

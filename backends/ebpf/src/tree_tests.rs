@@ -49,6 +49,12 @@ fn agree(m: &TreeFilter, filters: &[(u32, Compiled)], pkts: &[Vec<u8>], what: &s
             got != 0
         };
         assert_eq!(matched, !out.is_empty(), "{what}: packet {p:02x?}: {out:?}");
+        if !xdp {
+            // sluice's own interpreter of the programs agrees, and counts.
+            let (v, insns) = m.count_instructions(p, wirelen).unwrap();
+            assert_eq!(v, got, "{what}: interpreted, packet {p:02x?}");
+            assert!(insns > 5, "{what}");
+        }
         for id in &out {
             want[*id as usize] += 1;
         }
