@@ -57,6 +57,7 @@ const HEADER_SLOTS: usize = 7;
 const HEADER_SHIFT: i16 = 2;
 /// The helpers that copy bytes of a socket buffer, of an XDP frame.
 const HELPER_SKB_LOAD_BYTES: i32 = 26;
+const HELPER_MAP_LOOKUP_ELEM: i32 = 1;
 const HELPER_XDP_LOAD_BYTES: i32 = 189;
 /// XDP's verdicts.
 pub(crate) const XDP_DROP: u32 = 1;
@@ -138,6 +139,21 @@ pub(crate) struct Emitter {
     frame: usize,
     /// Stack slots of the header copy.
     header_slots: usize,
+    /// A socket filter's copy of the frame in a map value instead of the
+    /// stack ([`Emitter::set_frame_copy`]).
+    copy: Option<FrameCopy>,
+}
+
+/// A socket filter's copy of the frame's first bytes in a per-CPU array
+/// map's value: its map, the stack slot that holds the value's address,
+/// a slot of its own for loads past it, and its length.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FrameCopy {
+    pub(crate) map: i32,
+    pub(crate) slot: usize,
+    /// A slot for a load past the copy (by `bpf_skb_load_bytes`).
+    pub(crate) tmp: usize,
+    pub(crate) bytes: u32,
 }
 
 pub(crate) fn alu32(o: u8, dst: u8, imm: u32) -> Insn {
@@ -337,6 +353,7 @@ impl Emitter {
             unknown: 0,
             frame: SLOTS,
             header_slots: HEADER_SLOTS,
+            copy: None,
         };
         e.reject = e.label();
         e.unknown = e.reject;
@@ -379,20 +396,22 @@ impl Emitter {
         self.frame = slots;
     }
 
-    /// Copy `slots` stack slots of the frame (8 bytes each, less the
-    /// shift) instead of [`HEADER_SLOTS`], before [`Emitter::fill_header`]
-    /// and any load: for socket filters, whose every other load is a
-    /// `LD_ABS` the kernel expands (a call at run time, a patch of the
-    /// whole program as it verifies), where the copy is one helper call
-    /// of any length. Test runs and XDP keep 54 bytes: they copy a frame
-    /// that long by direct reads, a shorter one (60-byte frames, where the
-    /// copy would be longer) by the helper.
-    pub(crate) fn set_header_slots(&mut self, slots: usize) {
-        self.header_slots = slots;
+    /// A socket filter copies the frame's first `copy.bytes` bytes into
+    /// a map value (entry 0 of per-CPU array `copy.map`) instead of its
+    /// stack, once per program: loads within them, at constant offsets or
+    /// at computed ones, read the copy; only loads past it use `LD_ABS` and
+    /// `LD_IND`, which the kernel expands one by one as it verifies (a
+    /// patch of the whole program each). The stack keeps no header.
+    pub(crate) fn set_frame_copy(&mut self, copy: FrameCopy) {
+        if self.header.is_some() && self.direct.is_none() {
+            self.copy = Some(copy);
+            self.header_slots = 0;
+        }
     }
 
     fn header_bytes(&self) -> u32 {
-        8 * self.header_slots as u32 - HEADER_SHIFT as u32
+        // (None with a frame copy in a map: then 0.)
+        (8 * self.header_slots as u32).saturating_sub(HEADER_SHIFT as u32)
     }
 
     fn header_off(&self) -> i16 {
@@ -407,6 +426,10 @@ impl Emitter {
         let Some(helper) = self.header else {
             return;
         };
+        if let Some(c) = self.copy {
+            self.fill_copy(c, helper);
+            return;
+        }
         let (done, short) = (self.label(), self.label());
         // The copy's deepest word written first: the verifier then has the
         // stack down to it on both ways below (its helper path wants the
@@ -469,6 +492,86 @@ impl Emitter {
         self.put(alu64(op::ADD, 3, (self.header_off() + HEADER_SHIFT) as i32));
         self.put(Insn::new(op::JMP | op::CALL, 0, 0, 0, helper));
         self.mark(done);
+    }
+
+    /// [`Emitter::fill_header`] into the map value of `c`: its address
+    /// into `c.slot`, then the frame's first bytes (up to the captured
+    /// length in r7) by one helper call. r0-r5 are clobbered.
+    fn fill_copy(&mut self, c: FrameCopy, helper: i32) {
+        let (done, short, found) = (self.label(), self.label(), self.label());
+        self.put(Insn::new(
+            op::ST | op::MEM | op::W,
+            10,
+            0,
+            slot_off(c.slot),
+            0,
+        ));
+        self.put(Insn::new(op::LD | op::DW, 1, 1, 0, c.map));
+        self.put(Insn::new(0, 0, 0, 0, 0));
+        self.put(alu64x(op::MOV, 2, 10));
+        self.put(alu64(op::ADD, 2, slot_off(c.slot) as i32));
+        self.put(Insn::new(
+            op::JMP | op::CALL,
+            0,
+            0,
+            0,
+            HELPER_MAP_LOOKUP_ELEM,
+        ));
+        self.jump(Insn::new(op::JMP | op::JNE | op::K, 0, 0, 0, 0), found);
+        // (Never: an array's entry exists. The frame passes whole.)
+        self.put(alu32(op::MOV, 0, u32::MAX));
+        self.put(Insn::new(op::JMP | op::EXIT, 0, 0, 0, 0));
+        self.mark(found);
+        self.put(Insn::new(
+            op::STX | op::MEM | op::DW,
+            10,
+            0,
+            slot_off(c.slot),
+            0,
+        ));
+        self.put(alu64x(op::MOV, 4, 7));
+        self.jump(Insn::new(op::JMP | op::JEQ | op::K, 4, 0, 0, 0), done);
+        self.jump(
+            Insn::new(op::JMP | op::JLE | op::K, 4, 0, 0, c.bytes as i32),
+            short,
+        );
+        self.put(alu64(op::MOV, 4, c.bytes as i32));
+        self.mark(short);
+        self.put(alu64x(op::MOV, 1, 6));
+        self.put(alu64(op::MOV, 2, 0));
+        self.put(alu64x(op::MOV, 3, 0));
+        self.put(Insn::new(op::JMP | op::CALL, 0, 0, 0, helper));
+        self.mark(done);
+    }
+
+    /// `size` bytes at the offset in r2, past the frame's copy (checked
+    /// against the captured length already), by `bpf_skb_load_bytes` into
+    /// the copy's own slot, into r0 in host order; a failure is an abort.
+    /// r1-r5 are clobbered, as by `LD_IND`.
+    fn load_past_copy(&mut self, c: FrameCopy, size: Size) {
+        self.put(alu64x(op::MOV, 1, 6));
+        self.put(alu64x(op::MOV, 3, 10));
+        self.put(alu64(op::ADD, 3, slot_off(c.tmp) as i32));
+        self.put(alu64(op::MOV, 4, size.bytes() as i32));
+        self.put(Insn::new(
+            op::JMP | op::CALL,
+            0,
+            0,
+            0,
+            HELPER_SKB_LOAD_BYTES,
+        ));
+        self.jump(
+            Insn::new(op::JMP | op::JNE | op::K, 0, 0, 0, 0),
+            self.reject,
+        );
+        self.put(Insn::new(
+            op::LDX | op::MEM | size_code(size),
+            0,
+            10,
+            slot_off(c.tmp),
+            0,
+        ));
+        self.swap_to_host(size);
     }
 
     /// Instructions emitted so far, labels counted too (an upper bound).
@@ -738,7 +841,28 @@ impl Emitter {
                         self.cooked_load(c, at as u32, *size);
                         return Ok(());
                     }
-                    if self.header.is_some()
+                    if let Some(c) = self.copy.filter(|c| end <= c.bytes as u64) {
+                        // Within the frame's copy (checked against the
+                        // captured length above).
+                        self.put(Insn::new(
+                            op::LDX | op::MEM | op::DW,
+                            1,
+                            10,
+                            slot_off(c.slot),
+                            0,
+                        ));
+                        self.put(Insn::new(
+                            op::LDX | op::MEM | size_code(*size),
+                            0,
+                            1,
+                            at as i16,
+                            0,
+                        ));
+                        self.swap_to_host(*size);
+                        return Ok(());
+                    }
+                    if self.copy.is_none()
+                        && self.header.is_some()
                         && end <= self.header_bytes() as u64
                         && (HEADER_SHIFT as i32 + at) % size.bytes() as i32 == 0
                     {
@@ -752,6 +876,13 @@ impl Emitter {
                             0,
                         ));
                         self.swap_to_host(*size);
+                        return Ok(());
+                    }
+                    if let Some(c) = self.copy {
+                        // Past the copy: one helper call (the kernel
+                        // expands each `LD_ABS` as it verifies).
+                        self.put(alu32(op::MOV, 2, at as u32));
+                        self.load_past_copy(c, *size);
                         return Ok(());
                     }
                     match self.direct {
@@ -896,6 +1027,19 @@ impl Emitter {
             self.put(Insn::new(op::LD | op::IND | size_code(size), 0, 0, 0, 0));
             return;
         }
+        if let Some(c) = self.copy {
+            // One helper call, not `LD_IND` (which the kernel expands as it
+            // verifies, moving the whole program each time) nor a read of
+            // the copy when the offset is within it (the verifier often
+            // knows it is, and removes the other way as dead code: one
+            // move of the whole program each).
+            if imm != 0 {
+                self.put(alu64(op::ADD, 0, imm));
+            }
+            self.put(alu64x(op::MOV, 2, 0));
+            self.load_past_copy(c, size);
+            return;
+        }
         match self.direct {
             None => self.put(Insn::new(op::LD | op::IND | size_code(size), 0, 0, 0, imm)),
             Some(_) => {
@@ -968,6 +1112,23 @@ impl Emitter {
     /// offset is clamped below 2^31 so that the verifier's view of it
     /// converges (a clamped offset aborts at its next load either way).
     fn protochain(
+        &mut self,
+        v6: bool,
+        start: &Val,
+        proto: u8,
+        t: Label,
+        f: Label,
+    ) -> Result<(), Error> {
+        // Inside the loop, loads stay `LD_IND`: a helper's unknown result
+        // and its check in every round make the verifier's history of
+        // jumps too long.
+        let copy = self.copy.take();
+        let r = self.protochain_loop(v6, start, proto, t, f);
+        self.copy = copy;
+        r
+    }
+
+    fn protochain_loop(
         &mut self,
         v6: bool,
         start: &Val,

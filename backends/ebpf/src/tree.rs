@@ -47,7 +47,7 @@
 //! ```
 
 use crate::chain::{count_of, Chain};
-use crate::emit::{alu32, alu64, alu64x, shared_ids_val, slot_off, Emitter, Label};
+use crate::emit::{alu32, alu64, alu64x, shared_ids_val, slot_off, Emitter, FrameCopy, Label};
 use crate::insn::{op, Insn};
 use crate::keys::KeyTable;
 use crate::multi::{
@@ -63,7 +63,7 @@ use sluice_classifier::tree::node::{NodeId, Tuple, MAX_TUPLE, NONE};
 use sluice_classifier::tree::DecisionTree;
 use sluice_ir::{Filter, Val};
 use std::collections::HashMap;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
 /// Tables with at most this many keys are a binary search of compares in
@@ -87,10 +87,14 @@ const MAX_HITS: usize = 8_000;
 /// bytes, each rounded up to 32, and the counting subprogram takes one.
 const FRAME: usize = 60;
 
-/// Stack slots of a socket filter's copy of the frame: 78 bytes, the
-/// IPv6 header and a TCP header's ports and flags behind it, or a VLAN tag
-/// and IPv4 with options (the rest is read by `LD_ABS`).
-const SOCKET_HEADER_SLOTS: usize = 10;
+/// Bytes of a socket filter's copy of the frame, in a per-CPU map value:
+/// IPv6 with extension headers, tunnels, and the transport header behind
+/// them (the rest is read by `LD_ABS`).
+const SOCKET_COPY: u32 = 256;
+
+/// The stack slot that holds the frame copy's address (socket filters;
+/// the next is for loads past the copy, their depth slots start after).
+const COPY_PTR: usize = RESERVED;
 
 /// `bpf_loop`.
 const HELPER_LOOP: i32 = 181;
@@ -151,6 +155,8 @@ impl Default for Options {
 #[derive(Debug)]
 pub struct TreeFilter {
     chain: Chain,
+    /// Socket filters: the frame copy's map (the programs hold it too).
+    _copy: Option<OwnedFd>,
     keys: KeyTable,
     counters: OwnedFd,
     hits: OwnedFd,
@@ -228,6 +234,8 @@ struct Emit<'a> {
     depth0: usize,
     /// Hit list's map.
     hits: &'a OwnedFd,
+    /// Socket filters: the frame copy's map.
+    copy: Option<&'a OwnedFd>,
     /// Places that count in the program so far.
     sites: usize,
 }
@@ -603,8 +611,13 @@ impl Emit<'_> {
             k,
             FRAME,
         );
-        if self.mode == Mode::Socket {
-            e.set_header_slots(SOCKET_HEADER_SLOTS);
+        if let (Mode::Socket, Some(map)) = (self.mode, self.copy) {
+            e.set_frame_copy(FrameCopy {
+                map: map.as_raw_fd(),
+                slot: COPY_PTR,
+                tmp: COPY_PTR + 1,
+                bytes: SOCKET_COPY,
+            });
         }
         header(&mut e, self.mode);
         // The hit list, empty (each program starts it again).
@@ -765,14 +778,27 @@ impl TreeFilter {
             "sluice_hits",
         )
         .map_err(map_err("creating the hit list"))?;
+        // Socket filters copy the frame's first bytes into a map value.
+        let copy = match mode {
+            Mode::Socket => Some(
+                sys::map_create(MAP_PERCPU_ARRAY, 4, SOCKET_COPY, 1, "sluice_frame")
+                    .map_err(map_err("creating the frame copy"))?,
+            ),
+            _ => None,
+        };
         let mut em = Emit {
             mode,
             counters: &counters,
             keys,
             entries: Vec::new(),
             tables: 0,
-            depth0: RESERVED,
+            depth0: if copy.is_some() {
+                COPY_PTR + 2
+            } else {
+                RESERVED
+            },
             hits: &hits,
+            copy: copy.as_ref(),
             sites: 0,
         };
         // Parts: the whole set, halved while a part's program is too long.
@@ -846,6 +872,7 @@ impl TreeFilter {
         chain.load(&progs)?;
         let me = TreeFilter {
             chain,
+            _copy: copy,
             keys,
             counters,
             hits,
