@@ -609,12 +609,8 @@ pub(crate) fn lengths(e: &mut Emitter, mode: Mode) {
             e.put(ldx(op::W, 8, 6, SKB_CB1));
         }
         Mode::Socket => {
-            // Two loads, not a copy: a copied register shares what the
-            // verifier learns of it, so each bounds check of one would
-            // prove tests of the other dead, and the verifier removes
-            // dead code a run at a time, moving the whole program each.
             e.put(ldx(op::W, 7, 6, SKB_LEN));
-            e.put(ldx(op::W, 8, 6, SKB_LEN));
+            e.put(alu64x(op::MOV, 8, 7));
         }
         Mode::Xdp => {
             // The whole frame is there: both lengths are data_end - data.
