@@ -88,9 +88,10 @@ const MAX_HITS: usize = 8_000;
 const FRAME: usize = 60;
 
 /// Bytes of a socket filter's copy of the frame, in a per-CPU map value:
-/// IPv6 with extension headers, tunnels, and the transport header behind
-/// them (the rest is read by `LD_ABS`).
-const SOCKET_COPY: u32 = 256;
+/// IPv6 with an extension header or a VLAN tag and the transport header
+/// behind them (the rest is read by `bpf_skb_load_bytes`; 256 bytes cost
+/// the same to load and no less a frame live).
+const SOCKET_COPY: u32 = 128;
 
 /// The stack slot that holds the frame copy's address (socket filters;
 /// the next is for loads past the copy, their depth slots start after).
