@@ -112,6 +112,8 @@ pub(crate) enum Item {
     Label(Label),
 }
 
+mod header;
+
 pub(crate) struct Emitter {
     items: Vec<Item>,
     labels: usize,
@@ -396,184 +398,6 @@ impl Emitter {
         self.frame = slots;
     }
 
-    /// A socket filter copies the frame's first `copy.bytes` bytes into
-    /// a map value (entry 0 of per-CPU array `copy.map`) instead of its
-    /// stack, once per program: loads within them, at constant offsets or
-    /// at computed ones, read the copy; only loads past it use `LD_ABS` and
-    /// `LD_IND`, which the kernel expands one by one as it verifies (a
-    /// patch of the whole program each). The stack keeps no header.
-    pub(crate) fn set_frame_copy(&mut self, copy: FrameCopy) {
-        if self.header.is_some() && self.direct.is_none() {
-            self.copy = Some(copy);
-            self.header_slots = 0;
-        }
-    }
-
-    fn header_bytes(&self) -> u32 {
-        // (None with a frame copy in a map: then 0.)
-        (8 * self.header_slots as u32).saturating_sub(HEADER_SHIFT as u32)
-    }
-
-    fn header_off(&self) -> i16 {
-        -8 * self.frame as i16
-    }
-
-    /// A socket filter's header copy: the frame's first bytes, up to
-    /// the copy's length and the captured length in r7, copied to the
-    /// stack by one helper call (r1-r5 are clobbered). Once at the start
-    /// of each program, after r6 and r7 are set; nothing for other modes.
-    pub(crate) fn fill_header(&mut self) {
-        let Some(helper) = self.header else {
-            return;
-        };
-        if let Some(c) = self.copy {
-            self.fill_copy(c, helper);
-            return;
-        }
-        let (done, short) = (self.label(), self.label());
-        // The copy's deepest word written first: the verifier then has the
-        // stack down to it on both ways below (its helper path wants the
-        // stack it writes allocated already).
-        self.put(Insn::new(
-            op::ST | op::MEM | op::DW,
-            10,
-            0,
-            self.header_off(),
-            0,
-        ));
-        if let Some((data, end)) = self.direct {
-            // The frame's bytes are in reach: read them, 2, 4, then 8 at a
-            // time, to aligned places of the copy; a frame shorter than
-            // the copy goes to the helper.
-            let helper = self.label();
-            self.put(Insn::new(op::LDX | op::MEM | op::W, 2, 6, data, 0));
-            self.put(Insn::new(op::LDX | op::MEM | op::W, 3, 6, end, 0));
-            self.put(alu64x(op::MOV, 1, 2));
-            self.put(alu64(op::ADD, 1, self.header_bytes() as i32));
-            self.jump(Insn::new(op::JMP | op::JGT | op::X, 1, 3, 0, 0), helper);
-            let base = self.header_off() + HEADER_SHIFT;
-            let mut at = 0i16;
-            // (Words, not double words: a double word stored from a
-            // register is a spilled register to the verifier, and its
-            // states of the two ways would not match.)
-            for size in [op::H]
-                .into_iter()
-                .chain(std::iter::repeat(op::W).take(2 * self.header_slots - 1))
-            {
-                self.put(Insn::new(op::LDX | op::MEM | size, 1, 2, at, 0));
-                self.put(Insn::new(op::STX | op::MEM | size, 10, 1, base + at, 0));
-                at += match size {
-                    op::H => 2,
-                    op::W => 4,
-                    _ => 8,
-                };
-            }
-            debug_assert_eq!(at as u32, self.header_bytes());
-            self.goto(done);
-            self.mark(helper);
-        }
-        self.put(alu64x(op::MOV, 4, 7));
-        self.jump(Insn::new(op::JMP | op::JEQ | op::K, 4, 0, 0, 0), done);
-        self.jump(
-            Insn::new(
-                op::JMP | op::JLE | op::K,
-                4,
-                0,
-                0,
-                self.header_bytes() as i32,
-            ),
-            short,
-        );
-        self.put(alu64(op::MOV, 4, self.header_bytes() as i32));
-        self.mark(short);
-        self.put(alu64x(op::MOV, 1, 6));
-        self.put(alu64(op::MOV, 2, 0));
-        self.put(alu64x(op::MOV, 3, 10));
-        self.put(alu64(op::ADD, 3, (self.header_off() + HEADER_SHIFT) as i32));
-        self.put(Insn::new(op::JMP | op::CALL, 0, 0, 0, helper));
-        self.mark(done);
-    }
-
-    /// [`Emitter::fill_header`] into the map value of `c`: its address
-    /// into `c.slot`, then the frame's first bytes (up to the captured
-    /// length in r7) by one helper call. r0-r5 are clobbered.
-    fn fill_copy(&mut self, c: FrameCopy, helper: i32) {
-        let (done, short, found) = (self.label(), self.label(), self.label());
-        self.put(Insn::new(
-            op::ST | op::MEM | op::W,
-            10,
-            0,
-            slot_off(c.slot),
-            0,
-        ));
-        self.put(Insn::new(op::LD | op::DW, 1, 1, 0, c.map));
-        self.put(Insn::new(0, 0, 0, 0, 0));
-        self.put(alu64x(op::MOV, 2, 10));
-        self.put(alu64(op::ADD, 2, slot_off(c.slot) as i32));
-        self.put(Insn::new(
-            op::JMP | op::CALL,
-            0,
-            0,
-            0,
-            HELPER_MAP_LOOKUP_ELEM,
-        ));
-        self.jump(Insn::new(op::JMP | op::JNE | op::K, 0, 0, 0, 0), found);
-        // (Never: an array's entry exists. The frame passes whole.)
-        self.put(alu32(op::MOV, 0, u32::MAX));
-        self.put(Insn::new(op::JMP | op::EXIT, 0, 0, 0, 0));
-        self.mark(found);
-        self.put(Insn::new(
-            op::STX | op::MEM | op::DW,
-            10,
-            0,
-            slot_off(c.slot),
-            0,
-        ));
-        self.put(alu64x(op::MOV, 4, 7));
-        self.jump(Insn::new(op::JMP | op::JEQ | op::K, 4, 0, 0, 0), done);
-        self.jump(
-            Insn::new(op::JMP | op::JLE | op::K, 4, 0, 0, c.bytes as i32),
-            short,
-        );
-        self.put(alu64(op::MOV, 4, c.bytes as i32));
-        self.mark(short);
-        self.put(alu64x(op::MOV, 1, 6));
-        self.put(alu64(op::MOV, 2, 0));
-        self.put(alu64x(op::MOV, 3, 0));
-        self.put(Insn::new(op::JMP | op::CALL, 0, 0, 0, helper));
-        self.mark(done);
-    }
-
-    /// `size` bytes at the offset in r2, past the frame's copy (checked
-    /// against the captured length already), by `bpf_skb_load_bytes` into
-    /// the copy's own slot, into r0 in host order; a failure is an abort.
-    /// r1-r5 are clobbered, as by `LD_IND`.
-    fn load_past_copy(&mut self, c: FrameCopy, size: Size) {
-        self.put(alu64x(op::MOV, 1, 6));
-        self.put(alu64x(op::MOV, 3, 10));
-        self.put(alu64(op::ADD, 3, slot_off(c.tmp) as i32));
-        self.put(alu64(op::MOV, 4, size.bytes() as i32));
-        self.put(Insn::new(
-            op::JMP | op::CALL,
-            0,
-            0,
-            0,
-            HELPER_SKB_LOAD_BYTES,
-        ));
-        self.jump(
-            Insn::new(op::JMP | op::JNE | op::K, 0, 0, 0, 0),
-            self.reject,
-        );
-        self.put(Insn::new(
-            op::LDX | op::MEM | size_code(size),
-            0,
-            10,
-            slot_off(c.tmp),
-            0,
-        ));
-        self.swap_to_host(size);
-    }
-
     /// Instructions emitted so far, labels counted too (an upper bound).
     pub(crate) fn emitted(&self) -> usize {
         self.items.len()
@@ -783,7 +607,15 @@ impl Emitter {
                 self.val(val)?;
                 self.search(keys, t, f);
             }
-            Pred::ProtoChain { v6, start, proto } => self.protochain(*v6, start, *proto, t, f)?,
+            Pred::ProtoChain { v6, start, proto } => {
+                // Inside the loop, loads stay `LD_IND`: a helper's unknown
+                // result and its check in every round make the verifier's
+                // history of jumps too long.
+                let copy = self.copy.take();
+                let r = self.protochain(*v6, start, *proto, t, f);
+                self.copy = copy;
+                r?
+            }
         }
         Ok(())
     }
@@ -1112,23 +944,6 @@ impl Emitter {
     /// offset is clamped below 2^31 so that the verifier's view of it
     /// converges (a clamped offset aborts at its next load either way).
     fn protochain(
-        &mut self,
-        v6: bool,
-        start: &Val,
-        proto: u8,
-        t: Label,
-        f: Label,
-    ) -> Result<(), Error> {
-        // Inside the loop, loads stay `LD_IND`: a helper's unknown result
-        // and its check in every round make the verifier's history of
-        // jumps too long.
-        let copy = self.copy.take();
-        let r = self.protochain_loop(v6, start, proto, t, f);
-        self.copy = copy;
-        r
-    }
-
-    fn protochain_loop(
         &mut self,
         v6: bool,
         start: &Val,
