@@ -20,6 +20,7 @@ use crate::insn::{op, Insn};
 use crate::{Error, Mode};
 use sluice_ir::{BinOp, CmpOp, Filter, Pred, Size, Val};
 use std::collections::HashMap;
+use std::os::fd::RawFd;
 
 /// 8-byte stack slots available (the 512-byte stack, less 8 bytes the
 /// kernel takes for `may_goto`'s counter).
@@ -57,7 +58,8 @@ const HEADER_SLOTS: usize = 7;
 const HEADER_SHIFT: i16 = 2;
 /// The helpers that copy bytes of a socket buffer, of an XDP frame.
 const HELPER_SKB_LOAD_BYTES: i32 = 26;
-const HELPER_MAP_LOOKUP_ELEM: i32 = 1;
+/// `bpf_map_lookup_elem`.
+pub(crate) const HELPER_MAP_LOOKUP: i32 = 1;
 const HELPER_XDP_LOAD_BYTES: i32 = 189;
 /// XDP's verdicts.
 pub(crate) const XDP_DROP: u32 = 1;
@@ -130,7 +132,7 @@ pub(crate) struct Emitter {
     direct: Option<(i16, i16)>,
     /// A socket filter for a cooked link: its header.
     cooked: Option<Cooked>,
-    /// The frame's first bytes (`header_slots` slots) are copied to the stack once
+    /// The frame's first bytes ([`Emitter::header_slots`]) are copied to the stack once
     /// per program ([`Emitter::fill_header`]) by this helper: constant
     /// loads within them read the copy, the rest read the packet.
     header: Option<i32>,
@@ -139,8 +141,6 @@ pub(crate) struct Emitter {
     unknown: Label,
     /// Stack slots of the program's frame (the header copy at its end).
     frame: usize,
-    /// Stack slots of the header copy.
-    header_slots: usize,
     /// A socket filter's copy of the frame in a map value instead of the
     /// stack ([`Emitter::set_frame_copy`]).
     copy: Option<FrameCopy>,
@@ -354,7 +354,6 @@ impl Emitter {
             header: None,
             unknown: 0,
             frame: SLOTS,
-            header_slots: HEADER_SLOTS,
             copy: None,
         };
         e.reject = e.label();
@@ -385,7 +384,7 @@ impl Emitter {
     /// the last ones).
     pub(crate) fn slots(&self) -> usize {
         match self.header {
-            Some(_) => self.frame - self.header_slots,
+            Some(_) => self.frame - self.header_slots(),
             None => self.frame,
         }
     }
@@ -396,6 +395,35 @@ impl Emitter {
     pub(crate) fn set_frame(&mut self, slots: usize) {
         debug_assert!(slots <= SLOTS && self.items.is_empty());
         self.frame = slots;
+    }
+
+    /// `ld_imm64` of map `fd` into `reg`.
+    pub(crate) fn ld_map(&mut self, reg: u8, fd: RawFd) {
+        self.put(Insn::new(op::LD | op::DW, reg, 1, 0, fd));
+        self.put(Insn::new(0, 0, 0, 0, 0));
+    }
+
+    /// The address of entry `key` of array map `map` into r0, the key
+    /// written to stack slot `slot` (r1-r5 are lost): an array's entries
+    /// all exist, so the program returns `fail` where the lookup fails
+    /// only for the verifier.
+    pub(crate) fn array_entry(&mut self, map: RawFd, key: u32, slot: usize, fail: u32) {
+        self.put(Insn::new(
+            op::ST | op::MEM | op::W,
+            10,
+            0,
+            slot_off(slot),
+            key as i32,
+        ));
+        self.ld_map(1, map);
+        self.put(alu64x(op::MOV, 2, 10));
+        self.put(alu64(op::ADD, 2, slot_off(slot) as i32));
+        self.put(Insn::new(op::JMP | op::CALL, 0, 0, 0, HELPER_MAP_LOOKUP));
+        let found = self.label();
+        self.jump(Insn::new(op::JMP | op::JNE | op::K, 0, 0, 0, 0), found);
+        self.put(alu32(op::MOV, 0, fail));
+        self.put(Insn::new(op::JMP | op::EXIT, 0, 0, 0, 0));
+        self.mark(found);
     }
 
     /// Instructions emitted so far, labels counted too (an upper bound).

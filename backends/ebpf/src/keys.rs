@@ -128,19 +128,11 @@ impl KeyTable {
         for (key, value) in entries {
             let mut words = key.clone();
             words.resize(self.words, 0);
-            let mut b = (hash(&words) >> (64 - self.bits)) as usize;
-            let mut placed = false;
-            for _ in 0..PROBES {
-                if buckets[b].len() < SLOTS {
-                    buckets[b].push((words.clone(), *value));
-                    placed = true;
-                    break;
-                }
-                b = (b + 1) & (n - 1);
-            }
-            if !placed {
-                return None;
-            }
+            let home = (hash(&words) >> (64 - self.bits)) as usize;
+            let b = (0..PROBES)
+                .map(|k| (home + k) & (n - 1))
+                .find(|b| buckets[*b].len() < SLOTS)?;
+            buckets[b].push((words, *value));
         }
         Some(buckets)
     }

@@ -90,7 +90,7 @@ use std::sync::Arc;
 pub(crate) const MAP_HASH: u32 = 1;
 pub(crate) const MAP_PROG_ARRAY: u32 = 3;
 pub(crate) const MAP_PERCPU_ARRAY: u32 = 6;
-pub(crate) const HELPER_MAP_LOOKUP: i32 = 1;
+pub(crate) use crate::emit::HELPER_MAP_LOOKUP;
 const HELPER_TAIL_CALL: i32 = 12;
 
 /// Programs in one chain: the first and the kernel's 33 tail calls.
@@ -251,8 +251,7 @@ fn guard_pred(g: &GuardView<'_>) -> Pred {
 }
 
 pub(crate) fn ld_map(e: &mut Emitter, reg: u8, fd: &OwnedFd) {
-    e.put(Insn::new(op::LD | op::DW, reg, 1, 0, fd.as_raw_fd()));
-    e.put(Insn::new(0, 0, 0, 0, 0));
+    e.ld_map(reg, fd.as_raw_fd());
 }
 pub(crate) fn ldx(size: u8, dst: u8, src: u8, off: i16) -> Insn {
     Insn::new(op::LDX | op::MEM | size, dst, src, off, 0)
@@ -545,26 +544,8 @@ pub(crate) fn prologue(
 /// lost): an array's entries all exist, so the program ends where the
 /// lookup fails only for the verifier (XDP passing the frame on).
 pub(crate) fn array_entry(e: &mut Emitter, map: &OwnedFd, key: u32, mode: Mode) {
-    e.put(Insn::new(
-        op::ST | op::MEM | op::W,
-        10,
-        0,
-        slot_off(CNT_KEY),
-        key as i32,
-    ));
-    ld_map(e, 1, map);
-    e.put(alu64x(op::MOV, 2, 10));
-    e.put(alu64(op::ADD, 2, slot_off(CNT_KEY) as i32));
-    e.put(call(HELPER_MAP_LOOKUP));
-    let found = e.label();
-    e.jump(Insn::new(op::JMP | op::JNE | op::K, 0, 0, 0, 0), found);
-    e.put(alu32(
-        op::MOV,
-        0,
-        if mode == Mode::Xdp { XDP_PASS } else { 0 },
-    ));
-    e.put(exit());
-    e.mark(found);
+    let fail = if mode == Mode::Xdp { XDP_PASS } else { 0 };
+    e.array_entry(map.as_raw_fd(), key, CNT_KEY, fail);
 }
 
 /// After the prologue of a program that reads the frame: the lengths and

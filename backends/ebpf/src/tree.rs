@@ -83,6 +83,10 @@ const CHILD: u32 = 1 << 31;
 /// loops), in one per-CPU array entry of at most 32 KiB.
 const MAX_HITS: usize = 8_000;
 
+/// Bytes of the hit list's entry: its length, a spare word, then a
+/// counter number per place that counts.
+const HITS_BYTES: usize = 4 * (2 + MAX_HITS);
+
 /// Stack slots of a tree program's frame: the frames of a call share 512
 /// bytes, each rounded up to 32, and the counting subprogram takes one.
 const FRAME: usize = 60;
@@ -771,14 +775,8 @@ impl TreeFilter {
         }
         let key_words = width.clamp(1, MAX_TUPLE);
         let keys = KeyTable::new(room, key_words)?;
-        let hits = sys::map_create(
-            MAP_PERCPU_ARRAY,
-            4,
-            4 * (2 + MAX_HITS) as u32,
-            1,
-            "sluice_hits",
-        )
-        .map_err(map_err("creating the hit list"))?;
+        let hits = sys::map_create(MAP_PERCPU_ARRAY, 4, HITS_BYTES as u32, 1, "sluice_hits")
+            .map_err(map_err("creating the hit list"))?;
         // Socket filters copy the frame's first bytes into a map value.
         let copy = match mode {
             Mode::Socket => Some(
@@ -920,7 +918,6 @@ impl TreeFilter {
                 "instructions are counted for test-run chains".into(),
             ));
         }
-        let hits = 4 * (2 + MAX_HITS);
         let maps = vec![
             (
                 &self.counters,
@@ -933,7 +930,7 @@ impl TreeFilter {
             (
                 &self.hits,
                 crate::vm::Map::Array {
-                    value: hits,
+                    value: HITS_BYTES,
                     entries: 1,
                     fd: None,
                 },

@@ -103,7 +103,6 @@ impl<'a> Vm<'a> {
         self.frames.clear();
         let mut prog = 0;
         loop {
-            self.frames.truncate(0);
             match self.call(prog, 0, [V::P(Region::Ctx, 0), V::S(0)], data, &ctx)? {
                 Exit::Return(r) => return Ok((r, self.insns)),
                 Exit::Tail(k) => prog = k,

@@ -18,13 +18,20 @@ impl Emitter {
     pub(crate) fn set_frame_copy(&mut self, copy: FrameCopy) {
         if self.header.is_some() && self.direct.is_none() {
             self.copy = Some(copy);
-            self.header_slots = 0;
+        }
+    }
+
+    /// Stack slots of the header copy: none where the frame is copied to
+    /// a map value instead.
+    pub(super) fn header_slots(&self) -> usize {
+        match self.copy {
+            Some(_) => 0,
+            None => HEADER_SLOTS,
         }
     }
 
     pub(super) fn header_bytes(&self) -> u32 {
-        // (None with a frame copy in a map: then 0.)
-        (8 * self.header_slots as u32).saturating_sub(HEADER_SHIFT as u32)
+        (8 * self.header_slots() as u32).saturating_sub(HEADER_SHIFT as u32)
     }
 
     pub(super) fn header_off(&self) -> i16 {
@@ -43,7 +50,7 @@ impl Emitter {
             self.fill_copy(c, helper);
             return;
         }
-        let (done, short) = (self.label(), self.label());
+        let done = self.label();
         // The copy's deepest word written first: the verifier then has the
         // stack down to it on both ways below (its helper path wants the
         // stack it writes allocated already).
@@ -71,7 +78,7 @@ impl Emitter {
             // states of the two ways would not match.)
             for size in [op::H]
                 .into_iter()
-                .chain(std::iter::repeat(op::W).take(2 * self.header_slots - 1))
+                .chain(std::iter::repeat(op::W).take(2 * self.header_slots() - 1))
             {
                 self.put(Insn::new(op::LDX | op::MEM | size, 1, 2, at, 0));
                 self.put(Insn::new(op::STX | op::MEM | size, 10, 1, base + at, 0));
@@ -85,56 +92,40 @@ impl Emitter {
             self.goto(done);
             self.mark(helper);
         }
+        let bytes = self.header_bytes();
+        let to = alu64(op::ADD, 3, (self.header_off() + HEADER_SHIFT) as i32);
+        self.copy_by_helper(helper, bytes, &[alu64x(op::MOV, 3, 10), to]);
+        self.mark(done);
+    }
+
+    /// The frame's first bytes, up to `bytes` and the captured length in
+    /// r7 (none where that is 0), copied by `helper` to the address `to`
+    /// puts in r3 (it may read r0). r1-r5 are clobbered.
+    fn copy_by_helper(&mut self, helper: i32, bytes: u32, to: &[Insn]) {
+        let (none, short) = (self.label(), self.label());
         self.put(alu64x(op::MOV, 4, 7));
-        self.jump(Insn::new(op::JMP | op::JEQ | op::K, 4, 0, 0, 0), done);
+        self.jump(Insn::new(op::JMP | op::JEQ | op::K, 4, 0, 0, 0), none);
         self.jump(
-            Insn::new(
-                op::JMP | op::JLE | op::K,
-                4,
-                0,
-                0,
-                self.header_bytes() as i32,
-            ),
+            Insn::new(op::JMP | op::JLE | op::K, 4, 0, 0, bytes as i32),
             short,
         );
-        self.put(alu64(op::MOV, 4, self.header_bytes() as i32));
+        self.put(alu64(op::MOV, 4, bytes as i32));
         self.mark(short);
+        for i in to {
+            self.put(*i);
+        }
         self.put(alu64x(op::MOV, 1, 6));
         self.put(alu64(op::MOV, 2, 0));
-        self.put(alu64x(op::MOV, 3, 10));
-        self.put(alu64(op::ADD, 3, (self.header_off() + HEADER_SHIFT) as i32));
         self.put(Insn::new(op::JMP | op::CALL, 0, 0, 0, helper));
-        self.mark(done);
+        self.mark(none);
     }
 
     /// [`Emitter::fill_header`] into the map value of `c`: its address
     /// into `c.slot`, then the frame's first bytes (up to the captured
     /// length in r7) by one helper call. r0-r5 are clobbered.
     fn fill_copy(&mut self, c: FrameCopy, helper: i32) {
-        let (done, short, found) = (self.label(), self.label(), self.label());
-        self.put(Insn::new(
-            op::ST | op::MEM | op::W,
-            10,
-            0,
-            slot_off(c.slot),
-            0,
-        ));
-        self.put(Insn::new(op::LD | op::DW, 1, 1, 0, c.map));
-        self.put(Insn::new(0, 0, 0, 0, 0));
-        self.put(alu64x(op::MOV, 2, 10));
-        self.put(alu64(op::ADD, 2, slot_off(c.slot) as i32));
-        self.put(Insn::new(
-            op::JMP | op::CALL,
-            0,
-            0,
-            0,
-            HELPER_MAP_LOOKUP_ELEM,
-        ));
-        self.jump(Insn::new(op::JMP | op::JNE | op::K, 0, 0, 0, 0), found);
-        // (Never: an array's entry exists. The frame passes whole.)
-        self.put(alu32(op::MOV, 0, u32::MAX));
-        self.put(Insn::new(op::JMP | op::EXIT, 0, 0, 0, 0));
-        self.mark(found);
+        // (The lookup never fails: the frame would pass whole.)
+        self.array_entry(c.map, 0, c.slot, u32::MAX);
         self.put(Insn::new(
             op::STX | op::MEM | op::DW,
             10,
@@ -142,19 +133,7 @@ impl Emitter {
             slot_off(c.slot),
             0,
         ));
-        self.put(alu64x(op::MOV, 4, 7));
-        self.jump(Insn::new(op::JMP | op::JEQ | op::K, 4, 0, 0, 0), done);
-        self.jump(
-            Insn::new(op::JMP | op::JLE | op::K, 4, 0, 0, c.bytes as i32),
-            short,
-        );
-        self.put(alu64(op::MOV, 4, c.bytes as i32));
-        self.mark(short);
-        self.put(alu64x(op::MOV, 1, 6));
-        self.put(alu64(op::MOV, 2, 0));
-        self.put(alu64x(op::MOV, 3, 0));
-        self.put(Insn::new(op::JMP | op::CALL, 0, 0, 0, helper));
-        self.mark(done);
+        self.copy_by_helper(helper, c.bytes, &[alu64x(op::MOV, 3, 0)]);
     }
 
     /// `size` bytes at the offset in r2, past the frame's copy (checked

@@ -28,9 +28,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Most filters in an eBPF pre-filter (more: every packet reaches user
-/// space). The build runs on the control thread: 1,000 session filters
-/// take about 10 ms as the tree, 1,000 generated filters of every shape
-/// about 1.7 s (the kernel verifying a program of 180,000 instructions).
+/// space). A build of 1,000 session filters takes about 10 ms as the
+/// tree, of 1,000 generated filters of every shape about 1.7 s (the
+/// kernel verifying a program of 180,000 instructions).
 pub(crate) const EBPF_MAX: usize = 4096;
 
 /// How long the control thread waits for an eBPF pre-filter's build
