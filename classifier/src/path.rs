@@ -243,6 +243,97 @@ pub struct Path {
 }
 
 impl Path {
+    /// The atoms less the load-only ones (`Ge(0)`) that another atom's
+    /// load covers: a load at or past the same end behind the same base
+    /// succeeds only when theirs does. A load-only atom that stays is
+    /// read as the one byte at its end, so that the same check in other
+    /// paths and filters is the same field. The path means the same.
+    ///
+    /// ```
+    /// use sluice_classifier::path::{Atom, Path, Test};
+    /// use sluice_ir::{Size, Val};
+    /// let only = |o, s| Atom::Field { val: Val::load_abs(o, s), test: Test::Ge(0), truth: true };
+    /// let p = Path {
+    ///     atoms: vec![
+    ///         only(3, Size::Half),
+    ///         only(40, Size::Half),
+    ///         Atom::Field { val: Val::load_abs(30, Size::Word), test: Test::Eq(7), truth: false },
+    ///     ],
+    ///     accept: 1,
+    /// };
+    /// let fewer = p.covered_loads_dropped();
+    /// assert_eq!(fewer.len(), 2);
+    /// assert!(fewer.contains(&only(41, Size::Byte)));
+    /// ```
+    pub fn covered_loads_dropped(&self) -> Vec<Atom> {
+        // (base, end) of each plain or masked load; constant bases folded
+        // into the end.
+        fn span(a: &Atom) -> Option<(Option<&Val>, u64)> {
+            let Atom::Field { val, .. } = a else {
+                return None;
+            };
+            let v = match val {
+                Val::Bin(sluice_ir::BinOp::And, a, m) if m.is_const() => a.as_ref(),
+                v => v,
+            };
+            match v {
+                Val::Load { base, offset, size } => {
+                    let end = *offset as u64 + size.bytes() as u64;
+                    match base.as_ref() {
+                        Val::Const(c) => Some((None, *c as u64 + end)),
+                        b => Some((Some(b), end)),
+                    }
+                }
+                _ => None,
+            }
+        }
+        let only = |a: &Atom| {
+            matches!(
+                a,
+                Atom::Field {
+                    test: Test::Ge(0),
+                    truth: true,
+                    ..
+                }
+            )
+        };
+        let spans: Vec<_> = self.atoms.iter().map(span).collect();
+        let mut out = Vec::with_capacity(self.atoms.len());
+        for (i, a) in self.atoms.iter().enumerate() {
+            let (true, Some((base, end))) = (only(a), spans[i]) else {
+                out.push(a.clone());
+                continue;
+            };
+            let covered = spans.iter().enumerate().any(|(j, s)| {
+                j != i
+                    && matches!(s, Some((b, e)) if *b == base
+                        && (*e > end || (*e == end && (!only(&self.atoms[j]) || j < i))))
+            });
+            if covered {
+                continue;
+            }
+            let last = match base {
+                None => u32::try_from(end - 1)
+                    .ok()
+                    .map(|o| Val::load_abs(o, sluice_ir::Size::Byte)),
+                Some(b) => u32::try_from(end - 1).ok().map(|o| Val::Load {
+                    base: Box::new(b.clone()),
+                    offset: o,
+                    size: sluice_ir::Size::Byte,
+                }),
+            };
+            out.push(match last {
+                Some(val) => Atom::Field {
+                    val,
+                    test: Test::Ge(0),
+                    truth: true,
+                },
+                None => a.clone(),
+            });
+        }
+        out
+    }
+
     /// The constants of the path's equality tests, in atom order: the key
     /// of a key-only copy of its filter.
     ///
@@ -758,6 +849,50 @@ mod tests {
         ];
         for p in &preds {
             check(p, &packets());
+        }
+    }
+
+    proptest::proptest! {
+        /// Dropping covered load-only atoms keeps a path's meaning, with
+        /// loads at fixed offsets and behind an IPv4 header, on packets
+        /// cut at every length.
+        #[test]
+        fn covered_loads_keep_the_meaning(
+            atoms in proptest::collection::vec((0u32..24, 0usize..3, proptest::bool::ANY, 0u8..4, 0u32..256), 1..7),
+            bytes in proptest::collection::vec(proptest::num::u8::ANY, 40),
+        ) {
+            let hdr = Val::Bin(
+                sluice_ir::BinOp::Shl,
+                Box::new(Val::Bin(
+                    sluice_ir::BinOp::And,
+                    Box::new(Val::load_abs(2, Size::Byte)),
+                    Box::new(Val::Const(0xf)),
+                )),
+                Box::new(Val::Const(2)),
+            );
+            let atoms: Vec<Atom> = atoms
+                .into_iter()
+                .map(|(off, size, behind, kind, k)| {
+                    let size = [Size::Byte, Size::Half, Size::Word][size];
+                    let val = match behind {
+                        false => Val::load_abs(off, size),
+                        true => Val::Load { base: Box::new(hdr.clone()), offset: off, size },
+                    };
+                    let (val, test, truth) = match kind {
+                        0 => (val, Test::Ge(0), true),
+                        1 => (val, Test::Gt(k), true),
+                        2 => (Val::Bin(sluice_ir::BinOp::And, Box::new(val), Box::new(Val::Const(k))), Test::Eq(0), false),
+                        _ => (val, Test::Eq(k), false),
+                    };
+                    Atom::Field { val, test, truth }
+                })
+                .collect();
+            let p = Path { atoms, accept: 1 };
+            let fewer = Path { atoms: p.covered_loads_dropped(), accept: 1 };
+            for len in 0..=bytes.len() {
+                let pkt = &bytes[..len];
+                proptest::prop_assert_eq!(holds_all(&p, pkt), holds_all(&fewer, pkt), "{:?} at {}", p, len);
+            }
         }
     }
 

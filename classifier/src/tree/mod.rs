@@ -318,7 +318,7 @@ impl DecisionTree {
     /// Fold a path into items (`None` when its tests contradict each other).
     fn items_of(fields: &mut Fields, p: &Path) -> Option<Vec<Item>> {
         let mut by_field: Vec<(FieldId, Test, bool)> = p
-            .atoms
+            .covered_loads_dropped()
             .iter()
             .map(|a| match a {
                 Atom::Field { val, test, truth } => (
