@@ -76,8 +76,10 @@ pub struct NativeTreeStats {
     pub compilations: usize,
     /// Units (parts of the tree with code of their own) of the current code.
     pub units: usize,
-    /// Distinct functions the units other than the root's share (units
-    /// that differ only in constants run one function with their own data).
+    /// Distinct functions the small units share (units of fewer than
+    /// `IMMEDIATE_NODES` (16) nodes that differ only in constants run
+    /// one function with their own data); the root and larger units have
+    /// functions of their own.
     pub shapes: usize,
     /// Size of the code held: the current code, and functions no unit
     /// uses that are kept for reuse (a few dozen at most).
