@@ -24,6 +24,10 @@ use cranelift_module::Module;
 use sluice_ir::{BinOp, CmpOp, Val};
 use std::mem::offset_of;
 
+/// Conditions whose child only reports at most this many slots report
+/// them without a branch ([`Gen::report_if`]).
+const BRANCHLESS_SLOTS: usize = 4;
+
 /// How the code gets a plan's constants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Consts {
@@ -714,7 +718,95 @@ impl Gen<'_> {
         self.b.ins().jump(done, &[]);
     }
 
+    /// The leaf slots of a child that only reports (no field, no skip
+    /// edge), when there are few and each is found on this path alone.
+    fn only_reports(c: &Child) -> Option<&[(u32, bool)]> {
+        match c {
+            Child::Node(q)
+                if q.field.is_none()
+                    && q.skip.is_none()
+                    && !q.leaf.is_empty()
+                    && q.leaf.len() <= BRANCHLESS_SLOTS
+                    && q.leaf.iter().all(|&(_, repeats)| !repeats) =>
+            {
+                Some(&q.leaf)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `v` meets `p`'s parts (not its set parts) as a 0/1 value,
+    /// without a branch.
+    fn holds(&mut self, v: Value, p: &PCond) -> Value {
+        let mut all: Vec<Value> = Vec::new();
+        match (p.lo, p.hi) {
+            (None, None) => {}
+            (None, Some(hi)) => all.push(self.cmp_k(IntCC::UnsignedLessThanOrEqual, v, hi)),
+            (Some(lo), None) => all.push(self.cmp_k(IntCC::UnsignedGreaterThanOrEqual, v, lo)),
+            (Some(lo), Some(hi)) => {
+                let (l, h) = (self.k(lo), self.k(hi));
+                let d = self.b.ins().isub(v, l);
+                let w = self.b.ins().isub(h, l);
+                all.push(self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, d, w));
+            }
+        }
+        if let Some(none) = p.none {
+            let x = self.and_k(v, none);
+            all.push(self.b.ins().icmp_imm(IntCC::Equal, x, 0));
+        }
+        for &m in &p.any {
+            let x = self.and_k(v, m);
+            all.push(self.b.ins().icmp_imm(IntCC::NotEqual, x, 0));
+        }
+        for &k in &p.ne {
+            all.push(self.cmp_k(IntCC::NotEqual, v, k));
+        }
+        let mut acc = match all.first() {
+            Some(&a) => a,
+            None => self.b.ins().iconst(types::I8, 1),
+        };
+        for &x in all.iter().skip(1) {
+            acc = self.b.ins().band(acc, x);
+        }
+        acc
+    }
+
+    /// Report `leaf`'s slots when `ok` (0 or 1) without a branch: each slot
+    /// found on this path alone is written where the next report goes and
+    /// the length grows by `ok` (room for every slot was reserved).
+    fn report_if(&mut self, ok: Value, leaf: &[(u32, bool)]) {
+        let ok = self.b.ins().uextend(types::I64, ok);
+        for &(slot, repeats) in leaf {
+            let s = match self.data {
+                None => Slot::Const(slot),
+                Some(_) => Slot::Value(self.k(slot)),
+            };
+            debug_assert!(
+                !repeats,
+                "a slot found on several paths has a mark to check"
+            );
+            let s = match s {
+                Slot::Const(k) => self.b.ins().iconst(types::I32, k as i64),
+                Slot::Value(v) => v,
+            };
+            let out = self.b.use_var(self.out);
+            let len = self.b.use_var(self.len);
+            let at = self.b.ins().ishl_imm(len, 2);
+            let a = self.b.ins().iadd(out, at);
+            self.b.ins().store(MemFlags::trusted(), s, a, 0);
+            let len = self.b.ins().iadd(len, ok);
+            self.b.def_var(self.len, len);
+        }
+    }
+
     fn cond(&mut self, v: Value, p: &PCond) {
+        if p.sets.is_none() {
+            if let Some(leaf) = Self::only_reports(&p.child) {
+                let ok = self.holds(v, p);
+                self.report_if(ok, leaf);
+                return;
+            }
+        }
         let miss = self.b.create_block();
         match (p.lo, p.hi) {
             (None, None) => {}
