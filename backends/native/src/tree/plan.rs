@@ -43,9 +43,11 @@ pub const RANGE_SEARCH: usize = 6;
 /// The most nodes compiled into one unit; the nodes past it start units
 /// of their own. A call between units costs a few nanoseconds: with 256
 /// a packet of a 956-filter broad mix made 25.9 calls and took 682 ns,
-/// with 1,024 it makes 12.0 and takes 619 ns, the build and the other
-/// sets unchanged (docs/merging.md).
-pub const MAX_NODES: usize = 1024;
+/// with 1,024 it made 12.0 and took 619 ns. Compiling is more than linear
+/// in a function's size, though: at 512 the broad mix's first build
+/// compiles in 129 ms of CPU instead of 155-170 (its largest function
+/// took 48 ms alone) and runs as fast (docs/merging.md).
+pub const MAX_NODES: usize = 512;
 
 /// The most nodes compiled into the root's unit, which runs for every
 /// packet and is compiled again whenever a filter of a new shape changes

@@ -562,7 +562,10 @@ impl Compiler {
     /// Compile a first build's functions on every core, into the caches
     /// (the units waiting for them take them next).
     fn compile_batch(&mut self, jobs: HashMap<Job, usize>) -> Result<(), NativeError> {
-        let jobs: Vec<(Job, usize)> = jobs.into_iter().collect();
+        // The heaviest first, so that no large function starts last and
+        // keeps one core busy alone.
+        let mut jobs: Vec<(Job, usize)> = jobs.into_iter().collect();
+        jobs.sort_by_key(|j| std::cmp::Reverse(j.1));
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let threads = cores.min(jobs.len() / 4).max(1);
         let start = Instant::now();
