@@ -474,7 +474,8 @@ fn concurrent_readers_see_whole_publishes() {
     c.publish();
     let r = c.reader();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let st = stop.clone();
+    let started = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (st, go) = (stop.clone(), started.clone());
     let t = std::thread::spawn(move || {
         let mut n = 0u64;
         while !st.load(std::sync::atomic::Ordering::Relaxed) {
@@ -482,9 +483,15 @@ fn concurrent_readers_see_whole_publishes() {
             let got = r.classify(&[0, 0, 0, 7], 4);
             assert_eq!(got.first(), Some(&first));
             n += 1;
+            go.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         n
     });
+    // The reader classifies while the changes are made, however the two
+    // threads are scheduled.
+    while !started.load(std::sync::atomic::Ordering::Relaxed) {
+        std::thread::yield_now();
+    }
     let mut ids = Vec::new();
     for round in 0..60u32 {
         for k in 0..20 {
