@@ -21,6 +21,7 @@ use cranelift_codegen::ir::{
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_module::Module;
+use rustc_hash::FxHashMap as HashMap;
 use sluice_ir::{BinOp, CmpOp, Val};
 use std::mem::offset_of;
 
@@ -97,6 +98,15 @@ pub(crate) fn compile(
             sigs,
             data: (consts == Consts::Data).then_some(data),
             need: root.pushes(),
+            reach: match consts {
+                Consts::Immediate => {
+                    let mut m = HashMap::default();
+                    reach(root, &mut m);
+                    m
+                }
+                Consts::Data => HashMap::default(),
+            },
+            region: None,
         };
         g.reload();
         g.reserve(g.need);
@@ -140,6 +150,64 @@ struct Gen<'a> {
     /// The most slots the function's own code reports ([`PNode::pushes`]):
     /// reserved at its start and again after every call that may report.
     need: usize,
+    /// What each node's code can report ([`reach`]), with immediates only.
+    reach: HashMap<*const PNode, Reach>,
+    /// The region being emitted: the one filter slot its code can report
+    /// and where its code goes on once it has.
+    region: Option<(u32, Block)>,
+}
+
+/// The filters a node's code (with its skip chain, in place) can report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reach {
+    Nothing,
+    /// One filter's slot, and whether it may be found on several paths.
+    One(u32, bool),
+    /// Several, or unknown (a call to another unit, a probed table).
+    Many,
+}
+
+impl Reach {
+    fn and(self, other: Reach) -> Reach {
+        match (self, other) {
+            (Reach::Nothing, x) | (x, Reach::Nothing) => x,
+            (Reach::One(a, r), Reach::One(b, _)) if a == b => Reach::One(a, r),
+            _ => Reach::Many,
+        }
+    }
+}
+
+/// [`Reach`] of `p` and of every node in place below it, into `memo`.
+fn reach(p: &PNode, memo: &mut HashMap<*const PNode, Reach>) -> Reach {
+    let mut r = Reach::Nothing;
+    for &(slot, repeats) in &p.leaf {
+        r = r.and(Reach::One(slot, repeats));
+    }
+    if !p.big.is_empty() {
+        r = Reach::Many;
+    }
+    let mut child = |c: &Child, r: Reach| match c {
+        Child::Node(q) => r.and(reach(q, memo)),
+        Child::Unit(_) => Reach::Many,
+    };
+    for s in &p.small {
+        for (_, c) in &s.keys {
+            r = child(c, r);
+        }
+    }
+    for c in &p.conds {
+        r = child(&c.child, r);
+    }
+    for g in &p.segments {
+        for c in &g.covers {
+            r = child(c, r);
+        }
+    }
+    if let Some(c) = &p.skip {
+        r = child(c, r);
+    }
+    memo.insert(p as *const PNode, r);
+    r
 }
 
 /// A slot to report: known when the code is built, or read from a table.
@@ -234,11 +302,11 @@ impl Gen<'_> {
         self.b.switch_to_block(next);
     }
 
-    /// Append a slot to the output, unless it was already for this packet.
-    fn push(&mut self, slot: Slot) {
+    /// The mark array's address and this packet's number, read from the
+    /// context at each use: values live across the whole function would
+    /// cost registers everywhere.
+    fn seen_epoch(&mut self) -> (Value, Value) {
         let fl = MemFlags::trusted();
-        // Read from the context at each use: values live across the whole
-        // function would cost registers everywhere.
         let seen = self
             .b
             .ins()
@@ -247,6 +315,19 @@ impl Gen<'_> {
             .b
             .ins()
             .load(types::I32, fl, self.cx, offset_of!(Ctx, epoch) as i32);
+        (seen, epoch)
+    }
+
+    /// The address of slot `k`'s mark, and this packet's number.
+    fn mark(&mut self, k: u32) -> (Value, Value) {
+        let (seen, epoch) = self.seen_epoch();
+        (self.b.ins().iadd_imm(seen, k as i64 * 4), epoch)
+    }
+
+    /// Append a slot to the output, unless it was already for this packet.
+    fn push(&mut self, slot: Slot) {
+        let fl = MemFlags::trusted();
+        let (seen, epoch) = self.seen_epoch();
         let (mark, slot) = match slot {
             Slot::Const(k) => (
                 self.b.ins().iadd_imm(seen, k as i64 * 4),
@@ -458,7 +539,36 @@ impl Gen<'_> {
     /// The code of node `p`, starting in the current block, ending with a
     /// jump to `cont`.
     fn node(&mut self, p: &PNode, cont: Block) {
+        // A part of the tree that can report only one filter, found on
+        // several paths, is a region: it is skipped when the filter is
+        // already found, and left as soon as it is.
+        if self.region.is_none() {
+            if let Some(Reach::One(slot, true)) = self.reach.get(&(p as *const PNode)).copied() {
+                let (mark, epoch) = self.mark(slot);
+                let was = self.b.ins().load(types::I32, MemFlags::trusted(), mark, 0);
+                let found = self.b.ins().icmp(IntCC::Equal, was, epoch);
+                self.branch_out(found, cont);
+                self.region = Some((slot, cont));
+                self.node(p, cont);
+                self.region = None;
+                return;
+            }
+        }
         for &(slot, repeats) in &p.leaf {
+            if let Some((only, exit)) = self.region {
+                debug_assert_eq!(slot, only, "a region reports one filter");
+                // Not found yet (or the region was left): report it, and
+                // nothing more in the region can be found.
+                let (mark, epoch) = self.mark(only);
+                self.b.ins().store(MemFlags::trusted(), epoch, mark, 0);
+                let s = self.b.ins().iconst(types::I32, only as i64);
+                self.append(s);
+                self.b.ins().jump(exit, &[]);
+                let dead = self.b.create_block();
+                self.b.switch_to_block(dead);
+                self.b.ins().jump(cont, &[]);
+                return;
+            }
             let s = match self.data {
                 None => Slot::Const(slot),
                 Some(_) => Slot::Value(self.k(slot)),
