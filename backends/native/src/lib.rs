@@ -248,6 +248,12 @@ unsafe impl Send for NativeFilter {}
 // SAFETY: see `Send`; `run` only reads `func`, an immutable code pointer.
 unsafe impl Sync for NativeFilter {}
 
+impl sluice_classifier::tree::WholeCode for NativeFilter {
+    fn run(&self, pkt: &[u8], wirelen: u32) -> u32 {
+        NativeFilter::run(self, pkt, wirelen)
+    }
+}
+
 impl fmt::Debug for NativeFilter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("NativeFilter")

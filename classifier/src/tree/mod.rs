@@ -106,6 +106,25 @@ struct WholeFilter {
     filter: u32,
     priority: i32,
     whole: Whole,
+    /// The same filter as code a back end made of it, run instead.
+    code: Option<Arc<dyn WholeCode>>,
+}
+
+impl WholeFilter {
+    fn run(&self, pkt: &[u8], wirelen: u32) -> u32 {
+        match &self.code {
+            Some(c) => c.run(pkt, wirelen),
+            None => self.whole.run(pkt, wirelen),
+        }
+    }
+}
+
+/// A filter that runs whole, compiled by a back end
+/// ([`DecisionTree::set_whole_code`]): it must accept exactly the packets
+/// the filter does, with the same value.
+pub trait WholeCode: Send + Sync + std::fmt::Debug {
+    /// The accept value on one packet, or 0.
+    fn run(&self, pkt: &[u8], wirelen: u32) -> u32;
 }
 
 /// The merged decision tree (see the module doc).
@@ -267,6 +286,29 @@ impl DecisionTree {
             Some(Form::Paths(items)) => items.len() > 1,
             Some(Form::Keyed(..)) => false,
             _ => true,
+        }
+    }
+
+    /// Run filter `id`, one that runs whole, as `code` from now on (a back
+    /// end's compiled form of it); false when `id` does not run whole.
+    ///
+    /// ```
+    /// use sluice_classifier::tree::{DecisionTree, WholeCode};
+    /// #[derive(Debug)]
+    /// struct All;
+    /// impl WholeCode for All {
+    ///     fn run(&self, _: &[u8], _: u32) -> u32 { 1 }
+    /// }
+    /// let mut t = DecisionTree::default();
+    /// assert!(!t.set_whole_code(3, std::sync::Arc::new(All)));
+    /// ```
+    pub fn set_whole_code(&mut self, id: u32, code: Arc<dyn WholeCode>) -> bool {
+        match self.whole.iter_mut().find(|w| w.filter == id) {
+            Some(w) => {
+                w.code = Some(code);
+                true
+            }
+            None => false,
         }
     }
 
@@ -434,6 +476,7 @@ impl DecisionTree {
                     filter: id,
                     priority,
                     whole: c.whole().clone(),
+                    code: None,
                 };
                 let at = self.whole.partition_point(|w| rank(w) < rank(&new));
                 self.whole.insert(at, new);
@@ -728,7 +771,7 @@ impl DecisionTree {
             }
         }
         for w in &self.whole {
-            if w.whole.run(pkt, wirelen) != 0 {
+            if w.run(pkt, wirelen) != 0 {
                 out.push(w.filter);
             }
         }
@@ -753,7 +796,7 @@ impl DecisionTree {
             _ => out.extend(slots.iter().map(|&s| self.ids[s as usize])),
         }
         for w in &self.whole {
-            if w.whole.run(pkt, wirelen) != 0 {
+            if w.run(pkt, wirelen) != 0 {
                 out.push(w.filter);
             }
         }
@@ -798,7 +841,7 @@ impl DecisionTree {
             if best.is_some_and(|b| r < b) {
                 break;
             }
-            if w.whole.run(pkt, wirelen) != 0 {
+            if w.run(pkt, wirelen) != 0 {
                 best = Some(r);
                 break;
             }

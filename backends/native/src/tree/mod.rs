@@ -333,6 +333,17 @@ impl NativeTree {
     pub fn insert(&mut self, id: u32, c: &Compiled, priority: i32) {
         self.fresh = false;
         self.tree.insert(id, c, priority);
+        self.whole_as_code(id, c);
+    }
+
+    /// After inserting filter `id`: when it runs whole, run it as native
+    /// code (when that compiles), not through the BPF interpreter.
+    fn whole_as_code(&mut self, id: u32, c: &Compiled) {
+        if c.paths().is_none() || c.absorbed_paths().is_none() {
+            if let Ok(code) = crate::NativeFilter::compile(c.filter()) {
+                self.tree.set_whole_code(id, Arc::new(code));
+            }
+        }
     }
 
     /// Add filters copied by key (see [`DecisionTree::insert_key_block`]).
@@ -704,6 +715,9 @@ impl Engine for NativeTree {
     fn change(&mut self, c: &Change) {
         self.fresh = false;
         self.tree.change(c);
+        if let Change::Insert(id, c, _) = c {
+            self.whole_as_code(*id, c);
+        }
     }
 
     fn key_width_of(&self, like: u32) -> Option<usize> {
