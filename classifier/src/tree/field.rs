@@ -104,6 +104,59 @@ pub struct Fields {
     ids: HashMap<Source, FieldId>,
 }
 
+/// The one form of a value that has several (`None` when `s` is it), so
+/// that the same bytes read the same way are one field: a load at a
+/// constant base is a load at the sum (when that does not overflow), and
+/// a mask that keeps every bit a load gives is dropped. Each form loads
+/// the same bytes and aborts on the same packets.
+///
+/// ```
+/// use sluice_classifier::tree::field::Fields;
+/// use sluice_ir::{BinOp, Size, Val};
+/// let mut f = Fields::default();
+/// let byte = f.intern_val(&Val::load_abs(14, Size::Byte));
+/// let at = Val::Load { base: Box::new(Val::Const(2)), offset: 12, size: Size::Byte };
+/// assert_eq!(f.intern_val(&at), byte);
+/// let masked = Val::Bin(BinOp::And, Box::new(at), Box::new(Val::Const(0xffff)));
+/// assert_eq!(f.intern_val(&masked), byte);
+/// ```
+fn canonical(s: &Source) -> Option<Source> {
+    fn val(v: &Val) -> Option<Val> {
+        match v {
+            Val::Load { base, offset, size } => match **base {
+                Val::Const(c) if c != 0 => Some(Val::load_abs(c.checked_add(*offset)?, *size)),
+                _ => None,
+            },
+            Val::Bin(BinOp::And, a, m) => {
+                let inner = val(a);
+                let load = inner.as_ref().unwrap_or(a);
+                let keeps_all = match (load, &**m) {
+                    (Val::Load { size, .. }, Val::Const(m)) => {
+                        let bits = size.bytes() * 8;
+                        let all = if bits >= 32 {
+                            u32::MAX
+                        } else {
+                            (1u32 << bits) - 1
+                        };
+                        m & all == all
+                    }
+                    _ => false,
+                };
+                match (keeps_all, inner) {
+                    (true, inner) => Some(inner.unwrap_or_else(|| (**a).clone())),
+                    (false, Some(inner)) => Some(Val::Bin(BinOp::And, Box::new(inner), m.clone())),
+                    (false, None) => None,
+                }
+            }
+            _ => None,
+        }
+    }
+    match s {
+        Source::Val(v) => val(v).map(Source::Val),
+        Source::Pred(_) => None,
+    }
+}
+
 /// A load the fast reader handles: `(hdr, off, size)`.
 fn plain_load(v: &Val) -> Option<(Option<u32>, u32, u8)> {
     let Val::Load { base, offset, size } = v else {
@@ -183,6 +236,8 @@ impl Fields {
     /// assert_eq!(f.len(), 1);
     /// ```
     pub fn intern(&mut self, s: &Source) -> FieldId {
+        let canon = canonical(s);
+        let s = canon.as_ref().unwrap_or(s);
         if let Some(&id) = self.ids.get(s) {
             return id;
         }
@@ -214,7 +269,8 @@ impl Fields {
     /// assert_eq!(f.get(&Source::Val(sluice_ir::Val::Len)), None);
     /// ```
     pub fn get(&self, s: &Source) -> Option<FieldId> {
-        self.ids.get(s).copied()
+        let canon = canonical(s);
+        self.ids.get(canon.as_ref().unwrap_or(s)).copied()
     }
 
     /// Number of fields.
@@ -338,6 +394,40 @@ pub use crate::field::Memo;
 mod tests {
     use super::*;
     use sluice_ir::{CmpOp, Size};
+
+    #[test]
+    fn a_canonical_form_reads_and_aborts_alike() {
+        let pkt: Vec<u8> = (0..40u8).map(|i| i.wrapping_mul(37) ^ 0x5a).collect();
+        for base in [0u32, 1, 7, 30, u32::MAX - 2] {
+            for off in [0u32, 3, 9] {
+                for size in [Size::Byte, Size::Half, Size::Word] {
+                    for mask in [None, Some(0xff), Some(0xffff), Some(u32::MAX), Some(0x0f)] {
+                        let load = Val::Load {
+                            base: Box::new(Val::Const(base)),
+                            offset: off,
+                            size,
+                        };
+                        let v = match mask {
+                            None => load,
+                            Some(m) => {
+                                Val::Bin(BinOp::And, Box::new(load), Box::new(Val::Const(m)))
+                            }
+                        };
+                        let Some(Source::Val(c)) = canonical(&Source::Val(v.clone())) else {
+                            continue;
+                        };
+                        for n in 0..=pkt.len() {
+                            assert_eq!(
+                                sluice_ir::eval_val(&v, &pkt[..n], 60),
+                                sluice_ir::eval_val(&c, &pkt[..n], 60),
+                                "{v:?} as {c:?} on {n} bytes"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn every_read_agrees_with_the_interpreter() {
