@@ -98,13 +98,10 @@ pub(crate) fn compile(
             sigs,
             data: (consts == Consts::Data).then_some(data),
             need: root.pushes(),
-            reach: match consts {
-                Consts::Immediate => {
-                    let mut m = HashMap::default();
-                    reach(root, &mut m);
-                    m
-                }
-                Consts::Data => HashMap::default(),
+            reach: {
+                let mut m = HashMap::default();
+                reach(root, &mut m);
+                m
             },
             region: None,
         };
@@ -150,10 +147,11 @@ struct Gen<'a> {
     /// The most slots the function's own code reports ([`PNode::pushes`]):
     /// reserved at its start and again after every call that may report.
     need: usize,
-    /// What each node's code can report ([`reach`]), with immediates only.
+    /// What each node's code can report ([`reach`]): slots, or in a
+    /// shape the places of slots (one place per slot).
     reach: HashMap<*const PNode, Reach>,
-    /// The region being emitted: the one filter slot its code can report
-    /// and where its code goes on once it has.
+    /// The region being emitted: the one filter slot (or its place) its
+    /// code can report and where its code goes on once it has.
     region: Option<(u32, Block)>,
 }
 
@@ -318,10 +316,19 @@ impl Gen<'_> {
         (seen, epoch)
     }
 
-    /// The address of slot `k`'s mark, and this packet's number.
+    /// The address of the mark of slot `k` (a plan constant), and this
+    /// packet's number.
     fn mark(&mut self, k: u32) -> (Value, Value) {
         let (seen, epoch) = self.seen_epoch();
-        (self.b.ins().iadd_imm(seen, k as i64 * 4), epoch)
+        match self.data {
+            None => (self.b.ins().iadd_imm(seen, k as i64 * 4), epoch),
+            Some(_) => {
+                let slot = self.k(k);
+                let wide = self.b.ins().uextend(types::I64, slot);
+                let at = self.b.ins().ishl_imm(wide, 2);
+                (self.b.ins().iadd(seen, at), epoch)
+            }
+        }
     }
 
     /// Append a slot to the output, unless it was already for this packet.
@@ -561,7 +568,7 @@ impl Gen<'_> {
                 // nothing more in the region can be found.
                 let (mark, epoch) = self.mark(only);
                 self.b.ins().store(MemFlags::trusted(), epoch, mark, 0);
-                let s = self.b.ins().iconst(types::I32, only as i64);
+                let s = self.k(only);
                 self.append(s);
                 self.b.ins().jump(exit, &[]);
                 let dead = self.b.create_block();

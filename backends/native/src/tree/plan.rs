@@ -472,16 +472,25 @@ impl PNode {
     /// ```
     pub fn shape(&self) -> (PNode, Vec<u32>) {
         let mut data = Vec::new();
-        let s = self.shaped(&mut data);
+        let s = self.shaped(&mut data, &mut Default::default());
         (s, data)
     }
 
-    fn shaped(&self, data: &mut Vec<u32>) -> PNode {
-        let mut put = |k: u32| {
-            data.push(k);
-            (data.len() - 1) as u32
-        };
-        let leaf = self.leaf.iter().map(|&(k, r)| (put(k), r)).collect();
+    /// The shape of `self` (see [`PNode::shape`]); a filter's slot
+    /// reported at several leaves has one place (`leaves`), so that the
+    /// code knows the leaves report one filter.
+    fn shaped(&self, data: &mut Vec<u32>, leaves: &mut rustc_hash::FxHashMap<u32, u32>) -> PNode {
+        let leaf = self
+            .leaf
+            .iter()
+            .map(|&(k, r)| {
+                let at = *leaves.entry(k).or_insert_with(|| {
+                    data.push(k);
+                    (data.len() - 1) as u32
+                });
+                (at, r)
+            })
+            .collect();
         let small: Vec<Small> = self
             .small
             .iter()
@@ -507,7 +516,7 @@ impl PNode {
                                 }
                             }
                         }
-                        (out, c.shaped(data))
+                        (out, c.shaped(data, leaves))
                     })
                     .collect();
                 Small {
@@ -545,7 +554,7 @@ impl PNode {
                     sets: c.sets.map(&mut put),
                     child: Child::Unit(0),
                 };
-                out.child = c.child.shaped(data);
+                out.child = c.child.shaped(data, leaves);
                 out
             })
             .collect();
@@ -557,11 +566,11 @@ impl PNode {
                 let start = (data.len() - 1) as u32;
                 Segment {
                     start,
-                    covers: g.covers.iter().map(|c| c.shaped(data)).collect(),
+                    covers: g.covers.iter().map(|c| c.shaped(data, leaves)).collect(),
                 }
             })
             .collect();
-        let skip = self.skip.as_ref().map(|c| c.shaped(data));
+        let skip = self.skip.as_ref().map(|c| c.shaped(data, leaves));
         PNode {
             leaf,
             field: self.field.clone(),
@@ -600,9 +609,9 @@ impl PNode {
 }
 
 impl Child {
-    fn shaped(&self, data: &mut Vec<u32>) -> Child {
+    fn shaped(&self, data: &mut Vec<u32>, leaves: &mut rustc_hash::FxHashMap<u32, u32>) -> Child {
         match self {
-            Child::Node(p) => Child::Node(Box::new(p.shaped(data))),
+            Child::Node(p) => Child::Node(Box::new(p.shaped(data, leaves))),
             Child::Unit(n) => {
                 data.push(*n);
                 Child::Unit((data.len() - 1) as u32)
