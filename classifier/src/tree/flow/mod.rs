@@ -123,6 +123,40 @@ const MAX_RESAMPLE: u32 = 256;
 /// The longest the cache steps aside for, in packets.
 const MAX_BYPASS: u32 = 1 << 22;
 
+/// Sampled costs of packets: their sum and count, and the two largest,
+/// which the mean leaves out: a timer interrupt or a page fault in one of
+/// a window's 64 samples (tens of microseconds on this kind of machine)
+/// would otherwise decide the window alone.
+#[derive(Clone, Copy, Debug, Default)]
+struct Cost {
+    total: u64,
+    n: u32,
+    top: [u64; 2],
+}
+
+impl Cost {
+    fn add(&mut self, ns: u64) {
+        self.total += ns;
+        self.n += 1;
+        if ns > self.top[1] {
+            self.top[1] = ns;
+            if ns > self.top[0] {
+                self.top.swap(0, 1);
+            }
+        }
+    }
+
+    /// The mean without the two largest samples (all of them when there
+    /// are two or fewer).
+    fn mean(&self) -> Option<f64> {
+        match self.n {
+            0 => None,
+            1 | 2 => Some(self.total as f64 / f64::from(self.n)),
+            n => Some((self.total - self.top[0] - self.top[1]) as f64 / f64::from(n - 2)),
+        }
+    }
+}
+
 /// What the cache said of a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lookup {
@@ -209,9 +243,9 @@ pub struct FlowCache {
     /// Packets seen, for sampling their cost.
     ticks: u32,
     /// Sampled cost of packets with the cache (this window) and without
-    /// it (the last step aside): total nanoseconds and samples.
-    with: (u64, u32),
-    without: (u64, u32),
+    /// it (the last step aside).
+    with: Cost,
+    without: Cost,
     /// Windows since the cost without the cache was last sampled.
     windows: u32,
     /// Windows between samples of the cost without the cache: from
@@ -279,8 +313,8 @@ impl Default for FlowCache {
             bypass: 0,
             backoff: WINDOW * 4,
             ticks: 0,
-            with: (0, 0),
-            without: (0, 0),
+            with: Cost::default(),
+            without: Cost::default(),
             windows: 0,
             resample: RESAMPLE,
             learning: 0,
@@ -588,8 +622,7 @@ impl FlowCache {
         } else {
             &mut self.without
         };
-        c.0 += ns;
-        c.1 += 1;
+        c.add(ns);
     }
 
     /// End of a window: step aside if too few lookups hit, or if packets
@@ -600,9 +633,8 @@ impl FlowCache {
         let misses = self.window_lookups - self.window_hits;
         self.window_lookups = 0;
         self.window_hits = 0;
-        let mean = |c: (u64, u32)| (c.1 > 0).then(|| c.0 as f64 / f64::from(c.1));
-        let (with, without) = (mean(self.with), mean(self.without));
-        self.with = (0, 0);
+        let (with, without) = (self.with.mean(), self.without.mean());
+        self.with = Cost::default();
         self.windows += 1;
         // A window that still learns many flows costs their walks, which
         // later windows do not: up to LEARNING windows in a row are not
@@ -613,7 +645,7 @@ impl FlowCache {
         if rate < MIN_HIT_RATE || dearer {
             self.bypass = self.backoff;
             self.backoff = (self.backoff * 4).min(MAX_BYPASS);
-            self.without = (0, 0);
+            self.without = Cost::default();
             self.windows = 0;
             self.learning = 0;
             self.resample = RESAMPLE;
@@ -629,7 +661,7 @@ impl FlowCache {
                     false => RESAMPLE,
                 };
                 self.bypass = WINDOW;
-                self.without = (0, 0);
+                self.without = Cost::default();
                 self.windows = 0;
             }
         }
