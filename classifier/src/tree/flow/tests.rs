@@ -238,3 +238,19 @@ fn a_cache_that_pays_keeps_answering() {
     assert_eq!(f.misses, 2, "{f:?}");
     assert!(f.hits > u64::from(4 * WINDOW - 4), "{f:?}");
 }
+
+#[test]
+fn a_few_interrupted_samples_do_not_decide_a_window() {
+    let mut c = Cost::default();
+    for i in 0..64 {
+        c.add(if i % 30 == 7 { 40_000 } else { 100 });
+    }
+    assert_eq!(c.mean(), Some(100.0));
+    // Frequent slow packets (misses) still count.
+    let mut m = Cost::default();
+    for i in 0..64 {
+        m.add(if i % 4 == 0 { 4_000 } else { 100 });
+    }
+    assert!(m.mean().unwrap() > 900.0);
+    assert_eq!(Cost::default().mean(), None);
+}
