@@ -9,6 +9,13 @@
 //! falls through to the next edge. Calls back into Rust
 //! ([`super::run`]) read computed fields, run the parts of the tree
 //! not compiled, check conditions with set parts and grow the output.
+//!
+//! A filter found on several paths is reported once per packet through
+//! its mark. A condition whose child only reports filters of one path
+//! reports them without a branch. A part of the tree that can report
+//! only one filter of several paths is a *region*: its code checks the
+//! filter's mark on entering, skips the region when the filter is found
+//! already, and leaves it as soon as it reports the filter.
 
 use super::plan::{Big, Child, FieldRead, PCond, PNode, Segment, Small};
 use super::run::{grow_helper, read_helper, set_helper, visit_helper, Ctx, TableDesc, TreeFn};
