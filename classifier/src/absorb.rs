@@ -22,9 +22,9 @@
 //! (`tests::either_address_is_one_test_per_path`). Crate-internal: the
 //! merged classifier's [`Compiled`](crate::merged::Compiled) applies it.
 
-use crate::path::{Atom, Path, Test};
+use crate::path::{load_span, Atom, Path, Test};
 use rustc_hash::FxHashMap as HashMap;
-use sluice_ir::{BinOp, Val};
+use sluice_ir::Val;
 
 /// Paths with at most this many members get the search of [`Atoms::covered`];
 /// larger sets only the plain check.
@@ -32,21 +32,6 @@ const SEARCH_PATHS: usize = 32;
 
 /// How many atoms deep [`Atoms::covered`] splits.
 const SEARCH_DEPTH: u32 = 6;
-
-/// `(base, end)` of a plain or masked load: it succeeds exactly when
-/// `base + end` bytes are captured.
-fn load_span(v: &Val) -> Option<(&Val, u64)> {
-    let v = match v {
-        Val::Bin(BinOp::And, a, m) if m.is_const() => a.as_ref(),
-        v => v,
-    };
-    match v {
-        Val::Load { base, offset, size } => {
-            Some((base.as_ref(), *offset as u64 + size.bytes() as u64))
-        }
-        _ => None,
-    }
-}
 
 /// True when no value meets both atoms (tests of one value).
 fn contradict(a: &Atom, b: &Atom) -> bool {
@@ -188,14 +173,7 @@ impl Atoms {
                     },
                     &mut list,
                 );
-                loads[i] = add(
-                    Atom::Field {
-                        val,
-                        test: Test::Ge(0),
-                        truth: true,
-                    },
-                    &mut list,
-                );
+                loads[i] = add(Atom::load_only(val), &mut list);
             }
         }
         if list.len() > MAX_ATOMS {
@@ -211,19 +189,9 @@ impl Atoms {
                 loads[f as usize] = loads[i];
             }
         }
-        let only = |a: &Atom| {
-            matches!(
-                a,
-                Atom::Field {
-                    test: Test::Ge(0),
-                    truth: true,
-                    ..
-                }
-            )
-        };
         let mut loads_only = Set::default();
         for (i, a) in list.iter().enumerate() {
-            if only(a) {
+            if a.is_load_only() {
                 loads_only = loads_only.with(i as u32);
                 loads[i] = i as u32;
             }
@@ -252,7 +220,7 @@ impl Atoms {
                     set = set.with(loads[i]);
                 }
                 for (j, b) in list.iter().enumerate() {
-                    if !only(b) {
+                    if !b.is_load_only() {
                         continue;
                     }
                     let covered = never(b)
@@ -436,7 +404,7 @@ pub(crate) fn absorb(paths: Vec<Path>) -> Vec<Path> {
 mod tests {
     use super::*;
     use crate::path::paths;
-    use sluice_ir::{CmpOp, Pred, Size};
+    use sluice_ir::{BinOp, CmpOp, Pred, Size};
 
     #[test]
     fn either_address_is_one_test_per_path() {

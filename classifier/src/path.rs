@@ -209,6 +209,33 @@ pub enum Atom {
 }
 
 impl Atom {
+    /// The atom that only asks `val` to load without aborting.
+    ///
+    /// ```
+    /// use sluice_classifier::path::Atom;
+    /// let a = Atom::load_only(sluice_ir::Val::load_abs(20, sluice_ir::Size::Byte));
+    /// assert!(a.is_load_only() && a.holds(&[0; 21], 21) && !a.holds(&[0; 20], 20));
+    /// ```
+    pub fn load_only(val: Val) -> Atom {
+        Atom::Field {
+            val,
+            test: Test::Ge(0),
+            truth: true,
+        }
+    }
+
+    /// True for an atom made by [`Atom::load_only`].
+    pub fn is_load_only(&self) -> bool {
+        matches!(
+            self,
+            Atom::Field {
+                test: Test::Ge(0),
+                truth: true,
+                ..
+            }
+        )
+    }
+
     /// Does the atom hold on the packet?
     ///
     /// ```
@@ -252,7 +279,7 @@ impl Path {
     /// ```
     /// use sluice_classifier::path::{Atom, Path, Test};
     /// use sluice_ir::{Size, Val};
-    /// let only = |o, s| Atom::Field { val: Val::load_abs(o, s), test: Test::Ge(0), truth: true };
+    /// let only = |o, s| Atom::load_only(Val::load_abs(o, s));
     /// let p = Path {
     ///     atoms: vec![
     ///         only(3, Size::Half),
@@ -266,70 +293,38 @@ impl Path {
     /// assert!(fewer.contains(&only(41, Size::Byte)));
     /// ```
     pub fn covered_loads_dropped(&self) -> Vec<Atom> {
-        // (base, end) of each plain or masked load; constant bases folded
+        // (base, end) of each plain or masked load, a constant base folded
         // into the end.
-        fn span(a: &Atom) -> Option<(Option<&Val>, u64)> {
-            let Atom::Field { val, .. } = a else {
-                return None;
-            };
-            let v = match val {
-                Val::Bin(sluice_ir::BinOp::And, a, m) if m.is_const() => a.as_ref(),
-                v => v,
-            };
-            match v {
-                Val::Load { base, offset, size } => {
-                    let end = *offset as u64 + size.bytes() as u64;
-                    match base.as_ref() {
-                        Val::Const(c) => Some((None, *c as u64 + end)),
-                        b => Some((Some(b), end)),
-                    }
-                }
-                _ => None,
-            }
-        }
-        let only = |a: &Atom| {
-            matches!(
-                a,
-                Atom::Field {
-                    test: Test::Ge(0),
-                    truth: true,
-                    ..
-                }
-            )
-        };
-        let spans: Vec<_> = self.atoms.iter().map(span).collect();
+        let spans: Vec<Option<(Option<&Val>, u64)>> = self
+            .atoms
+            .iter()
+            .map(|a| match a {
+                Atom::Field { val, .. } => load_span(val).map(|(base, end)| match base {
+                    Val::Const(c) => (None, *c as u64 + end),
+                    b => (Some(b), end),
+                }),
+                Atom::Pred { .. } => None,
+            })
+            .collect();
         let mut out = Vec::with_capacity(self.atoms.len());
         for (i, a) in self.atoms.iter().enumerate() {
-            let (true, Some((base, end))) = (only(a), spans[i]) else {
+            let (true, Some((base, end))) = (a.is_load_only(), spans[i]) else {
                 out.push(a.clone());
                 continue;
             };
             let covered = spans.iter().enumerate().any(|(j, s)| {
                 j != i
                     && matches!(s, Some((b, e)) if *b == base
-                        && (*e > end || (*e == end && (!only(&self.atoms[j]) || j < i))))
+                        && (*e > end || (*e == end && (!self.atoms[j].is_load_only() || j < i))))
             });
             if covered {
                 continue;
             }
-            let last = match base {
-                None => u32::try_from(end - 1)
-                    .ok()
-                    .map(|o| Val::load_abs(o, sluice_ir::Size::Byte)),
-                Some(b) => u32::try_from(end - 1).ok().map(|o| Val::Load {
-                    base: Box::new(b.clone()),
-                    offset: o,
-                    size: sluice_ir::Size::Byte,
-                }),
-            };
-            out.push(match last {
-                Some(val) => Atom::Field {
-                    val,
-                    test: Test::Ge(0),
-                    truth: true,
-                },
-                None => a.clone(),
+            let last = u32::try_from(end - 1).ok().map(|o| match base {
+                None => Val::load_abs(o, sluice_ir::Size::Byte),
+                Some(b) => Val::load(b.clone(), o, sluice_ir::Size::Byte),
             });
+            out.push(last.map_or_else(|| a.clone(), Atom::load_only));
         }
         out
     }
@@ -561,6 +556,21 @@ fn contradictory(atoms: &[Atom]) -> bool {
             _ => false,
         })
     })
+}
+
+/// `(base, end)` of a plain or masked load: it succeeds exactly when
+/// `base + end` bytes are captured.
+pub(crate) fn load_span(v: &Val) -> Option<(&Val, u64)> {
+    let v = match v {
+        Val::Bin(sluice_ir::BinOp::And, a, m) if m.is_const() => a.as_ref(),
+        v => v,
+    };
+    match v {
+        Val::Load { base, offset, size } => {
+            Some((base.as_ref(), *offset as u64 + size.bytes() as u64))
+        }
+        _ => None,
+    }
 }
 
 /// Record the loads evaluating `v` makes, as (base, end): the load

@@ -132,12 +132,8 @@ fn canonical(s: &Source) -> Option<Source> {
                 let load = inner.as_ref().unwrap_or(a);
                 let keeps_all = match (load, &**m) {
                     (Val::Load { size, .. }, Val::Const(m)) => {
-                        let bits = size.bytes() * 8;
-                        let all = if bits >= 32 {
-                            u32::MAX
-                        } else {
-                            (1u32 << bits) - 1
-                        };
+                        // Every bit of the 1, 2 or 4 bytes loaded.
+                        let all = u32::MAX >> (32 - 8 * size.bytes());
                         m & all == all
                     }
                     _ => false,

@@ -22,7 +22,7 @@ use super::run::{grow_helper, read_helper, set_helper, visit_helper, Ctx, TableD
 use super::units::CHUNK;
 use crate::probe::{key_home, key_match, key_slot_bytes, Emitter, Walk};
 use crate::{CodePages, NativeError};
-use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::condcodes::{CondCode, IntCC};
 use cranelift_codegen::ir::{
     types, AbiParam, Block, InstBuilder, MemFlags, SigRef, Signature, Value,
 };
@@ -323,17 +323,29 @@ impl Gen<'_> {
         (seen, epoch)
     }
 
-    /// The address of the mark of slot `k` (a plan constant), and this
-    /// packet's number.
-    fn mark(&mut self, k: u32) -> (Value, Value) {
-        let (seen, epoch) = self.seen_epoch();
+    /// A plan constant that names a slot: an immediate, or read from the
+    /// shape's data.
+    fn plan_slot(&mut self, k: u32) -> Slot {
         match self.data {
-            None => (self.b.ins().iadd_imm(seen, k as i64 * 4), epoch),
-            Some(_) => {
-                let slot = self.k(k);
-                let wide = self.b.ins().uextend(types::I64, slot);
+            None => Slot::Const(k),
+            Some(_) => Slot::Value(self.k(k)),
+        }
+    }
+
+    /// The address of a slot's mark, this packet's number, and the slot
+    /// as a value.
+    fn mark(&mut self, slot: Slot) -> (Value, Value, Value) {
+        let (seen, epoch) = self.seen_epoch();
+        match slot {
+            Slot::Const(k) => (
+                self.b.ins().iadd_imm(seen, k as i64 * 4),
+                epoch,
+                self.b.ins().iconst(types::I32, k as i64),
+            ),
+            Slot::Value(v) => {
+                let wide = self.b.ins().uextend(types::I64, v);
                 let at = self.b.ins().ishl_imm(wide, 2);
-                (self.b.ins().iadd(seen, at), epoch)
+                (self.b.ins().iadd(seen, at), epoch, v)
             }
         }
     }
@@ -341,18 +353,7 @@ impl Gen<'_> {
     /// Append a slot to the output, unless it was already for this packet.
     fn push(&mut self, slot: Slot) {
         let fl = MemFlags::trusted();
-        let (seen, epoch) = self.seen_epoch();
-        let (mark, slot) = match slot {
-            Slot::Const(k) => (
-                self.b.ins().iadd_imm(seen, k as i64 * 4),
-                self.b.ins().iconst(types::I32, k as i64),
-            ),
-            Slot::Value(v) => {
-                let wide = self.b.ins().uextend(types::I64, v);
-                let at = self.b.ins().ishl_imm(wide, 2);
-                (self.b.ins().iadd(seen, at), v)
-            }
-        };
+        let (mark, epoch, slot) = self.mark(slot);
         let was = self.b.ins().load(types::I32, fl, mark, 0);
         let again = self.b.ins().icmp(IntCC::Equal, was, epoch);
         let new = self.b.create_block();
@@ -391,12 +392,21 @@ impl Gen<'_> {
 
     /// Append a slot to the output buffer (room was reserved).
     fn append(&mut self, slot: Value) {
+        self.append_by(slot, None);
+    }
+
+    /// Write a slot where the next report goes and grow the length by
+    /// `by` (0 or 1, 64 bits; 1 when `None`).
+    fn append_by(&mut self, slot: Value, by: Option<Value>) {
         let out = self.b.use_var(self.out);
         let len = self.b.use_var(self.len);
         let at = self.b.ins().ishl_imm(len, 2);
         let a = self.b.ins().iadd(out, at);
         self.b.ins().store(MemFlags::trusted(), slot, a, 0);
-        let len = self.b.ins().iadd_imm(len, 1);
+        let len = match by {
+            Some(by) => self.b.ins().iadd(len, by),
+            None => self.b.ins().iadd_imm(len, 1),
+        };
         self.b.def_var(self.len, len);
     }
 
@@ -558,7 +568,8 @@ impl Gen<'_> {
         // already found, and left as soon as it is.
         if self.region.is_none() {
             if let Some(Reach::One(slot, true)) = self.reach.get(&(p as *const PNode)).copied() {
-                let (mark, epoch) = self.mark(slot);
+                let s = self.plan_slot(slot);
+                let (mark, epoch, _) = self.mark(s);
                 let was = self.b.ins().load(types::I32, MemFlags::trusted(), mark, 0);
                 let found = self.b.ins().icmp(IntCC::Equal, was, epoch);
                 self.branch_out(found, cont);
@@ -573,9 +584,9 @@ impl Gen<'_> {
                 debug_assert_eq!(slot, only, "a region reports one filter");
                 // Not found yet (or the region was left): report it, and
                 // nothing more in the region can be found.
-                let (mark, epoch) = self.mark(only);
+                let s = self.plan_slot(only);
+                let (mark, epoch, s) = self.mark(s);
                 self.b.ins().store(MemFlags::trusted(), epoch, mark, 0);
-                let s = self.k(only);
                 self.append(s);
                 self.b.ins().jump(exit, &[]);
                 let dead = self.b.create_block();
@@ -583,18 +594,14 @@ impl Gen<'_> {
                 self.b.ins().jump(cont, &[]);
                 return;
             }
-            let s = match self.data {
-                None => Slot::Const(slot),
-                Some(_) => Slot::Value(self.k(slot)),
-            };
             match repeats {
-                true => self.push(s),
+                true => {
+                    let s = self.plan_slot(slot);
+                    self.push(s);
+                }
                 // Found on one path only: its one report needs no mark.
                 false => {
-                    let v = match s {
-                        Slot::Const(k) => self.b.ins().iconst(types::I32, k as i64),
-                        Slot::Value(v) => v,
-                    };
+                    let v = self.k(slot);
                     self.append(v);
                 }
             }
@@ -859,37 +866,43 @@ impl Gen<'_> {
         }
     }
 
-    /// Whether `v` meets `p`'s parts (not its set parts) as a 0/1 value,
-    /// without a branch.
-    fn holds(&mut self, v: Value, p: &PCond) -> Value {
-        let mut all: Vec<Value> = Vec::new();
+    /// `p`'s parts (not its set parts, which take a call) as comparisons
+    /// `a cc b` that must all hold.
+    fn parts(&mut self, v: Value, p: &PCond) -> Vec<(IntCC, Value, Value)> {
+        let mut all = Vec::new();
         match (p.lo, p.hi) {
             (None, None) => {}
-            (None, Some(hi)) => all.push(self.cmp_k(IntCC::UnsignedLessThanOrEqual, v, hi)),
-            (Some(lo), None) => all.push(self.cmp_k(IntCC::UnsignedGreaterThanOrEqual, v, lo)),
+            (None, Some(hi)) => all.push((IntCC::UnsignedLessThanOrEqual, v, self.k(hi))),
+            (Some(lo), None) => all.push((IntCC::UnsignedGreaterThanOrEqual, v, self.k(lo))),
             (Some(lo), Some(hi)) => {
                 let (l, h) = (self.k(lo), self.k(hi));
                 let d = self.b.ins().isub(v, l);
                 let w = self.b.ins().isub(h, l);
-                all.push(self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, d, w));
+                all.push((IntCC::UnsignedLessThanOrEqual, d, w));
             }
         }
+        let zero = self.b.ins().iconst(types::I32, 0);
         if let Some(none) = p.none {
             let x = self.and_k(v, none);
-            all.push(self.b.ins().icmp_imm(IntCC::Equal, x, 0));
+            all.push((IntCC::Equal, x, zero));
         }
         for &m in &p.any {
             let x = self.and_k(v, m);
-            all.push(self.b.ins().icmp_imm(IntCC::NotEqual, x, 0));
+            all.push((IntCC::NotEqual, x, zero));
         }
         for &k in &p.ne {
-            all.push(self.cmp_k(IntCC::NotEqual, v, k));
+            let k = self.k(k);
+            all.push((IntCC::NotEqual, v, k));
         }
-        let mut acc = match all.first() {
-            Some(&a) => a,
-            None => self.b.ins().iconst(types::I8, 1),
-        };
-        for &x in all.iter().skip(1) {
+        all
+    }
+
+    /// Whether `v` meets `p`'s parts ([`Gen::parts`]) as a 0/1 value,
+    /// without a branch.
+    fn holds(&mut self, v: Value, p: &PCond) -> Value {
+        let mut acc = self.b.ins().iconst(types::I8, 1);
+        for (cc, a, b) in self.parts(v, p) {
+            let x = self.b.ins().icmp(cc, a, b);
             acc = self.b.ins().band(acc, x);
         }
         acc
@@ -901,25 +914,12 @@ impl Gen<'_> {
     fn report_if(&mut self, ok: Value, leaf: &[(u32, bool)]) {
         let ok = self.b.ins().uextend(types::I64, ok);
         for &(slot, repeats) in leaf {
-            let s = match self.data {
-                None => Slot::Const(slot),
-                Some(_) => Slot::Value(self.k(slot)),
-            };
             debug_assert!(
                 !repeats,
                 "a slot found on several paths has a mark to check"
             );
-            let s = match s {
-                Slot::Const(k) => self.b.ins().iconst(types::I32, k as i64),
-                Slot::Value(v) => v,
-            };
-            let out = self.b.use_var(self.out);
-            let len = self.b.use_var(self.len);
-            let at = self.b.ins().ishl_imm(len, 2);
-            let a = self.b.ins().iadd(out, at);
-            self.b.ins().store(MemFlags::trusted(), s, a, 0);
-            let len = self.b.ins().iadd(len, ok);
-            self.b.def_var(self.len, len);
+            let s = self.k(slot);
+            self.append_by(s, Some(ok));
         }
     }
 
@@ -932,47 +932,9 @@ impl Gen<'_> {
             }
         }
         let miss = self.b.create_block();
-        match (p.lo, p.hi) {
-            (None, None) => {}
-            (None, Some(hi)) => {
-                let over = self.cmp_k(IntCC::UnsignedGreaterThan, v, hi);
-                self.branch_out(over, miss);
-            }
-            (Some(lo), None) => {
-                let under = self.cmp_k(IntCC::UnsignedLessThan, v, lo);
-                self.branch_out(under, miss);
-            }
-            (Some(lo), Some(hi)) => match self.data {
-                None => {
-                    let d = self.b.ins().iadd_imm(v, -(lo as i64));
-                    let out = self.b.ins().icmp_imm(
-                        IntCC::UnsignedGreaterThan,
-                        d,
-                        hi.wrapping_sub(lo) as i64,
-                    );
-                    self.branch_out(out, miss);
-                }
-                Some(_) => {
-                    let (l, h) = (self.k(lo), self.k(hi));
-                    let d = self.b.ins().isub(v, l);
-                    let w = self.b.ins().isub(h, l);
-                    let out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, d, w);
-                    self.branch_out(out, miss);
-                }
-            },
-        }
-        if let Some(none) = p.none {
-            let x = self.and_k(v, none);
-            self.branch_out(x, miss);
-        }
-        for &m in &p.any {
-            let x = self.and_k(v, m);
-            let zero = self.b.ins().icmp_imm(IntCC::Equal, x, 0);
-            self.branch_out(zero, miss);
-        }
-        for &k in &p.ne {
-            let eq = self.cmp_k(IntCC::Equal, v, k);
-            self.branch_out(eq, miss);
+        for (cc, a, b) in self.parts(v, p) {
+            let fails = self.b.ins().icmp(cc.complement(), a, b);
+            self.branch_out(fails, miss);
         }
         if let Some(set) = p.sets {
             let id = self.k(set);
