@@ -38,12 +38,14 @@ pub mod field;
 pub(crate) mod id_map;
 pub mod merged;
 pub mod path;
+mod sorted;
 pub mod table;
 pub mod tree;
 
 pub use auto::Auto;
 use left_right::{Absorb, ReadHandle, ReadHandleFactory, WriteHandle};
 use merged::{Compiled, Merged, Scratch};
+pub use sorted::sort_ids;
 use std::cell::RefCell;
 use std::sync::Arc;
 pub use tree::DecisionTree;
@@ -508,6 +510,7 @@ impl<E: Engine> Classifier<E> {
             r: self.factory.handle(),
             factory: self.factory.clone(),
             scratch: RefCell::new(E::Scratch::default()),
+            bits: RefCell::default(),
         }
     }
 
@@ -547,6 +550,8 @@ pub struct Reader<E: Engine = Auto<Merged, DecisionTree>> {
     r: ReadHandle<Twin<E>>,
     factory: ReadHandleFactory<Twin<E>>,
     scratch: RefCell<E::Scratch>,
+    /// One bit per filter id, for [`sort_ids`].
+    bits: RefCell<Vec<u64>>,
 }
 
 impl<E: Engine> Clone for Reader<E> {
@@ -555,6 +560,7 @@ impl<E: Engine> Clone for Reader<E> {
             r: self.factory.handle(),
             factory: self.factory.clone(),
             scratch: RefCell::new(E::Scratch::default()),
+            bits: RefCell::default(),
         }
     }
 }
@@ -586,7 +592,7 @@ impl<E: Engine> Reader<E> {
         if let Some(g) = self.r.enter() {
             g.0.classify(pkt, wirelen, &mut self.scratch.borrow_mut(), out);
         }
-        out.sort_unstable();
+        sort_ids(out, &mut self.bits.borrow_mut());
     }
 
     /// Run `f` on this reader's own memory: for the engine's per-reader

@@ -195,13 +195,14 @@ impl Classifier {
             }
             let (mut frame, mut filter) = (Vec::new(), Vec::new());
             let mut out: Vec<Vec<u32>> = vec![Vec::new(); CHUNK];
+            let mut bits = Vec::new();
             for start in (0..n).step_by(CHUNK) {
                 let end = (start + CHUNK).min(n);
                 view.chunk(start, end, &mut chunk);
                 let out = &mut out[..end - start];
                 reader.classify_batch(&chunk, out);
                 for (k, ids) in out.iter_mut().enumerate() {
-                    ids.sort_unstable();
+                    sluice_classifier::sort_ids(ids, &mut bits);
                     for &id in ids.iter() {
                         frame.push((start + k) as i64);
                         filter.push(i64::from(id));

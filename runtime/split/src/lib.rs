@@ -45,7 +45,7 @@ mod splitter;
 
 pub use error::{BadFilter, SplitError};
 pub use filters::{check_name, filter_pairs, parse_filters, FilterLine};
-pub use merging::{compile_set, sort_ids, Merging, MergingScratch, Rejected};
+pub use merging::{compile_set, Merging, MergingScratch, Rejected};
 pub use mpf::{mpf_set, BadProgram, NotMpf};
 pub use run::{split, split_reader, Outputs, Part, Report};
 pub use splitter::{Classify, Options, Splitter};

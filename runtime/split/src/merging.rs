@@ -4,7 +4,7 @@
 use crate::{compile::compile_all, FilterLine};
 use sluice_classifier::merged::{Compiled, Merged};
 use sluice_classifier::tree::DecisionTree;
-use sluice_classifier::{Auto, Engine};
+use sluice_classifier::{sort_ids, Auto, Engine};
 use sluice_filter::ProgramBuilder;
 use sluice_native::NativeAuto;
 use std::sync::Arc;
@@ -76,43 +76,6 @@ pub struct MergingScratch {
     rust: <Auto<Merged, DecisionTree> as Engine>::Scratch,
     /// One bit per filter id, for [`sort_ids`].
     bits: Vec<u64>,
-}
-
-/// Below this many ids a comparison sort is as fast as the bitmap.
-const SORT_MAX: usize = 24;
-
-/// Sort distinct filter ids in place. A packet of a broad mix matches a
-/// hundred filters or more, and sorting them by comparison cost more
-/// than finding them (issue 33: a quarter of `sluice split`'s time):
-/// many ids are set as bits in `bits` and read back in order, which is
-/// linear in the ids and the largest id / 64.
-///
-/// ```
-/// let mut ids = (0..100u32).rev().map(|i| i * 7).collect::<Vec<_>>();
-/// sluice_split::sort_ids(&mut ids, &mut Vec::new());
-/// assert!(ids.windows(2).all(|w| w[0] < w[1]) && ids.len() == 100);
-/// ```
-pub fn sort_ids(ids: &mut Vec<u32>, bits: &mut Vec<u64>) {
-    if ids.len() <= SORT_MAX {
-        ids.sort_unstable();
-        return;
-    }
-    let max = ids.iter().copied().max().unwrap_or(0) as usize;
-    let words = max / 64 + 1;
-    if bits.len() < words {
-        bits.resize(words, 0);
-    }
-    for &id in ids.iter() {
-        bits[id as usize / 64] |= 1 << (id % 64);
-    }
-    ids.clear();
-    for (w, word) in bits[..words].iter_mut().enumerate() {
-        let mut x = std::mem::take(word);
-        while x != 0 {
-            ids.push((w * 64) as u32 + x.trailing_zeros());
-            x &= x - 1;
-        }
-    }
 }
 
 impl Merging {
