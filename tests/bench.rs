@@ -171,6 +171,33 @@ fn filters_file_merged_against_one_by_one() {
     assert_eq!(j["filters"], 3);
 }
 
+/// A filter libpcap refuses as rejecting every packet (its optimiser
+/// proves what sluice's does not) keeps the libpcap column: libpcap's
+/// interpreter runs sluice's program for it, the same meaning.
+#[test]
+fn libpcap_column_survives_a_filter_libpcap_proves_empty() {
+    if !Path::new("/usr/include/pcap/pcap.h").exists() {
+        return; // scripts/test.sh installs it; a bare machine skips
+    }
+    let odd = "((vlan or host 10.1.211.39) and (ip proto 89 or ether[10:2] != 0x2d79)) \
+               and ((src or dst portrange 7922-8331 or ip[7] != 122) and ip6 proto 47)";
+    assert_eq!(count(odd), 0);
+    let f = tmp("provably-empty");
+    std::fs::write(&f, format!("web\ttcp port 80\nodd\t{odd}\n")).unwrap();
+    let o = bench_filters(&f);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let row = out.lines().find(|l| l.starts_with("libpcap ")).expect(&out);
+    let accepted: u64 = row
+        .split_whitespace()
+        .rev()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(accepted, count("tcp port 80"), "{out}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("libpcap refuses"));
+}
+
 #[test]
 fn bad_input_exits_1_with_a_message() {
     let o = sluice(&["bench", "-r", &sample(), "tcp port"]);
