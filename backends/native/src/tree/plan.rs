@@ -59,6 +59,11 @@ pub const MAX_NODES: usize = 512;
 /// 858-883 ns a packet; docs/merging.md).
 pub const MAX_ROOT_NODES: usize = 128;
 
+/// A part of the tree of at most this many nodes that a unit reaches
+/// past its size limit is compiled in place, not called (see
+/// [`Plan::unit`]).
+pub const SMALL_PART: usize = 16;
+
 /// A node with more edges than this (conditions and small tables' keys)
 /// starts a unit of its own wherever it is reached: its code is large
 /// (a compare and a call or a subtree per edge), so a unit above it that
@@ -347,7 +352,12 @@ impl Plan {
         // the tree's walk in Rust. Its code is one report, so it goes in
         // place wherever it is reached, past the size limit too.
         let only_accepts = summary(t.nodes().get(n)) != 0;
-        if !only_accepts && (self.members.len() >= self.budget || fanout(t, n) > MAX_FANOUT) {
+        // Past the size limit a small part still goes in place (up to
+        // twice the limit): its own function would cost a call, more
+        // than its code.
+        let over = self.members.len() >= self.budget
+            && (self.members.len() >= 2 * self.budget || !within(t, n, SMALL_PART));
+        if !only_accepts && (over || fanout(t, n) > MAX_FANOUT) {
             self.calls.push(n);
             return Child::Unit(n);
         }
@@ -446,6 +456,29 @@ impl Plan {
         }
         p
     }
+}
+
+/// True when the part of the tree from node `n` that would be compiled
+/// in place (through conditions, small tables' keys and skip edges) has
+/// at most `limit` nodes.
+pub(crate) fn within(t: &DecisionTree, n: NodeId, limit: usize) -> bool {
+    let mut todo = vec![n];
+    let mut count = 0;
+    while let Some(m) = todo.pop() {
+        count += 1;
+        if count > limit {
+            return false;
+        }
+        let node = t.nodes().get(m);
+        todo.extend(node.conds.iter().map(|(_, c)| *c));
+        for tu in node.tuples.iter().filter(|tu| tu.table.len() <= SMALL_KEYS) {
+            todo.extend(tu.table.entries().map(|(_, v, _)| v - 1));
+        }
+        if node.skip != NONE {
+            todo.push(node.skip);
+        }
+    }
+    true
 }
 
 /// Node `n`'s edges that its code tests one by one: conditions and the

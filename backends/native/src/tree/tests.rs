@@ -148,6 +148,62 @@ fn code_agrees_with_each_filter_alone() {
     }
 }
 
+/// Past a unit's size limit, a small part of the tree is compiled in
+/// place and only larger ones are called; the code agrees with each
+/// filter alone.
+#[test]
+fn small_parts_past_the_limit_stay_in_place() {
+    use plan::{Ids, Plan, MAX_ROOT_NODES, SMALL_PART};
+    // 300 fields of one word under distinct masks: the root's chain, each
+    // node's key leading to a part of two or three nodes (byte tests, a
+    // report).
+    let filters: Vec<(u32, Filter, i32)> = (0..300u32)
+        .map(|i| {
+            let word = Val::bin(BinOp::And, Val::load_abs(4, Size::Word), Val::Const(i + 1));
+            let mut all = vec![
+                Pred::eq(word, 0),
+                Pred::cmp(CmpOp::Gt, Val::load_abs(9, Size::Byte), Val::Const(i % 5)),
+            ];
+            // Parts of two and three nodes, so that the limit falls
+            // inside one.
+            if i % 2 == 0 {
+                all.push(Pred::cmp(
+                    CmpOp::Ge,
+                    Val::load_abs(10, Size::Byte),
+                    Val::Const(2),
+                ));
+            }
+            let p = Pred::and(all);
+            (i, Filter::new(p, 1), 0)
+        })
+        .collect();
+    let mut t = NativeTree::new();
+    for (id, f, p) in &filters {
+        t.insert(*id, &Compiled::new(f.clone()), *p);
+    }
+    t.update();
+    let tree = t.tree();
+    let p = Plan::unit(tree, tree.nodes().root(), &mut Ids::default());
+    assert!(p.members.len() > MAX_ROOT_NODES, "{}", p.members.len());
+    assert!(!p.calls.is_empty());
+    for &c in &p.calls {
+        assert!(
+            !plan::within(tree, c, SMALL_PART),
+            "a small part at {c} is called"
+        );
+    }
+    let mut g = Gen(11);
+    let mut pkts = packets(&mut g);
+    pkts.extend((0..300).map(|i| {
+        let mut p = vec![0u8; 24];
+        p[9] = (i % 7) as u8;
+        p[10] = (i % 4) as u8;
+        p[4..8].copy_from_slice(&(!(i as u32 + 1)).to_be_bytes());
+        p
+    }));
+    check(&t, &filters, &pkts);
+}
+
 #[test]
 fn large_tables_are_probed_and_keep_their_code_across_key_inserts() {
     let b = |o| Val::load_abs(o, Size::Byte);
