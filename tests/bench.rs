@@ -37,6 +37,18 @@ fn count(expr: &str) -> u64 {
     String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
 }
 
+/// The accepted column of the libpcap row.
+fn libpcap_accepted(o: &Output) -> u64 {
+    let out = String::from_utf8_lossy(&o.stdout);
+    let row = out.lines().find(|l| l.starts_with("libpcap ")).expect(&out);
+    row.split_whitespace()
+        .rev()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
 #[test]
 fn one_expression_every_engine_agrees_and_json_is_last() {
     let o = bench(&["tcp"]);
@@ -74,15 +86,7 @@ fn libpcap_column_when_installed() {
         return; // scripts/test.sh installs it; a bare machine skips
     }
     let o = bench(&["tcp port 80"]);
-    let out = String::from_utf8_lossy(&o.stdout);
-    let row = out.lines().find(|l| l.starts_with("libpcap ")).expect(&out);
-    let accepted: u64 = row
-        .split_whitespace()
-        .rev()
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let accepted = libpcap_accepted(&o);
     assert_eq!(accepted, count("tcp port 80"));
     assert!(last_json(&o)["libpcap_ns_per_packet"].as_f64().unwrap() > 0.0);
 }
@@ -185,16 +189,8 @@ fn libpcap_column_survives_a_filter_libpcap_proves_empty() {
     let f = tmp("provably-empty");
     std::fs::write(&f, format!("web\ttcp port 80\nodd\t{odd}\n")).unwrap();
     let o = bench_filters(&f);
-    let out = String::from_utf8_lossy(&o.stdout);
-    let row = out.lines().find(|l| l.starts_with("libpcap ")).expect(&out);
-    let accepted: u64 = row
-        .split_whitespace()
-        .rev()
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert_eq!(accepted, count("tcp port 80"), "{out}");
+    let accepted = libpcap_accepted(&o);
+    assert_eq!(accepted, count("tcp port 80"));
     assert!(String::from_utf8_lossy(&o.stderr).contains("libpcap refuses"));
 }
 
