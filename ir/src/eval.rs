@@ -153,8 +153,18 @@ const IPPROTO_NONE: u32 = 59;
 
 /// Walk the header chain from a network header at `start` (libpcap's
 /// `protochain`, including its treatment of AH: the walk's offset after an AH
-/// header is `4 * (AH length + 2)` from the network header).
-fn protochain(pkt: &[u8], start: u32, v6: bool, want: u8) -> Result<bool, Abort> {
+/// header is `4 * (AH length + 2)` from the network header): whether it
+/// reaches protocol `want`. What [`Pred::ProtoChain`] tests once its
+/// start is known.
+///
+/// ```
+/// let mut pkt = [0u8; 20];
+/// pkt[0] = 0x45; // IPv4, a 20-byte header
+/// pkt[9] = 6; // TCP
+/// assert_eq!(sluice_ir::eval::protochain(&pkt, 0, false, 6), Ok(true));
+/// assert_eq!(sluice_ir::eval::protochain(&pkt, 0, false, 17), Ok(false));
+/// ```
+pub fn protochain(pkt: &[u8], start: u32, v6: bool, want: u8) -> Result<bool, Abort> {
     let want = want as u32;
     let (mut next, mut off) = if v6 {
         (load(pkt, start, 6, 1)?, 40u32)

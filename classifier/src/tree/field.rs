@@ -375,6 +375,14 @@ impl Fields {
     fn compute(&self, id: FieldId, pkt: &[u8], wirelen: u32) -> Option<u32> {
         match &self.reads[id as usize] {
             Read::Generic(v) => sluice_ir::eval_val(v, pkt, wirelen).ok(),
+            // The chain from a known header, without the interpreter.
+            Read::Pred(Pred::ProtoChain {
+                v6,
+                start: Val::Const(start),
+                proto,
+            }) => sluice_ir::eval::protochain(pkt, *start, *v6, *proto)
+                .ok()
+                .map(u32::from),
             Read::Pred(p) => sluice_ir::eval_pred(p, pkt, wirelen).ok().map(u32::from),
             _ => self.read(id, pkt, wirelen, &mut Memo::default()),
         }
@@ -464,6 +472,58 @@ mod tests {
             }
             let want = sluice_ir::eval_pred(&pred, p, 99).ok().map(u32::from);
             assert_eq!(f.read(ids[vals.len()], p, 99, &mut memo), want);
+        }
+    }
+
+    /// `protochain` from a constant start is read without the
+    /// interpreter, and answers (and aborts) as it does, on chains through
+    /// IPv6 extension headers and AH cut at every length.
+    #[test]
+    fn protochain_reads_agree_with_the_interpreter() {
+        let mut preds = Vec::new();
+        for v6 in [false, true] {
+            for proto in [6u8, 17, 0, 43, 44, 51, 59, 60] {
+                for start in [
+                    Val::Const(14),
+                    Val::Const(18),
+                    Val::bin(BinOp::Add, Val::Len, Val::Const(0)),
+                ] {
+                    preds.push(Pred::ProtoChain { v6, start, proto });
+                }
+            }
+        }
+        let mut f = Fields::default();
+        let ids: Vec<FieldId> = preds
+            .iter()
+            .map(|p| f.intern(&Source::Pred(p.clone())))
+            .collect();
+        // IPv6 (next: hop-by-hop), hop-by-hop (next: routing, 8 bytes),
+        // routing (next: AH, 16 bytes), AH (next: TCP); and an IPv4 header
+        // with AH then UDP; and bytes of no meaning.
+        let mut v6 = vec![0u8; 14 + 40 + 8 + 16 + 12 + 20];
+        v6[14] = 0x60;
+        v6[14 + 6] = 0;
+        v6[54] = 43;
+        v6[62] = 51;
+        v6[63] = 1;
+        v6[78] = 6;
+        v6[79] = 1;
+        let mut v4 = vec![0u8; 14 + 20 + 12 + 8];
+        v4[14] = 0x45;
+        v4[14 + 9] = 51;
+        v4[34] = 17;
+        v4[35] = 1;
+        let noise: Vec<u8> = (0..90u8).map(|i| i.wrapping_mul(37) ^ 0x2c).collect();
+        for pkt in [&v6, &v4, &noise] {
+            for len in 0..=pkt.len() {
+                let p = &pkt[..len];
+                let mut memo = Memo::default();
+                memo.next_packet(f.len());
+                for (pred, &id) in preds.iter().zip(&ids) {
+                    let want = sluice_ir::eval_pred(pred, p, 99).ok().map(u32::from);
+                    assert_eq!(f.read(id, p, 99, &mut memo), want, "{pred:?} at {len}");
+                }
+            }
         }
     }
 
