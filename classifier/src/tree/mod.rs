@@ -289,6 +289,23 @@ impl DecisionTree {
         }
     }
 
+    /// True when filter `id` runs whole after the tree (its paths could
+    /// not be enumerated within the limits), so that a back end may give
+    /// it code ([`DecisionTree::set_whole_code`]).
+    ///
+    /// ```
+    /// use sluice_classifier::tree::DecisionTree;
+    /// use sluice_classifier::merged::Compiled;
+    /// let mut t = DecisionTree::default();
+    /// t.insert(3, &Compiled::new(sluice_ir::Filter::new(sluice_ir::Pred::True, 1)), 0);
+    /// assert!(!t.runs_whole(3));
+    /// ```
+    pub fn runs_whole(&self, id: u32) -> bool {
+        self.filters
+            .get(&id)
+            .is_some_and(|i| matches!(i.form, Form::Whole))
+    }
+
     /// Run filter `id`, one that runs whole, as `code` from now on (a back
     /// end's compiled form of it); false when `id` does not run whole.
     ///
@@ -770,11 +787,7 @@ impl DecisionTree {
                 }
             }
         }
-        for w in &self.whole {
-            if w.run(pkt, wirelen) != 0 {
-                out.push(w.filter);
-            }
-        }
+        self.report_whole(pkt, wirelen, out);
     }
 
     /// [`DecisionTree::report`] of slots that are already distinct (each
@@ -795,6 +808,11 @@ impl DecisionTree {
             0 => out.extend_from_slice(slots),
             _ => out.extend(slots.iter().map(|&s| self.ids[s as usize])),
         }
+        self.report_whole(pkt, wirelen, out);
+    }
+
+    /// Append the filters that run whole and accept the packet.
+    fn report_whole(&self, pkt: &[u8], wirelen: u32, out: &mut Vec<u32>) {
         for w in &self.whole {
             if w.run(pkt, wirelen) != 0 {
                 out.push(w.filter);

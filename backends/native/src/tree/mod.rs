@@ -339,7 +339,7 @@ impl NativeTree {
     /// After inserting filter `id`: when it runs whole, run it as native
     /// code (when that compiles), not through the BPF interpreter.
     fn whole_as_code(&mut self, id: u32, c: &Compiled) {
-        if c.paths().is_none() || c.absorbed_paths().is_none() {
+        if self.tree.runs_whole(id) {
             if let Ok(code) = crate::NativeFilter::compile(c.filter()) {
                 self.tree.set_whole_code(id, Arc::new(code));
             }

@@ -28,7 +28,7 @@
 use sluice_classifier::table::KeyTable;
 use sluice_classifier::tree::field::{FieldId, Read};
 use sluice_classifier::tree::label::Cond;
-use sluice_classifier::tree::node::{summary, NodeId, NONE};
+use sluice_classifier::tree::node::{summary, NodeId, Tuple, NONE};
 use sluice_classifier::tree::DecisionTree;
 use sluice_ir::{CmpOp, Pred, Val};
 
@@ -384,7 +384,7 @@ impl Plan {
                 .iter()
                 .map(|&f| FieldRead::of(t, f))
                 .collect();
-            if tu.table.len() <= SMALL_KEYS {
+            if in_code(tu) {
                 let mut keys: Vec<(Vec<u32>, NodeId)> = tu
                     .table
                     .entries()
@@ -473,7 +473,7 @@ pub(crate) fn within(t: &DecisionTree, n: NodeId, limit: usize) -> bool {
         }
         let node = t.nodes().get(m);
         todo.extend(node.conds.iter().map(|(_, c)| *c));
-        for tu in node.tuples.iter().filter(|tu| tu.table.len() <= SMALL_KEYS) {
+        for tu in node.tuples.iter().filter(|tu| in_code(tu)) {
             todo.extend(tu.table.entries().map(|(_, v, _)| v - 1));
         }
         if node.skip != NONE {
@@ -490,10 +490,16 @@ fn fanout(t: &DecisionTree, n: NodeId) -> usize {
     let small: usize = node
         .tuples
         .iter()
+        .filter(|tu| in_code(tu))
         .map(|tu| tu.table.len())
-        .filter(|&k| k <= SMALL_KEYS)
         .sum();
     node.conds.len() + small
+}
+
+/// True when a tuple's table is compiled as a search, its children in
+/// place (at most [`SMALL_KEYS`] keys); a larger one is probed as data.
+fn in_code(tu: &Tuple) -> bool {
+    tu.table.len() <= SMALL_KEYS
 }
 
 impl PNode {

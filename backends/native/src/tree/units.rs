@@ -25,13 +25,14 @@ use sluice_classifier::tree::DecisionTree;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use std::time::{Duration, Instant};
+
 /// Units of at least this many nodes are compiled with their constants as
 /// immediates, not as a shape's data: a large plan's shape is seldom
 /// another unit's, and immediates fold into the compares and the marks'
 /// addresses. The 956-filter broad mix went from 590 to 500 ns a packet
 /// (corpus 600: 104 to 83 ns), generated sets the same (docs/merging.md).
 pub(crate) const IMMEDIATE_NODES: usize = 16;
-use std::time::{Duration, Instant};
 
 /// Node ids per chunk of the function table.
 pub(crate) const CHUNK: usize = 4096;
@@ -476,21 +477,17 @@ impl Compiler {
     /// more, compiled with its constants as immediates (the root runs for
     /// every packet; a large plan's shape is rarely another unit's), any
     /// other unit the function of its shape (compiled the first time the
-    /// shape is seen) with its constants as data. Within a budget, a function that would not fit
-    /// in what is left goes to the worker: the unit waits (no function).
+    /// shape is seen) with its constants as data. Within a budget, a
+    /// function that would not fit in what is left goes to the worker: the
+    /// unit waits (no function).
     fn code_for(&mut self, plan: Arc<Plan>, root: bool) -> Result<UnitCode, NativeError> {
-        let immediate = root || plan.members.len() >= IMMEDIATE_NODES;
-        let (job, data): (Job, Vec<u32>) = if immediate {
+        let (job, data): (Job, Vec<u32>) = if root || plan.members.len() >= IMMEDIATE_NODES {
             ((plan.root.clone(), Consts::Immediate), Vec::new())
         } else {
             let (shape, data) = plan.root.shape();
             ((shape, Consts::Data), data)
         };
-        let known = match immediate {
-            true => self.roots.get(&job.0),
-            false => self.shapes.get(&job.0),
-        };
-        let function = match known {
+        let function = match self.cache(job.1).get(&job.0) {
             Some(f) => Some(f),
             None if self.batch.is_some() => {
                 if let Some(b) = self.batch.as_mut() {
@@ -498,30 +495,27 @@ impl Compiler {
                 }
                 None
             }
-            None if self.fits(&plan) => {
+            // Here when it fits, or when no thread can take it.
+            None if self.fits(&plan) || !self.worker.submit(job.clone()) => {
                 let f = Arc::new(self.compile(&job.0, job.1, plan.weight)?);
-                match immediate {
-                    true => self.roots.insert(job.0, f.clone()),
-                    false => self.shapes.insert(job.0, f.clone()),
-                };
+                self.cache(job.1).insert(job.0, f.clone());
                 Some(f)
             }
-            None if self.worker.submit(job.clone()) => None,
-            None => {
-                // No thread to hand it to: compile here.
-                let f = Arc::new(self.compile(&job.0, job.1, plan.weight)?);
-                match immediate {
-                    true => self.roots.insert(job.0, f.clone()),
-                    false => self.shapes.insert(job.0, f.clone()),
-                };
-                Some(f)
-            }
+            None => None,
         };
         Ok(UnitCode {
             plan,
             function,
             data: data.into(),
         })
+    }
+
+    /// The functions compiled with constants of this kind.
+    fn cache(&mut self, consts: Consts) -> &mut FnCache {
+        match consts {
+            Consts::Immediate => &mut self.roots,
+            Consts::Data => &mut self.shapes,
+        }
     }
 
     /// True when compiling `plan` here is expected to end within the
@@ -600,10 +594,7 @@ impl Compiler {
             self.compilations += 1;
             self.learn(took, weight);
             let (node, consts) = jobs[i].0.clone();
-            match consts {
-                Consts::Immediate => self.roots.insert(node, f),
-                Consts::Data => self.shapes.insert(node, f),
-            }
+            self.cache(consts).insert(node, f);
         }
         Ok(())
     }
@@ -625,11 +616,7 @@ impl Compiler {
                 Ok(f) => {
                     self.compilations += 1;
                     self.background_time += took;
-                    let f = Arc::new(f);
-                    match consts {
-                        Consts::Immediate => self.roots.insert(node, f),
-                        Consts::Data => self.shapes.insert(node, f),
-                    };
+                    self.cache(consts).insert(node, Arc::new(f));
                 }
                 Err(e) => self.failed = Some(e),
             }
