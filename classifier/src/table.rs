@@ -25,8 +25,10 @@ const GONE: u32 = u32::MAX;
 /// slot almost always: on the generated sets of 1,000 and 10,000 filters
 /// this took 10–20% off a packet (docs/merging.md).
 pub const SPARSE_KEYS: usize = 16;
-/// See [`SPARSE_KEYS`]: past this size a table is out of the first-level
-/// cache anyway and its memory matters more than its collisions.
+/// See [`SPARSE_KEYS`]: the sparse slots a table needs are at most this
+/// many bytes (a table this large is out of the first-level cache anyway,
+/// and its memory matters more than its collisions); past them, two slots
+/// a key.
 pub const SPARSE_BYTES: usize = 64 * 1024;
 
 /// A hash table from `width`-word keys to non-zero values below `u32::MAX`.
@@ -384,7 +386,7 @@ impl KeyTable {
     /// The number of slots after [`KeyTable::reserve`] of `additional`.
     ///
     /// ```
-    /// assert_eq!(sluice_classifier::table::KeyTable::new(1).slots_for(1000), 2048);
+    /// assert_eq!(sluice_classifier::table::KeyTable::new(1).slots_for(10_000), 32_768);
     /// ```
     pub fn slots_for(&self, additional: usize) -> usize {
         let mut slots = self.mask + 1;
@@ -395,11 +397,18 @@ impl KeyTable {
     }
 
     /// Whether `slots` slots may hold `keys` keys (removed ones included):
-    /// eight slots a key for more than [`SPARSE_KEYS`] keys while those
-    /// slots take at most [`SPARSE_BYTES`], else two.
+    /// two slots a key, and eight for more than [`SPARSE_KEYS`] keys as
+    /// long as such slots take at most [`SPARSE_BYTES`]. The slots needed
+    /// never fall as keys are added (past the sparse size they stay at it
+    /// until two a key need more), so inserting never rebuilds a table at
+    /// a size too small for the keys it already holds.
     fn fits(&self, keys: usize, slots: usize) -> bool {
-        let sparse = keys > SPARSE_KEYS && keys * 8 * (self.width + 2) * 4 <= SPARSE_BYTES;
-        keys * if sparse { 8 } else { 2 } <= slots
+        let mut need = 2 * keys;
+        if keys > SPARSE_KEYS {
+            let cap = SPARSE_BYTES / ((self.width + 2) * 4);
+            need = need.max((8 * keys).min(cap));
+        }
+        need <= slots
     }
 
     fn grow(&mut self) {
@@ -471,6 +480,25 @@ mod tests {
         (0..10_000).for_each(|k| big.insert(&[k], k + 1));
         assert_eq!(big.slots(), 32_768);
         assert!((0..600).all(|k| t.get(&[k]) == Some(k + 1)));
+        // The slots needed never fall as keys are added: a table is never
+        // rebuilt too small for the keys it holds (which rebuilt it on
+        // every insert).
+        for width in 1..=6 {
+            let t = KeyTable::new(width);
+            // The fewest slots that fit k keys (fits is monotone in slots).
+            let need = |k| {
+                let (mut lo, mut hi) = (0, 1 << 20);
+                while lo + 1 < hi {
+                    let mid = (lo + hi) / 2;
+                    match t.fits(k, mid) {
+                        true => hi = mid,
+                        false => lo = mid,
+                    }
+                }
+                hi
+            };
+            assert!((1..20_000).all(|k| need(k) <= need(k + 1)), "width {width}");
+        }
         assert!((0..10_000).all(|k| big.get(&[k]) == Some(k + 1)));
     }
 }
