@@ -554,8 +554,14 @@ impl NativeTree {
     /// assert!(out.is_empty());
     /// ```
     pub fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut NativeScratch, out: &mut Vec<u32>) {
-        out.clear();
         next_in_buffer(pkt);
+        self.classify_here(pkt, wirelen, s, out);
+    }
+
+    /// [`NativeTree::classify`] without the prefetch of the next packet
+    /// (batches prefetch the packets they hold).
+    fn classify_here(&self, pkt: &[u8], wirelen: u32, s: &mut NativeScratch, out: &mut Vec<u32>) {
+        out.clear();
         let since = self.tick(s);
         if let Some(slots) = self.cached(pkt, wirelen, s) {
             self.tree.report_distinct(pkt, wirelen, slots, out);
@@ -594,6 +600,12 @@ impl NativeTree {
     /// ```
     pub fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut NativeScratch) -> Option<u32> {
         next_in_buffer(pkt);
+        self.classify_first_here(pkt, wirelen, s)
+    }
+
+    /// [`NativeTree::classify_first`] without the prefetch of the next
+    /// packet.
+    fn classify_first_here(&self, pkt: &[u8], wirelen: u32, s: &mut NativeScratch) -> Option<u32> {
         let since = self.tick(s);
         if let Some(slots) = self.cached(pkt, wirelen, s) {
             let first = self.tree.report_first(pkt, wirelen, slots);
@@ -646,7 +658,7 @@ impl NativeTree {
     ) {
         for (k, ((pkt, wirelen), o)) in pkts.iter().zip(out.iter_mut()).enumerate() {
             self.prefetch_ahead(pkts, k, s);
-            self.classify(pkt, *wirelen, s, o);
+            self.classify_here(pkt, *wirelen, s, o);
         }
     }
 
@@ -667,7 +679,7 @@ impl NativeTree {
     ) {
         for (k, ((pkt, wirelen), o)) in pkts.iter().zip(out.iter_mut()).enumerate() {
             self.prefetch_ahead(pkts, k, s);
-            *o = self.classify_first(pkt, *wirelen, s);
+            *o = self.classify_first_here(pkt, *wirelen, s);
         }
     }
 }
