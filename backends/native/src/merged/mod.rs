@@ -96,12 +96,13 @@ use units::{MANY, MAX_UNIT_GROUPS, NO_MATCH};
 use units::{cache_size, prefetch_slots};
 
 /// Groups with at most this many keys have their keys compiled into the
-/// code as immediates; larger ones are probed in their hash table.
+/// code as immediates; larger ones are probed in their hash table (the
+/// table's threshold for sparse slots, as for the decision tree's).
 ///
 /// ```
 /// assert!(sluice_native::merged::SMALL_KEYS >= 8);
 /// ```
-pub const SMALL_KEYS: usize = 16;
+pub const SMALL_KEYS: usize = sluice_classifier::table::SPARSE_KEYS;
 
 /// Make group `g`'s packed table (if it has one) agree with its table on
 /// `key`; when the key does not fit the table's layout (a field all keys

@@ -35,8 +35,10 @@ use sluice_ir::{CmpOp, Pred, Val};
 /// Tables with at most this many keys are compiled as a search of
 /// compares against immediates, their children in place (16 rather than
 /// 8: a broad mix 3-6% faster, 600 corpus filters 9%, where a probe and a
-/// call per child cost more than four or five compares).
-pub const SMALL_KEYS: usize = 16;
+/// call per child cost more than four or five compares). The table's own
+/// threshold for sparse slots, so that every table probed as data is
+/// sparse.
+pub const SMALL_KEYS: usize = sluice_classifier::table::SPARSE_KEYS;
 
 /// At least this many disjoint range conditions on one node are found by a
 /// binary search.
