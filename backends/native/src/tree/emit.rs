@@ -680,6 +680,8 @@ impl Gen<'_> {
             .ins()
             .call_indirect(self.sigs.unit, f, &[self.cx, data]);
         self.reload();
+        // The unit may have reported into the room this function reserved.
+        self.reserve(self.need);
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(walk);
         self.visit(node);

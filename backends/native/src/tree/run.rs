@@ -147,6 +147,7 @@ pub(crate) unsafe fn call(
     // SAFETY: the code wrote `ctx.len` initialised slots into the buffer
     // (whose current allocation `ctx.out`/`ctx.cap` describe, kept in step
     // with `env.out` by every helper that reallocates it).
+    debug_assert!(ctx.len <= ctx.cap, "the code reported past its room");
     unsafe { env.out.set_len(ctx.len as usize) };
 }
 

@@ -436,3 +436,53 @@ fn the_worker_compiles_what_a_budget_has_no_room_for() {
     assert!(t.settled() && s.background_time > Duration::ZERO, "{s:?}");
     check(&t, &filters, &pkts);
 }
+
+/// A unit that reports after calling another unit that reported has
+/// room for its own reports: every function reserves its room again
+/// after a call, so the output never outgrows its buffer.
+#[test]
+fn reports_after_a_called_unit_stay_within_the_buffer() {
+    let b = |o| Val::load_abs(o, Size::Byte);
+    let gt = |o, k| Pred::cmp(CmpOp::Gt, b(o), Val::Const(k));
+    let mut filters = Vec::new();
+    // A large table on byte 0 whose key 1 leads to a unit of 40 reports,
+    // and fields on either side of it in the root's chain whose own
+    // conditions report 20 each (few enough to stay in
+    // the root's unit).
+    for j in 0..40u32 {
+        filters.push(Pred::and(vec![Pred::eq(b(0), 1), gt(1, j)]));
+    }
+    for k in 2..40u32 {
+        filters.push(Pred::eq(b(0), k));
+    }
+    for o in [2, 3, 4, 5] {
+        for j in 0..20u32 {
+            filters.push(gt(o, j));
+        }
+    }
+    let filters: Vec<(u32, Filter, i32)> = filters
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| (i as u32, Filter::new(p, 1), 0))
+        .collect();
+    let mut t = NativeTree::new();
+    for (id, f, p) in &filters {
+        t.insert(*id, &Compiled::new(f.clone()), *p);
+    }
+    t.update();
+    assert!(t.native_stats().tables >= 1, "{:?}", t.native_stats());
+    let mut s = NativeScratch::default();
+    for pkt in [
+        [1u8, 255, 255, 255, 255, 255],
+        [1, 255, 0, 255, 0, 255],
+        [3, 255, 255, 255, 255, 255],
+    ] {
+        // A new buffer each time, so that the first growth is the one
+        // the code reserves.
+        let mut out = Vec::new();
+        t.classify(&pkt, 6, &mut s, &mut out);
+        assert!(out.len() <= out.capacity());
+        out.sort_unstable();
+        assert_eq!(out, alone(&filters, &pkt, 6).0, "{pkt:?}");
+    }
+}
