@@ -50,6 +50,11 @@ fn agree(
         a.classify(cut, w, &mut as_, &mut z);
         z.sort_unstable();
         assert_eq!(y, x, "NativeTree classify");
+        // Into a new buffer, whose room is only what the code reserves.
+        let mut fresh = Vec::new();
+        t.classify(cut, w, &mut ts, &mut fresh);
+        fresh.sort_unstable();
+        assert_eq!(fresh, x, "NativeTree classify, a new buffer");
         assert_eq!(z, x, "NativeAuto classify");
         for pass in ["learnt", "cached"] {
             t.classify(cut, w, cached, &mut y);

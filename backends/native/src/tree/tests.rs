@@ -124,6 +124,11 @@ fn check(t: &NativeTree, filters: &[(u32, Filter, i32)], pkts: &[Vec<u8>]) {
         t.classify(pkt, wirelen, &mut s, &mut out);
         out.sort_unstable();
         assert_eq!(out, ids, "{pkt:?}");
+        // A new buffer too: its room is only what the code reserves.
+        let mut fresh = Vec::new();
+        t.classify(pkt, wirelen, &mut s, &mut fresh);
+        fresh.sort_unstable();
+        assert_eq!(fresh, ids, "{pkt:?}");
         assert_eq!(t.classify_first(pkt, wirelen, &mut s), first, "{pkt:?}");
     }
 }
