@@ -142,12 +142,12 @@ pub(crate) unsafe fn call(
     // code reads the packet only within `caplen`, the tables only within
     // their masks, and writes the buffer only below `cap` (each function
     // reserves, through `grow_helper`, room for every slot it can report
-    // before it reports any).
+    // before it reports any, and again after each call that may report).
     unsafe { f(&mut ctx, std::ptr::null()) };
+    debug_assert!(ctx.len <= ctx.cap, "the code reported past its room");
     // SAFETY: the code wrote `ctx.len` initialised slots into the buffer
     // (whose current allocation `ctx.out`/`ctx.cap` describe, kept in step
     // with `env.out` by every helper that reallocates it).
-    debug_assert!(ctx.len <= ctx.cap, "the code reported past its room");
     unsafe { env.out.set_len(ctx.len as usize) };
 }
 
