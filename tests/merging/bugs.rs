@@ -68,3 +68,39 @@ fn insert_keyed_with_an_empty_key() {
     assert_eq!(c.published(|e| e.is_tree()), Some(true));
     assert_eq!(c.reader().classify(&pkt, 200), before, "copy {copy:?}");
 }
+
+/// A unit of the tree's code that reported after calling another unit
+/// that had reported wrote past the output buffer: the caller reserved
+/// room for its own reports once, at its start. Here the root's unit
+/// calls the unit under key 1 of a table on `ether[0]` (40 reports) and
+/// then reports up to 80 more from its own conditions; each packet goes
+/// to a new reader, whose buffer has only the room the code reserves.
+#[test]
+fn reports_after_a_called_unit_stay_within_the_buffer() {
+    let mut exprs: Vec<String> = (0..40)
+        .map(|j| format!("ether[0] = 1 and ether[1] > {j}"))
+        .collect();
+    exprs.extend((2..40).map(|k| format!("ether[0] = {k}")));
+    for o in 2..=5 {
+        exprs.extend((0..20).map(|j| format!("ether[{o}] > {j}")));
+    }
+    let filters: Vec<Filter> = exprs.iter().map(|e| filter(e)).collect();
+    let mut c = AutoClassifier::default();
+    let ids: Vec<FilterId> = filters.iter().map(|f| c.insert(f, 0)).collect();
+    c.settle();
+    assert_eq!(c.published(|e| e.is_tree()), Some(true));
+    for pkt in [
+        [1u8, 255, 255, 255, 255, 255],
+        [1, 255, 0, 255, 0, 255],
+        [3, 255, 255, 255, 255, 255],
+    ] {
+        let mut want: Vec<FilterId> = ids
+            .iter()
+            .zip(&filters)
+            .filter(|(_, f)| f.run(&pkt, 6) != 0)
+            .map(|(id, _)| *id)
+            .collect();
+        want.sort_unstable();
+        assert_eq!(c.reader().classify(&pkt, 6), want, "{pkt:?}");
+    }
+}
