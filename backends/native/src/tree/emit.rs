@@ -679,25 +679,15 @@ impl Gen<'_> {
         self.b
             .ins()
             .call_indirect(self.sigs.unit, f, &[self.cx, data]);
-        self.reload();
-        // The unit may have reported into the room this function reserved.
-        self.reserve(self.need);
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(walk);
-        self.visit(node);
-        self.b.ins().jump(done, &[]);
-        self.b.switch_to_block(done);
-    }
-
-    /// Run the tree's walk from node `n` (a call).
-    fn visit(&mut self, n: impl Into<VisitArg>) {
-        let arg = match n.into() {
-            VisitArg::Const(n) => self.b.ins().iconst(types::I32, n as i64),
-            VisitArg::Value(v) => v,
-        };
         self.save_len();
         let helper = visit_helper as extern "C" fn(_, _);
-        self.call(self.sigs.visit, helper as usize, &[arg]);
+        self.call(self.sigs.visit, helper as usize, &[node]);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+        // Either call may have moved the buffer and reported into the room
+        // this function reserved.
         self.reload();
         self.reserve(self.need);
     }
@@ -952,20 +942,9 @@ impl Gen<'_> {
     }
 }
 
-/// A node for [`Gen::visit`]: known when the code is built, or read from a table.
+/// A node for [`Gen::call_unit`]: known when the code is built, or read
+/// from a table.
 enum VisitArg {
     Const(u32),
     Value(Value),
-}
-
-impl From<u32> for VisitArg {
-    fn from(n: u32) -> VisitArg {
-        VisitArg::Const(n)
-    }
-}
-
-impl From<Value> for VisitArg {
-    fn from(v: Value) -> VisitArg {
-        VisitArg::Value(v)
-    }
 }
