@@ -1,7 +1,10 @@
 //! A filter set merged into one classifier for one link type: machine
 //! code (the default) or walked in Rust.
 
-use crate::{compile::compile_all, FilterLine};
+use crate::{
+    compile::{compile_all, compile_each},
+    FilterLine,
+};
 use sluice_classifier::merged::{Compiled, Merged};
 use sluice_classifier::tree::DecisionTree;
 use sluice_classifier::{sort_ids, Auto, Engine};
@@ -69,6 +72,12 @@ pub enum Merging {
     Rust(Auto<Merged, DecisionTree>),
 }
 
+/// The priority of filter `index` of `n`: earlier filters get higher
+/// ones, so the first-match winner is the first filter that matches.
+fn priority(n: usize, index: usize) -> i32 {
+    i32::try_from(n - index).unwrap_or(i32::MAX)
+}
+
 /// Per-reader memory of either engine.
 #[derive(Default)]
 pub struct MergingScratch {
@@ -88,10 +97,23 @@ impl Merging {
         builder: &ProgramBuilder,
         native: bool,
     ) -> Result<Merging, Vec<Rejected>> {
-        Ok(Merging::from_compiled(
-            compile_set(filters, builder)?,
-            native,
-        ))
+        // Each filter is inserted as soon as it and those before it are
+        // compiled, while the other threads compile the rest.
+        let texts: Vec<&str> = filters.iter().map(|f| f.expression.as_str()).collect();
+        let mut merged = Merging::empty(native);
+        let mut rejected = Vec::new();
+        compile_each(builder, &texts, |index, c| match c {
+            Ok(c) if rejected.is_empty() => {
+                merged.insert(index as u32, Arc::new(c), priority(filters.len(), index))
+            }
+            Ok(_) => {}
+            Err(error) => rejected.push(Rejected { index, error }),
+        });
+        if !rejected.is_empty() {
+            return Err(rejected);
+        }
+        merged.update();
+        Ok(merged)
     }
 
     /// Filters already compiled (in set order, as [`compile_set`] gives
@@ -105,19 +127,28 @@ impl Merging {
     /// assert_eq!(m.classify_first(&[0; 60], 60, &mut MergingScratch::default()), Some(0));
     /// ```
     pub fn from_compiled(compiled: Vec<Compiled>, native: bool) -> Merging {
-        let mut merged = match native {
-            true => Merging::Native(NativeAuto::empty()),
-            false => Merging::Rust(Auto::empty()),
-        };
+        let mut merged = Merging::empty(native);
         let n = compiled.len();
         for (index, c) in compiled.into_iter().enumerate() {
-            let priority = i32::try_from(n - index).unwrap_or(i32::MAX);
-            merged.insert(index as u32, Arc::new(c), priority);
+            merged.insert(index as u32, Arc::new(c), priority(n, index));
         }
-        if let Merging::Native(m) = &mut merged {
+        merged.update();
+        merged
+    }
+
+    fn empty(native: bool) -> Merging {
+        match native {
+            true => Merging::Native(NativeAuto::empty()),
+            false => Merging::Rust(Auto::empty()),
+        }
+    }
+
+    /// Generates the machine code of what was inserted (nothing to do for
+    /// the Rust walk).
+    fn update(&mut self) {
+        if let Merging::Native(m) = self {
             m.update();
         }
-        merged
     }
 
     fn insert(&mut self, id: u32, c: Arc<Compiled>, priority: i32) {
@@ -192,5 +223,70 @@ impl Merging {
             Merging::Native(m) => m.classify_first(pkt, wirelen, &mut s.native),
             Merging::Rust(m) => m.classify_first(pkt, wirelen, &mut s.rust),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::filter_pairs;
+    use sluice_filter::{LinkType, Program};
+
+    fn set(bad: &[usize]) -> Vec<FilterLine> {
+        let pairs: Vec<(String, String)> = (0..300)
+            .map(|i| {
+                let e = match (bad.contains(&i), i % 3) {
+                    (true, _) => format!("udp prt {i}"),
+                    (_, 0) => format!("ether[{}] = {}", i % 60, i % 7),
+                    (_, 1) => format!("ether[{}] > {} or tcp port {i}", i % 50, i % 200),
+                    _ => format!("ip and not udp and len > {}", i % 90),
+                };
+                (format!("f{i}"), e)
+            })
+            .collect();
+        filter_pairs(pairs).unwrap()
+    }
+
+    /// Inserted while the rest compile, the filters are the same
+    /// classifier as inserted after all compiled; a set with bad filters
+    /// reports each of them, wherever they fall among the threads' blocks.
+    #[test]
+    fn building_while_compiling_is_building_after() {
+        let builder = Program::builder(LinkType::EN10MB);
+        let filters = set(&[]);
+        let compiled = compile_set(&filters, &builder).unwrap();
+        for native in [false, true] {
+            let streamed = Merging::build(&filters, &builder, native).unwrap();
+            let after = Merging::from_compiled(compiled.clone(), native);
+            let mut s = MergingScratch::default();
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let mut matched = 0;
+            for k in 0..400u32 {
+                let mut frame = vec![0u8; 20 + (k as usize * 7) % 100];
+                for (i, byte) in frame.iter_mut().enumerate() {
+                    *byte = (k.wrapping_mul(2_654_435_761) >> (i % 24)) as u8 % 9;
+                }
+                if frame.len() > 23 && k % 2 == 0 {
+                    frame[12..14].copy_from_slice(&[8, 0]);
+                    frame[14] = 0x45;
+                    frame[23] = 6;
+                }
+                let len = frame.len() as u32;
+                streamed.classify_sorted(&frame, len, &mut s, &mut a);
+                after.classify_sorted(&frame, len, &mut s, &mut b);
+                assert_eq!(a, b, "frame {frame:02x?}");
+                matched += a.len();
+                let first = (
+                    streamed.classify_first(&frame, len, &mut s),
+                    after.classify_first(&frame, len, &mut s),
+                );
+                assert_eq!(first.0, first.1);
+            }
+            assert!(matched > 4_000, "{matched} matches");
+        }
+        let bad = [0, 7, 8, 9, 150, 299];
+        let rejected = Merging::build(&set(&bad), &builder, true).err().unwrap();
+        let at: Vec<usize> = rejected.iter().map(|r| r.index).collect();
+        assert_eq!(at, bad);
     }
 }
