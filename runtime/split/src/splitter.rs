@@ -4,7 +4,7 @@
 //! thread that uses the set.
 
 use crate::{BadFilter, FilterLine, Merging, MergingScratch, SplitError};
-use sluice_filter::{LinkType, Program};
+use sluice_filter::{LinkType, Program, ProgramBuilder};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -100,8 +100,9 @@ impl Splitter {
         if let Some(m) = compiled.get(&(linktype, big_endian)) {
             return Ok(m.clone());
         }
-        let compiled_set = self.compile_set(linktype, big_endian)?;
-        let merged = Merging::from_compiled(compiled_set, self.options.native);
+        let (lt, builder) = self.builder(linktype, big_endian)?;
+        let merged = Merging::build(&self.filters, &builder, self.options.native)
+            .map_err(|r| self.rejected(lt, r))?;
         let merged = Arc::new(merged);
         compiled.insert((linktype, big_endian), merged.clone());
         Ok(merged)
@@ -114,23 +115,37 @@ impl Splitter {
         linktype: u16,
         big_endian: bool,
     ) -> Result<Vec<sluice_classifier::merged::Compiled>, SplitError> {
+        let (lt, builder) = self.builder(linktype, big_endian)?;
+        crate::merging::compile_set(&self.filters, &builder).map_err(|r| self.rejected(lt, r))
+    }
+
+    /// The link type and the builder the set compiles with for it.
+    fn builder(
+        &self,
+        linktype: u16,
+        big_endian: bool,
+    ) -> Result<(LinkType, ProgramBuilder), SplitError> {
         let lt =
             LinkType::from_number(u32::from(linktype)).ok_or(SplitError::LinkType(linktype))?;
         let builder = Program::builder(lt)
             .snaplen(self.options.snaplen)
             .capture_big_endian(big_endian)
             .dir(self.options.dir.as_deref());
-        crate::merging::compile_set(&self.filters, &builder).map_err(|r| {
-            SplitError::Filters(
-                r.into_iter()
-                    .map(|r| BadFilter {
-                        filter: self.filters[r.index].clone(),
-                        linktype: lt,
-                        error: r.error,
-                    })
-                    .collect(),
-            )
-        })
+        Ok((lt, builder))
+    }
+
+    /// The filters that did not compile for `lt`, as an error.
+    fn rejected(&self, lt: LinkType, rejected: Vec<crate::merging::Rejected>) -> SplitError {
+        SplitError::Filters(
+            rejected
+                .into_iter()
+                .map(|r| BadFilter {
+                    filter: self.filters[r.index].clone(),
+                    linktype: lt,
+                    error: r.error,
+                })
+                .collect(),
+        )
     }
 
     /// The set compiled for a link type and byte order, as bytes in the
