@@ -25,6 +25,10 @@ pub enum ErrorKind {
     /// "unknown file format").
     #[error("not a pcap or pcapng file")]
     BadMagic(u32),
+    /// A mapped file ([`Mapped`](crate::Mapped)) was cut short while it
+    /// was read: the bytes past its new end read as zeros.
+    #[error("the file was cut short while it was read")]
+    Shrank,
     /// The file ends in the middle of a header, record or block.
     #[error("file ends inside the {what}: {need} bytes needed, only {have} present")]
     Truncated {

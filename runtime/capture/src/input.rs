@@ -1,7 +1,9 @@
 //! A small refillable buffer over any `Read`, so that packets can be handed
 //! out as slices of it (no allocation or copy per packet).
 
+use crate::Mapped;
 use std::io::{self, Read};
+use std::sync::Arc;
 
 /// Initial (and usual) buffer size.
 const INITIAL: usize = 256 * 1024;
@@ -16,6 +18,8 @@ pub(crate) struct Input<R> {
     eof: bool,
     /// Read only the bytes asked for, never ahead (see [`Input::exact`]).
     exact: bool,
+    /// The whole file, mapped: the bytes are its, and nothing is read.
+    map: Option<Arc<Mapped>>,
 }
 
 impl<R> Input<R> {
@@ -32,6 +36,24 @@ impl<R> Input<R> {
     /// File offset of the first unconsumed byte.
     pub(crate) fn pos(&self) -> u64 {
         self.pos
+    }
+
+    /// The mapped file the bytes are, if they are one.
+    pub(crate) fn mapping(&self) -> Option<&Arc<Mapped>> {
+        self.map.as_ref()
+    }
+
+    /// Whether the mapped file was cut short while it was read.
+    pub(crate) fn shrank(&self) -> bool {
+        self.map.as_ref().is_some_and(|m| m.shrank())
+    }
+
+    /// The buffer, or the mapped file.
+    fn data(&self) -> &[u8] {
+        match &self.map {
+            Some(m) => m.bytes(),
+            None => &self.buf,
+        }
     }
 }
 
@@ -51,6 +73,21 @@ impl<R: Read> Input<R> {
             pos,
             eof: false,
             exact: false,
+            map: None,
+        }
+    }
+
+    /// Input that is the mapped file `map` whole (`inner` is never read).
+    pub(crate) fn mapped(inner: R, map: Arc<Mapped>) -> Self {
+        Input {
+            inner,
+            buf: Vec::new(),
+            start: 0,
+            end: map.bytes().len(),
+            pos: 0,
+            eof: true,
+            exact: false,
+            map: Some(map),
         }
     }
 
@@ -72,7 +109,7 @@ impl<R: Read> Input<R> {
 
     /// The unconsumed bytes currently buffered.
     pub(crate) fn bytes(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
+        &self.data()[self.start..self.end]
     }
 
     /// Makes at least `n` bytes available unless the input ends first.
@@ -82,6 +119,9 @@ impl<R: Read> Input<R> {
     /// bogus huge length in a short file cannot allocate much more than the
     /// file's size.
     pub(crate) fn fill(&mut self, n: usize) -> io::Result<usize> {
+        if self.map.is_some() {
+            return Ok((self.end - self.start).min(n));
+        }
         if self.exact {
             self.eof = false;
         }
@@ -133,7 +173,7 @@ impl<R: Read> Input<R> {
 
     /// The buffer bytes in an absolute range from `abs_range`.
     pub(crate) fn slice(&self, range: (usize, usize)) -> &[u8] {
-        self.buf.get(range.0..range.1).unwrap_or(&[])
+        self.data().get(range.0..range.1).unwrap_or(&[])
     }
 
     /// Skips `n` bytes without buffering them all. Returns how many were

@@ -31,13 +31,15 @@
 //! assert_eq!(out.finish()?, file);
 //! # Ok::<(), sluice_capture::CaptureError>(())
 //! ```
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod compress;
 mod error;
 mod format;
 mod input;
+#[allow(unsafe_code)]
+mod mapped;
 mod owned;
 mod range;
 mod reader;
@@ -47,6 +49,7 @@ mod writer;
 pub use compress::{decompress, Compression, DecompressError, SeekableInput};
 pub use error::{CaptureError, ErrorKind};
 pub use format::{max_snaplen_for_linktype, CaptureFormat, InterfaceInfo};
+pub use mapped::Mapped;
 pub use owned::OwnedPacket;
 pub use range::{
     open_range, verify_chain, BadCheckpoint, CaptureRange, ChainFault, Checkpoint, RangeEnds,

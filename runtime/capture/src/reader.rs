@@ -10,8 +10,9 @@ use crate::format::{
     BLOCK_SHB, BLOCK_SPB, BYTE_ORDER_MAGIC, MAX_BLOCK_LEN,
 };
 use crate::input::Input;
-use crate::Packet;
+use crate::{Mapped, Packet};
 use sluice_wire::bytes::{u16_at, u32_at, u64_at};
+use std::sync::Arc;
 
 /// The longest first section header block libpcap accepts: 1 MiB.
 const FIRST_SHB_MAX: u32 = 1024 * 1024;
@@ -156,6 +157,33 @@ impl CaptureReader<Box<dyn Read + Send>> {
         let file = File::open(path).map_err(|e| CaptureError::new(&name, 0, e.into()))?;
         CaptureReader::from_reader(Box::new(file), name)
     }
+
+    /// Reads a mapped file ([`Mapped`]): each packet is a slice of the
+    /// mapping itself, not of a buffer it was copied into, so its place in
+    /// the file is [`Mapped::offset_of`] its bytes, and threads that share
+    /// the mapping can take packets by place. A file cut short while it is
+    /// read ends the reading with [`ErrorKind::Shrank`] at the record that
+    /// reaches past its new end (that record is not returned; a cut made
+    /// after a record is returned shows at the next one).
+    ///
+    /// The mapping is the file's bytes as they are: a compressed file must
+    /// be read through [`decompress`](crate::decompress) instead.
+    ///
+    /// ```
+    /// use sluice_capture::{CaptureReader, Mapped};
+    /// let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/sample.pcap");
+    /// let map = Mapped::new(&std::fs::File::open(sample).unwrap()).unwrap();
+    /// let map = std::sync::Arc::new(map);
+    /// let mut r = CaptureReader::from_mapped(map.clone(), "sample")?;
+    /// let first = r.next_packet()?.unwrap();
+    /// assert_eq!(map.offset_of(first.data), Some(24 + 16));
+    /// assert!(std::sync::Arc::ptr_eq(r.mapping().unwrap(), &map));
+    /// # Ok::<(), sluice_capture::CaptureError>(())
+    /// ```
+    pub fn from_mapped(map: Arc<Mapped>, name: impl Into<String>) -> Result<Self, CaptureError> {
+        let input = Input::mapped(Box::new(io::empty()) as Box<dyn Read + Send>, map);
+        CaptureReader::start(input, name.into(), false)
+    }
 }
 
 impl<R: Read> CaptureReader<R> {
@@ -218,6 +246,11 @@ impl<R: Read> CaptureReader<R> {
         let mut input = Input::new(reader);
         input.exact();
         CaptureReader::start(input, name.into(), true)
+    }
+
+    /// The mapped file this reader reads ([`CaptureReader::from_mapped`]).
+    pub fn mapping(&self) -> Option<&Arc<Mapped>> {
+        self.input.mapping()
     }
 
     /// The reader underneath, for a stream's owner to move it
@@ -424,6 +457,20 @@ impl<R: Read> CaptureReader<R> {
         let found = match &self.state {
             State::Pcap(_) => self.next_pcap(),
             State::PcapNg(_) => self.next_ng(),
+        };
+        // A record that reaches past the end of a mapped file cut short is
+        // zeros, not the file's: its last byte read first tells (a cut
+        // takes the file's end, so a record whose last byte is there is
+        // whole).
+        let found = match found {
+            Ok(Some(f)) if self.input.mapping().is_some() => {
+                std::hint::black_box(self.input.slice(f.range).last().copied());
+                match self.input.shrank() {
+                    true => Err(self.err(self.input.pos(), ErrorKind::Shrank)),
+                    false => Ok(Some(f)),
+                }
+            }
+            other => other,
         };
         match found {
             Ok(Some(f)) => {
