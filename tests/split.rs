@@ -476,7 +476,8 @@ fn native_and_interpreted_engines_agree() {
 
 /// `--count` of a pcap file runs on every core, batch by batch: its
 /// counts equal the one-thread loop's (`--verdicts`, ones per row), on a
-/// file of several batches; a file cut short still prints no counts.
+/// file of several batches, mapped or read from standard input; a file
+/// cut short still prints no counts.
 #[test]
 fn counts_on_every_core_equal_the_verdicts() {
     let dir = tmp("cores");
@@ -512,6 +513,15 @@ fn counts_on_every_core_equal_the_verdicts() {
     for (line, a) in counts.lines().zip(&alone) {
         assert_eq!(line.split('\t').nth(1), Some(&*(500 * a.count).to_string()));
     }
+    // A file is mapped and its packets go to the threads by place; from
+    // standard input they are copied into the batches: the same counts.
+    let piped = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["split", "-r", "-", "--filters", s(&ffile), "--count"])
+        .stdin(std::fs::File::open(&file).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(piped.status.code(), Some(0), "{}", text(&piped.stderr));
+    assert_eq!(text(&piped.stdout), counts);
     let cut = dir.join("cut.pcap");
     std::fs::write(&cut, &big[..big.len() - 10]).unwrap();
     let (code, out, err) = run("--count", &cut);

@@ -3,9 +3,10 @@
 //! it was the input that failed.
 
 use super::{io_msg, Fail, Reader};
-use sluice::capture::{CaptureReader, DecompressError};
+use sluice::capture::{CaptureReader, Compression, DecompressError, Mapped};
 use std::io::{IsTerminal, Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Bytes read from the file of the capture opened last, before any
 /// decompression (what the progress bar compares with the file's size).
@@ -58,6 +59,18 @@ pub fn decompress(raw: Box<dyn Read + Send>, name: &str) -> Result<Box<dyn Read 
 /// on standard input there is nothing to read: that is a usage error
 /// (`-r -` reads the terminal all the same, after saying so).
 pub fn open_capture(path: Option<&str>) -> Result<(Reader, u64), Fail> {
+    open(path, false)
+}
+
+/// [`open_capture`], with a plain (uncompressed) regular file mapped into
+/// memory ([`sluice::capture::Mapped`]), so that its packets are slices of
+/// the file that other threads can take by their offsets
+/// ([`Reader::mapping`]); anything else is read as `open_capture` reads it.
+pub fn open_capture_mapped(path: Option<&str>) -> Result<(Reader, u64), Fail> {
+    open(path, true)
+}
+
+fn open(path: Option<&str>, map: bool) -> Result<(Reader, u64), Fail> {
     if path.is_none() && std::io::stdin().is_terminal() {
         super::usage(
             "no capture to read: standard input is a terminal; give -r FILE (or -r - to read standard input)",
@@ -80,6 +93,14 @@ pub fn open_capture(path: Option<&str>) -> Result<(Reader, u64), Fail> {
             .map_err(|e| Fail(format!("cannot open input {path}: {}", io_msg(&e))))?;
         if meta.is_dir() {
             return Err(Fail(format!("cannot open input {path}: Is a directory")));
+        }
+        if let Some(m) = map.then(|| Mapped::new(&file)).flatten() {
+            let head = &m.bytes()[..m.bytes().len().min(8)];
+            if Compression::sniff(head).is_none() {
+                COMPRESSED.store(false, Ordering::Relaxed);
+                let reader = CaptureReader::from_mapped(Arc::new(m), path)?;
+                return Ok((reader, meta.len()));
+            }
         }
         RAW_READ.store(0, Ordering::Relaxed);
         (Box::new(Counted(file)), path.to_string(), meta.len())

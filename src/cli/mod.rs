@@ -17,7 +17,7 @@ pub mod rotate;
 pub mod signals;
 pub mod split;
 
-pub use input::open_capture;
+pub use input::{open_capture, open_capture_mapped};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use sluice::capture::{CaptureReader, Packet};

@@ -3,8 +3,8 @@
 
 use super::live::{Live, LiveArgs};
 use super::{
-    cached, for_each_packet, for_each_packet_declaring, linktype_of, open_capture, out_fail,
-    read_text, signals, Fail, Reader,
+    cached, for_each_packet, for_each_packet_declaring, linktype_of, open_capture,
+    open_capture_mapped, out_fail, read_text, signals, Fail, Reader,
 };
 use clap::ArgGroup;
 use sluice::capture::sink::{FileSet, Placement};
@@ -362,7 +362,8 @@ pub fn run(args: SplitArgs) -> Result<(), Fail> {
     // Interrupted (SIGINT, SIGTERM, SIGHUP), the run stops reading and
     // keeps what it wrote, as tcpdump does.
     signals::install(false)?;
-    let (mut reader, size) = open_capture(args.read.as_deref())?;
+    // Mapped, a file's packets go to --count's threads by place, uncopied.
+    let (mut reader, size) = open_capture_mapped(args.read.as_deref())?;
     let name = reader.name().to_string();
     let format = reader.format();
     let big_endian = super::big_endian(&format);

@@ -1,7 +1,8 @@
 //! `sluice split --count` of a pcap file on every core: the reader hands
 //! batches of packets to threads that classify them with the one merged
 //! classifier (each thread with its own scratch, flow cache and counts),
-//! and the counts are summed at the end.
+//! and the counts are summed at the end. A mapped file's packets go by
+//! their places in it; others are copied into the batch.
 //!
 //! Rule: the same counts as the one-thread loop, which counts do not
 //! depend on the order packets are classified in; used only where
@@ -24,12 +25,13 @@ const SUB: usize = 32;
 /// Batches waiting for a thread, at most (the reader waits beyond).
 const QUEUED: usize = 8;
 
-/// Packets copied out of the reader's buffer: their bytes one after
-/// another, and each one's end and wire length.
+/// Packets for a thread: each one's start, end and wire length, in the
+/// mapped file or, where the input is not mapped, in `data`, which holds
+/// the packets copied out of the reader's buffer one after another.
 #[derive(Default)]
 struct Batch {
     data: Vec<u8>,
-    packets: Vec<(usize, u32)>,
+    packets: Vec<(usize, usize, u32)>,
 }
 
 impl Batch {
@@ -58,11 +60,13 @@ pub(super) fn count(
     let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(QUEUED);
     let (free_tx, free_rx) = mpsc::channel::<Batch>();
     let full_rx = Arc::new(Mutex::new(full_rx));
+    let map = reader.mapping().cloned();
     let mut seen = 0u64;
     std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads.max(1))
             .map(|_| {
                 let (full_rx, free_tx) = (full_rx.clone(), free_tx.clone());
+                let map = map.clone();
                 s.spawn(move || {
                     let mut counts = vec![0u64; filters];
                     let mut scratch = MergingScratch::default();
@@ -72,13 +76,15 @@ pub(super) fn count(
                         let Ok(Ok(mut batch)) = next else {
                             return counts;
                         };
-                        let mut start = 0;
+                        let bytes = match &map {
+                            Some(m) => m.bytes(),
+                            None => &batch.data[..],
+                        };
                         let mut pkts: Vec<(&[u8], u32)> = Vec::with_capacity(SUB);
                         for part in batch.packets.chunks(SUB) {
                             pkts.clear();
-                            for &(end, wirelen) in part {
-                                pkts.push((&batch.data[start..end], wirelen));
-                                start = end;
+                            for &(start, end, wirelen) in part {
+                                pkts.push((bytes.get(start..end).unwrap_or_default(), wirelen));
                             }
                             merged.classify_batch(&pkts, &mut scratch, &mut out[..part.len()]);
                             for ids in &out[..part.len()] {
@@ -101,8 +107,18 @@ pub(super) fn count(
             size,
             |_| Ok(()),
             |pkt| {
-                batch.data.extend_from_slice(pkt.data);
-                batch.packets.push((batch.data.len(), pkt.wirelen));
+                let start = match &map {
+                    Some(m) => m
+                        .offset_of(pkt.data)
+                        .ok_or_else(|| Fail("split: a packet outside the mapped file".into()))?,
+                    None => {
+                        batch.data.extend_from_slice(pkt.data);
+                        batch.data.len() - pkt.data.len()
+                    }
+                };
+                batch
+                    .packets
+                    .push((start, start + pkt.data.len(), pkt.wirelen));
                 seen += 1;
                 if batch.packets.len() == BATCH {
                     let next = free_rx.try_recv().unwrap_or_default();
