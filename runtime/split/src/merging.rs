@@ -258,7 +258,8 @@ mod tests {
         for native in [false, true] {
             let streamed = Merging::build(&filters, &builder, native).unwrap();
             let after = Merging::from_compiled(compiled.clone(), native);
-            let mut s = MergingScratch::default();
+            // A scratch is one reader's, of one classifier.
+            let (mut s, mut t) = (MergingScratch::default(), MergingScratch::default());
             let (mut a, mut b) = (Vec::new(), Vec::new());
             let mut matched = 0;
             for k in 0..400u32 {
@@ -273,12 +274,12 @@ mod tests {
                 }
                 let len = frame.len() as u32;
                 streamed.classify_sorted(&frame, len, &mut s, &mut a);
-                after.classify_sorted(&frame, len, &mut s, &mut b);
+                after.classify_sorted(&frame, len, &mut t, &mut b);
                 assert_eq!(a, b, "frame {frame:02x?}");
                 matched += a.len();
                 let first = (
                     streamed.classify_first(&frame, len, &mut s),
-                    after.classify_first(&frame, len, &mut s),
+                    after.classify_first(&frame, len, &mut t),
                 );
                 assert_eq!(first.0, first.1);
             }
