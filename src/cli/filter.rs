@@ -10,7 +10,7 @@ use super::decode::{DecodeArgs, Lines, Style};
 use super::live::{Live, LiveArgs};
 use super::print::{Dump, Options};
 use super::rotate::RotateArgs;
-use super::{cached, for_each_packet_declaring, linktype_of, open_capture, print_out};
+use super::{cached, for_each_packet_declaring, linktype_of, open_capture_mapped, print_out};
 use super::{out_fail, signals, usage, Fail, Stdout};
 use clap::ArgAction;
 use sluice::capture::sink::{Placement, Rotation};
@@ -389,7 +389,7 @@ pub fn run(args: FilterArgs) -> Result<(), Fail> {
     // Interrupted (SIGINT, SIGTERM, SIGHUP), the run stops reading and
     // keeps what it wrote, as tcpdump does.
     signals::install(false)?;
-    let (mut reader, size) = open_capture(args.read.as_deref())?;
+    let (mut reader, size) = open_capture_mapped(args.read.as_deref())?;
     let format = reader.format();
     let big_endian = super::big_endian(&format);
     let name = reader.name().to_string();
