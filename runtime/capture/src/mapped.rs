@@ -81,7 +81,7 @@ impl std::fmt::Debug for Mapped {
 impl Mapped {
     /// `file` mapped whole; `None` where it is not mapped and should be
     /// read instead: not a regular file, empty, larger than the address
-    /// space, [`SLOTS`] mappings already open, or refused by the system.
+    /// space, 64 mappings already open, or refused by the system.
     pub fn new(file: &File) -> Option<Mapped> {
         let meta = file.metadata().ok()?;
         let len = usize::try_from(meta.len()).ok()?;

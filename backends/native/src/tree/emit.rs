@@ -638,23 +638,16 @@ impl Gen<'_> {
         match c {
             Child::Node(p) => self.node(p, cont),
             Child::Unit(n) => {
-                let node = match self.data {
-                    None => VisitArg::Const(*n),
-                    Some(_) => VisitArg::Value(self.k(*n)),
-                };
+                let node = self.k(*n);
                 self.call_unit(node);
                 self.b.ins().jump(cont, &[]);
             }
         }
     }
 
-    /// Call the unit of node `n` (its function from the table by node),
-    /// or the tree's walk from it where it has none.
-    fn call_unit(&mut self, n: VisitArg) {
-        let node = match n {
-            VisitArg::Const(k) => self.b.ins().iconst(types::I32, k as i64),
-            VisitArg::Value(v) => v,
-        };
+    /// Call the unit of node `node` (its function from the table by
+    /// node), or the tree's walk from it where it has none.
+    fn call_unit(&mut self, node: Value) {
         let fl = MemFlags::trusted();
         let fns = self
             .b
@@ -672,16 +665,16 @@ impl Gen<'_> {
         let call = self.b.create_block();
         let walk = self.b.create_block();
         let done = self.b.create_block();
+        // Both calls may report: the length goes to the context first.
+        self.save_len();
         self.b.ins().brif(f, call, &[], walk, &[]);
         self.b.switch_to_block(call);
         let data = self.b.ins().load(types::I64, fl, at, 8);
-        self.save_len();
         self.b
             .ins()
             .call_indirect(self.sigs.unit, f, &[self.cx, data]);
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(walk);
-        self.save_len();
         let helper = visit_helper as extern "C" fn(_, _);
         self.call(self.sigs.visit, helper as usize, &[node]);
         self.b.ins().jump(done, &[]);
@@ -802,7 +795,7 @@ impl Gen<'_> {
             g.b.ins().jump(after, &[]);
             g.b.switch_to_block(visit);
             let child = g.b.ins().iadd_imm(val, -1);
-            g.call_unit(VisitArg::Value(child));
+            g.call_unit(child);
             g.b.ins().jump(after, &[]);
         });
         self.b.switch_to_block(after);
@@ -940,11 +933,4 @@ impl Gen<'_> {
         self.child(&p.child, miss);
         self.b.switch_to_block(miss);
     }
-}
-
-/// A node for [`Gen::call_unit`]: known when the code is built, or read
-/// from a table.
-enum VisitArg {
-    Const(u32),
-    Value(Value),
 }
