@@ -1,10 +1,7 @@
 //! A filter set merged into one classifier for one link type: machine
 //! code (the default) or walked in Rust.
 
-use crate::{
-    compile::{compile_all, compile_each},
-    FilterLine,
-};
+use crate::{compile::compile_each, FilterLine};
 use sluice_classifier::merged::{Compiled, Merged};
 use sluice_classifier::tree::DecisionTree;
 use sluice_classifier::{sort_ids, Auto, Engine};
@@ -26,17 +23,29 @@ pub fn compile_set(
     filters: &[FilterLine],
     builder: &ProgramBuilder,
 ) -> Result<Vec<Compiled>, Vec<Rejected>> {
+    let mut compiled = Vec::with_capacity(filters.len());
+    each_compiled(filters, builder, |_, c| compiled.push(c))?;
+    Ok(compiled)
+}
+
+/// Each filter of the set compiled (on every core) and handed to `take`
+/// on this thread, in set order, as soon as it and those before it are
+/// compiled; from the first that does not compile on, the rest are only
+/// checked, and every one that does not compile is reported.
+fn each_compiled(
+    filters: &[FilterLine],
+    builder: &ProgramBuilder,
+    mut take: impl FnMut(usize, Compiled),
+) -> Result<(), Vec<Rejected>> {
     let texts: Vec<&str> = filters.iter().map(|f| f.expression.as_str()).collect();
     let mut rejected = Vec::new();
-    let mut compiled = Vec::with_capacity(filters.len());
-    for (index, c) in compile_all(builder, &texts).into_iter().enumerate() {
-        match c {
-            Ok(c) => compiled.push(c),
-            Err(error) => rejected.push(Rejected { index, error }),
-        }
-    }
+    compile_each(builder, &texts, |index, c| match c {
+        Ok(c) if rejected.is_empty() => take(index, c),
+        Ok(_) => {}
+        Err(error) => rejected.push(Rejected { index, error }),
+    });
     match rejected.is_empty() {
-        true => Ok(compiled),
+        true => Ok(()),
         false => Err(rejected),
     }
 }
@@ -99,19 +108,10 @@ impl Merging {
     ) -> Result<Merging, Vec<Rejected>> {
         // Each filter is inserted as soon as it and those before it are
         // compiled, while the other threads compile the rest.
-        let texts: Vec<&str> = filters.iter().map(|f| f.expression.as_str()).collect();
         let mut merged = Merging::empty(native);
-        let mut rejected = Vec::new();
-        compile_each(builder, &texts, |index, c| match c {
-            Ok(c) if rejected.is_empty() => {
-                merged.insert(index as u32, Arc::new(c), priority(filters.len(), index))
-            }
-            Ok(_) => {}
-            Err(error) => rejected.push(Rejected { index, error }),
-        });
-        if !rejected.is_empty() {
-            return Err(rejected);
-        }
+        each_compiled(filters, builder, |index, c| {
+            merged.insert(index as u32, Arc::new(c), priority(filters.len(), index))
+        })?;
         merged.update();
         Ok(merged)
     }
