@@ -34,6 +34,7 @@
 
 pub(crate) mod absorb;
 pub mod auto;
+pub mod bitvec;
 pub mod field;
 pub(crate) mod id_map;
 pub mod merged;

@@ -5,6 +5,7 @@
 
 use pcap::{BpfProgram, Capture, Linktype};
 use sluice::{LinkType, Program};
+use sluice_classifier::bitvec::{BitScratch, BitVectors};
 use sluice_classifier::merged::{Compiled, Merged};
 use sluice_classifier::tree::DecisionTree;
 use sluice_classifier::{Engine, FilterId};
@@ -213,6 +214,7 @@ pub struct Engines {
     pub native_auto: NativeAuto,
     pub classifier: AutoClassifier,
     pub merged: Merged,
+    pub bitvec: BitVectors,
 }
 
 impl Engines {
@@ -223,6 +225,11 @@ impl Engines {
             native_auto: NativeAuto::empty(),
             classifier: AutoClassifier::default(),
             merged: Merged::default(),
+            bitvec: BitVectors::build(
+                set.iter()
+                    .enumerate()
+                    .map(|(i, m)| (raw_id(i), &*m.compiled, m.priority)),
+            ),
         };
         for (i, m) in set.iter().enumerate() {
             let (id, c, p) = (raw_id(i), &m.compiled, m.priority);
@@ -277,6 +284,7 @@ impl Engines {
         };
         let reader = self.classifier.reader();
         let (mut ts, mut ns, mut auto_s, mut ms) = Default::default();
+        let mut bs = BitScratch::default();
         let mut out = Vec::new();
         for (k, p) in pkts.iter().enumerate() {
             let (d, w) = (&p.data[..], p.wirelen);
@@ -306,6 +314,11 @@ impl Engines {
             from_raw(&mut out);
             let f = self.merged.classify_first(d, w, &mut ms).map(index_of_raw);
             report("Merged", k, &out, f);
+
+            self.bitvec.classify(d, w, &mut bs, &mut out);
+            from_raw(&mut out);
+            let f = self.bitvec.classify_first(d, w, &mut bs).map(index_of_raw);
+            report("BitVectors", k, &out, f);
         }
         // The native tree with its flow cache on for every packet, over
         // the packets twice: the first pass learns each flow (the walk

@@ -375,7 +375,7 @@ impl DecisionTree {
     }
 
     /// Fold a path into items (`None` when its tests contradict each other).
-    fn items_of(fields: &mut Fields, p: &Path) -> Option<Vec<Item>> {
+    pub(crate) fn fold_path(fields: &mut Fields, p: &Path) -> Option<Vec<Item>> {
         let mut by_field: Vec<(FieldId, Test, bool)> = p
             .covered_loads_dropped()
             .iter()
@@ -432,7 +432,7 @@ impl DecisionTree {
         let eq_fields: Vec<FieldId> = atoms.iter().filter(|a| a.1).map(|a| a.0).collect();
         let items = match folded {
             Some(items) => Some(items.clone()),
-            None => Self::items_of(fields, p),
+            None => Self::fold_path(fields, p),
         };
         let fast = items.and_then(|items| {
             // Each key field must be tested by its equality alone, so that
@@ -518,7 +518,7 @@ impl DecisionTree {
         let e = Entry { slot, priority };
         let items: Items = simple
             .iter()
-            .filter_map(|p| Self::items_of(&mut self.fields, p))
+            .filter_map(|p| Self::fold_path(&mut self.fields, p))
             .collect();
         let root = self.nodes.root();
         for p in &items {

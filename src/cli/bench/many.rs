@@ -14,6 +14,7 @@
 use super::{libpcap_program, version_label, wants, BenchArgs, BenchEngine, Packets, Row};
 use super::{BATCH, DEFAULT_SNAPLEN};
 use crate::cli::{read_text, Fail};
+use sluice::classifier::bitvec::{BitScratch, BitVectors};
 use sluice::classifier::merged::{Compiled, Merged, Scratch};
 use sluice::classifier::tree::DecisionTree;
 use sluice::classifier::Engine;
@@ -240,6 +241,47 @@ pub(super) fn many(
                 }
                 acc
             }),
+        );
+    }
+    // Only when asked for: its vectors grow as filters × intervals.
+    if args.engine == Some(BenchEngine::Bitvector) {
+        let t = Instant::now();
+        let bv = BitVectors::build(
+            f.compiled
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (i as u32, c, f.priorities[i])),
+        );
+        let took = t.elapsed();
+        let b = bv.stats();
+        eprintln!(
+            "sluice bench: bit vectors: {} paths, {} fields, {} intervals, {} conditions checked one by one, {} bytes of vectors, built in {:.1} ms",
+            b.paths,
+            b.fields,
+            b.intervals,
+            b.extra,
+            b.bytes,
+            took.as_secs_f64() * 1e3
+        );
+        let mut s = BitScratch::default();
+        let mut ids = Vec::new();
+        add(
+            BenchEngine::Bitvector,
+            "bitvector (bit vectors per field, Rust)",
+            ns_per_packet(budget, n, || {
+                let mut acc = 0u64;
+                for (d, w) in packets.iter() {
+                    bv.classify(d, w, &mut s, &mut ids);
+                    acc += ids.len() as u64;
+                }
+                acc
+            }),
+        );
+        let w = s.work;
+        eprintln!(
+            "sluice bench: bit vectors: per packet {:.1} fields read, {:.1} words ANDed",
+            w.reads as f64 / w.packets.max(1) as f64,
+            w.words as f64 / w.packets.max(1) as f64
         );
     }
     if wants(args, BenchEngine::Groups) || wants(args, BenchEngine::GroupsNative) {

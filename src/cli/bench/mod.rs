@@ -74,6 +74,11 @@ pub enum BenchEngine {
     /// The default engine with its flow cache turned off, one packet per
     /// call (a filters file only; to compare with).
     ClassifierNativeNoCache,
+    /// Bit vectors per field (Lakshman and Stiliadis) over the tree's
+    /// fields, in Rust, one packet per call (a filters file only; to
+    /// compare with; only when asked for, since its vectors grow as
+    /// filters × intervals).
+    Bitvector,
     /// Tuple space search (one table per filter shape), in Rust (a
     /// filters file only; the earlier engine, to compare with).
     Groups,
@@ -94,6 +99,7 @@ impl BenchEngine {
             BenchEngine::ClassifierNative => "classifier-native",
             BenchEngine::ClassifierNativeBatch => "classifier-native-batch",
             BenchEngine::ClassifierNativeNoCache => "classifier-native-no-cache",
+            BenchEngine::Bitvector => "bitvector",
             BenchEngine::Groups => "groups",
             BenchEngine::GroupsNative => "groups-native",
         }
@@ -156,6 +162,7 @@ pub fn run(args: BenchArgs) -> Result<(), Fail> {
                 | BenchEngine::ClassifierNative
                 | BenchEngine::ClassifierNativeBatch
                 | BenchEngine::ClassifierNativeNoCache
+                | BenchEngine::Bitvector
                 | BenchEngine::Groups
                 | BenchEngine::GroupsNative
         )
