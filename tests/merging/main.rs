@@ -15,6 +15,8 @@
 //!   expressions and random ones of every shape with the packets'
 //!   constants; a packet matches a large share of them), 200 and 956
 //!   filters, over a sample of the corpus's packets and truncations.
+//! - `acl`: five-tuple firewall rules (`sluice_workload::acl_rules`), 100
+//!   and 1,000, over traffic drawn from them and truncations of a sample.
 //! - `flows`: the native tree's flow cache on generated sets of 300 and
 //!   1,000 filters over traffic whose flows repeat, against the tree
 //!   without it and each filter alone, with filters removed and put back
@@ -41,6 +43,7 @@
 //! `classify_first` (priorities from -2 to 2, ties to the lowest id), one
 //! packet at a time and in batches.
 
+mod acl;
 mod broad;
 mod bugs;
 mod changes;

@@ -6,6 +6,8 @@
 //! cargo run -p sluice-workload --example gen -- flows PACKETS SEED out.pcap N FLOWS
 //! cargo run -p sluice-workload --example gen -- corpus out.pcap [SHARED_DIR] [PACKETS]
 //! cargo run -p sluice-workload --example gen -- broad CORPUS GENERATED SEED [SHARED_DIR] > mix.txt
+//! cargo run -p sluice-workload --example gen -- acl N SEED > acl.txt
+//! cargo run -p sluice-workload --example gen -- acl-traffic PACKETS SEED out.pcap N
 //! ```
 //!
 //! `flows` writes traffic for `N` filters drawn from `FLOWS` flows
@@ -18,6 +20,8 @@
 //! (`sluice_workload::broad_mix`): the first `CORPUS` corpus expressions
 //! and `GENERATED` random ones with constants from the corpus's packets
 //! (`broad 600 356 1` is issue 33's set of 956; `broad 600 400 1`, 1,000).
+//! `acl` prints `N` five-tuple firewall rules (`sluice_workload::acl_rules`)
+//! and `acl-traffic` writes traffic drawn from them.
 
 use std::io::Write;
 use std::path::Path;
@@ -27,7 +31,9 @@ const USAGE: &str = "usage: gen filters N SEED
        gen traffic PACKETS SEED OUT.pcap [N]
        gen flows PACKETS SEED OUT.pcap N FLOWS
        gen corpus OUT.pcap [SHARED_DIR] [PACKETS]
-       gen broad CORPUS GENERATED SEED [SHARED_DIR]";
+       gen broad CORPUS GENERATED SEED [SHARED_DIR]
+       gen acl N SEED
+       gen acl-traffic PACKETS SEED OUT.pcap N";
 
 fn number(s: Option<&String>, what: &str) -> Result<u64, String> {
     let s = s.ok_or_else(|| format!("missing {what}\n{USAGE}"))?;
@@ -108,6 +114,24 @@ fn run(args: &[String]) -> Result<(), String> {
                 .lock()
                 .write_all(text.as_bytes())
                 .map_err(|e| e.to_string())
+        }
+        Some("acl") => {
+            let n = number(args.get(1), "N")? as usize;
+            let seed = number(args.get(2), "SEED")?;
+            let text = sluice_workload::acl_filters_file(n, seed);
+            std::io::stdout()
+                .lock()
+                .write_all(text.as_bytes())
+                .map_err(|e| e.to_string())
+        }
+        Some("acl-traffic") => {
+            let packets = number(args.get(1), "PACKETS")? as usize;
+            let seed = number(args.get(2), "SEED")?;
+            let out = args.get(3).ok_or_else(|| format!("missing OUT\n{USAGE}"))?;
+            let n = number(args.get(4), "N")? as usize;
+            let rules = sluice_workload::acl_rules(n, seed);
+            let frames = sluice_workload::acl_traffic(&rules, seed, packets);
+            sluice_workload::write_pcap(Path::new(out), &frames).map_err(|e| e.to_string())
         }
         _ => Err(USAGE.to_string()),
     }

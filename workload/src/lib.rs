@@ -17,6 +17,9 @@
 //! * [`broad_mix`] / [`broad_expressions`]: the corpus's expressions and
 //!   random ones of every shape with constants from the corpus's packets,
 //!   so that a packet matches about 150 of about 1,000 filters.
+//! * [`acl_rules`] / [`acl_traffic`]: five-tuple firewall rules in the
+//!   manner of ClassBench's ACL seeds (prefixes, protocol, port ranges)
+//!   and traffic drawn from them.
 //! * [`flow_traffic`]: the same traffic drawn from a fixed set of flows
 //!   (what a flow cache needs to pay).
 //! * [`write_pcap`] and [`pcap_bytes`]: frames as a pcap file.
@@ -72,6 +75,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod acl;
 mod broad;
 mod corpus;
 mod features;
@@ -82,6 +86,7 @@ mod sessions;
 mod traffic;
 mod universe;
 
+pub use acl::{acl_filters_file, acl_rules, acl_traffic, AclRule};
 pub use broad::{broad_expressions, broad_mix};
 pub use corpus::{corpus_filters, corpus_packets, pcap_bytes, write_pcap};
 pub use features::{features, Feature};

@@ -36,6 +36,10 @@ pub(crate) enum Stream {
     Broad = 5,
     /// Packet `i` of traffic drawn from flows.
     FlowPacket = 6,
+    /// Five-tuple rule `i`.
+    Acl = 7,
+    /// Packet `i` of traffic drawn from five-tuple rules.
+    AclPacket = 8,
 }
 
 /// A SplitMix64 generator.

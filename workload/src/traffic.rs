@@ -447,7 +447,7 @@ fn dscp(r: &mut Rng) -> u8 {
 }
 
 /// The Internet checksum of `b`.
-fn checksum(b: &[u8]) -> u16 {
+pub(crate) fn checksum(b: &[u8]) -> u16 {
     let mut s: u32 = b
         .chunks(2)
         .map(|w| u32::from(w[0]) << 8 | u32::from(*w.get(1).unwrap_or(&0)))
