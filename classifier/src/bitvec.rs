@@ -41,12 +41,11 @@
 //! assert_eq!(out, [0]);
 //! ```
 
-use crate::merged::{Compiled, Whole};
-use crate::tree::field::{FieldId, Fields, Memo};
+use crate::merged::Compiled;
+use crate::pathset::{Dedup, PathSet};
+use crate::tree::field::{FieldId, Memo};
 use crate::tree::label::{Cond, Label};
-use crate::tree::node::Item;
-use crate::tree::DecisionTree;
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Ordering;
 
 /// A field's value finds its interval in a table of at most
 /// `2^TOP_BITS + 2` entries indexed by its top bits, then a binary search
@@ -110,8 +109,7 @@ pub struct BitScratch {
     pub work: BitWork,
     alive: Vec<u64>,
     memo: Memo,
-    seen: Vec<u32>,
-    epoch: u32,
+    dedup: Dedup,
 }
 
 /// Work counted over every packet a [`BitScratch`] served.
@@ -138,20 +136,13 @@ pub struct BitWork {
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct BitVectors {
-    fields: Fields,
+    set: PathSet,
     /// Fields in the tree's order (protocol layer first).
     index: Vec<FieldIndex>,
     /// Every path's bit set.
     all: Vec<u64>,
     /// The filter slot of each bit.
     slot_of: Vec<u32>,
-    /// Id and priority of each slot.
-    ids: Vec<u32>,
-    prios: Vec<i32>,
-    /// Whether some filter has several paths (its slot can come up twice).
-    several: bool,
-    /// Filters that run whole, in winning order: (id, priority, program).
-    whole: Vec<(u32, i32, Whole)>,
 }
 
 /// Size of a [`BitVectors`].
@@ -222,29 +213,11 @@ impl BitVectors {
     /// assert_eq!(BitVectors::build([(3, &t, 0)]).stats().paths, 1);
     /// ```
     pub fn build<'a>(filters: impl IntoIterator<Item = (u32, &'a Compiled, i32)>) -> BitVectors {
-        let mut bv = BitVectors::default();
-        let mut paths: Vec<(u32, Vec<Item>)> = Vec::new();
-        for (id, c, priority) in filters {
-            match c.absorbed_paths() {
-                Some(ps) => {
-                    let slot = bv.ids.len() as u32;
-                    bv.ids.push(id);
-                    bv.prios.push(priority);
-                    let before = paths.len();
-                    for p in ps {
-                        if let Some(items) = DecisionTree::fold_path(&mut bv.fields, p) {
-                            paths.push((slot, items));
-                        }
-                    }
-                    bv.several |= paths.len() - before > 1;
-                }
-                None => bv.whole.push((id, priority, c.whole().clone())),
-            }
-        }
-        bv.whole.sort_by_key(|w| (Reverse(w.1), w.0));
+        let mut set = PathSet::gather(filters);
+        let mut paths = std::mem::take(&mut set.paths);
         // Paths in the order of their tests: paths of one protocol share
         // words, which a packet of another clears early and then skips.
-        let fields = &bv.fields;
+        let fields = &set.fields;
         paths.sort_by(|a, b| {
             for (x, y) in a.1.iter().zip(&b.1) {
                 let o = fields
@@ -256,6 +229,10 @@ impl BitVectors {
             }
             a.1.len().cmp(&b.1.len()).then(a.0.cmp(&b.0))
         });
+        let mut bv = BitVectors {
+            set,
+            ..BitVectors::default()
+        };
         let words = paths.len().div_ceil(64);
         bv.all = vec![0; words];
         for b in 0..paths.len() {
@@ -263,7 +240,7 @@ impl BitVectors {
         }
         bv.slot_of = paths.iter().map(|p| p.0).collect();
         // Each field's testers: (bit, label).
-        let mut testers: Vec<Vec<(u32, &Label)>> = vec![Vec::new(); bv.fields.len()];
+        let mut testers: Vec<Vec<(u32, &Label)>> = vec![Vec::new(); bv.set.fields.len()];
         for (bit, (_, items)) in paths.iter().enumerate() {
             for i in items {
                 testers[i.field as usize].push((bit as u32, &i.label));
@@ -272,7 +249,7 @@ impl BitVectors {
         let mut order: Vec<FieldId> = (0..testers.len() as FieldId)
             .filter(|&f| !testers[f as usize].is_empty())
             .collect();
-        order.sort_by(|&a, &b| bv.fields.order(a, b));
+        order.sort_by(|&a, &b| bv.set.fields.order(a, b));
         bv.index = order
             .into_iter()
             .map(|f| Self::field_index(f, &testers[f as usize]))
@@ -364,7 +341,7 @@ impl BitVectors {
     fn paths(&self, pkt: &[u8], wirelen: u32, s: &mut BitScratch) {
         s.alive.clear();
         s.alive.extend_from_slice(&self.all);
-        s.memo.next_packet(self.fields.len());
+        s.memo.next_packet(self.set.fields.len());
         s.work.packets += 1;
         let alive = &mut s.alive;
         for f in &self.index {
@@ -372,7 +349,7 @@ impl BitVectors {
                 continue;
             }
             s.work.reads += 1;
-            let v = self.fields.read(f.field, pkt, wirelen, &mut s.memo);
+            let v = self.set.fields.read(f.field, pkt, wirelen, &mut s.memo);
             // Words already dead are not loaded again.
             for (&w, &r) in f.words.iter().zip(f.row(v)) {
                 let a = &mut alive[w as usize];
@@ -403,36 +380,9 @@ impl BitVectors {
     /// assert!(out.is_empty());
     /// ```
     pub fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut BitScratch, out: &mut Vec<u32>) {
-        out.clear();
         self.paths(pkt, wirelen, s);
-        if self.several {
-            s.seen.resize(self.ids.len(), 0);
-            s.epoch = s.epoch.wrapping_add(1);
-            if s.epoch == 0 {
-                s.seen.iter_mut().for_each(|x| *x = 0);
-                s.epoch = 1;
-            }
-        }
-        for (w, &word) in s.alive.iter().enumerate() {
-            let mut x = word;
-            while x != 0 {
-                let slot = self.slot_of[w * 64 + x.trailing_zeros() as usize];
-                x &= x - 1;
-                if self.several {
-                    let seen = &mut s.seen[slot as usize];
-                    if *seen == s.epoch {
-                        continue;
-                    }
-                    *seen = s.epoch;
-                }
-                out.push(self.ids[slot as usize]);
-            }
-        }
-        for (id, _, w) in &self.whole {
-            if w.run(pkt, wirelen) != 0 {
-                out.push(*id);
-            }
-        }
+        let slots = alive_slots(&s.alive, &self.slot_of);
+        self.set.report(slots, pkt, wirelen, &mut s.dedup, out);
     }
 
     /// The accepting filter of highest priority, the lowest id among
@@ -444,103 +394,21 @@ impl BitVectors {
     /// ```
     pub fn classify_first(&self, pkt: &[u8], wirelen: u32, s: &mut BitScratch) -> Option<u32> {
         self.paths(pkt, wirelen, s);
-        let mut best: Option<(i32, Reverse<u32>)> = None;
-        for (w, &word) in s.alive.iter().enumerate() {
-            let mut x = word;
-            while x != 0 {
-                let slot = self.slot_of[w * 64 + x.trailing_zeros() as usize] as usize;
-                x &= x - 1;
-                let r = (self.prios[slot], Reverse(self.ids[slot]));
-                best = best.max(Some(r));
-            }
-        }
-        for (id, priority, w) in &self.whole {
-            let r = (*priority, Reverse(*id));
-            if best.is_some_and(|b| r < b) {
-                break;
-            }
-            if w.run(pkt, wirelen) != 0 {
-                best = Some(r);
-                break;
-            }
-        }
-        best.map(|(_, Reverse(id))| id)
+        let slots = alive_slots(&s.alive, &self.slot_of);
+        self.set.first(slots, pkt, wirelen)
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use sluice_ir::{CmpOp, Filter, Pred, Size, Val};
-
-    /// Filters of every test kind on two fields (a byte and a half word,
-    /// ranges ending at the field's top and at `u32::MAX`, excluded
-    /// values, bit masks, sets), alone and combined with `and`, `or` and
-    /// `not`: the vectors accept exactly what each filter does, on every
-    /// value of the byte, with the half word present and cut off.
-    #[test]
-    fn vectors_accept_what_each_filter_does() {
-        let byte = || Val::load_abs(0, Size::Byte);
-        let half = || Val::load_abs(1, Size::Half);
-        let cmp = |op, v: Val, k| Pred::cmp(op, v, Val::Const(k));
-        let mut preds = Vec::new();
-        // Each kind of test with its own constants, so that no interval
-        // bound is made by another kind's.
-        for (op, ks) in [
-            (CmpOp::Eq, &[0, 1, 0x80, 0xff, 0x100][..]),
-            (CmpOp::Gt, &[2, 0x41, 0xfe, u32::MAX][..]),
-            (CmpOp::Ge, &[0, 5, 0x90, 0x100][..]),
-            (CmpOp::Set, &[0, 0x11, 0x80][..]),
-        ] {
-            for &k in ks {
-                preds.push(cmp(op, byte(), k));
-            }
-        }
-        preds.push(cmp(CmpOp::Eq, half(), 0x0102));
-        preds.push(cmp(CmpOp::Gt, half(), 0x8000));
-        let mut all = Vec::new();
-        for (i, p) in preds.iter().enumerate() {
-            let q = &preds[(i * 7 + 3) % preds.len()];
-            all.push(p.clone());
-            all.push(Pred::not(p.clone()));
-            all.push(Pred::and(vec![p.clone(), Pred::not(q.clone())]));
-            all.push(Pred::or(vec![p.clone(), q.clone()]));
-        }
-        // The whole set, then its negations alone: there no range's upper
-        // bound is another filter's lower one.
-        let negations: Vec<Pred> = preds.iter().map(|p| Pred::not(p.clone())).collect();
-        for filters in [all, negations] {
-            check(&filters);
-        }
-    }
-
-    fn check(filters: &[Pred]) {
-        let compiled: Vec<Compiled> = filters
-            .iter()
-            .map(|p| Compiled::new(Filter::new(p.clone(), 1)))
-            .collect();
-        let bv = BitVectors::build(
-            compiled
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (i as u32, c, (i % 5) as i32)),
-        );
-        let (mut s, mut out) = (BitScratch::default(), Vec::new());
-        for v in 0..=255u8 {
-            for pkt in [&[v, 1, 2][..], &[v][..]] {
-                let want: Vec<u32> = compiled
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, c)| c.whole().run(pkt, pkt.len() as u32) != 0)
-                    .map(|(i, _)| i as u32)
-                    .collect();
-                bv.classify(pkt, pkt.len() as u32, &mut s, &mut out);
-                out.sort_unstable();
-                assert_eq!(out, want, "byte {v}, {} bytes", pkt.len());
-                let first = want.iter().copied().max_by_key(|&i| (i % 5, Reverse(i)));
-                assert_eq!(bv.classify_first(pkt, pkt.len() as u32, &mut s), first);
-            }
-        }
-        assert!(s.work.packets == 512 * 2 && s.work.reads > 0);
-    }
+/// The slots of the bits set in `alive`.
+fn alive_slots<'a>(alive: &'a [u64], slot_of: &'a [u32]) -> impl Iterator<Item = u32> + 'a {
+    alive.iter().enumerate().flat_map(move |(w, &word)| {
+        let mut x = word;
+        std::iter::from_fn(move || {
+            (x != 0).then(|| {
+                let b = x.trailing_zeros() as usize;
+                x &= x - 1;
+                slot_of[w * 64 + b]
+            })
+        })
+    })
 }

@@ -35,10 +35,12 @@
 pub(crate) mod absorb;
 pub mod auto;
 pub mod bitvec;
+pub mod cuts;
 pub mod field;
 pub(crate) mod id_map;
 pub mod merged;
 pub mod path;
+pub(crate) mod pathset;
 mod sorted;
 pub mod table;
 pub mod tree;

@@ -6,6 +6,7 @@
 use pcap::{BpfProgram, Capture, Linktype};
 use sluice::{LinkType, Program};
 use sluice_classifier::bitvec::{BitScratch, BitVectors};
+use sluice_classifier::cuts::{CutScratch, Cuts};
 use sluice_classifier::merged::{Compiled, Merged};
 use sluice_classifier::tree::DecisionTree;
 use sluice_classifier::{Engine, FilterId};
@@ -215,6 +216,7 @@ pub struct Engines {
     pub classifier: AutoClassifier,
     pub merged: Merged,
     pub bitvec: BitVectors,
+    pub cuts: Cuts,
 }
 
 impl Engines {
@@ -226,6 +228,11 @@ impl Engines {
             classifier: AutoClassifier::default(),
             merged: Merged::default(),
             bitvec: BitVectors::build(
+                set.iter()
+                    .enumerate()
+                    .map(|(i, m)| (raw_id(i), &*m.compiled, m.priority)),
+            ),
+            cuts: Cuts::build(
                 set.iter()
                     .enumerate()
                     .map(|(i, m)| (raw_id(i), &*m.compiled, m.priority)),
@@ -284,7 +291,7 @@ impl Engines {
         };
         let reader = self.classifier.reader();
         let (mut ts, mut ns, mut auto_s, mut ms) = Default::default();
-        let mut bs = BitScratch::default();
+        let (mut bs, mut cs) = (BitScratch::default(), CutScratch::default());
         let mut out = Vec::new();
         for (k, p) in pkts.iter().enumerate() {
             let (d, w) = (&p.data[..], p.wirelen);
@@ -319,6 +326,11 @@ impl Engines {
             from_raw(&mut out);
             let f = self.bitvec.classify_first(d, w, &mut bs).map(index_of_raw);
             report("BitVectors", k, &out, f);
+
+            self.cuts.classify(d, w, &mut cs, &mut out);
+            from_raw(&mut out);
+            let f = self.cuts.classify_first(d, w, &mut cs).map(index_of_raw);
+            report("Cuts", k, &out, f);
         }
         // The native tree with its flow cache on for every packet, over
         // the packets twice: the first pass learns each flow (the walk

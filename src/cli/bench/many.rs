@@ -15,6 +15,7 @@ use super::{libpcap_program, version_label, wants, BenchArgs, BenchEngine, Packe
 use super::{BATCH, DEFAULT_SNAPLEN};
 use crate::cli::{read_text, Fail};
 use sluice::classifier::bitvec::{BitScratch, BitVectors};
+use sluice::classifier::cuts::{CutScratch, Cuts};
 use sluice::classifier::merged::{Compiled, Merged, Scratch};
 use sluice::classifier::tree::DecisionTree;
 use sluice::classifier::Engine;
@@ -282,6 +283,48 @@ pub(super) fn many(
             "sluice bench: bit vectors: per packet {:.1} fields read, {:.1} words ANDed",
             w.reads as f64 / w.packets.max(1) as f64,
             w.words as f64 / w.packets.max(1) as f64
+        );
+    }
+    // Only when asked for: a set that leaves fields open is copied into
+    // every piece.
+    if args.engine == Some(BenchEngine::Cuts) {
+        let t = Instant::now();
+        let cuts = Cuts::build(
+            f.compiled
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (i as u32, c, f.priorities[i])),
+        );
+        let took = t.elapsed();
+        let c = cuts.stats();
+        eprintln!(
+            "sluice bench: cuts: {} paths, {} cut nodes, {} leaves holding {} paths, {} bytes, built in {:.1} ms",
+            c.paths,
+            c.cuts,
+            c.leaves,
+            c.entries,
+            c.bytes,
+            took.as_secs_f64() * 1e3
+        );
+        let mut s = CutScratch::default();
+        let mut ids = Vec::new();
+        add(
+            BenchEngine::Cuts,
+            "cuts (HiCuts, Rust)",
+            ns_per_packet(budget, n, || {
+                let mut acc = 0u64;
+                for (d, w) in packets.iter() {
+                    cuts.classify(d, w, &mut s, &mut ids);
+                    acc += ids.len() as u64;
+                }
+                acc
+            }),
+        );
+        let w = s.work;
+        eprintln!(
+            "sluice bench: cuts: per packet {:.1} cuts passed, {:.1} paths checked",
+            w.cuts as f64 / w.packets.max(1) as f64,
+            w.checked as f64 / w.packets.max(1) as f64
         );
     }
     if wants(args, BenchEngine::Groups) || wants(args, BenchEngine::GroupsNative) {

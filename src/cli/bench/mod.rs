@@ -79,6 +79,10 @@ pub enum BenchEngine {
     /// compare with; only when asked for, since its vectors grow as
     /// filters × intervals).
     Bitvector,
+    /// HiCuts (cuts of the fields' value ranges, paths checked at the
+    /// leaves) over the tree's fields, in Rust, one packet per call (a
+    /// filters file only; to compare with; only when asked for).
+    Cuts,
     /// Tuple space search (one table per filter shape), in Rust (a
     /// filters file only; the earlier engine, to compare with).
     Groups,
@@ -100,6 +104,7 @@ impl BenchEngine {
             BenchEngine::ClassifierNativeBatch => "classifier-native-batch",
             BenchEngine::ClassifierNativeNoCache => "classifier-native-no-cache",
             BenchEngine::Bitvector => "bitvector",
+            BenchEngine::Cuts => "cuts",
             BenchEngine::Groups => "groups",
             BenchEngine::GroupsNative => "groups-native",
         }
@@ -163,6 +168,7 @@ pub fn run(args: BenchArgs) -> Result<(), Fail> {
                 | BenchEngine::ClassifierNativeBatch
                 | BenchEngine::ClassifierNativeNoCache
                 | BenchEngine::Bitvector
+                | BenchEngine::Cuts
                 | BenchEngine::Groups
                 | BenchEngine::GroupsNative
         )
