@@ -36,7 +36,7 @@
 
 use crate::merged::Compiled;
 use crate::pathset::{Dedup, PathSet};
-use crate::tree::field::{FieldId, Memo, Read};
+use crate::tree::field::{load_at, FieldId, Memo, Read};
 use crate::tree::label::Label;
 use std::collections::{HashMap, VecDeque};
 
@@ -285,13 +285,7 @@ impl Cuts {
     /// A dimension's value on a packet (`None`: the read aborts).
     fn read(&self, d: u32, pkt: &[u8], wirelen: u32, memo: &mut Memo) -> Option<u32> {
         match self.dims[d as usize] {
-            Dim::Load { hdr, off, size } => {
-                let at = match hdr {
-                    None => u64::from(off),
-                    Some(h) => (u64::from(*pkt.get(h as usize)? & 0xf) << 2) + u64::from(off),
-                };
-                crate::field::load(pkt, at, u32::from(size))
-            }
+            Dim::Load { hdr, off, size } => load_at(pkt, hdr, off, size),
             Dim::Field(f) => self.set.fields.read(f, pkt, wirelen, memo),
         }
     }

@@ -45,6 +45,24 @@ pub enum Source {
     Pred(Pred),
 }
 
+/// `size` bytes (big-endian) at `off`, or at `off` past the IPv4 header
+/// whose first byte is at `hdr`; `None` past the packet.
+///
+/// ```
+/// use sluice_classifier::tree::field::load_at;
+/// assert_eq!(load_at(&[0x45, 1, 2, 3, 4, 5], None, 1, 2), Some(0x102));
+/// assert_eq!(load_at(&[0x41, 0, 0, 0, 9], Some(0), 0, 1), Some(9));
+/// assert_eq!(load_at(&[0x41], Some(0), 0, 1), None);
+/// ```
+#[inline]
+pub fn load_at(pkt: &[u8], hdr: Option<u32>, off: u32, size: u8) -> Option<u32> {
+    let at = match hdr {
+        None => u64::from(off),
+        Some(h) => (u64::from(*pkt.get(h as usize)? & 0xf) << 2) + u64::from(off),
+    };
+    load(pkt, at, u32::from(size))
+}
+
 /// How a field is read.
 ///
 /// ```
@@ -358,13 +376,7 @@ impl Fields {
                 off,
                 size,
                 mask,
-            } => {
-                let at = match hdr {
-                    None => *off as u64,
-                    Some(h) => ((*pkt.get(*h as usize)? as u64 & 0xf) << 2) + *off as u64,
-                };
-                load(pkt, at, *size as u32).map(|v| v & mask)
-            }
+            } => load_at(pkt, *hdr, *off, *size).map(|v| v & mask),
             Read::Len => Some(wirelen),
             Read::Const(k) => Some(*k),
             Read::Generic(_) | Read::Pred(_) => memo.cached(id, || self.compute(id, pkt, wirelen)),

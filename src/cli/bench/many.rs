@@ -37,6 +37,35 @@ struct Filters {
     priorities: Vec<i32>,
 }
 
+impl Filters {
+    /// Each filter as `(id, filter, priority)`, ids in file order.
+    fn triples(&self) -> impl Iterator<Item = (u32, &Compiled, i32)> {
+        self.compiled
+            .iter()
+            .zip(&self.priorities)
+            .enumerate()
+            .map(|(i, (c, p))| (i as u32, c, *p))
+    }
+}
+
+/// Time `classify` one packet a call over every packet: ns per packet
+/// and the matches of one pass.
+fn per_call(
+    budget: Duration,
+    packets: &Packets,
+    mut classify: impl FnMut(&[u8], u32, &mut Vec<u32>),
+) -> (f64, u64) {
+    let mut ids = Vec::new();
+    ns_per_packet(budget, packets.len(), || {
+        let mut acc = 0u64;
+        for (d, w) in packets.iter() {
+            classify(d, w, &mut ids);
+            acc += ids.len() as u64;
+        }
+        acc
+    })
+}
+
 fn compile(file: &str, lt: LinkType, big_endian: bool) -> Result<(Filters, Vec<String>), Fail> {
     let (lines, errors) = sluice::split::parse_filters(&read_text(file)?, file);
     if let Some((_, e)) = errors.into_iter().next() {
@@ -141,7 +170,6 @@ pub(super) fn many(
             None => "tuple space",
         };
         let mut s: <NativeAuto as Engine>::Scratch = Default::default();
-        let mut ids = Vec::new();
         // The default engine, also next to itself without its cache.
         if wants(args, BenchEngine::ClassifierNative)
             || wants(args, BenchEngine::ClassifierNativeNoCache)
@@ -149,14 +177,7 @@ pub(super) fn many(
             add(
                 BenchEngine::ClassifierNative,
                 &format!("classifier-native ({kind})"),
-                ns_per_packet(budget, n, || {
-                    let mut acc = 0u64;
-                    for (d, w) in packets.iter() {
-                        nt.classify(d, w, &mut s, &mut ids);
-                        acc += ids.len() as u64;
-                    }
-                    acc
-                }),
+                per_call(budget, packets, |d, w, ids| nt.classify(d, w, &mut s, ids)),
             );
         }
         if let Some(f) = s.tree_mut().flow_stats() {
@@ -179,14 +200,7 @@ pub(super) fn many(
                 add(
                     BenchEngine::ClassifierNativeNoCache,
                     label,
-                    ns_per_packet(budget, n, || {
-                        let mut acc = 0u64;
-                        for (d, w) in packets.iter() {
-                            nt.classify(d, w, &mut s, &mut ids);
-                            acc += ids.len() as u64;
-                        }
-                        acc
-                    }),
+                    per_call(budget, packets, |d, w, ids| nt.classify(d, w, &mut s, ids)),
                 );
                 let mut out = vec![Vec::new(); BATCH];
                 add(
@@ -213,17 +227,11 @@ pub(super) fn many(
     }
     if wants(args, BenchEngine::Classifier) {
         let mut s = Default::default();
-        let mut ids = Vec::new();
         add(
             BenchEngine::Classifier,
             "classifier (tree, Rust)",
-            ns_per_packet(budget, n, || {
-                let mut acc = 0u64;
-                for (d, w) in packets.iter() {
-                    tree.classify(d, w, &mut s, &mut ids);
-                    acc += ids.len() as u64;
-                }
-                acc
+            per_call(budget, packets, |d, w, ids| {
+                tree.classify(d, w, &mut s, ids)
             }),
         );
     }
@@ -247,12 +255,7 @@ pub(super) fn many(
     // Only when asked for: its vectors grow as filters × intervals.
     if args.engine == Some(BenchEngine::Bitvector) {
         let t = Instant::now();
-        let bv = BitVectors::build(
-            f.compiled
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (i as u32, c, f.priorities[i])),
-        );
+        let bv = BitVectors::build(f.triples());
         let took = t.elapsed();
         let b = bv.stats();
         eprintln!(
@@ -265,18 +268,10 @@ pub(super) fn many(
             took.as_secs_f64() * 1e3
         );
         let mut s = BitScratch::default();
-        let mut ids = Vec::new();
         add(
             BenchEngine::Bitvector,
             "bitvector (bit vectors per field, Rust)",
-            ns_per_packet(budget, n, || {
-                let mut acc = 0u64;
-                for (d, w) in packets.iter() {
-                    bv.classify(d, w, &mut s, &mut ids);
-                    acc += ids.len() as u64;
-                }
-                acc
-            }),
+            per_call(budget, packets, |d, w, ids| bv.classify(d, w, &mut s, ids)),
         );
         let w = s.work;
         eprintln!(
@@ -289,12 +284,7 @@ pub(super) fn many(
     // every piece.
     if args.engine == Some(BenchEngine::Cuts) {
         let t = Instant::now();
-        let cuts = Cuts::build(
-            f.compiled
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (i as u32, c, f.priorities[i])),
-        );
+        let cuts = Cuts::build(f.triples());
         let took = t.elapsed();
         let c = cuts.stats();
         eprintln!(
@@ -307,17 +297,11 @@ pub(super) fn many(
             took.as_secs_f64() * 1e3
         );
         let mut s = CutScratch::default();
-        let mut ids = Vec::new();
         add(
             BenchEngine::Cuts,
             "cuts (HiCuts, Rust)",
-            ns_per_packet(budget, n, || {
-                let mut acc = 0u64;
-                for (d, w) in packets.iter() {
-                    cuts.classify(d, w, &mut s, &mut ids);
-                    acc += ids.len() as u64;
-                }
-                acc
+            per_call(budget, packets, |d, w, ids| {
+                cuts.classify(d, w, &mut s, ids)
             }),
         );
         let w = s.work;
@@ -339,7 +323,6 @@ pub(super) fn many(
             merged.table_bytes()
         );
         let mut s = Scratch::default();
-        let mut ids = Vec::new();
         if wants(args, BenchEngine::GroupsNative) {
             let m = NativeMerged::from_merged(merged.clone());
             let mut out = vec![Vec::new(); BATCH];
@@ -361,13 +344,8 @@ pub(super) fn many(
             add(
                 BenchEngine::Groups,
                 "groups (tuple space, Rust)",
-                ns_per_packet(budget, n, || {
-                    let mut acc = 0u64;
-                    for (d, w) in packets.iter() {
-                        merged.classify(d, w, &mut s, &mut ids);
-                        acc += ids.len() as u64;
-                    }
-                    acc
+                per_call(budget, packets, |d, w, ids| {
+                    merged.classify(d, w, &mut s, ids)
                 }),
             );
         }
