@@ -8,8 +8,9 @@
 //! values) cut the field's value space into elementary intervals, and each
 //! interval holds a bit vector: the paths whose test of the field holds
 //! everywhere in it, and every path that does not test the field. A
-//! packet reads each field once, finds its interval by binary search and
-//! ANDs the interval's vector into the paths still alive; the bits left at
+//! packet reads each field once, finds its interval (a table of the
+//! value's top bits, then a short binary search) and ANDs the interval's
+//! vector into the paths still alive; the bits left at
 //! the end are the paths that hold, and their filters are the packet's.
 //! A read that aborts leaves only the paths that do not test the field,
 //! as the tree's skip edge does.
@@ -17,10 +18,10 @@
 //! Two of the aggregated bit vector paper's (ABV) ideas keep the work down
 //! where a field is tested by few paths: paths are numbered in the order
 //! of their tests, so paths of the same protocol share words, and a field
-//! stores and ANDs only the words that hold a path testing it, and is not
-//! read at all once those words are dead. Parts of a condition that are
-//! not intervals (bit masks, large sets) are checked path by path after
-//! the AND, for the paths still alive.
+//! stores and ANDs only the words that hold a path testing it, does not
+//! load a word already dead, and is not read at all once all its words
+//! are. Parts of a condition that are not intervals (bit masks, large
+//! sets) are checked after the AND, once per distinct condition.
 //!
 //! The structure is built once from a set of filters; it has no inserts.
 //!
