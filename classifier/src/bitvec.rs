@@ -166,15 +166,6 @@ pub struct BitStats {
     pub bytes: usize,
 }
 
-/// The part of a label that intervals answer: keys, a range, excluded
-/// values.
-fn interval_part(l: &Label, v: u32) -> bool {
-    match l {
-        Label::Eq(keys) => keys.binary_search(&v).is_ok(),
-        Label::Cond(c) => v >= c.lo && v <= c.hi && c.ne.binary_search(&v).is_err(),
-    }
-}
-
 /// Whether a condition has parts that intervals do not answer.
 fn has_extra(l: &Label) -> bool {
     match l {
@@ -287,10 +278,12 @@ impl BitVectors {
             match label {
                 Label::Eq(keys) => keys.iter().for_each(|&k| set(k)),
                 Label::Cond(cond) => {
+                    // The intervals from the one starting at `lo` to the
+                    // one holding `hi`, but for the excluded values' own.
                     let a = starts.partition_point(|&s| s <= cond.lo) - 1;
                     let b = starts.partition_point(|&s| s <= cond.hi) - 1;
                     for r in a..=b {
-                        if interval_part(label, starts[r]) {
+                        if cond.ne.binary_search(&starts[r]).is_err() {
                             rows[(r + 1) * n + c] |= m;
                         }
                     }

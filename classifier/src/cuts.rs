@@ -36,7 +36,7 @@
 
 use crate::merged::Compiled;
 use crate::pathset::{Dedup, PathSet};
-use crate::tree::field::{load_at, FieldId, Memo, Read};
+use crate::tree::field::{load_at, FieldId, Fields, Memo, Read};
 use crate::tree::label::Label;
 use std::collections::{HashMap, VecDeque};
 
@@ -168,43 +168,44 @@ fn widest(size: u8) -> u32 {
     }
 }
 
-/// The values an item allows on its dimension (a superset), with the
-/// dimension; `None` for an item that allows nothing.
-fn item_box(how: &Read, field: FieldId, label: &Label) -> Option<(Dim, u32, u32)> {
+/// The dimension an item tests and the values it allows there (a
+/// superset; an empty range when it allows none).
+fn item_box(fields: &Fields, field: FieldId, label: &Label) -> (Dim, u32, u32) {
     // The values the label allows, as one range.
-    let (lo, hi) = match label {
-        Label::Eq(keys) => (*keys.first()?, *keys.last()?),
+    let (mut lo, mut hi) = match label {
+        Label::Eq(keys) => keys
+            .first()
+            .zip(keys.last())
+            .map_or((1, 0), |(a, b)| (*a, *b)),
         Label::Cond(c) => (c.lo, c.hi),
     };
-    match how {
-        Read::Load {
-            hdr,
-            off,
-            size,
-            mask,
-        } => {
-            let top = widest(*size);
-            let low = !*mask & top;
-            let dim = Dim::Load {
+    let mut dim = Dim::Field(field);
+    if let Read::Load {
+        hdr,
+        off,
+        size,
+        mask,
+    } = fields.how(field)
+    {
+        // A prefix mask (ones, then zeros): `v & mask` in lo..=hi means v
+        // in lo..=(hi | low), a range of the unmasked load.
+        let low = !*mask & widest(*size);
+        if low == widest(*size) || (low + 1).is_power_of_two() {
+            dim = Dim::Load {
                 hdr: *hdr,
                 off: *off,
                 size: *size,
             };
-            // A prefix mask (ones, then zeros): `v & mask` in lo..=hi
-            // means v in lo..=(hi | low).
-            if low == top || (low + 1).is_power_of_two() {
-                return Some((dim, lo.min(top), (hi | low).min(top)));
-            }
-            Some((Dim::Field(field), lo, hi.min(top & *mask)))
+            hi |= low;
         }
-        Read::Const(k) => Some((Dim::Field(field), lo.max(*k), hi.min(*k))),
-        Read::Pred(_) => Some((Dim::Field(field), lo, hi.min(1))),
-        Read::Len | Read::Generic(_) => Some((Dim::Field(field), lo, hi)),
     }
+    let (a, b) = full_range(dim, fields);
+    lo = lo.max(a);
+    (dim, lo, hi.min(b))
 }
 
 /// The values a dimension can take.
-fn full_range(dim: Dim, fields: &crate::tree::field::Fields) -> (u32, u32) {
+fn full_range(dim: Dim, fields: &Fields) -> (u32, u32) {
     match dim {
         Dim::Load { size, .. } => (0, widest(size)),
         Dim::Field(f) => match fields.how(f) {
@@ -245,13 +246,8 @@ impl Cuts {
         let mut all = Vec::new();
         for (p, (_, items)) in c.set.paths.iter().enumerate() {
             let mut b: Box = Vec::new();
-            let mut possible = true;
             for i in items {
-                let Some((dim, lo, hi)) = item_box(c.set.fields.how(i.field), i.field, &i.label)
-                else {
-                    possible = false;
-                    break;
-                };
+                let (dim, lo, hi) = item_box(&c.set.fields, i.field, &i.label);
                 let d = *dim_ids.entry(dim).or_insert_with(|| {
                     c.dims.push(dim);
                     c.dims.len() as u32 - 1
@@ -265,7 +261,7 @@ impl Cuts {
                 }
             }
             // A box empty on some dimension holds no packet.
-            if possible && b.iter().all(|x| x.1 <= x.2) {
+            if b.iter().all(|x| x.1 <= x.2) {
                 all.push(p as u32);
             }
             c.boxes.push(b);

@@ -7,8 +7,10 @@
 use crate::merged::{Compiled, Whole};
 use crate::tree::field::Fields;
 use crate::tree::node::Item;
-use crate::tree::DecisionTree;
+use crate::tree::{winner, DecisionTree};
 use std::cmp::Reverse;
+
+pub(crate) use crate::tree::Dedup;
 
 /// Filters as folded paths (see the module doc).
 #[derive(Clone, Debug, Default)]
@@ -23,13 +25,6 @@ pub(crate) struct PathSet {
     several: bool,
     /// Filters that run whole, in winning order: (id, priority, program).
     whole: Vec<(u32, i32, Whole)>,
-}
-
-/// Per-reader memory for reporting each filter once.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Dedup {
-    seen: Vec<u32>,
-    epoch: u32,
 }
 
 impl PathSet {
@@ -79,20 +74,11 @@ impl PathSet {
     ) {
         out.clear();
         if self.several {
-            d.seen.resize(self.ids.len(), 0);
-            d.epoch = d.epoch.wrapping_add(1);
-            if d.epoch == 0 {
-                d.seen.iter_mut().for_each(|x| *x = 0);
-                d.epoch = 1;
-            }
+            d.start(self.ids.len());
         }
         for slot in slots {
-            if self.several {
-                let seen = &mut d.seen[slot as usize];
-                if *seen == d.epoch {
-                    continue;
-                }
-                *seen = d.epoch;
+            if self.several && !d.first_time(slot) {
+                continue;
             }
             out.push(self.ids[slot as usize]);
         }
@@ -111,22 +97,12 @@ impl PathSet {
         pkt: &[u8],
         wirelen: u32,
     ) -> Option<u32> {
-        let mut best: Option<(i32, Reverse<u32>)> = None;
-        for slot in slots {
-            let r = (self.prios[slot as usize], Reverse(self.ids[slot as usize]));
-            best = best.max(Some(r));
-        }
-        for (id, priority, w) in &self.whole {
-            let r = (*priority, Reverse(*id));
-            if best.is_some_and(|b| r < b) {
-                break;
-            }
-            if w.run(pkt, wirelen) != 0 {
-                best = Some(r);
-                break;
-            }
-        }
-        best.map(|(_, Reverse(id))| id)
+        winner(
+            slots.map(|s| (self.ids[s as usize], self.prios[s as usize])),
+            self.whole
+                .iter()
+                .map(|(id, priority, w)| (*id, *priority, move || w.run(pkt, wirelen) != 0)),
+        )
     }
 }
 

@@ -49,6 +49,7 @@ pub mod label;
 pub mod node;
 mod run;
 
+pub(crate) use run::Dedup;
 pub use run::Scratch;
 
 use crate::id_map::IdMap;
@@ -779,9 +780,9 @@ impl DecisionTree {
             [] => {}
             [one] => out.push(self.ids[*one as usize]),
             _ => {
-                s.dedup_start(self.ids.len());
+                s.dedup.start(self.ids.len());
                 for &slot in slots {
-                    if s.first_time(slot) {
+                    if s.dedup.first_time(slot) {
                         out.push(self.ids[slot as usize]);
                     }
                 }
@@ -843,28 +844,14 @@ impl DecisionTree {
     /// assert_eq!(t.report_first(&[], 0, &[0]), Some(9));
     /// ```
     pub fn report_first(&self, pkt: &[u8], wirelen: u32, slots: &[u32]) -> Option<u32> {
-        let rank = |filter: u32, priority: i32| (priority, std::cmp::Reverse(filter));
-        let mut best: Option<(i32, std::cmp::Reverse<u32>)> = None;
-        for &slot in slots {
-            let r = rank(self.ids[slot as usize], self.prios[slot as usize]);
-            if best.map_or(true, |b| r > b) {
-                best = Some(r);
-            }
-        }
-        // Whole filters are in winning order: the first that accepts is
-        // the best of them, and once one ranks below the tree's winner
-        // none after it can win.
-        for w in &self.whole {
-            let r = rank(w.filter, w.priority);
-            if best.is_some_and(|b| r < b) {
-                break;
-            }
-            if w.run(pkt, wirelen) != 0 {
-                best = Some(r);
-                break;
-            }
-        }
-        best.map(|(_, std::cmp::Reverse(f))| f)
+        winner(
+            slots
+                .iter()
+                .map(|&s| (self.ids[s as usize], self.prios[s as usize])),
+            self.whole
+                .iter()
+                .map(|w| (w.filter, w.priority, move || w.run(pkt, wirelen) != 0)),
+        )
     }
 
     /// `out[i]` gets packet `i`'s filters, as [`DecisionTree::classify`].
@@ -880,6 +867,31 @@ impl DecisionTree {
             self.classify(pkt, *wirelen, s, o);
         }
     }
+}
+
+/// The single winner among the filters found, as `(id, priority)`, and
+/// the filters that run whole, as `(id, priority, accepts)` in winning
+/// order: the highest priority, the lowest id among equals. A filter that
+/// runs whole is run only while it could still win: the first that
+/// accepts is the best of them, and once one ranks below the winner so
+/// far none after it can win.
+pub(crate) fn winner<W: FnOnce() -> bool>(
+    found: impl Iterator<Item = (u32, i32)>,
+    whole: impl Iterator<Item = (u32, i32, W)>,
+) -> Option<u32> {
+    let rank = |filter: u32, priority: i32| (priority, std::cmp::Reverse(filter));
+    let mut best = found.map(|(f, p)| rank(f, p)).max();
+    for (filter, priority, accepts) in whole {
+        let r = rank(filter, priority);
+        if best.is_some_and(|b| r < b) {
+            break;
+        }
+        if accepts() {
+            best = Some(r);
+            break;
+        }
+    }
+    best.map(|(_, std::cmp::Reverse(f))| f)
 }
 
 #[cfg(test)]

@@ -44,9 +44,40 @@ pub struct Scratch {
     /// The slots of the packet's filters as found (a filter may be found
     /// twice).
     pub(crate) hits: Vec<u32>,
+    /// Which filters a packet has reported already.
+    pub(crate) dedup: Dedup,
+}
+
+/// Per-reader memory for reporting each filter of a packet once, however
+/// many of its paths are found.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Dedup {
     /// Per filter slot: the epoch it was last reported in.
-    pub(crate) seen: Vec<u32>,
-    pub(crate) epoch: u32,
+    seen: Vec<u32>,
+    epoch: u32,
+}
+
+impl Dedup {
+    /// Start a packet over `slots` filter slots.
+    pub(crate) fn start(&mut self, slots: usize) {
+        if self.seen.len() < slots {
+            self.seen.resize(slots, 0);
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.seen.iter_mut().for_each(|s| *s = 0);
+            self.epoch = 1;
+        }
+    }
+
+    /// True the first time `slot` is offered since [`Dedup::start`].
+    #[inline]
+    pub(crate) fn first_time(&mut self, slot: u32) -> bool {
+        let s = &mut self.seen[slot as usize];
+        let first = *s != self.epoch;
+        *s = self.epoch;
+        first
+    }
 }
 
 impl Scratch {
@@ -67,27 +98,6 @@ impl Scratch {
     pub(crate) fn next_packet(&mut self) {
         self.memo.next_packet(0);
         self.hits.clear();
-    }
-
-    /// Start deduplicating over `slots` filter slots; true the first time
-    /// `slot` is offered after this.
-    pub(crate) fn dedup_start(&mut self, slots: usize) {
-        if self.seen.len() < slots {
-            self.seen.resize(slots, 0);
-        }
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.seen.iter_mut().for_each(|s| *s = 0);
-            self.epoch = 1;
-        }
-    }
-
-    #[inline]
-    pub(crate) fn first_time(&mut self, slot: u32) -> bool {
-        let s = &mut self.seen[slot as usize];
-        let first = *s != self.epoch;
-        *s = self.epoch;
-        first
     }
 }
 

@@ -111,8 +111,8 @@ pub(super) fn many(
     let per_filter = |d: Duration| d.as_secs_f64() * 1e9 / nf as f64;
     let t = Instant::now();
     let mut tree = DecisionTree::default();
-    for (i, c) in f.compiled.iter().enumerate() {
-        tree.insert(i as u32, c, f.priorities[i]);
+    for (id, c, priority) in f.triples() {
+        tree.insert(id, c, priority);
     }
     let built = t.elapsed();
     let s = tree.stats();
@@ -146,8 +146,8 @@ pub(super) fn many(
     if native_wanted {
         let t = Instant::now();
         let mut nt = NativeAuto::empty();
-        for (i, c) in f.compiled.iter().enumerate() {
-            nt.insert(i as u32, Arc::new(c.clone()), f.priorities[i]);
+        for (id, c, priority) in f.triples() {
+            nt.insert(id, Arc::new(c.clone()), priority);
         }
         nt.update();
         let took = t.elapsed();
@@ -259,7 +259,7 @@ pub(super) fn many(
         let took = t.elapsed();
         let b = bv.stats();
         eprintln!(
-            "sluice bench: bit vectors: {} paths, {} fields, {} intervals, {} conditions checked one by one, {} bytes of vectors, built in {:.1} ms",
+            "sluice bench: bit vectors: {} paths, {} fields, {} intervals, {} conditions checked whole, {} bytes of vectors, built in {:.1} ms",
             b.paths,
             b.fields,
             b.intervals,
@@ -313,8 +313,8 @@ pub(super) fn many(
     }
     if wants(args, BenchEngine::Groups) || wants(args, BenchEngine::GroupsNative) {
         let mut merged = Merged::default();
-        for (i, c) in f.compiled.iter().enumerate() {
-            merged.insert(i as u32, c, f.priorities[i]);
+        for (id, c, priority) in f.triples() {
+            merged.insert(id, c, priority);
         }
         eprintln!(
             "sluice bench: tuple space: {} groups, {} filters run whole, {} bytes of tables",

@@ -745,10 +745,10 @@ impl FlowCache {
             &mut self.trace,
         );
         self.slots.clear();
-        s.dedup_start(t.slots());
+        s.dedup.start(t.slots());
         let hits = std::mem::take(&mut s.hits);
         for &slot in &hits {
-            if s.first_time(slot) {
+            if s.dedup.first_time(slot) {
                 self.slots.push(slot);
             }
         }
