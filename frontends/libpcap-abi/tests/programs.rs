@@ -70,9 +70,11 @@ fn tcptrace(s: &str) -> String {
         .join("\n")
 }
 
-/// tcpflow's report of its own resource use.
+/// tcpflow's report of its own resource use and of when it started
+/// (whole seconds, so two runs straddling a second differ).
 fn tcpflow(s: &str) -> String {
     const USAGE: &[&str] = &[
+        "start_time",
         "utime",
         "stime",
         "maxrss",
@@ -562,4 +564,8 @@ fn normalisers_touch_only_what_they_say() {
     assert_eq!(tcptrace("a\nelapsed wallclock time: 1\nb"), "a\nb");
     assert_eq!(ettercap("x\nStarting Unified sniffing...\n\ny"), "x\ny");
     assert_eq!(tcpflow("<a>1</a>\n  <utime>0.1</utime>"), "<a>1</a>");
+    assert_eq!(
+        tcpflow("<start_time>2026-11-29T16:49:13Z</start_time>\n<tdelta>0</tdelta>"),
+        "<tdelta>0</tdelta>"
+    );
 }
