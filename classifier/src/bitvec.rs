@@ -167,7 +167,7 @@ pub struct BitStats {
 }
 
 /// Whether a condition has parts that intervals do not answer.
-fn has_extra(l: &Label) -> bool {
+pub(crate) fn has_extra(l: &Label) -> bool {
     match l {
         Label::Eq(_) => false,
         Label::Cond(c) => {
@@ -177,7 +177,7 @@ fn has_extra(l: &Label) -> bool {
 }
 
 /// Push the start of every interval a label's interval part cuts.
-fn cut(l: &Label, starts: &mut Vec<u32>) {
+pub(crate) fn cut(l: &Label, starts: &mut Vec<u32>) {
     let mut point = |k: u32| {
         starts.push(k);
         if let Some(n) = k.checked_add(1) {

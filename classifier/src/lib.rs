@@ -36,6 +36,7 @@ pub(crate) mod absorb;
 pub mod auto;
 pub mod bitvec;
 pub mod cuts;
+pub mod dag;
 pub mod field;
 pub(crate) mod id_map;
 pub mod merged;

@@ -2,7 +2,7 @@
 //! one per field), with the bookkeeping every engine built from such
 //! paths needs: slots, ids, priorities, filters that run whole, and how a
 //! packet's slots become its answer. Used by the engines measured
-//! against the tree ([`crate::bitvec`], [`crate::cuts`]).
+//! against the tree ([`crate::bitvec`], [`crate::cuts`], [`crate::dag`]).
 
 use crate::merged::{Compiled, Whole};
 use crate::tree::field::Fields;
@@ -72,16 +72,24 @@ impl PathSet {
         d: &mut Dedup,
         out: &mut Vec<u32>,
     ) {
-        out.clear();
-        if self.several {
+        let several = self.several;
+        if several {
             d.start(self.ids.len());
         }
-        for slot in slots {
-            if self.several && !d.first_time(slot) {
-                continue;
-            }
-            out.push(self.ids[slot as usize]);
-        }
+        let distinct = slots.filter(|&slot| !several || d.first_time(slot));
+        self.report_distinct(distinct, pkt, wirelen, out);
+    }
+
+    /// As [`PathSet::report`], for `slots` already distinct.
+    pub(crate) fn report_distinct(
+        &self,
+        slots: impl Iterator<Item = u32>,
+        pkt: &[u8],
+        wirelen: u32,
+        out: &mut Vec<u32>,
+    ) {
+        out.clear();
+        out.extend(slots.map(|slot| self.ids[slot as usize]));
         for (id, _, w) in &self.whole {
             if w.run(pkt, wirelen) != 0 {
                 out.push(*id);
@@ -111,12 +119,13 @@ mod tests {
     use super::*;
     use crate::bitvec::{BitScratch, BitVectors};
     use crate::cuts::{CutScratch, Cuts};
+    use crate::dag::{Dag, DagScratch};
     use sluice_ir::{CmpOp, Filter, Pred, Size, Val};
 
     /// Filters of every test kind on two fields (a byte and a half word,
     /// ranges ending at the field's top and at `u32::MAX`, excluded
     /// values, bit masks, sets), alone and combined with `and`, `or` and
-    /// `not`: bit vectors and cuts accept exactly what each filter does,
+    /// `not`: bit vectors, cuts and the diagram accept exactly what each filter does,
     /// on every value of the byte, with the half word present and cut off.
     #[test]
     fn engines_accept_what_each_filter_does() {
@@ -167,7 +176,11 @@ mod tests {
         };
         let bv = BitVectors::build(triples());
         let cuts = Cuts::build(triples());
+        // The diagram whole, and with budgets that leave its root or some
+        // of its states to be checked path by path.
+        let dags = [0, 50, 150, u64::MAX].map(|work| Dag::build_within(triples(), work));
         let (mut s, mut cs, mut out) = (BitScratch::default(), CutScratch::default(), Vec::new());
+        let mut ds = DagScratch::default();
         for v in 0..=255u8 {
             for pkt in [&[v, 1, 2][..], &[v][..]] {
                 let want: Vec<u32> = compiled
@@ -185,9 +198,23 @@ mod tests {
                 out.sort_unstable();
                 assert_eq!(out, want, "cuts: byte {v}, {} bytes", pkt.len());
                 assert_eq!(cuts.classify_first(pkt, pkt.len() as u32, &mut cs), first);
+                for dag in &dags {
+                    dag.classify(pkt, pkt.len() as u32, &mut ds, &mut out);
+                    out.sort_unstable();
+                    let rest = dag.stats().rest;
+                    assert_eq!(
+                        out,
+                        want,
+                        "dag ({rest} rest): byte {v}, {} bytes",
+                        pkt.len()
+                    );
+                    assert_eq!(dag.classify_first(pkt, pkt.len() as u32, &mut ds), first);
+                }
             }
         }
         assert!(s.work.packets == 512 * 2 && s.work.reads > 0);
+        let rest = dags.each_ref().map(|d| d.stats().rest);
+        assert!(rest[0] == 1 && rest[1] > 0 && rest[3] == 0, "{rest:?}");
         cuts.stats()
     }
 }

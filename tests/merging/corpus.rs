@@ -96,4 +96,10 @@ fn corpus_filters_merged_on_corpus_packets() {
         t2 - t1,
         t2.elapsed()
     );
+    // The diagram's answers above came from both kinds of leaf.
+    let dag = engines.dag.stats();
+    assert!(
+        dag.fields > 100 && dag.lists > 10 && dag.rest > 0,
+        "{dag:?}"
+    );
 }

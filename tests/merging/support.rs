@@ -7,6 +7,7 @@ use pcap::{BpfProgram, Capture, Linktype};
 use sluice::{LinkType, Program};
 use sluice_classifier::bitvec::{BitScratch, BitVectors};
 use sluice_classifier::cuts::{CutScratch, Cuts};
+use sluice_classifier::dag::{Dag, DagScratch};
 use sluice_classifier::merged::{Compiled, Merged};
 use sluice_classifier::tree::DecisionTree;
 use sluice_classifier::{Engine, FilterId};
@@ -217,26 +218,30 @@ pub struct Engines {
     pub merged: Merged,
     pub bitvec: BitVectors,
     pub cuts: Cuts,
+    pub dag: Dag,
 }
+
+/// The diagram's build budget in the tests: small enough that the larger
+/// sets leave states to be checked path by path, so both kinds of leaf
+/// are covered.
+const DAG_WORK: u64 = 1_000_000;
 
 impl Engines {
     pub fn build(set: &[Member]) -> Engines {
+        let triples = || {
+            set.iter()
+                .enumerate()
+                .map(|(i, m)| (raw_id(i), &*m.compiled, m.priority))
+        };
         let mut e = Engines {
             tree: DecisionTree::default(),
             native_tree: NativeTree::new(),
             native_auto: NativeAuto::empty(),
             classifier: AutoClassifier::default(),
             merged: Merged::default(),
-            bitvec: BitVectors::build(
-                set.iter()
-                    .enumerate()
-                    .map(|(i, m)| (raw_id(i), &*m.compiled, m.priority)),
-            ),
-            cuts: Cuts::build(
-                set.iter()
-                    .enumerate()
-                    .map(|(i, m)| (raw_id(i), &*m.compiled, m.priority)),
-            ),
+            bitvec: BitVectors::build(triples()),
+            cuts: Cuts::build(triples()),
+            dag: Dag::build_within(triples(), DAG_WORK),
         };
         for (i, m) in set.iter().enumerate() {
             let (id, c, p) = (raw_id(i), &m.compiled, m.priority);
@@ -292,6 +297,7 @@ impl Engines {
         let reader = self.classifier.reader();
         let (mut ts, mut ns, mut auto_s, mut ms) = Default::default();
         let (mut bs, mut cs) = (BitScratch::default(), CutScratch::default());
+        let mut ds = DagScratch::default();
         let mut out = Vec::new();
         for (k, p) in pkts.iter().enumerate() {
             let (d, w) = (&p.data[..], p.wirelen);
@@ -331,6 +337,11 @@ impl Engines {
             from_raw(&mut out);
             let f = self.cuts.classify_first(d, w, &mut cs).map(index_of_raw);
             report("Cuts", k, &out, f);
+
+            self.dag.classify(d, w, &mut ds, &mut out);
+            from_raw(&mut out);
+            let f = self.dag.classify_first(d, w, &mut ds).map(index_of_raw);
+            report("Dag", k, &out, f);
         }
         // The native tree with its flow cache on for every packet, over
         // the packets twice: the first pass learns each flow (the walk

@@ -16,6 +16,7 @@ use super::{BATCH, DEFAULT_SNAPLEN};
 use crate::cli::{read_text, Fail};
 use sluice::classifier::bitvec::{BitScratch, BitVectors};
 use sluice::classifier::cuts::{CutScratch, Cuts};
+use sluice::classifier::dag::{Dag, DagScratch};
 use sluice::classifier::merged::{Compiled, Merged, Scratch};
 use sluice::classifier::tree::DecisionTree;
 use sluice::classifier::Engine;
@@ -308,6 +309,39 @@ pub(super) fn many(
         eprintln!(
             "sluice bench: cuts: per packet {:.1} cuts passed, {:.1} paths checked",
             w.cuts as f64 / w.packets.max(1) as f64,
+            w.checked as f64 / w.packets.max(1) as f64
+        );
+    }
+    // Only when asked for: independent filters multiply its states.
+    if args.engine == Some(BenchEngine::Dag) {
+        let t = Instant::now();
+        let dag = Dag::build(f.triples());
+        let took = t.elapsed();
+        let d = dag.stats();
+        eprintln!(
+            "sluice bench: dag: {} paths, {} field nodes ({} edges), {} condition nodes, {} match lists of {} filters, {} leaves left to check {} paths, {} bytes, {} paths placed, built in {:.1} ms",
+            d.paths,
+            d.fields,
+            d.edges,
+            d.checks,
+            d.lists,
+            d.listed,
+            d.rest,
+            d.rest_paths,
+            d.bytes,
+            d.work,
+            took.as_secs_f64() * 1e3
+        );
+        let mut s = DagScratch::default();
+        add(
+            BenchEngine::Dag,
+            "dag (decision diagram, Rust)",
+            per_call(budget, packets, |d, w, ids| dag.classify(d, w, &mut s, ids)),
+        );
+        let w = s.work;
+        eprintln!(
+            "sluice bench: dag: per packet {:.1} tests, {:.1} paths checked",
+            w.tests as f64 / w.packets.max(1) as f64,
             w.checked as f64 / w.packets.max(1) as f64
         );
     }

@@ -83,6 +83,10 @@ pub enum BenchEngine {
     /// leaves) over the tree's fields, in Rust, one packet per call (a
     /// filters file only; to compare with; only when asked for).
     Cuts,
+    /// A decision diagram of hash-consed tests with a match list per
+    /// outcome over the tree's fields, in Rust, one packet per call (a
+    /// filters file only; to compare with; only when asked for).
+    Dag,
     /// Tuple space search (one table per filter shape), in Rust (a
     /// filters file only; the earlier engine, to compare with).
     Groups,
@@ -105,6 +109,7 @@ impl BenchEngine {
             BenchEngine::ClassifierNativeNoCache => "classifier-native-no-cache",
             BenchEngine::Bitvector => "bitvector",
             BenchEngine::Cuts => "cuts",
+            BenchEngine::Dag => "dag",
             BenchEngine::Groups => "groups",
             BenchEngine::GroupsNative => "groups-native",
         }
@@ -169,6 +174,7 @@ pub fn run(args: BenchArgs) -> Result<(), Fail> {
                 | BenchEngine::ClassifierNativeNoCache
                 | BenchEngine::Bitvector
                 | BenchEngine::Cuts
+                | BenchEngine::Dag
                 | BenchEngine::Groups
                 | BenchEngine::GroupsNative
         )
