@@ -392,20 +392,33 @@ impl Gen<'_> {
 
     /// Append a slot to the output buffer (room was reserved).
     fn append(&mut self, slot: Value) {
-        self.append_by(slot, None);
+        self.append_by(&[slot], None);
     }
 
-    /// Write a slot where the next report goes and grow the length by
-    /// `by` (0 or 1, 64 bits; 1 when `None`).
-    fn append_by(&mut self, slot: Value, by: Option<Value>) {
+    /// Write slots where the next reports go, one address for all of
+    /// them, and grow the length by their number when `ok` (0 or 1, 64
+    /// bits; always when `None`).
+    fn append_by(&mut self, slots: &[Value], ok: Option<Value>) {
+        if slots.is_empty() {
+            return;
+        }
         let out = self.b.use_var(self.out);
         let len = self.b.use_var(self.len);
         let at = self.b.ins().ishl_imm(len, 2);
         let a = self.b.ins().iadd(out, at);
-        self.b.ins().store(MemFlags::trusted(), slot, a, 0);
-        let len = match by {
-            Some(by) => self.b.ins().iadd(len, by),
-            None => self.b.ins().iadd_imm(len, 1),
+        for (i, &slot) in slots.iter().enumerate() {
+            self.b
+                .ins()
+                .store(MemFlags::trusted(), slot, a, (i * 4) as i32);
+        }
+        let n = slots.len() as i64;
+        let len = match ok {
+            Some(ok) if n == 1 => self.b.ins().iadd(len, ok),
+            Some(ok) => {
+                let by = self.b.ins().imul_imm(ok, n);
+                self.b.ins().iadd(len, by)
+            }
+            None => self.b.ins().iadd_imm(len, n),
         };
         self.b.def_var(self.len, len);
     }
@@ -579,6 +592,9 @@ impl Gen<'_> {
                 return;
             }
         }
+        // Slots found on one path only need no mark: each run of them is
+        // written at once.
+        let mut run = Vec::new();
         for &(slot, repeats) in &p.leaf {
             if let Some((only, exit)) = self.region {
                 debug_assert_eq!(slot, only, "a region reports one filter");
@@ -596,16 +612,14 @@ impl Gen<'_> {
             }
             match repeats {
                 true => {
+                    self.append_by(&std::mem::take(&mut run), None);
                     let s = self.plan_slot(slot);
                     self.push(s);
                 }
-                // Found on one path only: its one report needs no mark.
-                false => {
-                    let v = self.k(slot);
-                    self.append(v);
-                }
+                false => run.push(self.k(slot)),
             }
         }
+        self.append_by(&run, None);
         let skip = self.b.create_block();
         if let Some(f) = &p.field {
             let v = self.read(f, skip);
@@ -898,14 +912,17 @@ impl Gen<'_> {
     /// the length grows by `ok` (room for every slot was reserved).
     fn report_if(&mut self, ok: Value, leaf: &[(u32, bool)]) {
         let ok = self.b.ins().uextend(types::I64, ok);
-        for &(slot, repeats) in leaf {
-            debug_assert!(
-                !repeats,
-                "a slot found on several paths has a mark to check"
-            );
-            let s = self.k(slot);
-            self.append_by(s, Some(ok));
-        }
+        let slots: Vec<Value> = leaf
+            .iter()
+            .map(|&(slot, repeats)| {
+                debug_assert!(
+                    !repeats,
+                    "a slot found on several paths has a mark to check"
+                );
+                self.k(slot)
+            })
+            .collect();
+        self.append_by(&slots, Some(ok));
     }
 
     fn cond(&mut self, v: Value, p: &PCond) {
