@@ -196,6 +196,34 @@ pub(crate) fn cut(l: &Label, starts: &mut Vec<u32>) {
     }
 }
 
+/// Call `f(a, b)` for each run `a..=b` of the elementary intervals
+/// (indexes into `starts`, which holds every start [`cut`] pushed for
+/// `l`) where `l`'s interval part holds.
+pub(crate) fn spans(l: &Label, starts: &[u32], mut f: impl FnMut(usize, usize)) {
+    let at = |v: u32| starts.partition_point(|&s| s <= v) - 1;
+    match l {
+        Label::Eq(keys) => keys.iter().for_each(|&k| f(at(k), at(k))),
+        Label::Cond(c) if c.lo <= c.hi => {
+            let (mut from, to) = (at(c.lo), at(c.hi));
+            // Each excluded value is an interval of its own.
+            for r in
+                c.ne.iter()
+                    .filter(|&&k| c.lo <= k && k <= c.hi)
+                    .map(|&k| at(k))
+            {
+                if from < r {
+                    f(from, r - 1);
+                }
+                from = r + 1;
+            }
+            if from <= to {
+                f(from, to);
+            }
+        }
+        Label::Cond(_) => {}
+    }
+}
+
 impl BitVectors {
     /// Build from `(id, filter, priority)` triples (ids distinct).
     ///
@@ -271,32 +299,20 @@ impl BitVectors {
         let mut extra = Vec::new();
         for &(bit, label) in testers {
             let (c, m) = (col(bit), 1u64 << (bit % 64));
-            let mut set = |v: u32| {
-                let r = starts.partition_point(|&s| s <= v);
-                rows[r * n + c] |= m;
-            };
-            match label {
-                Label::Eq(keys) => keys.iter().for_each(|&k| set(k)),
-                Label::Cond(cond) => {
-                    // The intervals from the one starting at `lo` to the
-                    // one holding `hi`, but for the excluded values' own.
-                    let a = starts.partition_point(|&s| s <= cond.lo) - 1;
-                    let b = starts.partition_point(|&s| s <= cond.hi) - 1;
-                    for r in a..=b {
-                        if cond.ne.binary_search(&starts[r]).is_err() {
-                            rows[(r + 1) * n + c] |= m;
+            // Row `r + 1` is interval `r`'s.
+            spans(label, &starts, |a, b| {
+                (a..=b).for_each(|r| rows[(r + 1) * n + c] |= m);
+            });
+            if let Label::Cond(cond) = label {
+                if has_extra(label) {
+                    let at = match extra.iter().position(|e: &(Cond, Vec<u64>)| e.0 == *cond) {
+                        Some(at) => at,
+                        None => {
+                            extra.push((cond.clone(), vec![0; n]));
+                            extra.len() - 1
                         }
-                    }
-                    if has_extra(label) {
-                        let at = match extra.iter().position(|e: &(Cond, Vec<u64>)| e.0 == *cond) {
-                            Some(at) => at,
-                            None => {
-                                extra.push((cond.clone(), vec![0; n]));
-                                extra.len() - 1
-                            }
-                        };
-                        extra[at].1[c] |= m;
-                    }
+                    };
+                    extra[at].1[c] |= m;
                 }
             }
         }

@@ -42,7 +42,7 @@
 //! assert_eq!(out, [0]);
 //! ```
 
-use crate::bitvec::{cut, has_extra};
+use crate::bitvec::{cut, has_extra, spans};
 use crate::merged::Compiled;
 use crate::pathset::{Dedup, PathSet};
 use crate::tree::field::{FieldId, Memo};
@@ -261,35 +261,14 @@ impl Builder<'_> {
         testers.iter().for_each(|t| cut(&t.1, &mut starts));
         starts.sort_unstable();
         starts.dedup();
-        let at_or_below = |v: u32| starts.partition_point(|&s| s <= v) - 1;
         // Where each tester's interval part starts and stops holding.
         let mut on: Vec<Vec<u32>> = vec![Vec::new(); starts.len() + 1];
         let mut off: Vec<Vec<u32>> = vec![Vec::new(); starts.len() + 1];
-        let mut span = |p: u32, a: usize, b: usize| {
-            on[a].push(p);
-            off[b + 1].push(p);
-        };
         for (p, l) in &testers {
-            match l {
-                Label::Eq(keys) => keys.iter().for_each(|&k| {
-                    let r = at_or_below(k);
-                    span(*p, r, r);
-                }),
-                Label::Cond(c) if c.lo <= c.hi => {
-                    let (mut from, to) = (at_or_below(c.lo), at_or_below(c.hi));
-                    for &k in c.ne.iter().filter(|&&k| c.lo <= k && k <= c.hi) {
-                        let r = at_or_below(k);
-                        if from < r {
-                            span(*p, from, r - 1);
-                        }
-                        from = r + 1;
-                    }
-                    if from <= to {
-                        span(*p, from, to);
-                    }
-                }
-                Label::Cond(_) => {}
-            }
+            spans(l, &starts, |a, b| {
+                on[a].push(*p);
+                off[b + 1].push(*p);
+            });
         }
         let mut active = BTreeSet::new();
         let (mut kept, mut kids) = (Vec::new(), Vec::<Edge>::new());
