@@ -19,9 +19,10 @@
 //! list.
 //!
 //! Independent filters multiply the states (each combination of outcomes
-//! is one). The build goes breadth first under a budget of work; states
-//! still unbuilt when it runs out become leaves that check their paths
-//! one by one, as HiCuts' leaves do ([`crate::cuts`]).
+//! is one). The build goes breadth first under a budget of work (paths
+//! placed in states); a state whose expansion could pass it, and every
+//! state left when it runs out, become leaves that check their paths one
+//! by one, as HiCuts' leaves do ([`crate::cuts`]).
 //!
 //! The structure is built once from a set of filters; it has no inserts.
 //!
@@ -248,8 +249,9 @@ impl Builder<'_> {
         Edge { to, start, end }
     }
 
-    /// The field node at `at` over `alive`.
-    fn field(&mut self, at: u32, alive: &[u32]) -> Node {
+    /// The field node at `at` over `alive`, or `None` when placing its
+    /// children's paths could take the work past `limit`.
+    fn field(&mut self, at: u32, alive: &[u32], limit: u64) -> Option<Node> {
         let (mut testers, mut non) = (Vec::new(), Vec::new());
         for &p in alive {
             match self.label(p, at) {
@@ -261,6 +263,11 @@ impl Builder<'_> {
         testers.iter().for_each(|t| cut(&t.1, &mut starts));
         starts.sort_unstable();
         starts.dedup();
+        // Each interval's child holds at most every alive path.
+        let most = (alive.len() * (starts.len() + 1)) as u64;
+        if self.work.saturating_add(most) > limit {
+            return None;
+        }
         // Where each tester's interval part starts and stops holding.
         let mut on: Vec<Vec<u32>> = vec![Vec::new(); starts.len() + 1];
         let mut off: Vec<Vec<u32>> = vec![Vec::new(); starts.len() + 1];
@@ -290,12 +297,12 @@ impl Builder<'_> {
             }
         }
         let abort = self.edge(at + 1, 0, &non);
-        Node::Field {
+        Some(Node::Field {
             at,
             starts: kept.into(),
             kids: kids.into(),
             abort,
-        }
+        })
     }
 
     /// The condition node of condition `c` at `at` over `alive`.
@@ -399,21 +406,23 @@ impl Dag {
         while next < b.states.len() {
             let (at, stage, alive) = b.states[next].clone();
             next += 1;
-            let node = if alive.is_empty() {
-                Node::Done
+            let built = if alive.is_empty() {
+                Some(Node::Done)
             } else if b.work > work {
+                None
+            } else if stage == 0 {
+                b.field(at, &alive, work)
+            } else {
+                Some(b.check(at, stage - 1, &alive))
+            };
+            nodes.push(built.unwrap_or_else(|| {
                 let start = rest.len() as u32;
                 rest.extend(alive.iter().copied());
                 Node::Rest {
                     start,
                     end: rest.len() as u32,
                 }
-            } else if stage == 0 {
-                b.field(at, &alive)
-            } else {
-                b.check(at, stage - 1, &alive)
-            };
-            nodes.push(node);
+            }));
         }
         Dag {
             work: b.work,
