@@ -139,7 +139,7 @@ pub struct DagStats {
     /// Outcomes of the field nodes (intervals, after merging neighbours
     /// with the same outcome).
     pub edges: usize,
-    /// Distinct match lists, and the filter slots they hold.
+    /// Distinct match lists.
     pub lists: usize,
     /// Filter slots over the distinct match lists.
     pub listed: usize,
@@ -198,9 +198,9 @@ struct Builder<'a> {
     work: u64,
 }
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
     /// The label path `p` has at `at`.
-    fn label(&self, p: u32, at: u32) -> Option<&Label> {
+    fn label(&self, p: u32, at: u32) -> Option<&'a Label> {
         let ls = &self.labels[p as usize];
         ls.binary_search_by_key(&at, |l| l.0).ok().map(|i| ls[i].1)
     }
@@ -255,12 +255,12 @@ impl Builder<'_> {
         let (mut testers, mut non) = (Vec::new(), Vec::new());
         for &p in alive {
             match self.label(p, at) {
-                Some(l) => testers.push((p, l.clone())),
+                Some(l) => testers.push((p, l)),
                 None => non.push(p),
             }
         }
         let mut starts = vec![0];
-        testers.iter().for_each(|t| cut(&t.1, &mut starts));
+        testers.iter().for_each(|t| cut(t.1, &mut starts));
         starts.sort_unstable();
         starts.dedup();
         // Each interval's child holds at most every alive path.

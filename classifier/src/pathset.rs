@@ -125,8 +125,9 @@ mod tests {
     /// Filters of every test kind on two fields (a byte and a half word,
     /// ranges ending at the field's top and at `u32::MAX`, excluded
     /// values, bit masks, sets), alone and combined with `and`, `or` and
-    /// `not`: bit vectors, cuts and the diagram accept exactly what each filter does,
-    /// on every value of the byte, with the half word present and cut off.
+    /// `not`: bit vectors, cuts and the diagram accept exactly what each
+    /// filter does, on every value of the byte, with the half word
+    /// present and cut off.
     #[test]
     fn engines_accept_what_each_filter_does() {
         let byte = || Val::load_abs(0, Size::Byte);
