@@ -11,7 +11,10 @@
 //! is a bug. The native tree also answers through a flow cache on for
 //! every packet (each cut twice: learnt, then from the cache; then all
 //! cuts as batches), kept from before the changes to after them, so that
-//! an entry the changes should have dropped shows.
+//! an entry the changes should have dropped shows. The designs measured
+//! against the tree (bit vectors, cuts, and the decision diagram under
+//! budgets of 0 to 100,000 paths placed) must give the walk's answers as
+//! well.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -20,6 +23,9 @@ use libfuzzer_sys::fuzz_target;
 mod input;
 use sluice::native::tree::{NativeScratch, NativeTree};
 use sluice::native::NativeAuto;
+use sluice_classifier::bitvec::BitVectors;
+use sluice_classifier::cuts::Cuts;
+use sluice_classifier::dag::Dag;
 use sluice_classifier::merged::Compiled;
 use sluice_classifier::tree::DecisionTree;
 use sluice_classifier::{Change, Engine};
@@ -113,6 +119,44 @@ fn agree(
     }
 }
 
+/// The designs measured against the tree, built from `set` (id, filter,
+/// priority), answer as the tree's walk `d` does on the packet and its
+/// cuts. The diagram's budgets leave its root, some states or none to
+/// be checked path by path, and keep an input from growing it for long.
+fn designs_agree(d: &DecisionTree, set: &[(u32, Arc<Compiled>, i32)], pkt: &[u8]) {
+    let triples = || set.iter().map(|(id, c, p)| (*id, &**c, *p));
+    let bv = BitVectors::build(triples());
+    let cuts = Cuts::build(triples());
+    let dags = [0, 64, 100_000].map(|work| Dag::build_within(triples(), work));
+    let wire = pkt.len() as u32 + 2;
+    let (mut ds, mut bs, mut cs, mut gs) = Default::default();
+    let (mut want, mut got) = (Vec::new(), Vec::new());
+    for l in 0..=pkt.len() {
+        let cut = &pkt[..l];
+        d.classify(cut, wire, &mut ds, &mut want);
+        want.sort_unstable();
+        let first = d.classify_first(cut, wire, &mut ds);
+        bv.classify(cut, wire, &mut bs, &mut got);
+        got.sort_unstable();
+        assert_eq!(got, want, "BitVectors classify");
+        assert_eq!(
+            bv.classify_first(cut, wire, &mut bs),
+            first,
+            "BitVectors first"
+        );
+        cuts.classify(cut, wire, &mut cs, &mut got);
+        got.sort_unstable();
+        assert_eq!(got, want, "Cuts classify");
+        assert_eq!(cuts.classify_first(cut, wire, &mut cs), first, "Cuts first");
+        for dag in &dags {
+            dag.classify(cut, wire, &mut gs, &mut got);
+            got.sort_unstable();
+            assert_eq!(got, want, "Dag classify");
+            assert_eq!(dag.classify_first(cut, wire, &mut gs), first, "Dag first");
+        }
+    }
+}
+
 /// Apply a change to every engine.
 fn change(d: &mut DecisionTree, t: &mut NativeTree, a: &mut NativeAuto, c: Change) {
     d.change(&c);
@@ -127,7 +171,7 @@ fuzz_target!(|data: &[u8]| {
     let mut d = DecisionTree::default();
     let mut t = NativeTree::new();
     let mut a = NativeAuto::empty();
-    let mut alone = Vec::new();
+    let (mut alone, mut set) = (Vec::new(), Vec::new());
     for (i, line) in text.lines().take(16).enumerate() {
         let Ok(f) = sluice::pcap::compile(line, sluice::LinkType::EN10MB, 65535) else {
             continue;
@@ -135,19 +179,22 @@ fuzz_target!(|data: &[u8]| {
         let prio = (i % 3) as i32;
         // Ids far from slots, so that a slot taken for an id shows.
         let id = 3 * i as u32 + 1;
+        let compiled = Arc::new(Compiled::new(f.clone()));
         change(
             &mut d,
             &mut t,
             &mut a,
-            Change::Insert(id, Arc::new(Compiled::new(f.clone())), prio),
+            Change::Insert(id, compiled.clone(), prio),
         );
         alone.push((id, f, prio));
+        set.push((id, compiled, prio));
     }
     t.update();
     a.update();
     let mut cached = NativeScratch::default();
     cached.set_flow_cache_always();
     agree(&t, &a, &d, &alone, pkt, true, &mut cached);
+    designs_agree(&d, &set, pkt);
     // Remove every other filter; copy the others by key, with words
     // taken from the packet: one by one, then as a block.
     let mut next = 1000;
