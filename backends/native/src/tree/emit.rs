@@ -332,35 +332,44 @@ impl Gen<'_> {
         }
     }
 
-    /// The address of a slot's mark, this packet's number, and the slot
-    /// as a value.
-    fn mark(&mut self, slot: Slot) -> (Value, Value, Value) {
+    /// Where a slot's mark is (an address and an offset from it) and this
+    /// packet's number. A constant slot's mark is at an immediate offset
+    /// from the mark array, with no address computed for it.
+    fn mark(&mut self, slot: Slot) -> (Value, i32, Value) {
         let (seen, epoch) = self.seen_epoch();
         match slot {
-            Slot::Const(k) => (
-                self.b.ins().iadd_imm(seen, k as i64 * 4),
-                epoch,
-                self.b.ins().iconst(types::I32, k as i64),
-            ),
+            Slot::Const(k) => match i32::try_from(u64::from(k) * 4) {
+                Ok(off) => (seen, off, epoch),
+                Err(_) => (self.b.ins().iadd_imm(seen, i64::from(k) * 4), 0, epoch),
+            },
             Slot::Value(v) => {
                 let wide = self.b.ins().uextend(types::I64, v);
                 let at = self.b.ins().ishl_imm(wide, 2);
-                (self.b.ins().iadd(seen, at), epoch, v)
+                (self.b.ins().iadd(seen, at), 0, epoch)
             }
+        }
+    }
+
+    /// A slot as a value.
+    fn slot_value(&mut self, slot: Slot) -> Value {
+        match slot {
+            Slot::Const(k) => self.b.ins().iconst(types::I32, i64::from(k)),
+            Slot::Value(v) => v,
         }
     }
 
     /// Append a slot to the output, unless it was already for this packet.
     fn push(&mut self, slot: Slot) {
         let fl = MemFlags::trusted();
-        let (mark, epoch, slot) = self.mark(slot);
-        let was = self.b.ins().load(types::I32, fl, mark, 0);
+        let (mark, off, epoch) = self.mark(slot);
+        let was = self.b.ins().load(types::I32, fl, mark, off);
         let again = self.b.ins().icmp(IntCC::Equal, was, epoch);
         let new = self.b.create_block();
         let done = self.b.create_block();
         self.b.ins().brif(again, done, &[], new, &[]);
         self.b.switch_to_block(new);
-        self.b.ins().store(fl, epoch, mark, 0);
+        self.b.ins().store(fl, epoch, mark, off);
+        let slot = self.slot_value(slot);
         self.append(slot);
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(done);
@@ -582,8 +591,11 @@ impl Gen<'_> {
         if self.region.is_none() {
             if let Some(Reach::One(slot, true)) = self.reach.get(&(p as *const PNode)).copied() {
                 let s = self.plan_slot(slot);
-                let (mark, epoch, _) = self.mark(s);
-                let was = self.b.ins().load(types::I32, MemFlags::trusted(), mark, 0);
+                let (mark, off, epoch) = self.mark(s);
+                let was = self
+                    .b
+                    .ins()
+                    .load(types::I32, MemFlags::trusted(), mark, off);
                 let found = self.b.ins().icmp(IntCC::Equal, was, epoch);
                 self.branch_out(found, cont);
                 self.region = Some((slot, cont));
@@ -601,8 +613,9 @@ impl Gen<'_> {
                 // Not found yet (or the region was left): report it, and
                 // nothing more in the region can be found.
                 let s = self.plan_slot(only);
-                let (mark, epoch, s) = self.mark(s);
-                self.b.ins().store(MemFlags::trusted(), epoch, mark, 0);
+                let (mark, off, epoch) = self.mark(s);
+                self.b.ins().store(MemFlags::trusted(), epoch, mark, off);
+                let s = self.slot_value(s);
                 self.append(s);
                 self.b.ins().jump(exit, &[]);
                 let dead = self.b.create_block();
