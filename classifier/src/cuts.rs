@@ -449,18 +449,13 @@ impl Cuts {
         s.memo.next_packet(self.set.fields.len());
         s.slots.clear();
         s.work.packets += 1;
-        let fields = &self.set.fields;
         let mut n = 0;
         while let Some(node) = self.nodes.get(n) {
             match node {
                 Node::Leaf(ps) => {
-                    for &p in ps {
-                        let (slot, items) = &self.set.paths[p as usize];
-                        s.work.checked += 1;
-                        if PathSet::holds(items, |f| fields.read(f, pkt, wirelen, &mut s.memo)) {
-                            s.slots.push(*slot);
-                        }
-                    }
+                    s.work.checked += ps.len() as u64;
+                    self.set
+                        .push_holding(ps, pkt, wirelen, &mut s.memo, &mut s.slots);
                     return;
                 }
                 Node::Cut {
@@ -500,10 +495,9 @@ impl Cuts {
     /// ```
     pub fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut CutScratch, out: &mut Vec<u32>) {
         self.slots(pkt, wirelen, s);
-        let slots = std::mem::take(&mut s.slots);
+        let CutScratch { slots, dedup, .. } = s;
         self.set
-            .report(slots.iter().copied(), pkt, wirelen, &mut s.dedup, out);
-        s.slots = slots;
+            .report(slots.iter().copied(), pkt, wirelen, dedup, out);
     }
 
     /// The accepting filter of highest priority, the lowest id among

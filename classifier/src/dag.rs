@@ -503,14 +503,10 @@ impl Dag {
                 }
                 Node::Done => return,
                 Node::Rest { start, end } => {
-                    for &p in &self.rest[*start as usize..*end as usize] {
-                        s.work.checked += 1;
-                        let (slot, items) = &self.set.paths[p as usize];
-                        let memo = &mut s.memo;
-                        if PathSet::holds(items, |f| self.set.fields.read(f, pkt, wirelen, memo)) {
-                            s.slots.push(*slot);
-                        }
-                    }
+                    let paths = &self.rest[*start as usize..*end as usize];
+                    s.work.checked += paths.len() as u64;
+                    self.set
+                        .push_holding(paths, pkt, wirelen, &mut s.memo, &mut s.slots);
                     return;
                 }
             };
@@ -529,10 +525,9 @@ impl Dag {
     /// ```
     pub fn classify(&self, pkt: &[u8], wirelen: u32, s: &mut DagScratch, out: &mut Vec<u32>) {
         self.walk(pkt, wirelen, s);
-        let slots = std::mem::take(&mut s.slots);
+        let DagScratch { slots, dedup, .. } = s;
         self.set
-            .report(slots.iter().copied(), pkt, wirelen, &mut s.dedup, out);
-        s.slots = slots;
+            .report(slots.iter().copied(), pkt, wirelen, dedup, out);
     }
 
     /// The accepting filter of highest priority, the lowest id among

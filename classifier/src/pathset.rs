@@ -5,7 +5,7 @@
 //! against the tree ([`crate::bitvec`], [`crate::cuts`], [`crate::dag`]).
 
 use crate::merged::{Compiled, Whole};
-use crate::tree::field::Fields;
+use crate::tree::field::{Fields, Memo};
 use crate::tree::node::Item;
 use crate::tree::{winner, DecisionTree};
 use std::cmp::Reverse;
@@ -54,12 +54,26 @@ impl PathSet {
         s
     }
 
-    /// Whether a path's every item reads and holds (`read` gives a
-    /// field's value, `None` for an abort).
-    pub(crate) fn holds(items: &[Item], mut read: impl FnMut(u32) -> Option<u32>) -> bool {
-        items
-            .iter()
-            .all(|i| read(i.field).is_some_and(|v| i.label.holds(v)))
+    /// Push onto `out` the slot of each of `paths` (indexes into
+    /// [`PathSet::paths`]) whose every item reads and holds for the packet.
+    pub(crate) fn push_holding(
+        &self,
+        paths: &[u32],
+        pkt: &[u8],
+        wirelen: u32,
+        memo: &mut Memo,
+        out: &mut Vec<u32>,
+    ) {
+        for &p in paths {
+            let (slot, items) = &self.paths[p as usize];
+            let holds = items.iter().all(|i| {
+                let v = self.fields.read(i.field, pkt, wirelen, memo);
+                v.is_some_and(|v| i.label.holds(v))
+            });
+            if holds {
+                out.push(*slot);
+            }
+        }
     }
 
     /// The ids of the filters of `slots` (each perhaps more than once) and
@@ -77,19 +91,8 @@ impl PathSet {
             d.start(self.ids.len());
         }
         let distinct = slots.filter(|&slot| !several || d.first_time(slot));
-        self.report_distinct(distinct, pkt, wirelen, out);
-    }
-
-    /// As [`PathSet::report`], for `slots` already distinct.
-    pub(crate) fn report_distinct(
-        &self,
-        slots: impl Iterator<Item = u32>,
-        pkt: &[u8],
-        wirelen: u32,
-        out: &mut Vec<u32>,
-    ) {
         out.clear();
-        out.extend(slots.map(|slot| self.ids[slot as usize]));
+        out.extend(distinct.map(|slot| self.ids[slot as usize]));
         for (id, _, w) in &self.whole {
             if w.run(pkt, wirelen) != 0 {
                 out.push(*id);
