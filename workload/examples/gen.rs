@@ -42,21 +42,31 @@ fn number(s: Option<&String>, what: &str) -> Result<u64, String> {
         .map_err(|_| format!("{what}: not a number: {s}"))
 }
 
+/// Write `text` to standard output.
+fn print(text: &str) -> Result<(), String> {
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .map_err(|e| e.to_string())
+}
+
+/// The OUT argument.
+fn out(arg: Option<&String>) -> Result<&String, String> {
+    arg.ok_or_else(|| format!("missing OUT\n{USAGE}"))
+}
+
 fn run(args: &[String]) -> Result<(), String> {
     match args.first().map(String::as_str) {
         Some("filters") => {
             let n = number(args.get(1), "N")? as usize;
             let seed = number(args.get(2), "SEED")?;
             let text = sluice_workload::Workload::new(n, seed).filters_file();
-            std::io::stdout()
-                .lock()
-                .write_all(text.as_bytes())
-                .map_err(|e| e.to_string())
+            print(&text)
         }
         Some("traffic") => {
             let packets = number(args.get(1), "PACKETS")? as usize;
             let seed = number(args.get(2), "SEED")?;
-            let out = args.get(3).ok_or_else(|| format!("missing OUT\n{USAGE}"))?;
+            let out = out(args.get(3))?;
             let n = match args.get(4) {
                 Some(_) => number(args.get(4), "N")? as usize,
                 None => 1000,
@@ -67,14 +77,14 @@ fn run(args: &[String]) -> Result<(), String> {
         Some("flows") => {
             let packets = number(args.get(1), "PACKETS")? as usize;
             let seed = number(args.get(2), "SEED")?;
-            let out = args.get(3).ok_or_else(|| format!("missing OUT\n{USAGE}"))?;
+            let out = out(args.get(3))?;
             let n = number(args.get(4), "N")? as usize;
             let flows = number(args.get(5), "FLOWS")? as usize;
             let frames = sluice_workload::flow_traffic(n, seed, packets, flows);
             sluice_workload::write_pcap(Path::new(out), &frames).map_err(|e| e.to_string())
         }
         Some("corpus") => {
-            let out = args.get(1).ok_or_else(|| format!("missing OUT\n{USAGE}"))?;
+            let out = out(args.get(1))?;
             let shared = args.get(2).map_or("../shared", String::as_str);
             let mut packets = sluice_workload::corpus_packets(Path::new(shared))
                 .map_err(|e| format!("{shared}/conformance/pcaps: {e}"))?;
@@ -110,24 +120,18 @@ fn run(args: &[String]) -> Result<(), String> {
                 let kind = if i < corpus { "corpus" } else { "broad" };
                 text.push_str(&format!("{i:04}-{kind}\t{e}\n"));
             }
-            std::io::stdout()
-                .lock()
-                .write_all(text.as_bytes())
-                .map_err(|e| e.to_string())
+            print(&text)
         }
         Some("acl") => {
             let n = number(args.get(1), "N")? as usize;
             let seed = number(args.get(2), "SEED")?;
             let text = sluice_workload::acl_filters_file(n, seed);
-            std::io::stdout()
-                .lock()
-                .write_all(text.as_bytes())
-                .map_err(|e| e.to_string())
+            print(&text)
         }
         Some("acl-traffic") => {
             let packets = number(args.get(1), "PACKETS")? as usize;
             let seed = number(args.get(2), "SEED")?;
-            let out = args.get(3).ok_or_else(|| format!("missing OUT\n{USAGE}"))?;
+            let out = out(args.get(3))?;
             let n = number(args.get(4), "N")? as usize;
             let rules = sluice_workload::acl_rules(n, seed);
             let frames = sluice_workload::acl_traffic(&rules, seed, packets);
