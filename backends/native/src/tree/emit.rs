@@ -16,6 +16,10 @@
 //! only one filter of several paths is a *region*: its code checks the
 //! filter's mark on entering, skips the region when the filter is found
 //! already, and leaves it as soon as it reports the filter.
+//!
+//! The blocks that grow the output and walk a unit not compiled yet are
+//! cold: Cranelift places them after the function's other code, so the
+//! lines a packet runs hold only the code it needs.
 
 use super::plan::{Big, Child, FieldRead, PCond, PNode, Segment, Small};
 use super::run::{grow_helper, read_helper, set_helper, visit_helper, Ctx, TableDesc, TreeFn};
@@ -389,6 +393,8 @@ impl Gen<'_> {
         let grow = self.b.create_block();
         let go = self.b.create_block();
         self.b.ins().brif(short, grow, &[], go, &[]);
+        // Rare: out of the hot code's lines.
+        self.b.set_cold_block(grow);
         self.b.switch_to_block(grow);
         self.save_len();
         let helper = grow_helper as extern "C" fn(_, _);
@@ -695,6 +701,8 @@ impl Gen<'_> {
         // Both calls may report: the length goes to the context first.
         self.save_len();
         self.b.ins().brif(f, call, &[], walk, &[]);
+        // Only until the unit's code is compiled: out of the hot lines.
+        self.b.set_cold_block(walk);
         self.b.switch_to_block(call);
         let data = self.b.ins().load(types::I64, fl, at, 8);
         self.b
