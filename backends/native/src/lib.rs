@@ -51,7 +51,10 @@
 //! `finalize_definitions`, before any pointer to the code is taken. They are
 //! never writable and executable at once (the test `code_pages_are_not_writable`
 //! checks `/proc/self/maps` on Linux). The pages are freed when the
-//! [`NativeFilter`] is dropped.
+//! [`NativeFilter`] is dropped. The decision tree's functions, a few hundred
+//! per set, are packed into shared pages instead (`arena`), each on cache
+//! lines of its own, written through a short-lived second mapping and run
+//! from one that is never writable.
 //!
 //! ```
 //! use sluice_ir::{Filter, Pred, Val, Size};
@@ -70,6 +73,7 @@
 // `unsafe` block with its SAFETY note.
 #![allow(unsafe_code)]
 
+mod arena;
 mod batch;
 mod codegen;
 pub mod floor;
@@ -111,7 +115,7 @@ use cranelift_codegen::ir::{types, InstBuilder, Value};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::FunctionBuilder;
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, Linkage, Module};
+use cranelift_module::{default_libcall_names, Linkage, Module, ModuleError};
 use sluice_ir::{Filter, Pred};
 
 /// Why a filter could not be compiled to native code. The causes from
@@ -267,7 +271,15 @@ impl fmt::Debug for NativeFilter {
 /// is dropped. Every owner of a pointer into the code keeps the
 /// `CodePages` in the same struct and calls the code only through a borrow
 /// of that struct, so no call can be running, or start, once it drops.
-pub(crate) struct CodePages(Option<JITModule>);
+pub(crate) struct CodePages(Pages);
+
+/// Where a function's code is.
+enum Pages {
+    /// In a JIT module of its own.
+    Module(Option<Box<JITModule>>),
+    /// Packed with other functions' code ([`arena`]).
+    Packed(#[allow(dead_code)] arena::Placed),
+}
 
 impl CodePages {
     /// A new JIT module for the host CPU to define functions in.
@@ -280,7 +292,43 @@ impl CodePages {
 
     /// Own a module whose definitions are finalized.
     pub(crate) fn new(module: JITModule) -> CodePages {
-        CodePages(Some(module))
+        CodePages(Pages::Module(Some(Box::new(module))))
+    }
+
+    /// A context for a function of the host's calling convention that
+    /// refers to nothing outside itself, to build and then place with
+    /// [`CodePages::place`].
+    pub(crate) fn context() -> Result<cranelift_codegen::Context, NativeError> {
+        let mut ctx = cranelift_codegen::Context::new();
+        ctx.func.signature.call_conv = host_isa()?.default_call_conv();
+        Ok(ctx)
+    }
+
+    /// Compile the function built in `ctx` (from [`CodePages::context`])
+    /// and place its code: packed with other functions' code where this
+    /// process can ([`arena`]), in a JIT module of its own otherwise. The
+    /// entry's address, the code's size in bytes and its pages.
+    pub(crate) fn place(
+        ctx: &mut cranelift_codegen::Context,
+        name: &str,
+    ) -> Result<(*const u8, usize, CodePages), NativeError> {
+        let isa = host_isa()?;
+        let compiled = ctx
+            .compile(&*isa, &mut Default::default())
+            .map_err(|e| NativeError::Compile(Box::new(ModuleError::Compilation(e.inner))))?;
+        let code = compiled.code_buffer();
+        dump_code(name, code);
+        let bytes = code.len();
+        let align = compiled.buffer.alignment as usize;
+        if compiled.buffer.relocs().is_empty() {
+            if let Some(placed) = arena::CODE.install(code, align) {
+                let entry = placed.ptr();
+                return Ok((entry, bytes, CodePages(Pages::Packed(placed))));
+            }
+        }
+        let mut module = CodePages::module()?;
+        let (entry, bytes) = CodePages::finish(&mut module, ctx, name)?;
+        Ok((entry, bytes, CodePages::new(module)))
     }
 
     /// Compile the function built in `ctx` into `module` under `name` and
@@ -332,11 +380,12 @@ fn dump_code(name: &str, code: &[u8]) {
 
 impl Drop for CodePages {
     fn drop(&mut self) {
-        if let Some(module) = self.0.take() {
+        if let Pages::Module(m) = &mut self.0 {
+            let Some(module) = m.take() else { return };
             // SAFETY: the code is reachable only through the struct that
             // owns these pages (see the type's documentation), which is
             // being dropped: no call into it can be running or start after.
-            unsafe { module.free_memory() };
+            unsafe { (*module).free_memory() };
         }
     }
 }

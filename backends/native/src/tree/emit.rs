@@ -31,7 +31,6 @@ use cranelift_codegen::ir::{
     types, AbiParam, Block, InstBuilder, MemFlags, SigRef, Signature, Value,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
-use cranelift_module::Module;
 use rustc_hash::FxHashMap as HashMap;
 use sluice_ir::{BinOp, CmpOp, Val};
 use std::mem::offset_of;
@@ -56,8 +55,7 @@ pub(crate) fn compile(
     root: &PNode,
     consts: Consts,
 ) -> Result<(TreeFn, CodePages, usize), NativeError> {
-    let mut module = CodePages::module()?;
-    let mut ctx = module.make_context();
+    let mut ctx = CodePages::context()?;
     let ptr = types::I64;
     ctx.func.signature.params.push(AbiParam::new(ptr));
     ctx.func.signature.params.push(AbiParam::new(ptr));
@@ -126,12 +124,12 @@ pub(crate) fn compile(
         g.b.seal_all_blocks();
         g.b.finalize();
     }
-    let (code, bytes) = CodePages::finish(&mut module, &mut ctx, "tree")?;
-    // SAFETY: `code` is the entry of the function just finalized, whose
+    let (code, bytes, pages) = CodePages::place(&mut ctx, "tree")?;
+    // SAFETY: `code` is the entry of the function just placed, whose
     // signature (pointer, pointer) -> () in the host's default calling
     // convention is `TreeFn`'s `extern "C"` ABI.
     let f = unsafe { std::mem::transmute::<*const u8, TreeFn>(code) };
-    Ok((f, CodePages::new(module), bytes))
+    Ok((f, pages, bytes))
 }
 
 struct Sigs {
