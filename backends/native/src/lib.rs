@@ -312,6 +312,16 @@ impl CodePages {
         ctx: &mut cranelift_codegen::Context,
         name: &str,
     ) -> Result<(*const u8, usize, CodePages), NativeError> {
+        CodePages::place_in(ctx, name, Some(&arena::CODE))
+    }
+
+    /// [`CodePages::place`] into `arena`, or a JIT module where `None` (or
+    /// where the arena refuses the code).
+    fn place_in(
+        ctx: &mut cranelift_codegen::Context,
+        name: &str,
+        arena: Option<&arena::Arena>,
+    ) -> Result<(*const u8, usize, CodePages), NativeError> {
         let isa = host_isa()?;
         let compiled = ctx
             .compile(&*isa, &mut Default::default())
@@ -320,12 +330,13 @@ impl CodePages {
         dump_code(name, code);
         let bytes = code.len();
         let align = compiled.buffer.alignment as usize;
-        if compiled.buffer.relocs().is_empty() {
-            if let Some(placed) = arena::CODE.install(code, align) {
+        if let Some(arena) = arena.filter(|_| compiled.buffer.relocs().is_empty()) {
+            if let Some(placed) = arena.install(code, align) {
                 let entry = placed.ptr();
                 return Ok((entry, bytes, CodePages(Pages::Packed(placed))));
             }
         }
+        // The module compiles the function again.
         let mut module = CodePages::module()?;
         let (entry, bytes) = CodePages::finish(&mut module, ctx, name)?;
         Ok((entry, bytes, CodePages::new(module)))

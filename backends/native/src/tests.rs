@@ -250,6 +250,53 @@ fn code_pages_are_not_writable() {
     assert!(perms.starts_with("r-x"), "{line}");
 }
 
+/// The permissions of the mapping that holds `addr`, from `/proc/self/maps`.
+fn perms_at(addr: usize) -> String {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let line = maps
+        .lines()
+        .find(|l| {
+            let (a, b) = l.split(' ').next().unwrap().split_once('-').unwrap();
+            let a = usize::from_str_radix(a, 16).unwrap();
+            let b = usize::from_str_radix(b, 16).unwrap();
+            (a..b).contains(&addr)
+        })
+        .expect("code is mapped");
+    line.split(' ').nth(1).unwrap().to_string()
+}
+
+/// A function placed in the arena runs from its shared, read+execute
+/// pages; one placed without (as where memory files are refused) is
+/// compiled again into a module of its own, and runs the same.
+#[test]
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn placed_code_runs_from_shared_pages_or_a_module() {
+    use crate::{arena::Arena, CodePages};
+    use cranelift_codegen::ir::{types, AbiParam, InstBuilder};
+    use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+    let arena = Arena::new();
+    for (into, perms) in [(Some(&arena), "r-xs"), (None, "r-xp")] {
+        let mut ctx = CodePages::context().unwrap();
+        ctx.func.signature.returns.push(AbiParam::new(types::I32));
+        let mut fctx = FunctionBuilderContext::new();
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let entry = b.create_block();
+        b.switch_to_block(entry);
+        b.seal_block(entry);
+        let v = b.ins().iconst(types::I32, 42);
+        b.ins().return_(&[v]);
+        b.finalize();
+        let (code, bytes, pages) = CodePages::place_in(&mut ctx, "test", into).unwrap();
+        assert!(bytes > 0);
+        assert_eq!(perms_at(code as usize), perms);
+        // SAFETY: `code` is the function just placed, of type () -> u32 in
+        // the host's calling convention; `pages` keeps it mapped.
+        let f = unsafe { std::mem::transmute::<*const u8, extern "C" fn() -> u32>(code) };
+        assert_eq!(f(), 42);
+        drop(pages);
+    }
+}
+
 // ---------------------------------------------------------------- random
 
 use sluice_ir::arbitrary::{
