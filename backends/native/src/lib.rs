@@ -266,9 +266,11 @@ impl fmt::Debug for NativeFilter {
     }
 }
 
-/// The pages of one finalized JIT module (the machine code of a filter, a
-/// batch loop, an FPL program or a merged-classifier unit), freed when this
-/// is dropped. Every owner of a pointer into the code keeps the
+/// The machine code of one function (a filter, a batch loop, an FPL
+/// program, a merged-classifier unit or a decision tree's unit): the pages
+/// of a finalized JIT module of its own, freed when this is dropped, or its
+/// place among other functions' code in the arena, which keeps the chunk
+/// mapped until its last function's `CodePages` drops. Every owner of a pointer into the code keeps the
 /// `CodePages` in the same struct and calls the code only through a borrow
 /// of that struct, so no call can be running, or start, once it drops.
 pub(crate) struct CodePages(Pages);
@@ -277,7 +279,8 @@ pub(crate) struct CodePages(Pages);
 enum Pages {
     /// In a JIT module of its own.
     Module(Option<Box<JITModule>>),
-    /// Packed with other functions' code ([`arena`]).
+    /// Packed with other functions' code ([`arena`]); held, never read,
+    /// so that its chunk stays mapped.
     Packed(#[allow(dead_code)] arena::Placed),
 }
 
