@@ -17,6 +17,9 @@
 //! - Space is never reused: a function's lines are written once, before
 //!   any pointer to them exists, and a chunk is unmapped when its last
 //!   function is dropped and the arena has moved on to another.
+//! - A page whose functions are all dropped goes back to the system (a
+//!   hole punched in the file), so a tree changed again and again does
+//!   not hold the memory of its past code.
 //! - A process forked from one with a chunk never writes to it: it starts
 //!   a chunk of its own, so neither process writes lines the other runs.
 //!
@@ -35,6 +38,25 @@ const CHUNK_BYTES: usize = 256 * 1024;
 pub(crate) struct Placed {
     chunk: Arc<Chunk>,
     at: usize,
+    len: usize,
+}
+
+impl Drop for Placed {
+    fn drop(&mut self) {
+        let mut live = self.chunk.live.lock().unwrap_or_else(|e| e.into_inner());
+        for p in pages(self.at, self.len) {
+            live[p] -= 1;
+            if live[p] == 0 {
+                self.chunk.punch(p);
+            }
+        }
+    }
+}
+
+/// The pages that bytes `at..at + len` of a chunk lie on.
+fn pages(at: usize, len: usize) -> std::ops::Range<usize> {
+    let page = page_size();
+    at / page..(at + len.max(1)).div_ceil(page)
 }
 
 impl Placed {
@@ -44,10 +66,34 @@ impl Placed {
     }
 }
 
-/// A chunk's executable mapping.
+/// A chunk: its memory file and the file's executable mapping.
 struct Chunk {
     rx: *const u8,
     len: usize,
+    /// The memory file, to map its pages writable and to give pages back.
+    fd: std::os::fd::OwnedFd,
+    /// How many functions have code on each page. Held while code is
+    /// written, so that no page is given back under a write.
+    live: Mutex<Vec<u32>>,
+}
+
+impl Chunk {
+    /// Give page `p` back to the system: its functions are all dropped.
+    /// Code written there later gets a fresh page.
+    fn punch(&self, p: usize) {
+        use std::os::fd::AsRawFd;
+        let page = page_size();
+        // SAFETY: frees page `p` of the chunk's file, which no live function
+        // has code on; the mapping reads zeros there until a write.
+        unsafe {
+            libc::fallocate(
+                self.fd.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                (p * page) as libc::off_t,
+                page as libc::off_t,
+            )
+        };
+    }
 }
 
 // SAFETY: the mapping is only read and run through `rx`, never written
@@ -68,8 +114,6 @@ impl Drop for Chunk {
 /// The chunk being filled.
 struct Current {
     chunk: Arc<Chunk>,
-    /// The memory file behind the chunk, to map its pages writable.
-    fd: std::os::fd::OwnedFd,
     used: usize,
     /// The process that made the chunk.
     pid: u32,
@@ -111,11 +155,17 @@ impl Arena {
         }
         let cur = slot.as_mut()?;
         let at = cur.used;
-        write(cur, at, code)?;
+        let mut live = cur.chunk.live.lock().unwrap_or_else(|e| e.into_inner());
+        write(&cur.chunk, at, code)?;
+        for p in pages(at, code.len()) {
+            live[p] += 1;
+        }
+        drop(live);
         cur.used = (at + code.len()).div_ceil(LINE) * LINE;
         Some(Placed {
             chunk: cur.chunk.clone(),
             at,
+            len: code.len(),
         })
     }
 }
@@ -163,8 +213,9 @@ fn grow(need: usize) -> Option<Current> {
         chunk: Arc::new(Chunk {
             rx: rx as *const u8,
             len,
+            fd,
+            live: Mutex::new(vec![0; len / page]),
         }),
-        fd,
         used: 0,
         pid: std::process::id(),
     })
@@ -172,7 +223,7 @@ fn grow(need: usize) -> Option<Current> {
 
 /// Write `code` at byte `at` of the chunk, through a writable mapping of
 /// the pages it lands on, unmapped before returning.
-fn write(cur: &Current, at: usize, code: &[u8]) -> Option<()> {
+fn write(chunk: &Chunk, at: usize, code: &[u8]) -> Option<()> {
     use std::os::fd::AsRawFd;
     let page = page_size();
     let first = at / page * page;
@@ -185,7 +236,7 @@ fn write(cur: &Current, at: usize, code: &[u8]) -> Option<()> {
             end - first,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_SHARED,
-            cur.fd.as_raw_fd(),
+            chunk.fd.as_raw_fd(),
             first as libc::off_t,
         )
     };
@@ -321,5 +372,43 @@ mod tests {
         assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
         assert_eq!(chunk(&three), chunk(&one));
         assert_eq!((call(&one), call(&three)), (1, 3));
+    }
+
+    /// Bytes the chunk's file holds in memory.
+    fn held(c: &Chunk) -> u64 {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a plain C struct, all zeros valid.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `fstat` writes `st` for the chunk's open file.
+        assert_eq!(unsafe { libc::fstat(c.fd.as_raw_fd(), &mut st) }, 0);
+        st.st_blocks as u64 * 512
+    }
+
+    #[test]
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    fn pages_of_dropped_functions_go_back() {
+        let arena = Arena::new();
+        // 40 functions of 5,000 bytes: nops, then `return k`.
+        let placed: Vec<Placed> = (0..40u32)
+            .map(|k| {
+                let mut c = vec![0x90u8; 5000];
+                c.extend(returns(k));
+                arena.install(&c, 16).unwrap()
+            })
+            .collect();
+        let chunk = placed[0].chunk.clone();
+        assert!(placed.iter().all(|p| Arc::ptr_eq(&p.chunk, &chunk)));
+        let all = held(&chunk);
+        assert!(all >= 40 * 5000, "{all}");
+        let mut placed = placed;
+        let kept = placed.split_off(38);
+        drop(placed);
+        // Two functions of 5,006 bytes, lines apart, lie on at most 4 pages.
+        assert!(held(&chunk) <= 4 * 4096, "{} of {all}", held(&chunk));
+        assert_eq!((call(&kept[0]), call(&kept[1])), (38, 39));
+        // The space after them is written afresh.
+        let next = arena.install(&returns(7), 16).unwrap();
+        assert!(Arc::ptr_eq(&next.chunk, &chunk));
+        assert_eq!(call(&next), 7);
     }
 }
