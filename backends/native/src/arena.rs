@@ -315,20 +315,8 @@ mod tests {
             let perms = l.split(' ').nth(1).unwrap();
             assert!(!(perms.contains('w') && perms.contains('x')), "{l}");
         }
-        let addr = p.ptr() as usize;
-        let line = maps
-            .lines()
-            .find(|l| {
-                let (a, b) = l.split(' ').next().unwrap().split_once('-').unwrap();
-                let a = usize::from_str_radix(a, 16).unwrap();
-                let b = usize::from_str_radix(b, 16).unwrap();
-                (a..b).contains(&addr)
-            })
-            .unwrap();
-        assert!(
-            line.split(' ').nth(1).unwrap().starts_with("r-xs"),
-            "{line}"
-        );
+        let perms = crate::tests::perms_at(p.ptr() as usize);
+        assert!(perms.starts_with("r-xs"), "{perms}");
     }
 
     #[test]

@@ -232,26 +232,12 @@ fn usable_from_other_threads() {
 #[test]
 fn code_pages_are_not_writable() {
     let n = NativeFilter::compile(&Filter::new(host(1), 1)).unwrap();
-    let addr = n.code_ptr() as usize;
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-    let line = maps
-        .lines()
-        .find(|l| {
-            let range = l.split(' ').next().unwrap();
-            let (a, b) = range.split_once('-').unwrap();
-            let (a, b) = (
-                usize::from_str_radix(a, 16).unwrap(),
-                usize::from_str_radix(b, 16).unwrap(),
-            );
-            (a..b).contains(&addr)
-        })
-        .expect("code is mapped");
-    let perms = line.split(' ').nth(1).unwrap();
-    assert!(perms.starts_with("r-x"), "{line}");
+    let perms = perms_at(n.code_ptr() as usize);
+    assert!(perms.starts_with("r-x"), "{perms}");
 }
 
 /// The permissions of the mapping that holds `addr`, from `/proc/self/maps`.
-fn perms_at(addr: usize) -> String {
+pub(crate) fn perms_at(addr: usize) -> String {
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
     let line = maps
         .lines()
