@@ -136,23 +136,19 @@ fn designs_agree(d: &DecisionTree, set: &[(u32, Arc<Compiled>, i32)], pkt: &[u8]
         d.classify(cut, wire, &mut ds, &mut want);
         want.sort_unstable();
         let first = d.classify_first(cut, wire, &mut ds);
-        bv.classify(cut, wire, &mut bs, &mut got);
-        got.sort_unstable();
-        assert_eq!(got, want, "BitVectors classify");
-        assert_eq!(
-            bv.classify_first(cut, wire, &mut bs),
-            first,
-            "BitVectors first"
-        );
-        cuts.classify(cut, wire, &mut cs, &mut got);
-        got.sort_unstable();
-        assert_eq!(got, want, "Cuts classify");
-        assert_eq!(cuts.classify_first(cut, wire, &mut cs), first, "Cuts first");
+        // One design's answers (classify, then the first) on this cut.
+        macro_rules! same {
+            ($e:expr, $s:expr, $name:literal) => {
+                $e.classify(cut, wire, $s, &mut got);
+                got.sort_unstable();
+                assert_eq!(got, want, "{} classify", $name);
+                assert_eq!($e.classify_first(cut, wire, $s), first, "{} first", $name);
+            };
+        }
+        same!(bv, &mut bs, "BitVectors");
+        same!(cuts, &mut cs, "Cuts");
         for dag in &dags {
-            dag.classify(cut, wire, &mut gs, &mut got);
-            got.sort_unstable();
-            assert_eq!(got, want, "Dag classify");
-            assert_eq!(dag.classify_first(cut, wire, &mut gs), first, "Dag first");
+            same!(dag, &mut gs, "Dag");
         }
     }
 }

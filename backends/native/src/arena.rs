@@ -24,7 +24,7 @@
 //!   a chunk of its own, so neither process writes lines the other runs.
 //!
 //! Where memory files or two mappings are refused, or elsewhere than on
-//! x86-64 Linux, [`install`] returns `None` and the caller keeps its
+//! x86-64 Linux, [`Arena::install`] returns `None` and the caller keeps its
 //! function in a JIT module of its own.
 
 use std::sync::{Arc, Mutex};
@@ -226,8 +226,8 @@ fn grow(need: usize) -> Option<Current> {
 fn write(chunk: &Chunk, at: usize, code: &[u8]) -> Option<()> {
     use std::os::fd::AsRawFd;
     let page = page_size();
-    let first = at / page * page;
-    let end = (at + code.len()).div_ceil(page) * page;
+    let on = pages(at, code.len());
+    let (first, end) = (on.start * page, on.end * page);
     // SAFETY: a new shared, read+write mapping of pages `first..end` of the
     // chunk's file, which lie within it (`install` checked the room).
     let rw = unsafe {

@@ -326,22 +326,31 @@ impl CodePages {
         arena: Option<&arena::Arena>,
     ) -> Result<(*const u8, usize, CodePages), NativeError> {
         let isa = host_isa()?;
-        let compiled = ctx
-            .compile(&*isa, &mut Default::default())
+        ctx.compile(&*isa, &mut Default::default())
             .map_err(|e| NativeError::Compile(Box::new(ModuleError::Compilation(e.inner))))?;
+        let compiled = ctx.compiled_code().expect("compiled just above");
         let code = compiled.code_buffer();
         dump_code(name, code);
         let bytes = code.len();
-        let align = compiled.buffer.alignment as usize;
-        if let Some(arena) = arena.filter(|_| compiled.buffer.relocs().is_empty()) {
-            if let Some(placed) = arena.install(code, align) {
+        let relocs = compiled.buffer.relocs();
+        let align = compiled.buffer.alignment;
+        if let Some(arena) = arena.filter(|_| relocs.is_empty()) {
+            if let Some(placed) = arena.install(code, align as usize) {
                 let entry = placed.ptr();
                 return Ok((entry, bytes, CodePages(Pages::Packed(placed))));
             }
         }
-        // The module compiles the function again.
+        // The same bytes, in a module of their own.
+        let module_error = |e| NativeError::Module(Box::new(e));
         let mut module = CodePages::module()?;
-        let (entry, bytes) = CodePages::finish(&mut module, ctx, name)?;
+        let id = module
+            .declare_function(name, Linkage::Local, &ctx.func.signature)
+            .map_err(module_error)?;
+        module
+            .define_function_bytes(id, &ctx.func, u64::from(align), code, relocs)
+            .map_err(module_error)?;
+        module.finalize_definitions().map_err(module_error)?;
+        let entry = module.get_finalized_function(id);
         Ok((entry, bytes, CodePages::new(module)))
     }
 

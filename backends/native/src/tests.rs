@@ -252,8 +252,8 @@ pub(crate) fn perms_at(addr: usize) -> String {
 }
 
 /// A function placed in the arena runs from its shared, read+execute
-/// pages; one placed without (as where memory files are refused) is
-/// compiled again into a module of its own, and runs the same.
+/// pages; one placed without (as where memory files are refused) goes
+/// into a module of its own, and runs the same.
 #[test]
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 fn placed_code_runs_from_shared_pages_or_a_module() {
