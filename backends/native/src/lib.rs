@@ -330,13 +330,13 @@ impl CodePages {
             .map_err(|e| NativeError::Compile(Box::new(ModuleError::Compilation(e.inner))))?;
         let compiled = ctx.compiled_code().expect("compiled just above");
         let code = compiled.code_buffer();
-        dump_code(name, code);
         let bytes = code.len();
         let relocs = compiled.buffer.relocs();
         let align = compiled.buffer.alignment;
         if let Some(arena) = arena.filter(|_| relocs.is_empty()) {
             if let Some(placed) = arena.install(code, align as usize) {
                 let entry = placed.ptr();
+                dump_code(name, code, entry);
                 return Ok((entry, bytes, CodePages(Pages::Packed(placed))));
             }
         }
@@ -351,6 +351,7 @@ impl CodePages {
             .map_err(module_error)?;
         module.finalize_definitions().map_err(module_error)?;
         let entry = module.get_finalized_function(id);
+        dump_code(name, code, entry);
         Ok((entry, bytes, CodePages::new(module)))
     }
 
@@ -369,33 +370,48 @@ impl CodePages {
         module
             .define_function(id, ctx)
             .map_err(|e| NativeError::Compile(Box::new(e)))?;
-        let bytes = match ctx.compiled_code() {
-            Some(c) => {
-                dump_code(name, c.code_buffer());
-                c.code_buffer().len()
-            }
-            None => 0,
-        };
+        let code = ctx.compiled_code().map(|c| c.code_buffer());
+        let bytes = code.map_or(0, <[u8]>::len);
+        // Kept for the dump only: it names the address, known after
+        // finalizing.
+        let dump = code.filter(|_| dumping()).map(<[u8]>::to_vec);
         module.clear_context(ctx);
         module
             .finalize_definitions()
             .map_err(|e| NativeError::Module(Box::new(e)))?;
-        Ok((module.get_finalized_function(id), bytes))
+        let entry = module.get_finalized_function(id);
+        if let Some(code) = dump {
+            dump_code(name, &code, entry);
+        }
+        Ok((entry, bytes))
     }
 }
 
+/// The environment variable that asks for [`dump_code`].
+const DUMP: &str = "SLUICE_DUMP_CODE";
+
+/// True when [`DUMP`] is set.
+fn dumping() -> bool {
+    std::env::var_os(DUMP).is_some()
+}
+
 /// With `SLUICE_DUMP_CODE=DIR` set, write the machine code of every
-/// function compiled to `DIR/NAME-N.bin` (N counts functions in this
-/// process), to read with `objdump -D -b binary -mi386:x86-64 FILE`; how
-/// the instruction counts in the README were checked. Errors are ignored:
+/// function compiled to `DIR/NAME-N-at-ADDRESS.bin` (N counts functions
+/// in this process; ADDRESS is where the code runs, in hexadecimal, so
+/// that a profiler's or valgrind's addresses can be put to a function),
+/// to read with `objdump -D -b binary -mi386:x86-64 FILE`; how the
+/// instruction counts in the README were checked. Errors are ignored:
 /// this is a debugging aid, never on the packet path.
-fn dump_code(name: &str, code: &[u8]) {
+fn dump_code(name: &str, code: &[u8], entry: *const u8) {
+    if !dumping() {
+        return;
+    }
     use std::sync::atomic::{AtomicUsize, Ordering};
     static COUNT: AtomicUsize = AtomicUsize::new(0);
-    if let Some(dir) = std::env::var_os("SLUICE_DUMP_CODE") {
+    if let Some(dir) = std::env::var_os(DUMP) {
         let i = COUNT.fetch_add(1, Ordering::Relaxed);
         let _ = std::fs::write(
-            std::path::Path::new(&dir).join(format!("{name}-{i}.bin")),
+            std::path::Path::new(&dir).join(format!("{name}-{i}-at-{:x}.bin", entry as usize)),
             code,
         );
     }
