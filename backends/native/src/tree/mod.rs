@@ -493,39 +493,46 @@ impl NativeTree {
     #[inline]
     fn slots(&self, pkt: &[u8], wirelen: u32, s: &mut NativeScratch) -> bool {
         s.slots.clear();
-        match (&self.code, self.fresh) {
-            (Some(c), true) if c.root.function.is_some() => {
-                let root = c.root.function.as_ref().expect("checked");
-                let target = run::Target {
-                    func: root.func,
-                    fns: c.chunk_ptrs.as_ptr(),
-                    tree: &self.tree,
-                    sets: &c.sets,
-                    tables: &self.descs,
-                };
-                // SAFETY: `c` was built for a tree of this shape (it is
-                // fresh) and `descs` describes this tree's tables by the
-                // code's numbers (`install`).
-                unsafe {
-                    run::call(
-                        &target,
-                        pkt,
-                        wirelen,
-                        &mut s.tree,
-                        &mut s.seen,
-                        &mut s.slots,
-                    )
-                };
-                true
-            }
-            _ => {
-                s.tree.memo().next_packet(0);
-                let root = self.tree.nodes().root();
-                self.tree
-                    .visit_from(root, pkt, wirelen, &mut s.tree, &mut s.slots);
-                false
-            }
+        if self.run_code(pkt, wirelen, s, None) {
+            return true;
         }
+        s.tree.memo().next_packet(0);
+        let root = self.tree.nodes().root();
+        self.tree
+            .visit_from(root, pkt, wirelen, &mut s.tree, &mut s.slots);
+        false
+    }
+
+    /// Run the code on a packet, when it fits the tree: the slots it finds
+    /// (each once) are appended to `into`, or to `s.slots` where `None`.
+    /// False when there is no code to run (then nothing is appended).
+    #[inline]
+    fn run_code(
+        &self,
+        pkt: &[u8],
+        wirelen: u32,
+        s: &mut NativeScratch,
+        into: Option<&mut Vec<u32>>,
+    ) -> bool {
+        let Some(c) = self.code.as_deref().filter(|_| self.fresh) else {
+            return false;
+        };
+        let Some(root) = c.root.function.as_ref() else {
+            return false;
+        };
+        let target = run::Target {
+            func: root.func,
+            fns: c.chunk_ptrs.as_ptr(),
+            tree: &self.tree,
+            sets: &c.sets,
+            tables: &self.descs,
+        };
+        let out = into.unwrap_or(&mut s.slots);
+        // SAFETY: `c` was built for a tree of this shape (it is fresh) and
+        // `descs` describes this tree's tables by the code's numbers
+        // (`install`).
+        unsafe { run::call(&target, pkt, wirelen, &mut s.tree, &mut s.seen, out) };
+        true
     }
 
     /// The tree slots of the packet's filters from the reader's flow
@@ -568,9 +575,12 @@ impl NativeTree {
             Self::sampled(s, since, true);
             return;
         }
-        if self.slots(pkt, wirelen, s) {
-            self.tree.report_distinct(pkt, wirelen, &s.slots, out);
+        // The code writes its slots straight into `out`; they become ids
+        // there.
+        if self.run_code(pkt, wirelen, s, Some(out)) {
+            self.tree.report_distinct_in_place(pkt, wirelen, out);
         } else {
+            self.slots(pkt, wirelen, s);
             self.tree.report(pkt, wirelen, &s.slots, &mut s.tree, out);
         }
         Self::sampled(s, since, false);
