@@ -113,6 +113,28 @@ def engine_table(rows, generated):
     return "\n".join(out)
 
 
+def work_table(rows, generated):
+    """Where the default engine's time goes: its own work on a packet it
+    has just seen, what the traffic's variety adds, and the floors."""
+    head = ["N", "no flow cache", "a packet again (the work)", "variety (the rest)", "floor",
+            "floor, packets read", "matches / packet"]
+    if generated:
+        head.append("target 30 + 2 × m")
+    out = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for r in rows:
+        if r.get("again_ns", "-") in ("-", None):
+            continue
+        first, again = num(r["no_cache_ns"]), num(r["again_ns"])
+        m = num(r["matches_per_packet"])
+        cells = [size(r["n"]), ns(first), ns(again), ns(first - again), ns(r["floor_ns"]),
+                 ns(r["read_floor_ns"]), "%.2f" % m]
+        if generated:
+            t = 30 + 2 * m
+            cells.append("%s (the work %s)" % (ns(t), "✓" if again <= t else "✗"))
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def build_table(rows):
     head = ["N", "compile", "structure", "code", "total", "structure (B / filter)",
             "code (B / filter)", "RSS growth (B / filter)", "tuple space build"]
@@ -282,6 +304,10 @@ Every Ethernet packet of `../shared/conformance/pcaps` as one capture ({corpus_p
 
 {corpus}
 
+Where the time goes: the same engine with its flow cache off, each packet once (*no flow cache*) and several times in a row (*a packet again*: the cost of one more time, when the branch predictor, the code and the tables have just seen the packet, so the engine's own work); *variety* is the difference, what mispredicted branches and cache misses cost on this traffic. *floor, packets read* also reads each packet's first 64 bytes from the same buffer, in the same order.
+
+{corpus_work}
+
 Building (the default engine; the expressions compiled as `sluice split` compiles them):
 
 {corpus_build}
@@ -291,6 +317,10 @@ Building (the default engine; the expressions compiled as `sluice split` compile
 `sluice_workload::filter_set(N, {seed})` over `sluice_workload::traffic(N, {seed}, {gen_packets})`: filters of the kinds people write per customer, incident or service, and traffic from the same customers, so that each packet matches a few filters. {one_by_one}
 
 {generated}
+
+Where the time goes: the same engine with its flow cache off, each packet once (*no flow cache*) and several times in a row (*a packet again*: the cost of one more time, when the branch predictor, the code and the tables have just seen the packet, so the engine's own work); *variety* is the difference, what mispredicted branches and cache misses cost on this traffic. *floor, packets read* also reads each packet's first 64 bytes from the same buffer, in the same order.
+
+{generated_work}
 
 {growth}
 
@@ -309,7 +339,7 @@ The slowest structural inserts (each is removed again after):
 ## How it is measured
 
 - `scripts/bench-merging.sh` runs `cargo bench --bench merging` (benches/merging/) once per section and N, each in a process of its own, then `scripts/merging-report.py` (these tables) and `scripts/plot-merging.py` (the plot).
-- **default native** is the default engine, `sluice_native::NativeAuto` (tuple space search while the filters have at most four shapes, then the decision tree, both as machine code; the *structure* column says which), one packet per `classify` call; **batch 32** the same engine's `classify_batch` on 32 packets per call. **tuple space native** is the earlier engine, `sluice_native::merged::NativeMerged`, on batches of 32 (as `sluice bench --filters` times it). **sluice native × N** runs every filter's own machine code on every packet (`Program::run_with(Runner::Native, ..)`), **libpcap × N** every filter as libpcap compiles it (optimised, as tcpdump) through `bpf_filter`. **floor** copies each packet's matches, found beforehand, into the output vector: what any engine that reports every match pays at least.
+- **default native** is the default engine, `sluice_native::NativeAuto` (tuple space search while the filters have at most four shapes, then the decision tree, both as machine code; the *structure* column says which), one packet per `classify` call; **batch 32** the same engine's `classify_batch` on 32 packets per call. **tuple space native** is the earlier engine, `sluice_native::merged::NativeMerged`, on batches of 32 (as `sluice bench --filters` times it). **sluice native × N** runs every filter's own machine code on every packet (`Program::run_with(Runner::Native, ..)`), **libpcap × N** every filter as libpcap compiles it (optimised, as tcpdump) through `bpf_filter`. **floor** copies each packet's matches, found beforehand, into the output vector: what any engine that reports every match pays at least. **a packet again** classifies each packet 4 times in a row with the flow cache off and takes the first time (**no flow cache**) off the mean of the other three; **floor, packets read** is the floor with each packet's first 64 bytes read as well.
 - Each figure is the median of five samples, each of enough passes over the packets to take a fifth of {budget} s (at least one pass), timed in a process of its own per section and N. Every row must find exactly the default engine's matches on the packets it ran, or the run stops.
 - The ratios compare the default engine's per-packet call: **vs libpcap** is libpcap × N ÷ default, **vs faster one by one** is the faster of sluice native × N and libpcap × N ÷ default (≥ 1× means merging never costs more than running the filters one by one).
 - Build time: **compile** is the expressions to programs and paths (`Program::builder(..).build`, `Compiled::new`), **structure** the inserts into the engine (while at most four shapes tuple space, then a replay into the tree), **code** `NativeAuto::update` (machine code). Memory: the tree's `DecisionTree::stats().bytes` (or tuple space's table bytes and their packed copies), the code's bytes, and `/proc/self/statm` before and after the build.
@@ -340,12 +370,15 @@ def main():
         "corpus": engine_table(corpus, False) if corpus else "(not run)",
         "corpus_build": build_table(corpus) if corpus else "(not run)",
         "generated": engine_table(generated, True) if generated else "(not run)",
+        "corpus_work": work_table(corpus, False) if corpus else "(not run)",
+        "generated_work": work_table(generated, True) if generated else "(not run)",
         "generated_build": build_table(generated) if generated else "(not run)",
         "updates": updates_table(updates) if updates else "(not run)",
         "slowest": slowest_inserts(inserts) if inserts else "(not run)",
     }
     for title, key in (("Shared corpus", "corpus"), ("Shared corpus: building and memory", "corpus_build"),
-                       ("Generated sets", "generated"),
+                       ("Shared corpus: where the time goes", "corpus_work"),
+                       ("Generated sets", "generated"), ("Generated sets: where the time goes", "generated_work"),
                        ("Generated sets: building and memory", "generated_build"), ("Updates", "updates")):
         print(f"{title}:\n\n{tables[key]}\n")
     if generated:

@@ -58,12 +58,17 @@ pub fn measure(
     let re = Reference::new(&built.engine, &pkts);
     let default = rows::default_native(&built.engine, &re, budget, &pkts);
     let batch = rows::default_native_batch(&built.engine, &re, budget, &pkts);
-    let floor = rows::floor(&re, budget);
+    let warm = rows::warm(&built.engine, &re, budget, &pkts);
+    let floor = rows::floor(&re, budget, None);
+    let read = rows::floor(&re, budget, Some(&pkts));
     eprintln!(
-        "  N={n}: default native {:.1} ns/packet (batch {:.1}), floor {:.1}, {:.2} matches per packet",
+        "  N={n}: default native {:.1} ns/packet (batch {:.1}; no flow cache {:.1}, a packet again {:.1}), floor {:.1} (packets read {:.1}), {:.2} matches per packet",
         default.ns,
         batch.ns,
+        warm.first.ns,
+        warm.again.ns,
         floor.ns,
+        read.ns,
         re.per_packet()
     );
     let few = &pkts[..plan.one_by_one.unwrap_or(pkts.len()).min(pkts.len())];
@@ -86,7 +91,10 @@ pub fn measure(
         .num("matches_per_packet", re.per_packet(), 3)
         .num("default_ns", default.ns, 2)
         .num("default_batch_ns", batch.ns, 2)
+        .num("no_cache_ns", warm.first.ns, 2)
+        .num("again_ns", warm.again.ns, 2)
         .num("floor_ns", floor.ns, 2)
+        .num("read_floor_ns", read.ns, 2)
         .num("budget_s", budget.as_secs_f64(), 2);
     baselines(r, tuple.as_ref(), one_by_one.as_ref());
     building(r, &built, tuple.as_ref());
