@@ -3,9 +3,9 @@
 //!
 //! A unit starts at a node (the root, or a node reached through a large
 //! table) and takes in every node reached from it by a skip edge, a
-//! condition edge or a small table's key (at most [`SMALL_KEYS`] keys: a
-//! binary search of compares against immediates), up to [`MAX_NODES`]
-//! nodes. A larger table is probed in the code, in the tree's own
+//! condition edge or a small table's key (at most [`SMALL_KEYS`] keys:
+//! compares against immediates, by vector or by binary search), up to
+//! [`MAX_NODES`] nodes. A larger table is probed in the code, in the tree's own
 //! [`KeyTable`] (the table stays data, so a key added to it needs no new
 //! code): a key whose child only accepts one filter reports it from the
 //! slot's datum, any other child is a unit of its own, called through a

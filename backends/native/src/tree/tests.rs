@@ -485,3 +485,62 @@ fn reports_after_a_called_unit_stay_within_the_buffer() {
     ];
     check(&t, &filters, &pkts);
 }
+
+/// Small tables of every size, searched by vector from five distinct first
+/// words on (a binary search or compares below): every key, its
+/// neighbours, keys of two words sharing a first one, and words with the
+/// high bit set find what each filter alone finds.
+#[test]
+fn small_tables_of_every_size_agree_with_each_filter_alone() {
+    let word = || Val::load_abs(0, Size::Word);
+    let b = |o| Val::load_abs(o, Size::Byte);
+    let mut g = Gen(77);
+    for n in 1..=17u32 {
+        let keys: Vec<u32> = (0..n)
+            .map(|i| match i % 3 {
+                0 => 0x8000_0000 | (g.below(1 << 31) as u32),
+                1 => g.below(1 << 16) as u32,
+                _ => u32::MAX - i,
+            })
+            .collect();
+        let mut filters = Vec::new();
+        for (i, &k) in keys.iter().enumerate() {
+            let i = i as u32;
+            filters.push((2 * i, Filter::new(Pred::eq(word(), k), 1), 0));
+            if i % 2 == 0 {
+                // A key of two words: the same first word, a byte after.
+                let p = Pred::and(vec![Pred::eq(word(), k), Pred::eq(b(4), 7)]);
+                filters.push((2 * i + 1, Filter::new(p, 1), 1));
+            }
+        }
+        // Enough other nodes that the root's unit has its constants as
+        // immediates (small units share code and read them from data).
+        for j in 0..20u32 {
+            let p = Pred::cmp(CmpOp::Gt, b(5 + j % 3), Val::Const(j * 11));
+            filters.push((100 + j, Filter::new(p, 1), 0));
+        }
+        let mut t = NativeTree::new();
+        for (id, f, p) in &filters {
+            t.insert(*id, &Compiled::new(f.clone()), *p);
+        }
+        t.update();
+        assert_eq!(t.compiler().calls_without_code(), vec![], "n {n}");
+        let mut pkts = Vec::new();
+        for &k in &keys {
+            for w in [k, k.wrapping_add(1), k.wrapping_sub(1), k ^ 0x8000_0000] {
+                for tail in [[7u8, 200, 0, 99], [8, 0, 250, 1]] {
+                    let mut p = w.to_be_bytes().to_vec();
+                    p.extend_from_slice(&tail);
+                    pkts.push(p);
+                }
+            }
+        }
+        pkts.extend((0..64).map(|_| {
+            let mut p = (g.next() as u32).to_be_bytes().to_vec();
+            p.extend((0..4).map(|_| g.below(256) as u8));
+            p
+        }));
+        pkts.extend([vec![], vec![0x80], keys[0].to_be_bytes()[..3].to_vec()]);
+        check(&t, &filters, &pkts);
+    }
+}
