@@ -481,48 +481,55 @@ impl Gen<'_> {
                 size,
                 mask,
             } => {
-                let size = *size as u32;
-                let addr = match hdr {
-                    None => {
-                        let end = *off as u64 + size as u64;
-                        let short =
-                            self.b
-                                .ins()
-                                .icmp_imm(IntCC::UnsignedLessThan, self.caplen, end as i64);
-                        self.branch_out(short, fail);
-                        self.b.ins().iadd_imm(self.pkt, *off as i64)
-                    }
-                    Some(h) => {
-                        let short = self.b.ins().icmp_imm(
-                            IntCC::UnsignedLessThan,
-                            self.caplen,
-                            *h as i64 + 1,
-                        );
-                        self.branch_out(short, fail);
-                        let byte = self
-                            .b
-                            .ins()
-                            .uload8(types::I64, flags(), self.pkt, *h as i32);
-                        let x = self.b.ins().band_imm(byte, 0xf);
-                        let hl = self.b.ins().ishl_imm(x, 2);
-                        let end = self.b.ins().iadd_imm(hl, *off as i64 + size as i64);
-                        let over = self
-                            .b
-                            .ins()
-                            .icmp(IntCC::UnsignedGreaterThan, end, self.caplen);
-                        self.branch_out(over, fail);
-                        let a = self.b.ins().iadd(self.pkt, hl);
-                        self.b.ins().iadd_imm(a, *off as i64)
-                    }
-                };
-                let v = self.load_be(addr, size);
-                if *mask == u32::MAX {
-                    v
-                } else {
-                    self.b.ins().band_imm(v, *mask as i64)
-                }
+                let v = self.read_load(*hdr, *off, *size, fail);
+                self.masked(v, *mask)
             }
         }
+    }
+
+    /// `v & mask`, or `v` for a mask of all ones.
+    fn masked(&mut self, v: Value, mask: u32) -> Value {
+        if mask == u32::MAX {
+            v
+        } else {
+            self.b.ins().band_imm(v, mask as i64)
+        }
+    }
+
+    /// `size` bytes at `off` (past the IPv4 header at `hdr` if given), in
+    /// network order; to `fail` when they are past the captured bytes.
+    fn read_load(&mut self, hdr: Option<u32>, off: u32, size: u8, fail: Block) -> Value {
+        let size = size as u32;
+        let addr = match hdr {
+            None => {
+                let end = off as u64 + size as u64;
+                let short = self
+                    .b
+                    .ins()
+                    .icmp_imm(IntCC::UnsignedLessThan, self.caplen, end as i64);
+                self.branch_out(short, fail);
+                self.b.ins().iadd_imm(self.pkt, off as i64)
+            }
+            Some(h) => {
+                let short =
+                    self.b
+                        .ins()
+                        .icmp_imm(IntCC::UnsignedLessThan, self.caplen, h as i64 + 1);
+                self.branch_out(short, fail);
+                let byte = self.b.ins().uload8(types::I64, flags(), self.pkt, h as i32);
+                let x = self.b.ins().band_imm(byte, 0xf);
+                let hl = self.b.ins().ishl_imm(x, 2);
+                let end = self.b.ins().iadd_imm(hl, off as i64 + size as i64);
+                let over = self
+                    .b
+                    .ins()
+                    .icmp(IntCC::UnsignedGreaterThan, end, self.caplen);
+                self.branch_out(over, fail);
+                let a = self.b.ins().iadd(self.pkt, hl);
+                self.b.ins().iadd_imm(a, off as i64)
+            }
+        };
+        self.load_be(addr, size)
     }
 
     /// An IR value as the reference interpreter computes it; to `fail`
@@ -646,31 +653,82 @@ impl Gen<'_> {
         }
         self.append_by(&run, None);
         let skip = self.b.create_block();
+        // The nodes after this one on its skip edge that read the same
+        // bytes (other masks of one word: a network's prefixes) share its
+        // read: the bytes are checked and loaded once, and a packet too
+        // short for them skips them all, as each would.
+        let chain = self.same_read(p);
+        let last = chain.last().copied().unwrap_or(p);
         if let Some(f) = &p.field {
-            let v = self.read(f, skip);
-            for s in &p.small {
-                self.small(v, s);
-            }
-            for t in &p.big {
-                self.big(v, t);
-            }
-            for c in &p.conds {
-                self.cond(v, c);
-            }
-            if !p.segments.is_empty() {
-                let done = self.b.create_block();
-                self.segments(v, &p.segments, done);
-                self.b.switch_to_block(done);
+            let v = match (f, chain.is_empty()) {
+                (FieldRead::Load { hdr, off, size, .. }, false) => {
+                    Some(self.read_load(*hdr, *off, *size, skip))
+                }
+                _ => None,
+            };
+            for q in std::iter::once(p).chain(chain.iter().copied()) {
+                let x = match (v, &q.field) {
+                    (Some(raw), Some(FieldRead::Load { mask, .. })) => self.masked(raw, *mask),
+                    (_, Some(f)) => self.read(f, skip),
+                    (_, None) => unreachable!("a node of a chain reads a field"),
+                };
+                self.tests(x, q);
             }
         }
         self.b.ins().jump(skip, &[]);
         self.b.switch_to_block(skip);
-        match &p.skip {
+        match &last.skip {
             Some(c) => self.child(c, cont),
             None => {
                 self.b.ins().jump(cont, &[]);
             }
         }
+    }
+
+    /// The tables, conditions and segments of node `p` on its field's
+    /// value `v`, each hit's child in place or called; ends where they
+    /// all went on.
+    fn tests(&mut self, v: Value, p: &PNode) {
+        for s in &p.small {
+            self.small(v, s);
+        }
+        for t in &p.big {
+            self.big(v, t);
+        }
+        for c in &p.conds {
+            self.cond(v, c);
+        }
+        if !p.segments.is_empty() {
+            let done = self.b.create_block();
+            self.segments(v, &p.segments, done);
+            self.b.switch_to_block(done);
+        }
+    }
+
+    /// The nodes after `p` on its skip edge, in place, that read the same
+    /// bytes as `p` under any mask, accept no filter of their own and
+    /// start no region: they can share `p`'s read.
+    fn same_read<'p>(&self, p: &'p PNode) -> Vec<&'p PNode> {
+        let mut chain = Vec::new();
+        let Some(FieldRead::Load { hdr, off, size, .. }) = &p.field else {
+            return chain;
+        };
+        let mut at = p;
+        while let Some(Child::Node(q)) = &at.skip {
+            let same = matches!(&q.field, Some(FieldRead::Load { hdr: h, off: o, size: z, .. })
+                if (h, o, z) == (hdr, off, size));
+            let region = self.region.is_none()
+                && matches!(
+                    self.reach.get(&(&**q as *const PNode)),
+                    Some(Reach::One(_, true))
+                );
+            if !same || !q.leaf.is_empty() || region {
+                break;
+            }
+            chain.push(&**q);
+            at = q;
+        }
+        chain
     }
 
     fn child(&mut self, c: &Child, cont: Block) {
