@@ -174,12 +174,9 @@ pub fn default_native(
     })
 }
 
-/// How many times in a row [`warm`] classifies each packet.
-const AGAIN: usize = 4;
-
 /// The default engine's own work on a packet, without the traffic's
 /// variety: with the flow cache off, each packet classified once
-/// (`first`) and [`AGAIN`] times in a row, the first time taken off the
+/// (`first`) and [`sluice::timing::AGAIN`] times in a row, the first time taken off the
 /// mean of the others. The branches, code and tables the packet takes
 /// are then in the predictor and the caches, so what is left is the
 /// work itself; `first` minus it is what the variety costs.
@@ -191,16 +188,12 @@ pub struct Warm {
     pub again: Row,
 }
 
-/// See [`Warm`]. The two passes alternate, nine rounds within `budget`,
-/// and each figure is the median of the rounds' (the work of each round
-/// from that round's two passes), so that a change in the machine's speed
-/// during the run moves both alike.
+/// See [`Warm`] ([`sluice::timing::work_per_packet`]).
 pub fn warm(e: &NativeAuto, re: &Reference, budget: Duration, pkts: &[(&[u8], u32)]) -> Warm {
-    const ROUNDS: usize = 9;
     let mut s: <NativeAuto as Engine>::Scratch = Default::default();
     s.tree_mut().set_flow_cache(false);
     let mut ids = Vec::new();
-    let mut pass = |times: usize| {
+    let (once, work, matches) = sluice::timing::work_per_packet(budget, pkts.len(), |times| {
         let mut acc = 0u64;
         for &(d, w) in pkts {
             for _ in 0..times {
@@ -209,41 +202,14 @@ pub fn warm(e: &NativeAuto, re: &Reference, budget: Duration, pkts: &[(&[u8], u3
             acc += ids.len() as u64;
         }
         acc
-    };
-    let mut clock = |times: usize, reps: u32| {
-        let t = Instant::now();
-        let mut matches = 0;
-        for _ in 0..reps {
-            matches = std::hint::black_box(pass(times));
-        }
-        (t.elapsed(), matches)
-    };
-    let (once, matches) = clock(1, 1);
-    clock(AGAIN, 1);
-    let per_pass = budget / (ROUNDS * (1 + AGAIN)) as u32;
-    let reps = (per_pass.as_nanos() / once.as_nanos().max(1)).clamp(1, 1 << 20) as u32;
-    let per = |d: Duration| d.as_nanos() as f64 / (reps as f64 * pkts.len().max(1) as f64);
-    let (mut firsts, mut agains) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
-        let first = per(clock(1, reps).0);
-        let all = per(clock(AGAIN, reps).0);
-        firsts.push(first);
-        agains.push((all - first) / (AGAIN - 1) as f64);
-    }
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
+    });
     let first = Row {
-        ns: median(firsts),
+        ns: once,
         packets: pkts.len(),
         matches,
     };
     re.check("default native, no flow cache", &first);
-    let again = Row {
-        ns: median(agains).max(0.0),
-        ..first
-    };
+    let again = Row { ns: work, ..first };
     Warm { first, again }
 }
 

@@ -22,7 +22,7 @@ use sluice::classifier::tree::DecisionTree;
 use sluice::classifier::Engine;
 use sluice::native::merged::NativeMerged;
 use sluice::native::NativeAuto;
-use sluice::timing::ns_per_packet;
+use sluice::timing::{ns_per_packet, work_per_packet};
 use sluice::{LinkType, Program, Runner};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -203,6 +203,27 @@ pub(super) fn many(
                     label,
                     per_call(budget, packets, |d, w, ids| nt.classify(d, w, &mut s, ids)),
                 );
+                if !always {
+                    // The work of a packet the predictor and the caches
+                    // have just seen: the row above less what the
+                    // traffic's variety costs.
+                    let mut ids = Vec::new();
+                    let (_, work, count) = work_per_packet(budget, n, |times| {
+                        let mut acc = 0u64;
+                        for (d, w) in packets.iter() {
+                            for _ in 0..times {
+                                nt.classify(d, w, &mut s, &mut ids);
+                            }
+                            acc += ids.len() as u64;
+                        }
+                        acc
+                    });
+                    add(
+                        BenchEngine::ClassifierNativeNoCache,
+                        "classifier-native, work (a packet again)",
+                        (work, count),
+                    );
+                }
                 let mut out = vec![Vec::new(); BATCH];
                 add(
                     BenchEngine::ClassifierNativeNoCache,

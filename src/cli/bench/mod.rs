@@ -72,7 +72,10 @@ pub enum BenchEngine {
     /// filters file only).
     ClassifierNativeBatch,
     /// The default engine with its flow cache turned off, one packet per
-    /// call (a filters file only; to compare with).
+    /// call (a filters file only; to compare with); also its work, each
+    /// packet classified again right after itself (the time less what the
+    /// traffic's variety costs in mispredicted branches and cache misses),
+    /// and the cache on for every packet.
     ClassifierNativeNoCache,
     /// Bit vectors per field (Lakshman and Stiliadis) over the tree's
     /// fields, in Rust, one packet per call (a filters file only; to
