@@ -103,20 +103,30 @@ impl FnCache {
     /// recently used.
     fn tidy(&mut self) {
         self.epoch += 1;
-        let mut unused: Vec<(u64, PNode)> = Vec::new();
-        for (plan, (f, seen)) in self.map.iter_mut() {
+        let mut unused: Vec<u64> = Vec::new();
+        for (f, seen) in self.map.values_mut() {
             if Arc::strong_count(f) > 1 {
                 *seen = self.epoch;
             } else {
-                unused.push((*seen, plan.clone()));
+                unused.push(*seen);
             }
         }
-        if unused.len() > SPARE {
-            unused.sort_unstable_by_key(|u| std::cmp::Reverse(u.0));
-            for (_, plan) in unused.drain(SPARE..) {
-                self.map.remove(&plan);
-            }
+        if unused.len() <= SPARE {
+            return;
         }
+        // Keep the SPARE most recently used: those seen after the
+        // SPARE-th latest epoch, and as many seen at it as there is room
+        // for (no plan is copied to find them).
+        let (_, &mut at, _) = unused.select_nth_unstable_by(SPARE - 1, |a, b| b.cmp(a));
+        let mut room = SPARE - unused.iter().filter(|&&e| e > at).count();
+        self.map.retain(|_, (f, seen)| {
+            if Arc::strong_count(f) > 1 || *seen > at {
+                return true;
+            }
+            let keep = *seen == at && room > 0;
+            room -= usize::from(keep);
+            keep
+        });
     }
 
     /// Functions a unit uses.
@@ -636,5 +646,55 @@ impl Compiler {
         chunk.fns[2 * i] = func.map_or(0, |f| f.func as usize);
         chunk.fns[2 * i + 1] = code.as_ref().map_or(0, |u| u.data.as_ptr() as usize);
         chunk.keep[i] = code;
+    }
+}
+
+#[cfg(test)]
+mod fn_cache_tests {
+    use super::*;
+
+    /// Past the spare functions, the least recently used unused ones go;
+    /// the used ones and the [`SPARE`] latest unused ones stay.
+    #[test]
+    fn tidy_keeps_used_functions_and_the_latest_spare_ones() {
+        let mut cache = FnCache::default();
+        let plan = |i: u32| PNode {
+            leaf: vec![(i, false)],
+            ..PNode::default()
+        };
+        let mut held = Vec::new();
+        let n = SPARE as u32 + 40;
+        for i in 0..n {
+            let f = Arc::new(Function::compile(&plan(i), Consts::Immediate).expect("compiles"));
+            if i % 10 == 0 {
+                held.push(f.clone());
+            }
+            cache.insert(plan(i), f);
+            // Two plans each epoch, so that an epoch is cut in the middle.
+            if i % 2 == 1 {
+                cache.tidy();
+            }
+        }
+        cache.tidy();
+        let used = held.len();
+        assert_eq!(cache.map.len(), used + SPARE);
+        assert_eq!(cache.in_use(), used);
+        for i in (0..n).step_by(10) {
+            assert!(
+                cache.map.contains_key(&plan(i)),
+                "used function {i} dropped"
+            );
+        }
+        // The unused, latest first; the boundary may cut an epoch of two.
+        let unused: Vec<u32> = (0..n).rev().filter(|i| i % 10 != 0).collect();
+        for &i in &unused[..SPARE - 2] {
+            assert!(
+                cache.map.contains_key(&plan(i)),
+                "recent function {i} dropped"
+            );
+        }
+        for &i in &unused[SPARE + 2..] {
+            assert!(!cache.map.contains_key(&plan(i)), "old function {i} kept");
+        }
     }
 }
