@@ -403,9 +403,6 @@ fn dumping() -> bool {
 /// instruction counts in the README were checked. Errors are ignored:
 /// this is a debugging aid, never on the packet path.
 fn dump_code(name: &str, code: &[u8], entry: *const u8) {
-    if !dumping() {
-        return;
-    }
     use std::sync::atomic::{AtomicUsize, Ordering};
     static COUNT: AtomicUsize = AtomicUsize::new(0);
     if let Some(dir) = std::env::var_os(DUMP) {

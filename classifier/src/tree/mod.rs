@@ -805,14 +805,9 @@ impl DecisionTree {
     /// ```
     #[inline]
     pub fn report_distinct(&self, pkt: &[u8], wirelen: u32, slots: &[u32], out: &mut Vec<u32>) {
-        match self.renamed {
-            // Every used slot's filter has the slot's number as its id.
-            0 => out.extend_from_slice(slots),
-            _ => out.extend(slots.iter().map(|&s| self.ids[s as usize])),
-        }
-        if !self.whole.is_empty() {
-            self.report_whole(pkt, wirelen, out);
-        }
+        let from = out.len();
+        out.extend_from_slice(slots);
+        self.ids_from(pkt, wirelen, out, from);
     }
 
     /// [`DecisionTree::report_distinct`] where the slots are already in
@@ -831,8 +826,17 @@ impl DecisionTree {
     /// ```
     #[inline]
     pub fn report_distinct_in_place(&self, pkt: &[u8], wirelen: u32, out: &mut Vec<u32>) {
+        self.ids_from(pkt, wirelen, out, 0);
+    }
+
+    /// The slots in `out` from `from` on become their filters' ids, and
+    /// the filters that run whole and accept the packet are appended.
+    #[inline]
+    fn ids_from(&self, pkt: &[u8], wirelen: u32, out: &mut Vec<u32>, from: usize) {
+        // While every used slot's filter has the slot's number as its id,
+        // there is nothing to rename.
         if self.renamed != 0 {
-            for s in out.iter_mut() {
+            for s in &mut out[from..] {
                 *s = self.ids[*s as usize];
             }
         }

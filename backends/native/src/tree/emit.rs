@@ -232,6 +232,10 @@ enum Slot {
 /// and generated 1,000 were slower (124 and 169 ns).
 const VECTOR_SEARCH: usize = 5;
 
+/// The most first words one vector search compares (four vectors of four
+/// lanes; a small table has at most 16 keys).
+const MAX_LANES: usize = 16;
+
 fn flags() -> MemFlags {
     MemFlags::new().with_notrap()
 }
@@ -807,7 +811,7 @@ impl Gen<'_> {
     /// for 5 to 16 groups where the constants are immediates, else a
     /// binary search down to four groups, compared one by one.
     fn search(&mut self, key: &[Value], groups: &[&[(Vec<u32>, Child)]], done: Block) {
-        if (VECTOR_SEARCH..=16).contains(&groups.len()) && self.data.is_none() {
+        if (VECTOR_SEARCH..=MAX_LANES).contains(&groups.len()) && self.data.is_none() {
             self.vector_search(key, groups, done);
             return;
         }
@@ -874,11 +878,7 @@ impl Gen<'_> {
     /// at every level, each as unpredictable as the traffic.
     fn vector_search(&mut self, key: &[Value], groups: &[&[(Vec<u32>, Child)]], done: Block) {
         let firsts: Vec<u32> = groups.iter().map(|g| g[0].0[0]).collect();
-        let lanes = match firsts.len() {
-            0..=4 => 4,
-            5..=8 => 8,
-            _ => 16,
-        };
+        let lanes = if firsts.len() <= 8 { 8 } else { MAX_LANES };
         let splat = self.b.ins().splat(types::I32X4, key[0]);
         let mut eqs = Vec::new();
         for quad in 0..lanes / 4 {
@@ -895,14 +895,13 @@ impl Gen<'_> {
             eqs.push(self.b.ins().icmp(IntCC::Equal, splat, k));
         }
         let packed = match eqs.as_slice() {
-            [q] => *q,
             [a, b] => self.b.ins().snarrow(*a, *b),
             [a, b, c, d] => {
                 let lo = self.b.ins().snarrow(*a, *b);
                 let hi = self.b.ins().snarrow(*c, *d);
                 self.b.ins().snarrow(lo, hi)
             }
-            _ => unreachable!("4, 8 or 16 lanes"),
+            _ => unreachable!("8 or 16 lanes"),
         };
         let mask = self.b.ins().vhigh_bits(types::I32, packed);
         let hit = self.b.create_block();

@@ -496,11 +496,18 @@ impl NativeTree {
         if self.run_code(pkt, wirelen, s, None) {
             return true;
         }
+        self.walk(pkt, wirelen, s);
+        false
+    }
+
+    /// The tree's walk in Rust from the root, into `s.slots` (cleared
+    /// first): a filter found on several paths is there as often.
+    fn walk(&self, pkt: &[u8], wirelen: u32, s: &mut NativeScratch) {
+        s.slots.clear();
         s.tree.memo().next_packet(0);
         let root = self.tree.nodes().root();
         self.tree
             .visit_from(root, pkt, wirelen, &mut s.tree, &mut s.slots);
-        false
     }
 
     /// Run the code on a packet, when it fits the tree: the slots it finds
@@ -580,7 +587,7 @@ impl NativeTree {
         if self.run_code(pkt, wirelen, s, Some(out)) {
             self.tree.report_distinct_in_place(pkt, wirelen, out);
         } else {
-            self.slots(pkt, wirelen, s);
+            self.walk(pkt, wirelen, s);
             self.tree.report(pkt, wirelen, &s.slots, &mut s.tree, out);
         }
         Self::sampled(s, since, false);
