@@ -102,6 +102,32 @@ fn start(args: &[&str]) -> Child {
         .unwrap()
 }
 
+/// Wait until `child` catches SIGINT (its `SigCgt` in /proc), or up to
+/// five seconds: a signal before then ends the process by default, which
+/// says nothing of how a run stops (on a loaded machine the start alone
+/// can take longer than the shortest delay).
+fn takes_sigint(child: &Child) {
+    let status = format!("/proc/{}/status", child.id());
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        let caught = std::fs::read_to_string(&status)
+            .ok()
+            .and_then(|t| {
+                let hex = t
+                    .lines()
+                    .find_map(|l| l.strip_prefix("SigCgt:"))?
+                    .trim()
+                    .to_string();
+                u64::from_str_radix(&hex, 16).ok()
+            })
+            .is_some_and(|mask| mask & (1 << (2 - 1)) != 0);
+        if caught {
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
 fn signal(child: &Child, sig: &str) {
     let ok = Command::new("kill")
         .args([&format!("-{sig}"), &child.id().to_string()])
@@ -147,6 +173,7 @@ fn interrupted(
     for (i, delay) in delays(ms, sigs.len(), 0x5eed ^ ms).into_iter().enumerate() {
         let dir = fresh_dir(&format!("{name}-{i}"));
         let child = start(&args(&dir).iter().map(String::as_str).collect::<Vec<_>>());
+        takes_sigint(&child);
         std::thread::sleep(Duration::from_millis(delay));
         signal(&child, sigs[i]);
         let o = child.wait_with_output().unwrap();
