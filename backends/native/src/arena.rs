@@ -15,8 +15,10 @@
 //!   other cores' TLBs, so they see the new code before its address is
 //!   returned.
 //! - Space is never reused: a function's lines are written once, before
-//!   any pointer to them exists, and a chunk is unmapped when its last
-//!   function is dropped and the arena has moved on to another.
+//!   any pointer to them exists, and a chunk is unmapped (and its file
+//!   closed) when its last function is dropped. The arena holds the chunk
+//!   it fills only weakly, so a process whose code is all dropped holds
+//!   no chunk, no descriptor and no mapping for it.
 //! - A page whose functions are all dropped goes back to the system (a
 //!   hole punched in the file), so a tree changed again and again does
 //!   not hold the memory of its past code.
@@ -27,7 +29,7 @@
 //! x86-64 Linux, [`Arena::install`] returns `None` and the caller keeps its
 //! function in a JIT module of its own.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 /// Each function starts on a line of its own.
 const LINE: usize = 64;
@@ -111,9 +113,9 @@ impl Drop for Chunk {
     }
 }
 
-/// The chunk being filled.
+/// The chunk being filled, while a function placed in it lives.
 struct Current {
-    chunk: Arc<Chunk>,
+    chunk: Weak<Chunk>,
     used: usize,
     /// The process that made the chunk.
     pid: u32,
@@ -143,27 +145,35 @@ impl Arena {
         let mut arena = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let slot = arena.as_mut().ok()?;
         let pid = std::process::id();
-        let fits = |c: &Current| c.pid == pid && c.used + code.len() <= c.chunk.len;
-        if !slot.as_ref().is_some_and(fits) {
-            match grow(code.len()) {
-                Some(c) => *slot = Some(c),
+        // The chunk being filled, if a function still holds it, this
+        // process made it and the code fits after what it holds.
+        let open = slot.as_ref().and_then(|c| {
+            let chunk = c.chunk.upgrade().filter(|_| c.pid == pid)?;
+            (c.used + code.len() <= chunk.len).then_some((chunk, c.used))
+        });
+        let (chunk, at) = match open {
+            Some(open) => open,
+            None => match grow(code.len()) {
+                Some(chunk) => (chunk, 0),
                 None => {
                     *arena = Err(());
                     return None;
                 }
-            }
-        }
-        let cur = slot.as_mut()?;
-        let at = cur.used;
-        let mut live = cur.chunk.live.lock().unwrap_or_else(|e| e.into_inner());
-        write(&cur.chunk, at, code)?;
+            },
+        };
+        let mut live = chunk.live.lock().unwrap_or_else(|e| e.into_inner());
+        write(&chunk, at, code)?;
         for p in pages(at, code.len()) {
             live[p] += 1;
         }
         drop(live);
-        cur.used = (at + code.len()).div_ceil(LINE) * LINE;
+        *slot = Some(Current {
+            chunk: Arc::downgrade(&chunk),
+            used: (at + code.len()).div_ceil(LINE) * LINE,
+            pid,
+        });
         Some(Placed {
-            chunk: cur.chunk.clone(),
+            chunk,
             at,
             len: code.len(),
         })
@@ -171,7 +181,7 @@ impl Arena {
 }
 
 /// A new chunk for at least `need` bytes.
-fn grow(need: usize) -> Option<Current> {
+fn grow(need: usize) -> Option<Arc<Chunk>> {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     let page = page_size();
     let len = need.max(CHUNK_BYTES).div_ceil(page) * page;
@@ -209,16 +219,12 @@ fn grow(need: usize) -> Option<Current> {
     if rx == libc::MAP_FAILED {
         return None;
     }
-    Some(Current {
-        chunk: Arc::new(Chunk {
-            rx: rx as *const u8,
-            len,
-            fd,
-            live: Mutex::new(vec![0; len / page]),
-        }),
-        used: 0,
-        pid: std::process::id(),
-    })
+    Some(Arc::new(Chunk {
+        rx: rx as *const u8,
+        len,
+        fd,
+        live: Mutex::new(vec![0; len / page]),
+    }))
 }
 
 /// Write `code` at byte `at` of the chunk, through a writable mapping of
@@ -333,6 +339,35 @@ mod tests {
         assert!(chunk.upgrade().is_some());
         drop(a);
         assert!(chunk.upgrade().is_none());
+    }
+
+    #[test]
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    fn the_chunk_being_filled_goes_with_its_last_function() {
+        let arena = Arena::new();
+        let a = arena.install(&returns(1), 16).unwrap();
+        let b = arena.install(&returns(2), 16).unwrap();
+        assert!(Arc::ptr_eq(&a.chunk, &b.chunk));
+        let chunk = Arc::downgrade(&a.chunk);
+        let (rx, len) = (a.chunk.rx as usize, a.chunk.len);
+        drop(a);
+        assert!(chunk.upgrade().is_some(), "`b` still runs there");
+        assert_eq!(call(&b), 2);
+        drop(b);
+        // No function is left: the chunk's file and mapping are gone, though
+        // the arena was still filling it.
+        assert!(chunk.upgrade().is_none());
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let start = format!("{rx:x}-{:x} ", rx + len);
+        assert!(
+            !maps
+                .lines()
+                .any(|l| l.starts_with(&start) && l.contains("sluice-code")),
+            "still mapped"
+        );
+        // The next function gets a new chunk and runs.
+        let c = arena.install(&returns(3), 16).unwrap();
+        assert_eq!(call(&c), 3);
     }
 
     #[test]
