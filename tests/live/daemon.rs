@@ -90,6 +90,23 @@ pub(super) fn status(sock: &Path) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// The daemon's status once `done` holds of it (it closes a gone
+/// client's flows when it next looks), or after five seconds, whichever
+/// comes first.
+pub(super) fn status_when(
+    sock: &Path,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let start = std::time::Instant::now();
+    loop {
+        let s = status(sock);
+        if done(&s) || start.elapsed() > Duration::from_secs(5) {
+            return s;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Each flow's report from a client's JSON: (packets, lost, accepted).
 pub(super) fn reports(out: &[u8]) -> Vec<(u64, u64, u64)> {
     let v: serde_json::Value = serde_json::from_slice(out).unwrap();
@@ -239,8 +256,9 @@ fn a_killed_client_changes_nothing_for_the_others() {
         (want.len() as u64, 0, want.len() as u64)
     );
     // The killed client's flows are closed and their buffers released.
-    std::thread::sleep(Duration::from_millis(300));
-    let s = status(&sock);
+    let s = status_when(&sock, |s| {
+        s["clients"].as_array().map(Vec::len) == Some(1) && s["interfaces"][0]["filters"] == 0
+    });
     let clients = s["clients"].as_array().unwrap();
     assert_eq!(clients.len(), 1, "only the status client is left: {s}");
     assert_eq!(s["interfaces"][0]["filters"], 0, "{s}");

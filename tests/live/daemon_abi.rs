@@ -10,7 +10,7 @@
 //! `sluice filter -i` does (tag put back), which docs/daemon.md says.
 
 use super::abi::harness::Lib;
-use super::daemon::{daemon, status};
+use super::daemon::{daemon, status, status_when};
 use super::net::{frames, Bg, Net};
 use super::{corpus, settle, text};
 use std::path::Path;
@@ -111,8 +111,9 @@ fn tcpdumps_through_the_daemon_keep_what_tcpdump_on_libpcap_keeps() {
         );
     }
     // Everyone has gone: every flow closed, the killed one's included.
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let s = status(&sock);
+    let s = status_when(&sock, |s| {
+        s["interfaces"][0]["filters"] == 0 && s["interfaces"][0]["groups"] == 0
+    });
     assert_eq!(s["interfaces"][0]["filters"], 0, "{s}");
     assert_eq!(s["interfaces"][0]["groups"], 0, "{s}");
     assert!(d.interrupt().status.success());
