@@ -148,18 +148,25 @@ fn canonical(s: &Source) -> Option<Source> {
             Val::Bin(BinOp::And, a, m) => {
                 let inner = val(a);
                 let load = inner.as_ref().unwrap_or(a);
-                let keeps_all = match (load, &**m) {
-                    (Val::Load { size, .. }, Val::Const(m)) => {
+                // A mask of constants (`tcp-syn|tcp-ack`) is its value.
+                let mask = constant(m);
+                let keeps_all = match (load, mask) {
+                    (Val::Load { size, .. }, Some(m)) => {
                         // Every bit of the 1, 2 or 4 bytes loaded.
                         let all = u32::MAX >> (32 - 8 * size.bytes());
                         m & all == all
                     }
                     _ => false,
                 };
+                let folded = mask.is_some() && !m.is_const();
                 match (keeps_all, inner) {
                     (true, inner) => Some(inner.unwrap_or_else(|| (**a).clone())),
-                    (false, Some(inner)) => Some(Val::Bin(BinOp::And, Box::new(inner), m.clone())),
-                    (false, None) => None,
+                    (false, None) if !folded => None,
+                    (false, inner) => Some(Val::Bin(
+                        BinOp::And,
+                        Box::new(inner.unwrap_or_else(|| (**a).clone())),
+                        Box::new(mask.map_or_else(|| (**m).clone(), Val::Const)),
+                    )),
                 }
             }
             _ => None,
@@ -168,6 +175,18 @@ fn canonical(s: &Source) -> Option<Source> {
     match s {
         Source::Val(v) => val(v).map(Source::Val),
         Source::Pred(_) => None,
+    }
+}
+
+/// The value of `v` when it is made of constants alone and defined (no
+/// division by zero): such a value reads nothing and never aborts. The
+/// pcap front end leaves `tcp-syn|tcp-ack` unfolded, as libpcap's parser
+/// does.
+fn constant(v: &Val) -> Option<u32> {
+    match v {
+        Val::Const(k) => Some(*k),
+        Val::Bin(op, a, b) => op.apply(constant(a)?, constant(b)?),
+        _ => None,
     }
 }
 
@@ -417,7 +436,26 @@ mod tests {
         for base in [0u32, 1, 7, 30, u32::MAX - 2] {
             for off in [0u32, 3, 9] {
                 for size in [Size::Byte, Size::Half, Size::Word] {
-                    for mask in [None, Some(0xff), Some(0xffff), Some(u32::MAX), Some(0x0f)] {
+                    let or = |a, b| {
+                        Val::Bin(BinOp::Or, Box::new(Val::Const(a)), Box::new(Val::Const(b)))
+                    };
+                    let masks = [
+                        None,
+                        Some(Val::Const(0xff)),
+                        Some(Val::Const(0xffff)),
+                        Some(Val::Const(u32::MAX)),
+                        Some(Val::Const(0x0f)),
+                        // Masks of constants, folded: some bits, all bits,
+                        // and one undefined (left as it is).
+                        Some(or(0x0c, 0x03)),
+                        Some(or(0xff00, 0x00ff)),
+                        Some(Val::Bin(
+                            BinOp::Div,
+                            Box::new(Val::Const(1)),
+                            Box::new(Val::Const(0)),
+                        )),
+                    ];
+                    for mask in masks {
                         let load = Val::Load {
                             base: Box::new(Val::Const(base)),
                             offset: off,
@@ -425,9 +463,7 @@ mod tests {
                         };
                         let v = match mask {
                             None => load,
-                            Some(m) => {
-                                Val::Bin(BinOp::And, Box::new(load), Box::new(Val::Const(m)))
-                            }
+                            Some(m) => Val::Bin(BinOp::And, Box::new(load), Box::new(m)),
                         };
                         let Some(Source::Val(c)) = canonical(&Source::Val(v.clone())) else {
                             continue;
@@ -443,6 +479,37 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_mask_of_constants_reads_as_a_masked_load() {
+        // `tcp[13] & (tcp-syn|tcp-ack)` as the pcap front end gives it.
+        let hl = Val::ip_hdr_len(14);
+        let flags = Val::Load {
+            base: Box::new(hl),
+            offset: 27,
+            size: Size::Byte,
+        };
+        let or = Val::Bin(BinOp::Or, Box::new(Val::Const(2)), Box::new(Val::Const(16)));
+        let unfolded = Val::Bin(BinOp::And, Box::new(flags.clone()), Box::new(or));
+        let folded = Val::Bin(BinOp::And, Box::new(flags), Box::new(Val::Const(0x12)));
+        let mut f = Fields::default();
+        let id = f.intern_val(&unfolded);
+        assert_eq!(f.intern_val(&folded), id);
+        assert_eq!(
+            f.how(id),
+            &Read::Load {
+                hdr: Some(14),
+                off: 27,
+                size: 1,
+                mask: 0x12
+            }
+        );
+        // An undefined mask stays the interpreter's.
+        let undefined = Val::Bin(BinOp::Mod, Box::new(Val::Const(2)), Box::new(Val::Const(0)));
+        let v = Val::Bin(BinOp::And, Box::new(Val::Len), Box::new(undefined));
+        let id = f.intern_val(&v);
+        assert!(matches!(f.how(id), Read::Generic(_)));
     }
 
     #[test]
