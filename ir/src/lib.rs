@@ -29,6 +29,7 @@ pub mod arbitrary;
 pub mod branch;
 pub mod codec;
 pub mod eval;
+pub mod flat;
 mod shared;
 pub mod simplify;
 mod text;

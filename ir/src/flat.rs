@@ -1,0 +1,250 @@
+//! A value as a flat program: its operations in postfix order, run over a
+//! small stack in one loop instead of the interpreter's recursion.
+//!
+//! The rule: a flat program means exactly what [`crate::eval_val`] says of
+//! its value, aborts included (a load past the packet, a division by
+//! zero). Operands run left to right, as the interpreter takes them, and a
+//! [`Val::Shared`] runs its inner value where it stands (it depends on the
+//! packet only, so running it again gives the same answer). It is for
+//! values computed once a packet on a hot path: the decision tree's fields
+//! that are not a load at a fixed place, such as a word of the TCP payload
+//! (`tcp[((tcp[12:1] & 0xf0) >> 2):4]`).
+//!
+//! ```
+//! use sluice_ir::{flat::Flat, BinOp, Size, Val};
+//! // The TCP header's length, behind an IPv4 header.
+//! let v = Val::bin(
+//!     BinOp::Shr,
+//!     Val::bin(BinOp::And, Val::load(Val::ip_hdr_len(14), 26, Size::Byte), Val::Const(0xf0)),
+//!     Val::Const(2),
+//! );
+//! let f = Flat::new(&v).unwrap();
+//! let mut pkt = [0u8; 60];
+//! pkt[14] = 0x45;
+//! pkt[46] = 0x50;
+//! assert_eq!(f.eval(&pkt, 60), Some(20));
+//! assert_eq!(f.eval(&pkt[..40], 60), None); // past the packet: abort
+//! assert_eq!(f.eval(&pkt, 60), sluice_ir::eval_val(&v, &pkt, 60).ok());
+//! ```
+
+use crate::{BinOp, Val};
+
+/// The deepest stack a flat program may need; deeper values stay with the
+/// interpreter ([`Flat::new`] says `None`).
+pub const MAX_DEPTH: usize = 16;
+
+/// The most steps a flat program has (a shared value counts each time it is
+/// used).
+pub const MAX_STEPS: usize = 256;
+
+/// One operation of a flat program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// Push a constant.
+    Const(u32),
+    /// Push the wire length.
+    Len,
+    /// Replace the top (a base) by `width` bytes at base + `offset`.
+    Load { offset: u32, width: u32 },
+    /// Replace the two top values (left below right) by `left op right`.
+    Bin(BinOp),
+    /// Replace the top by its negation (modulo 2^32).
+    Neg,
+}
+
+/// A value compiled to a flat program (see the module doc).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Flat {
+    steps: Box<[Step]>,
+}
+
+impl Flat {
+    /// The flat program of `v`, or `None` when it would need a stack deeper
+    /// than [`MAX_DEPTH`] or more than [`MAX_STEPS`] steps.
+    ///
+    /// ```
+    /// use sluice_ir::{flat::Flat, Val};
+    /// assert_eq!(Flat::new(&Val::Len).unwrap().eval(&[], 60), Some(60));
+    /// ```
+    pub fn new(v: &Val) -> Option<Flat> {
+        let mut steps = Vec::new();
+        compile(v, &mut steps, &mut 0)?;
+        Some(Flat {
+            steps: steps.into(),
+        })
+    }
+
+    /// The value on a packet (`wirelen` bytes on the wire), or `None` where
+    /// the interpreter aborts.
+    ///
+    /// ```
+    /// use sluice_ir::{flat::Flat, BinOp, Val};
+    /// let div = Val::Bin(BinOp::Div, Box::new(Val::Len), Box::new(Val::Const(0)));
+    /// assert_eq!(Flat::new(&div).unwrap().eval(&[], 60), None);
+    /// ```
+    pub fn eval(&self, pkt: &[u8], wirelen: u32) -> Option<u32> {
+        let mut stack = [0u32; MAX_DEPTH];
+        let mut top = 0usize;
+        for step in self.steps.iter() {
+            match *step {
+                Step::Const(k) => {
+                    stack[top] = k;
+                    top += 1;
+                }
+                Step::Len => {
+                    stack[top] = wirelen;
+                    top += 1;
+                }
+                Step::Load { offset, width } => {
+                    stack[top - 1] = load(pkt, stack[top - 1], offset, width)?;
+                }
+                Step::Bin(op) => {
+                    top -= 1;
+                    stack[top - 1] = op.apply(stack[top - 1], stack[top])?;
+                }
+                Step::Neg => stack[top - 1] = stack[top - 1].wrapping_neg(),
+            }
+        }
+        Some(stack[0])
+    }
+}
+
+/// `width` (1, 2 or 4) big-endian bytes at `base + offset`, or `None`
+/// past the packet, as [`crate::eval::load`] reads them.
+#[inline]
+fn load(pkt: &[u8], base: u32, offset: u32, width: u32) -> Option<u32> {
+    let start = usize::try_from(u64::from(base) + u64::from(offset)).ok()?;
+    let bytes = pkt.get(start..start.checked_add(width as usize)?)?;
+    Some(match *bytes {
+        [a] => u32::from(a),
+        [a, b] => u32::from(u16::from_be_bytes([a, b])),
+        [a, b, c, d] => u32::from_be_bytes([a, b, c, d]),
+        _ => bytes.iter().fold(0, |acc, &b| (acc << 8) | u32::from(b)),
+    })
+}
+
+/// Append `v`'s steps; `depth` is the stack's height before them (one more
+/// after).
+fn compile(v: &Val, steps: &mut Vec<Step>, depth: &mut usize) -> Option<()> {
+    if steps.len() >= MAX_STEPS {
+        return None;
+    }
+    match v {
+        Val::Const(k) => push(Step::Const(*k), steps, depth)?,
+        Val::Len => push(Step::Len, steps, depth)?,
+        Val::Load { base, offset, size } => {
+            compile(base, steps, depth)?;
+            steps.push(Step::Load {
+                offset: *offset,
+                width: size.bytes(),
+            });
+        }
+        Val::Bin(op, a, b) => {
+            compile(a, steps, depth)?;
+            compile(b, steps, depth)?;
+            steps.push(Step::Bin(*op));
+            *depth -= 1;
+        }
+        Val::Neg(a) => {
+            compile(a, steps, depth)?;
+            steps.push(Step::Neg);
+        }
+        Val::Shared(s) => compile(s.val(), steps, depth)?,
+    }
+    (steps.len() <= MAX_STEPS).then_some(())
+}
+
+/// Append a step that pushes a value.
+fn push(step: Step, steps: &mut Vec<Step>, depth: &mut usize) -> Option<()> {
+    if *depth >= MAX_DEPTH {
+        return None;
+    }
+    steps.push(step);
+    *depth += 1;
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Size;
+    use proptest::prelude::*;
+
+    fn packet() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(
+            prop_oneof![4 => any::<u8>(), 1 => Just(0x45), 1 => Just(0)],
+            0..80,
+        )
+    }
+
+    fn val() -> impl Strategy<Value = Val> {
+        let leaf = prop_oneof![
+            prop_oneof![0u32..4, Just(0xf0), Just(31), Just(32), any::<u32>()].prop_map(Val::Const),
+            Just(Val::Len),
+            (0u32..70, 0usize..3)
+                .prop_map(|(o, s)| Val::load_abs(o, [Size::Byte, Size::Half, Size::Word][s])),
+        ];
+        leaf.prop_recursive(5, 40, 2, |inner| {
+            prop_oneof![
+                (inner.clone(), 0u32..40, 0usize..3).prop_map(|(b, o, s)| Val::Load {
+                    base: Box::new(b),
+                    offset: o,
+                    size: [Size::Byte, Size::Half, Size::Word][s],
+                }),
+                (inner.clone(), inner.clone(), 0usize..BinOp::ALL.len())
+                    .prop_map(|(a, b, i)| Val::Bin(BinOp::ALL[i], Box::new(a), Box::new(b))),
+                inner.clone().prop_map(|a| Val::Neg(Box::new(a))),
+                inner.prop_map(Val::shared),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn a_flat_program_answers_as_the_interpreter(v in val(), pkt in packet(), wirelen in 0u32..200) {
+            if let Some(f) = Flat::new(&v) {
+                prop_assert_eq!(f.eval(&pkt, wirelen), crate::eval_val(&v, &pkt, wirelen).ok(), "{:?}", v);
+            }
+        }
+    }
+
+    #[test]
+    fn the_tcp_payload_word_answers_as_the_interpreter() {
+        let hl = Val::shared(Val::ip_hdr_len(14));
+        let thl = Val::bin(
+            BinOp::Shr,
+            Val::bin(
+                BinOp::And,
+                Val::load(hl.clone(), 26, Size::Byte),
+                Val::Const(0xf0),
+            ),
+            Val::Const(2),
+        );
+        let word = Val::load(Val::bin(BinOp::Add, thl, hl), 14, Size::Word);
+        let f = Flat::new(&word).unwrap();
+        let mut pkt = vec![0u8; 70];
+        pkt[14] = 0x45;
+        pkt[46] = 0x50;
+        pkt[54..58].copy_from_slice(b"GET ");
+        assert_eq!(f.eval(&pkt, 70), Some(0x4745_5420));
+        for n in 0..=pkt.len() {
+            assert_eq!(
+                f.eval(&pkt[..n], 70),
+                crate::eval_val(&word, &pkt[..n], 70).ok(),
+                "{n} bytes"
+            );
+        }
+    }
+
+    #[test]
+    fn values_too_deep_stay_with_the_interpreter() {
+        // Each right operand waits on the stack: depth grows by one a level.
+        let mut v = Val::Len;
+        for _ in 0..MAX_DEPTH - 1 {
+            v = Val::Bin(BinOp::Add, Box::new(Val::Const(1)), Box::new(v));
+        }
+        assert!(Flat::new(&v).is_some());
+        let deeper = Val::Bin(BinOp::Add, Box::new(Val::Const(1)), Box::new(v));
+        assert!(Flat::new(&deeper).is_none());
+    }
+}
