@@ -29,6 +29,7 @@
 //! ```
 
 use crate::field::{ipv4_header_length, load};
+use sluice_ir::flat::Flat;
 use sluice_ir::{BinOp, Pred, Val};
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -118,6 +119,9 @@ struct Rank {
 pub struct Fields {
     sources: Vec<Source>,
     reads: Vec<Read>,
+    /// Per field, its value as a flat program where it is computed
+    /// ([`Read::Generic`]) and can be one.
+    flats: Vec<Option<Flat>>,
     ranks: Vec<Rank>,
     ids: HashMap<Source, FieldId>,
 }
@@ -276,6 +280,10 @@ impl Fields {
         }
         let id = self.sources.len() as FieldId;
         let read = read_of(s);
+        self.flats.push(match &read {
+            Read::Generic(v) => Flat::new(v),
+            _ => None,
+        });
         self.ranks.push(rank_of(&read));
         self.reads.push(read);
         self.sources.push(s.clone());
@@ -405,7 +413,10 @@ impl Fields {
     /// Read a computed field (no memo).
     fn compute(&self, id: FieldId, pkt: &[u8], wirelen: u32) -> Option<u32> {
         match &self.reads[id as usize] {
-            Read::Generic(v) => sluice_ir::eval_val(v, pkt, wirelen).ok(),
+            Read::Generic(v) => match &self.flats[id as usize] {
+                Some(f) => f.eval(pkt, wirelen),
+                None => sluice_ir::eval_val(v, pkt, wirelen).ok(),
+            },
             // The chain from a known header, without the interpreter.
             Read::Pred(Pred::ProtoChain {
                 v6,
@@ -528,6 +539,24 @@ mod tests {
                 Val::Const(0x12),
             ),
             Val::bin(BinOp::Shr, Val::load_abs(14, Size::Byte), Val::Const(4)),
+            // A word of the TCP payload: computed, as a flat program.
+            Val::load(
+                Val::bin(
+                    BinOp::Add,
+                    Val::bin(
+                        BinOp::Shr,
+                        Val::bin(
+                            BinOp::And,
+                            Val::load(Val::ip_hdr_len(14), 26, Size::Byte),
+                            Val::Const(0xf0),
+                        ),
+                        Val::Const(2),
+                    ),
+                    Val::ip_hdr_len(14),
+                ),
+                14,
+                Size::Word,
+            ),
             Val::Len,
             Val::Const(7),
         ];
