@@ -2,7 +2,7 @@
 //! file (as `sluice split --filters`) merged into the default engine
 //! (`NativeAuto`, all code compiled), then every packet of a capture
 //! classified PASSES times, in a function of its own, with the flow cache
-//! off (`CACHE=1` leaves it on).
+//! off (`CACHE=1` leaves it on, `CACHE=always` on for every packet).
 //!
 //! Rule: a measurement tool, not a test. Count with
 //!
@@ -57,8 +57,12 @@ fn main() {
     }
     engine.update();
     let mut s: <NativeAuto as Engine>::Scratch = Default::default();
-    if std::env::var("CACHE").map_or(true, |v| v != "1") {
-        s.tree_mut().set_flow_cache(false);
+    match std::env::var("CACHE").as_deref() {
+        Ok("1") => {}
+        // On for every packet: no timing decides (valgrind's would not be
+        // the machine's).
+        Ok("always") => s.tree_mut().set_flow_cache_always(),
+        _ => s.tree_mut().set_flow_cache(false),
     }
     let matched = classify_passes(&engine, &pkts, passes, again, &mut s);
     println!(
