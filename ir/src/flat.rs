@@ -50,6 +50,14 @@ enum Step {
     Bin(BinOp),
     /// Replace the top by its negation (modulo 2^32).
     Neg,
+    /// Replace the top by `top op k` (a constant and an operator fused).
+    BinK(BinOp, u32),
+    /// Push `width` bytes at `base + offset` (a constant base and a load
+    /// fused).
+    LoadAt { base: u32, offset: u32, width: u32 },
+    /// Push `4 * (byte at base + offset & 0xf)`: an IPv4 header's length
+    /// (a byte's load, a mask and a shift fused).
+    HdrLen { base: u32, offset: u32 },
 }
 
 /// A value compiled to a flat program (see the module doc).
@@ -70,7 +78,7 @@ impl Flat {
         let mut steps = Vec::new();
         compile(v, &mut steps, &mut 0)?;
         Some(Flat {
-            steps: steps.into(),
+            steps: fuse(&steps).into(),
         })
     }
 
@@ -103,6 +111,19 @@ impl Flat {
                     stack[top - 1] = op.apply(stack[top - 1], stack[top])?;
                 }
                 Step::Neg => stack[top - 1] = stack[top - 1].wrapping_neg(),
+                Step::BinK(op, k) => stack[top - 1] = op.apply(stack[top - 1], k)?,
+                Step::LoadAt {
+                    base,
+                    offset,
+                    width,
+                } => {
+                    stack[top] = load(pkt, base, offset, width)?;
+                    top += 1;
+                }
+                Step::HdrLen { base, offset } => {
+                    stack[top] = (load(pkt, base, offset, 1)? & 0xf) << 2;
+                    top += 1;
+                }
             }
         }
         Some(stack[0])
@@ -154,6 +175,39 @@ fn compile(v: &Val, steps: &mut Vec<Step>, depth: &mut usize) -> Option<()> {
     (steps.len() <= MAX_STEPS).then_some(())
 }
 
+/// The same program with common runs as one step each: a constant and
+/// the operator or load that takes it, and an IPv4 header's length. Each
+/// fused step computes what its run did, and aborts where it did.
+fn fuse(steps: &[Step]) -> Vec<Step> {
+    let mut out: Vec<Step> = Vec::with_capacity(steps.len());
+    for &step in steps {
+        let fused = match (out.last().copied(), step) {
+            (Some(Step::Const(k)), Step::Bin(op)) => Some(Step::BinK(op, k)),
+            (Some(Step::Const(base)), Step::Load { offset, width }) => Some(Step::LoadAt {
+                base,
+                offset,
+                width,
+            }),
+            _ => None,
+        };
+        match fused {
+            Some(f) => *out.last_mut().expect("a step to fuse with") = f,
+            None => out.push(step),
+        }
+        // `byte & 0xf << 2`, now three steps at the end.
+        if let [.., Step::LoadAt {
+            base,
+            offset,
+            width: 1,
+        }, Step::BinK(BinOp::And, 0xf), Step::BinK(BinOp::Shl, 2)] = out[..]
+        {
+            out.truncate(out.len() - 3);
+            out.push(Step::HdrLen { base, offset });
+        }
+    }
+    out
+}
+
 /// Append a step that pushes a value.
 fn push(step: Step, steps: &mut Vec<Step>, depth: &mut usize) -> Option<()> {
     if *depth >= MAX_DEPTH {
@@ -179,7 +233,15 @@ mod tests {
 
     fn val() -> impl Strategy<Value = Val> {
         let leaf = prop_oneof![
-            prop_oneof![0u32..4, Just(0xf0), Just(31), Just(32), any::<u32>()].prop_map(Val::Const),
+            prop_oneof![
+                0u32..4,
+                Just(0xf),
+                Just(0xf0),
+                Just(31),
+                Just(32),
+                any::<u32>()
+            ]
+            .prop_map(Val::Const),
             Just(Val::Len),
             (0u32..70, 0usize..3)
                 .prop_map(|(o, s)| Val::load_abs(o, [Size::Byte, Size::Half, Size::Word][s])),
@@ -222,11 +284,16 @@ mod tests {
         );
         let word = Val::load(Val::bin(BinOp::Add, thl, hl), 14, Size::Word);
         let f = Flat::new(&word).unwrap();
+        // An IPv4 header of 24 bytes whose high bits are set too (they
+        // are not the length), a TCP header of 20.
         let mut pkt = vec![0u8; 70];
-        pkt[14] = 0x45;
-        pkt[46] = 0x50;
-        pkt[54..58].copy_from_slice(b"GET ");
+        pkt[14] = 0xf6;
+        pkt[50] = 0x5f;
+        pkt[58..62].copy_from_slice(b"GET ");
         assert_eq!(f.eval(&pkt, 70), Some(0x4745_5420));
+        // Two header lengths, the TCP one's load, mask and shift, the sum
+        // and the word's load.
+        assert_eq!(f.steps.len(), 7, "{:?}", f.steps);
         for n in 0..=pkt.len() {
             assert_eq!(
                 f.eval(&pkt[..n], 70),
