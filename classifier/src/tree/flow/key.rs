@@ -282,7 +282,7 @@ pub(super) fn bytewise_signature(pkt: &[u8]) -> u64 {
     }
     let bytes = |h: &mut rustc_hash::FxHasher, r: std::ops::Range<usize>| {
         let r = r.start.min(pkt.len())..r.end.min(pkt.len());
-        pkt[r].hash(h);
+        h.write(&pkt[r]);
     };
     bytes(&mut h, 0..at + 2);
     let l3 = at + 2;
