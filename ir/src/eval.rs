@@ -39,7 +39,12 @@ pub fn load(pkt: &[u8], base: u32, offset: u32, width: u32) -> Result<u32, Abort
         return Err(Abort);
     }
     let bytes = &pkt[start as usize..end as usize];
-    Ok(bytes.iter().fold(0u32, |acc, &b| (acc << 8) | b as u32))
+    Ok(match *bytes {
+        [a] => u32::from(a),
+        [a, b] => u32::from(u16::from_be_bytes([a, b])),
+        [a, b, c, d] => u32::from_be_bytes([a, b, c, d]),
+        _ => bytes.iter().fold(0u32, |acc, &b| (acc << 8) | b as u32),
+    })
 }
 
 /// Evaluate a value on a packet.

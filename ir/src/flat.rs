@@ -27,6 +27,7 @@
 //! assert_eq!(f.eval(&pkt, 60), sluice_ir::eval_val(&v, &pkt, 60).ok());
 //! ```
 
+use crate::eval::load;
 use crate::{BinOp, Val};
 
 /// The deepest stack a flat program may need; deeper values stay with the
@@ -104,7 +105,7 @@ impl Flat {
                     top += 1;
                 }
                 Step::Load { offset, width } => {
-                    stack[top - 1] = load(pkt, stack[top - 1], offset, width)?;
+                    stack[top - 1] = load(pkt, stack[top - 1], offset, width).ok()?;
                 }
                 Step::Bin(op) => {
                     top -= 1;
@@ -117,31 +118,17 @@ impl Flat {
                     offset,
                     width,
                 } => {
-                    stack[top] = load(pkt, base, offset, width)?;
+                    stack[top] = load(pkt, base, offset, width).ok()?;
                     top += 1;
                 }
                 Step::HdrLen { base, offset } => {
-                    stack[top] = (load(pkt, base, offset, 1)? & 0xf) << 2;
+                    stack[top] = (load(pkt, base, offset, 1).ok()? & 0xf) << 2;
                     top += 1;
                 }
             }
         }
         Some(stack[0])
     }
-}
-
-/// `width` (1, 2 or 4) big-endian bytes at `base + offset`, or `None`
-/// past the packet, as [`crate::eval::load`] reads them.
-#[inline]
-fn load(pkt: &[u8], base: u32, offset: u32, width: u32) -> Option<u32> {
-    let start = usize::try_from(u64::from(base) + u64::from(offset)).ok()?;
-    let bytes = pkt.get(start..start.checked_add(width as usize)?)?;
-    Some(match *bytes {
-        [a] => u32::from(a),
-        [a, b] => u32::from(u16::from_be_bytes([a, b])),
-        [a, b, c, d] => u32::from_be_bytes([a, b, c, d]),
-        _ => bytes.iter().fold(0, |acc, &b| (acc << 8) | u32::from(b)),
-    })
 }
 
 /// Append `v`'s steps; `depth` is the stack's height before them (one more

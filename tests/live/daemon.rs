@@ -97,13 +97,19 @@ pub(super) fn status_when(
     sock: &Path,
     done: impl Fn(&serde_json::Value) -> bool,
 ) -> serde_json::Value {
+    settled(|| status(sock), done)
+}
+
+/// `look()` again and again until `done` holds of what it saw, or five
+/// seconds have passed: the last look.
+fn settled<T>(mut look: impl FnMut() -> T, done: impl Fn(&T) -> bool) -> T {
     let start = std::time::Instant::now();
     loop {
-        let s = status(sock);
-        if done(&s) || start.elapsed() > Duration::from_secs(5) {
-            return s;
+        let seen = look();
+        if done(&seen) || start.elapsed() > Duration::from_secs(5) {
+            return seen;
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -153,14 +159,8 @@ fn fds(pid: u32) -> usize {
 /// descriptors (it closes a gone client's when it next looks): how many
 /// it has then, and what they are.
 fn fds_settle(pid: u32, most: usize) -> (usize, String) {
-    let start = std::time::Instant::now();
-    loop {
-        let now = fd_targets(pid);
-        if now.len() <= most || start.elapsed() > Duration::from_secs(5) {
-            return (now.len(), now.join("\n"));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let now = settled(|| fd_targets(pid), |t| t.len() <= most);
+    (now.len(), now.join("\n"))
 }
 
 /// A process's resident memory in KiB.

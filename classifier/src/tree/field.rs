@@ -152,8 +152,10 @@ fn canonical(s: &Source) -> Option<Source> {
             Val::Bin(BinOp::And, a, m) => {
                 let inner = val(a);
                 let load = inner.as_ref().unwrap_or(a);
-                // A mask of constants (`tcp-syn|tcp-ack`) is its value.
-                let mask = constant(m);
+                // A mask that reads nothing and never aborts is its value:
+                // the pcap front end leaves `tcp-syn|tcp-ack` unfolded, as
+                // libpcap's parser does.
+                let mask = m.known().filter(|_| !m.can_abort());
                 let keeps_all = match (load, mask) {
                     (Val::Load { size, .. }, Some(m)) => {
                         // Every bit of the 1, 2 or 4 bytes loaded.
@@ -179,18 +181,6 @@ fn canonical(s: &Source) -> Option<Source> {
     match s {
         Source::Val(v) => val(v).map(Source::Val),
         Source::Pred(_) => None,
-    }
-}
-
-/// The value of `v` when it is made of constants alone and defined (no
-/// division by zero): such a value reads nothing and never aborts. The
-/// pcap front end leaves `tcp-syn|tcp-ack` unfolded, as libpcap's parser
-/// does.
-fn constant(v: &Val) -> Option<u32> {
-    match v {
-        Val::Const(k) => Some(*k),
-        Val::Bin(op, a, b) => op.apply(constant(a)?, constant(b)?),
-        _ => None,
     }
 }
 
