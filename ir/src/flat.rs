@@ -92,6 +92,35 @@ impl Flat {
     /// assert_eq!(Flat::new(&div).unwrap().eval(&[], 60), None);
     /// ```
     pub fn eval(&self, pkt: &[u8], wirelen: u32) -> Option<u32> {
+        self.run(pkt, wirelen, &mut |_| {})
+    }
+
+    /// [`Flat::eval`], telling `touch` each thing of the packet the value
+    /// reads, in order: the value is a function of those alone. A packet
+    /// that has the same bytes where this one's loads read (as long as
+    /// they are within it), the same wire length if it was read, and that
+    /// ends before the end of the load that aborted (the last touched, if
+    /// one did) has the same value.
+    ///
+    /// ```
+    /// use sluice_ir::{flat::{Flat, Touch}, Size, Val};
+    /// // The byte at 2 + the byte at 0.
+    /// let f = Flat::new(&Val::load(Val::load_abs(0, Size::Byte), 2, Size::Byte)).unwrap();
+    /// let mut seen = Vec::new();
+    /// assert_eq!(f.eval_traced(&[1, 0, 0, 9], 4, |t| seen.push(t)), Some(9));
+    /// assert_eq!(seen, [Touch::Bytes { at: 0, width: 1 }, Touch::Bytes { at: 3, width: 1 }]);
+    /// ```
+    pub fn eval_traced(
+        &self,
+        pkt: &[u8],
+        wirelen: u32,
+        mut touch: impl FnMut(Touch),
+    ) -> Option<u32> {
+        self.run(pkt, wirelen, &mut touch)
+    }
+
+    #[inline(always)]
+    fn run(&self, pkt: &[u8], wirelen: u32, touch: &mut impl FnMut(Touch)) -> Option<u32> {
         let mut stack = [0u32; MAX_DEPTH];
         let mut top = 0usize;
         for step in self.steps.iter() {
@@ -101,11 +130,12 @@ impl Flat {
                     top += 1;
                 }
                 Step::Len => {
+                    touch(Touch::Len);
                     stack[top] = wirelen;
                     top += 1;
                 }
                 Step::Load { offset, width } => {
-                    stack[top - 1] = load(pkt, stack[top - 1], offset, width).ok()?;
+                    stack[top - 1] = read(pkt, touch, stack[top - 1], offset, width)?;
                 }
                 Step::Bin(op) => {
                     top -= 1;
@@ -118,17 +148,48 @@ impl Flat {
                     offset,
                     width,
                 } => {
-                    stack[top] = load(pkt, base, offset, width).ok()?;
+                    stack[top] = read(pkt, touch, base, offset, width)?;
                     top += 1;
                 }
                 Step::HdrLen { base, offset } => {
-                    stack[top] = (load(pkt, base, offset, 1).ok()? & 0xf) << 2;
+                    stack[top] = (read(pkt, touch, base, offset, 1)? & 0xf) << 2;
                     top += 1;
                 }
             }
         }
         Some(stack[0])
     }
+}
+
+/// A load of a flat program, told to `touch` first.
+#[inline(always)]
+fn read(
+    pkt: &[u8],
+    touch: &mut impl FnMut(Touch),
+    base: u32,
+    offset: u32,
+    width: u32,
+) -> Option<u32> {
+    touch(Touch::Bytes {
+        at: u64::from(base) + u64::from(offset),
+        width,
+    });
+    load(pkt, base, offset, width).ok()
+}
+
+/// What a flat program read of a packet (see [`Flat::eval_traced`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Touch {
+    /// `width` bytes at `at` (past the packet's end when the load
+    /// aborted).
+    Bytes {
+        /// The first byte's offset.
+        at: u64,
+        /// Bytes read.
+        width: u32,
+    },
+    /// The wire length.
+    Len,
 }
 
 /// Append `v`'s steps; `depth` is the stack's height before them (one more
@@ -254,6 +315,40 @@ mod tests {
             if let Some(f) = Flat::new(&v) {
                 prop_assert_eq!(f.eval(&pkt, wirelen), crate::eval_val(&v, &pkt, wirelen).ok(), "{:?}", v);
             }
+        }
+
+        /// A packet that agrees with another where its value's trace
+        /// says has the same value.
+        #[test]
+        fn the_trace_says_what_the_value_depends_on(
+            v in val(), a in packet(), wa in 0u32..200, other in packet(), wb in 0u32..200,
+        ) {
+            let Some(f) = Flat::new(&v) else { return Ok(()) };
+            let mut touched = Vec::new();
+            let value = f.eval_traced(&a, wa, |t| touched.push(t));
+            prop_assert_eq!(value, f.eval(&a, wa));
+            let (mut need, mut below, mut len) = (0u64, u64::MAX, false);
+            for t in &touched {
+                match *t {
+                    Touch::Len => len = true,
+                    Touch::Bytes { at, width } if at + u64::from(width) <= a.len() as u64 => {
+                        need = need.max(at + u64::from(width));
+                    }
+                    Touch::Bytes { at, width } => below = below.min(at + u64::from(width)),
+                }
+            }
+            let mut b = other;
+            b.resize((b.len() as u64).clamp(need, below - 1) as usize, 0);
+            for t in &touched {
+                if let Touch::Bytes { at, width } = *t {
+                    let r = at as usize..(at + u64::from(width)) as usize;
+                    if r.end <= a.len() {
+                        b[r.clone()].copy_from_slice(&a[r]);
+                    }
+                }
+            }
+            let wb = if len { wa } else { wb };
+            prop_assert_eq!(f.eval(&b, wb), value, "{:?} on {:?} and {:?}", v, a, b);
         }
     }
 
