@@ -346,6 +346,12 @@ impl Fields {
         &self.reads[id as usize]
     }
 
+    /// A computed field's flat program ([`Read::Generic`] values not too
+    /// deep for one).
+    pub(crate) fn flat(&self, id: FieldId) -> Option<&Flat> {
+        self.flats[id as usize].as_ref()
+    }
+
     /// The order of two fields (see the module doc).
     ///
     /// ```

@@ -8,7 +8,8 @@
 
 use super::super::{DecisionTree, Scratch};
 use crate::field::load;
-use crate::tree::field::FieldId;
+use crate::tree::field::{FieldId, Fields};
+use sluice_ir::flat::Touch;
 use std::hash::{Hash, Hasher};
 
 /// A field's value in a key: the value, or [`ABORT`] when the read aborts.
@@ -106,12 +107,14 @@ pub(super) const WIDE_BYTES: usize = 64;
 /// least `need` bytes and fewer than `below` (where the key's loads
 /// aborted) whose first [`WIDE_BYTES`] bytes, as little-endian
 /// words `& mask`, equal `value` (and whose wire length is `wirelen`, if
-/// the key has it) agrees with the entry on every field (each field a
-/// load at a fixed offset, or behind an IPv4 header whose length nibble
-/// is then part of the mask, or the wire length). Eight loads and
-/// compares instead of a read per field. `need` above [`WIDE_BYTES`]: no such form
-/// (a field of another kind, or beyond those bytes, or a read that
-/// aborted); the fields are read one by one.
+/// the key has it) agrees with the entry on every field the form covers
+/// (each a load at a fixed offset, or behind an IPv4 header whose length
+/// nibble is then part of the mask, or the wire length). Eight loads and
+/// compares instead of a read per field. The fields it cannot cover (a
+/// computed field, or a load beyond those bytes), at most [`REST`] of
+/// them, are listed in `rest` and read one by one. `need` above
+/// [`WIDE_BYTES`]: no such form (more such fields than that); every
+/// field is read one by one.
 #[derive(Clone, Debug)]
 pub(super) struct Wide {
     mask: [u64; WIDE_BYTES / 8],
@@ -120,7 +123,14 @@ pub(super) struct Wide {
     below: u32,
     /// The wire length, as `u64`, or [`ANY_LEN`].
     wirelen: u64,
+    /// The key's fields the words do not cover, by index: the first
+    /// `rests` of them.
+    rest: [u8; REST],
+    rests: u8,
 }
+
+/// Fields of a key a [`Wide`] form leaves to be read one by one, at most.
+pub(super) const REST: usize = 4;
 
 /// [`Wide::wirelen`] of a key without the wire length.
 pub(super) const ANY_LEN: u64 = u64::MAX;
@@ -132,15 +142,18 @@ impl Wide {
         need: u32::MAX,
         below: u32::MAX,
         wirelen: ANY_LEN,
+        rest: [0; REST],
+        rests: 0,
     };
 
-    /// The form of `key` (read by `ops` from `pkt`).
-    pub(super) fn of(ops: &[Op], key: &[u64], pkt: &[u8]) -> Wide {
+    /// The form of `key` (read by `ops` from `pkt`, `wirelen` bytes on
+    /// the wire).
+    pub(super) fn of(fields: &Fields, ops: &[Op], key: &[u64], pkt: &[u8], wirelen: u32) -> Wide {
         let mut w = Wide {
             need: 0,
             ..Wide::NONE
         };
-        for (op, &k) in ops.iter().zip(key) {
+        for (i, (op, &k)) in ops.iter().zip(key).enumerate() {
             match *op {
                 Op::Const(_) => {}
                 Op::Load {
@@ -154,10 +167,20 @@ impl Wide {
                         w.below = w.below.min(hdr.saturating_add(1));
                         continue;
                     };
+                    let beyond = |b: u64| b > WIDE_BYTES as u64;
+                    if beyond(at + u64::from(size)) || (hdr != NO_HDR && beyond(u64::from(hdr) + 1))
+                    {
+                        // Beyond the words (or behind a header length
+                        // beyond them): read one by one.
+                        if !w.later(i) {
+                            return Wide::NONE;
+                        }
+                        continue;
+                    }
                     // The header length the address depends on is part of
                     // the form.
-                    if hdr != NO_HDR && !w.byte(u64::from(hdr), 0x0f, pkt[hdr as usize]) {
-                        return Wide::NONE;
+                    if hdr != NO_HDR {
+                        w.byte(u64::from(hdr), 0x0f, pkt[hdr as usize]);
                     }
                     if k == ABORT {
                         // The packet ends before the load's end.
@@ -168,29 +191,84 @@ impl Wide {
                     for j in 0..u64::from(size) {
                         let shift = 8 * (u64::from(size) - 1 - j);
                         let (m, v) = ((mask >> shift) as u8, (k >> shift) as u8);
-                        if !w.byte(at + j, m, v) {
-                            return Wide::NONE;
-                        }
+                        w.byte(at + j, m, v);
                     }
                 }
                 Op::Len if k != ABORT => w.wirelen = k,
-                Op::Len | Op::Slow(_) => return Wide::NONE,
+                Op::Slow(f) if w.traced(fields, f, k, pkt, wirelen) => {}
+                Op::Len | Op::Slow(_) => {
+                    if !w.later(i) {
+                        return Wide::NONE;
+                    }
+                }
             }
         }
         w
     }
 
-    /// Require byte `at` of the packet `& m` to be `v`: false when it is
-    /// beyond the form's bytes.
-    fn byte(&mut self, at: u64, m: u8, v: u8) -> bool {
-        if at >= WIDE_BYTES as u64 {
+    /// Cover computed field `f` (whose value is `k` on `pkt`) by the
+    /// bytes and the wire length its flat program reads, and the end of
+    /// the load that aborts it: a packet that agrees on them has the same
+    /// value. False (and the form as it was) when some are beyond the
+    /// form's bytes, or the field has no flat program.
+    fn traced(&mut self, fields: &Fields, f: FieldId, k: u64, pkt: &[u8], wirelen: u32) -> bool {
+        let Some(flat) = fields.flat(f) else {
             return false;
+        };
+        let mut w = self.clone();
+        let mut covered = true;
+        let value = flat.eval_traced(pkt, wirelen, |t| match t {
+            Touch::Len => w.wirelen = u64::from(wirelen),
+            Touch::Bytes { at, width } => {
+                let end = at + u64::from(width);
+                if end > pkt.len() as u64 {
+                    w.below = w.below.min(end.min(u64::from(u32::MAX)) as u32);
+                } else if end > WIDE_BYTES as u64 {
+                    covered = false;
+                } else {
+                    for j in at..end {
+                        w.byte(j, 0xff, pkt[j as usize]);
+                    }
+                }
+            }
+        });
+        debug_assert_eq!(
+            value.map_or(ABORT, u64::from),
+            k,
+            "the key's value of field {f}"
+        );
+        if covered {
+            *self = w;
         }
+        covered
+    }
+
+    /// Leave field `i` of the key to be read one by one: false when
+    /// there are too many such fields already.
+    fn later(&mut self, i: usize) -> bool {
+        let (Ok(i), Some(slot)) = (u8::try_from(i), self.rest.get_mut(usize::from(self.rests)))
+        else {
+            return false;
+        };
+        *slot = i;
+        self.rests += 1;
+        true
+    }
+
+    /// Require byte `at` (within [`WIDE_BYTES`]) of the packet `& m` to
+    /// be `v`.
+    fn byte(&mut self, at: u64, m: u8, v: u8) {
         let (i, shift) = (at as usize / 8, 8 * (at % 8));
         self.mask[i] |= u64::from(m) << shift;
         self.value[i] |= u64::from(v & m) << shift;
         self.need = self.need.max(at as u32 + 1);
-        true
+    }
+
+    /// How many of the key's fields the form leaves to be read one by
+    /// one.
+    #[cfg(test)]
+    pub(super) fn left(&self) -> usize {
+        usize::from(self.rests)
     }
 
     /// Whether the key has this form (else its fields are read one by one).
@@ -198,9 +276,31 @@ impl Wide {
         self.need <= WIDE_BYTES as u32
     }
 
-    /// Does the packet agree with the form? `None` when there is no form.
+    /// Does the packet agree with the key (read by `ops`)? `None` when
+    /// there is no form.
     #[inline]
-    pub(super) fn matches(&self, pkt: &[u8], wirelen: u32) -> Option<bool> {
+    pub(super) fn agrees(
+        &self,
+        ops: &[Op],
+        key: &[u64],
+        t: &DecisionTree,
+        pkt: &[u8],
+        wirelen: u32,
+        s: &mut Scratch,
+    ) -> Option<bool> {
+        let words = self.matches(pkt, wirelen)?;
+        Some(
+            words
+                && self.rest[..usize::from(self.rests)].iter().all(|&i| {
+                    let i = usize::from(i);
+                    ops[i].read(t, pkt, wirelen, s) == key[i]
+                }),
+        )
+    }
+
+    /// Does the packet agree with the words (and the lengths)?
+    #[inline]
+    fn matches(&self, pkt: &[u8], wirelen: u32) -> Option<bool> {
         if !self.exists() {
             return None;
         }

@@ -489,7 +489,7 @@ impl FlowCache {
             let e = &self.flows[hint as usize - 1];
             if e.sub != FREE {
                 let st = &self.subtables[e.sub as usize];
-                let agrees = match e.wide.matches(pkt, wirelen) {
+                let agrees = match e.wide.agrees(&st.ops, &e.key, t, pkt, wirelen, s) {
                     Some(m) => m,
                     None => st
                         .ops
@@ -798,7 +798,7 @@ impl FlowCache {
                     sub: i,
                     key: self.key.clone().into(),
                     slots: self.slots.clone().into(),
-                    wide: Wide::of(&st.ops, &self.key, pkt),
+                    wide: Wide::of(&t.fields, &st.ops, &self.key, pkt, wirelen),
                 };
                 self.entries += 1;
                 e

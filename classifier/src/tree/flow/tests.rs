@@ -94,7 +94,8 @@ fn aborts_are_part_of_the_key() {
 /// The first level's wide form never claims a packet that disagrees
 /// with the entry's key on a field: fixed and IPv4-header-relative
 /// loads, masks, different header lengths, short packets, the wire
-/// length.
+/// length, and the fields it leaves to be read one by one (a computed
+/// offset, a load beyond its bytes).
 #[test]
 fn the_wide_form_implies_the_key() {
     use sluice_ir::BinOp;
@@ -115,6 +116,12 @@ fn the_wide_form_implies_the_key() {
             Val::Const(0x12),
         ),
         Val::Len,
+        // Computed: covered by the bytes and the length they read, and
+        // one beyond the form's bytes, left to be read one by one.
+        Val::load(Val::load_abs(3, Size::Byte), 20, Size::Byte),
+        Val::bin(BinOp::Add, Val::Len, Val::load_abs(5, Size::Byte)),
+        Val::load(Val::load_abs(3, Size::Byte), 61, Size::Word),
+        Val::load_abs(66, Size::Byte),
     ];
     for (i, v) in vals.iter().enumerate() {
         t.insert(
@@ -133,7 +140,13 @@ fn the_wide_form_implies_the_key() {
         .collect();
     let ops: Vec<Op> = ids.iter().map(|&f| Op::of(&t.fields, f)).collect();
     assert!(
-        ops.iter().all(|o| matches!(o, Op::Load { .. } | Op::Len)),
+        ops[..7]
+            .iter()
+            .all(|o| matches!(o, Op::Load { .. } | Op::Len)),
+        "{ops:?}"
+    );
+    assert!(
+        ops[7..10].iter().all(|o| matches!(o, Op::Slow(_))),
         "{ops:?}"
     );
     let mut s = Scratch::default();
@@ -151,9 +164,11 @@ fn the_wide_form_implies_the_key() {
         let mut a: Vec<u8> = (0..len).map(|_| (next() % 3) as u8).collect();
         a[14] = 0x44 + (next() % 3) as u8;
         let wa = 100 + (next() % 2) as u32;
+        s.next_packet();
         let key: Vec<u64> = ops.iter().map(|o| o.read(&t, &a, wa, &mut s)).collect();
-        let w = Wide::of(&ops, &key, &a);
-        let Some(own) = w.matches(&a, wa) else {
+        let w = Wide::of(&t.fields, &ops, &key, &a, wa);
+        s.next_packet();
+        let Some(own) = w.agrees(&ops, &key, &t, &a, wa, &mut s) else {
             continue;
         };
         formed += 1;
@@ -173,7 +188,8 @@ fn the_wide_form_implies_the_key() {
                 }
             }
             let wb = 100 + (next() % 2) as u32;
-            if w.matches(&b, wb) == Some(true) {
+            s.next_packet();
+            if w.agrees(&ops, &key, &t, &b, wb, &mut s) == Some(true) {
                 claimed += 1;
                 let got: Vec<u64> = ops.iter().map(|o| o.read(&t, &b, wb, &mut s)).collect();
                 assert_eq!(got, key, "{a:?} claims {b:?}");
@@ -184,6 +200,83 @@ fn the_wide_form_implies_the_key() {
         formed > 100 && claimed > 1000,
         "{formed} forms, {claimed} claims"
     );
+}
+
+/// Computed fields are covered by the wide form, nothing left to read one
+/// by one: a word of the TCP payload by the two header lengths and the
+/// word's bytes, a sum with the wire length by that length.
+#[test]
+fn the_wide_form_covers_computed_fields() {
+    use sluice_ir::BinOp;
+    let hl = Val::ip_hdr_len(14);
+    let thl = Val::bin(
+        BinOp::Shr,
+        Val::bin(
+            BinOp::And,
+            Val::load(hl.clone(), 26, Size::Byte),
+            Val::Const(0xf0),
+        ),
+        Val::Const(2),
+    );
+    let word = Val::load(Val::bin(BinOp::Add, thl, hl), 14, Size::Word);
+    let mut t = DecisionTree::default();
+    t.insert(
+        1,
+        &Compiled::new(Filter::new(Pred::eq(word, 0x4745_5420), 1)),
+        0,
+    );
+    let f = (0..t.fields.len() as FieldId)
+        .find(|&f| {
+            matches!(
+                t.fields.how(f),
+                super::super::field::Read::Generic(v) if matches!(v, Val::Load { size: Size::Word, .. })
+            )
+        })
+        .expect("the word's field");
+    let ops = [Op::of(&t.fields, f)];
+    assert!(matches!(ops[0], Op::Slow(_)), "{ops:?}");
+    let mut pkt = vec![0u8; 62];
+    pkt[14] = 0x45;
+    pkt[46] = 0x50;
+    pkt[54..58].copy_from_slice(b"GET ");
+    let mut s = Scratch::default();
+    s.next_packet();
+    let key = [ops[0].read(&t, &pkt, 62, &mut s)];
+    assert_eq!(key[0], 0x4745_5420);
+    let w = Wide::of(&t.fields, &ops, &key, &pkt, 62);
+    assert!(w.exists() && w.left() == 0, "{w:?}");
+    let mut agrees = |p: &[u8]| {
+        s.next_packet();
+        w.agrees(&ops, &key, &t, p, 62, &mut s).unwrap()
+    };
+    assert!(agrees(&pkt));
+    let mut other = pkt.clone();
+    other[60] = 9; // past the word
+    other[20] = 9; // not read
+    assert!(agrees(&other));
+    for at in [14, 46, 54, 57] {
+        let mut other = pkt.clone();
+        other[at] ^= 0x40;
+        assert!(!agrees(&other), "byte {at} changed");
+    }
+    assert!(!agrees(&pkt[..57]), "the word's load aborts");
+
+    // A field that reads the wire length: the form has it.
+    let mut t = DecisionTree::default();
+    let v = Val::bin(BinOp::Add, Val::Len, Val::load_abs(5, Size::Byte));
+    t.insert(1, &Compiled::new(Filter::new(Pred::eq(v, 9), 1)), 0);
+    let ops = [Op::of(&t.fields, 0)];
+    assert!(matches!(ops[0], Op::Slow(_)), "{ops:?}");
+    let key = [ops[0].read(&t, &pkt, 62, &mut s)];
+    let w = Wide::of(&t.fields, &ops, &key, &pkt, 62);
+    assert!(w.exists() && w.left() == 0, "{w:?}");
+    for (wirelen, agrees) in [(62, true), (63, false)] {
+        s.next_packet();
+        assert_eq!(
+            w.agrees(&ops, &key, &t, &pkt, wirelen, &mut s),
+            Some(agrees)
+        );
+    }
 }
 
 /// Without `always`, a cache that never hits steps aside.
@@ -253,4 +346,52 @@ fn a_few_interrupted_samples_do_not_decide_a_window() {
     }
     assert!(m.mean().unwrap() > 900.0);
     assert_eq!(Cost::default().mean(), None);
+}
+
+/// Packets of one flow share a signature, whatever their identification,
+/// lengths, checksums, sequence numbers and payload; other ports make
+/// other signatures. Both ways of hashing: Ethernet and IPv4 without
+/// options, and the bytewise one (a VLAN tag, IPv6).
+#[test]
+fn a_flows_packets_share_a_signature() {
+    use super::key::signature;
+    // Offsets of the IP header, the TCP header, and the bytes that change
+    // along a flow (relative to them).
+    let mut v4 = vec![0u8; 80];
+    v4[12..14].copy_from_slice(&[0x08, 0x00]);
+    v4[14] = 0x45;
+    v4[14 + 9] = 6;
+    let mut vlan = vec![0u8; 84];
+    vlan[12..18].copy_from_slice(&[0x81, 0x00, 0x00, 0x07, 0x08, 0x00]);
+    vlan[18] = 0x45;
+    vlan[18 + 9] = 6;
+    let mut v6 = vec![0u8; 100];
+    v6[12..14].copy_from_slice(&[0x86, 0xdd]);
+    v6[14] = 0x60;
+    v6[14 + 6] = 6;
+    let cases = [
+        (v4, 14, 34, &[2usize, 3, 4, 5, 10, 11][..]),
+        (vlan, 18, 38, &[2, 3, 4, 5, 10, 11]),
+        (v6, 14, 54, &[4, 5]),
+    ];
+    for (pkt, l3, l4, varying) in cases {
+        let sig = signature(&pkt);
+        let mut other = pkt.clone();
+        for &o in varying {
+            other[l3 + o] ^= 0x5a;
+        }
+        // Sequence and acknowledgement numbers, window, checksum, payload.
+        for o in (4..12).chain(14..18).chain(20..30) {
+            other[l4 + o] ^= 0xa5;
+        }
+        assert_eq!(signature(&other), sig, "{pkt:?}");
+        let ports: std::collections::HashSet<u64> = (0..16u8)
+            .map(|p| {
+                let mut q = pkt.clone();
+                q[l4 + 1] = p;
+                signature(&q)
+            })
+            .collect();
+        assert_eq!(ports.len(), 16, "{pkt:?}");
+    }
 }
