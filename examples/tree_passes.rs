@@ -65,6 +65,9 @@ fn main() {
         _ => s.tree_mut().set_flow_cache(false),
     }
     let matched = classify_passes(&engine, &pkts, passes, again, &mut s);
+    if let Some(st) = s.tree_mut().flow_stats() {
+        eprintln!("flow cache: {st:?}");
+    }
     println!(
         "{} filters ({}), {} packets, {passes} passes, each packet {again} times: {matched} matches",
         texts.len(),
