@@ -334,17 +334,39 @@ impl Wide {
 /// checksums, sequence numbers). Only a hint of which entry holds the
 /// packet's flow: the entry's key, read from the packet, decides.
 ///
-/// Ethernet frames of IPv4 with a 20-byte header take six wide loads and
-/// two multiplications; other packets hash their headers bytewise.
+/// Ethernet frames of IPv4 with a 20-byte header, or of IPv6, behind up
+/// to two VLAN tags, take a few wide loads and two or three
+/// multiplications; other packets hash their headers bytewise.
 #[inline]
 pub(super) fn signature(pkt: &[u8]) -> u64 {
-    if let Some(h) = pkt.get(..48) {
-        if h[12] == 0x08 && h[13] == 0 && h[14] == 0x45 {
-            let w = |o: usize| {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(&h[o..o + 8]);
-                u64::from_le_bytes(b)
-            };
+    // Bytes of VLAN tags before the type.
+    let tag = |o: usize| {
+        matches!(
+            pkt.get(12 + o..14 + o),
+            Some([0x81, 0x00] | [0x88, 0xa8] | [0x91, 0x00])
+        )
+    };
+    let o = match (tag(0), tag(4)) {
+        (false, _) => 0,
+        (true, false) => 4,
+        (true, true) => 8,
+    };
+    // The frame from `o` on: its bytes 0..12 are the addresses' last
+    // 12 - o bytes and the tags, 12..14 the type.
+    let Some(h) = pkt.get(o..) else {
+        return bytewise_signature(pkt);
+    };
+    let w = |o: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&h[o..o + 8]);
+        u64::from_le_bytes(b)
+    };
+    let fold = |x: u64, y: u64| {
+        let p = u128::from(x) * u128::from(y);
+        (p as u64) ^ ((p >> 64) as u64)
+    };
+    match h.get(12..15) {
+        Some([0x08, 0x00, 0x45]) if h.len() >= 48 => {
             // Little-endian: byte o + i of the frame is bits 8i..8i + 8.
             // Bytes 0..16: the addresses, type, version, header length, TOS.
             let (a, b) = (w(0), w(8));
@@ -361,15 +383,28 @@ pub(super) fn signature(pkt: &[u8]) -> u64 {
             } else {
                 0
             };
-            let fold = |x: u64, y: u64| {
-                let p = u128::from(x) * u128::from(y);
-                (p as u64) ^ ((p >> 64) as u64)
-            };
-            return fold(a ^ d ^ 0x9e37_79b9_7f4a_7c15, b ^ f ^ 0xbf58_476d_1ce4_e5b9)
-                ^ fold(c ^ 0x94d0_49bb_1331_11eb, e ^ 0x2545_f491_4f6c_dd1d);
+            fold(a ^ d ^ 0x9e37_79b9_7f4a_7c15, b ^ f ^ 0xbf58_476d_1ce4_e5b9)
+                ^ fold(c ^ 0x94d0_49bb_1331_11eb, e ^ 0x2545_f491_4f6c_dd1d)
         }
+        Some([0x86, 0xdd, _]) if h.len() >= 64 => {
+            // Bytes 0..16: the addresses, type, version, class, label.
+            let (a, b) = (w(0), w(8));
+            // Bytes 16..24: the label's rest, next header, the source
+            // (not the payload's length and the hop limit).
+            let c = w(16) & 0xffff_00ff_0000_ffff;
+            // Bytes 24..56: the addresses, the source port.
+            let (d, e, f, g) = (w(24), w(32), w(40), w(48));
+            // Bytes 56..58: the destination port; 66..68 of TCP: data
+            // offset and flags.
+            let mut i = w(56) & 0xffff;
+            if h[20] == 6 && h.len() >= 68 {
+                i |= w(60) & 0xffff_0000_0000_0000;
+            }
+            fold(a ^ d ^ 0x9e37_79b9_7f4a_7c15, b ^ e ^ 0xbf58_476d_1ce4_e5b9)
+                ^ fold(c ^ f ^ 0x94d0_49bb_1331_11eb, g ^ i ^ 0x2545_f491_4f6c_dd1d)
+        }
+        _ => bytewise_signature(pkt),
     }
-    bytewise_signature(pkt)
 }
 
 /// [`signature`] of any packet: its headers hashed bytewise.

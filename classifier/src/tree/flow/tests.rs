@@ -350,8 +350,9 @@ fn a_few_interrupted_samples_do_not_decide_a_window() {
 
 /// Packets of one flow share a signature, whatever their identification,
 /// lengths, checksums, sequence numbers and payload; other ports make
-/// other signatures. Both ways of hashing: Ethernet and IPv4 without
-/// options, and the bytewise one (a VLAN tag, IPv6).
+/// other signatures. Both ways of hashing: Ethernet (with a VLAN tag or
+/// none) and IPv4 without options or IPv6, and the bytewise one (options,
+/// three tags).
 #[test]
 fn a_flows_packets_share_a_signature() {
     use super::key::signature;
@@ -369,12 +370,30 @@ fn a_flows_packets_share_a_signature() {
     v6[12..14].copy_from_slice(&[0x86, 0xdd]);
     v6[14] = 0x60;
     v6[14 + 6] = 6;
+    // Bytewise: IPv4 with options, three tags.
+    let mut options = vec![0u8; 80];
+    options[12..14].copy_from_slice(&[0x08, 0x00]);
+    options[14] = 0x46;
+    options[14 + 9] = 6;
+    let mut tags = vec![0u8; 92];
+    for t in 0..3 {
+        tags[12 + 4 * t..14 + 4 * t].copy_from_slice(&[0x88, 0xa8]);
+    }
+    tags[24..26].copy_from_slice(&[0x08, 0x00]);
+    tags[26] = 0x45;
+    tags[26 + 9] = 6;
     let cases = [
         (v4, 14, 34, &[2usize, 3, 4, 5, 10, 11][..]),
         (vlan, 18, 38, &[2, 3, 4, 5, 10, 11]),
         (v6, 14, 54, &[4, 5]),
+        (options, 14, 38, &[2, 3, 4, 5, 10, 11]),
+        (tags, 26, 46, &[2, 3, 4, 5, 10, 11]),
     ];
     for (pkt, l3, l4, varying) in cases {
+        // Any length: no reads past the packet.
+        for n in 0..pkt.len() {
+            signature(&pkt[..n]);
+        }
         let sig = signature(&pkt);
         let mut other = pkt.clone();
         for &o in varying {
