@@ -1,10 +1,12 @@
 //! How a cached flow's key is read from a packet: each field as a plain
-//! load resolved once per subtable ([`Op`]), the whole key as masked
-//! words of the packet's first bytes where it can be ([`Wide`]), and the
-//! packet's signature that points the first level at an entry.
+//! load resolved once per subtable ([`Op`]), the key as masked words of
+//! the packet's first bytes ([`Wide`]: a computed field by the bytes it
+//! reads, the few fields the words cannot cover read one by one), and
+//! the packet's signature that points the first level at an entry.
 //!
 //! Rule: these reads give exactly the values the tree's field reader
-//! gives (or [`ABORT`] where it aborts); a signature is only a hint.
+//! gives (or [`ABORT`] where it aborts); a packet a wide form accepts
+//! agrees with the key on every field; a signature is only a hint.
 
 use super::super::{DecisionTree, Scratch};
 use crate::field::load;
