@@ -11,6 +11,7 @@
 //! assert_eq!(eval_pred(&p, &[0; 10], 10), Err(Abort)); // not "true"
 //! ```
 
+use crate::flat::Touch;
 use crate::{Pred, Val};
 
 /// The filter aborted: an out-of-bounds load or a division by zero.
@@ -170,12 +171,53 @@ const IPPROTO_NONE: u32 = 59;
 /// assert_eq!(sluice_ir::eval::protochain(&pkt, 0, false, 17), Ok(false));
 /// ```
 pub fn protochain(pkt: &[u8], start: u32, v6: bool, want: u8) -> Result<bool, Abort> {
+    protochain_with(pkt, start, v6, want, &mut |_| {})
+}
+
+/// [`protochain`], telling `touch` each byte it reads, in order (as
+/// [`crate::flat::Flat::eval_traced`]: the answer is a function of those
+/// bytes and of where the packet ends before the last, if it aborted).
+///
+/// ```
+/// use sluice_ir::flat::Touch;
+/// let mut pkt = [0u8; 20];
+/// pkt[0] = 0x45;
+/// pkt[9] = 6;
+/// let mut seen = Vec::new();
+/// assert_eq!(sluice_ir::eval::protochain_traced(&pkt, 0, false, 6, |t| seen.push(t)), Ok(true));
+/// assert_eq!(seen, [Touch::Bytes { at: 0, width: 1 }, Touch::Bytes { at: 9, width: 1 }]);
+/// ```
+pub fn protochain_traced(
+    pkt: &[u8],
+    start: u32,
+    v6: bool,
+    want: u8,
+    mut touch: impl FnMut(Touch),
+) -> Result<bool, Abort> {
+    protochain_with(pkt, start, v6, want, &mut touch)
+}
+
+#[inline(always)]
+fn protochain_with(
+    pkt: &[u8],
+    start: u32,
+    v6: bool,
+    want: u8,
+    touch: &mut impl FnMut(Touch),
+) -> Result<bool, Abort> {
+    let mut byte = |base: u32, offset: u32| {
+        touch(Touch::Bytes {
+            at: u64::from(base) + u64::from(offset),
+            width: 1,
+        });
+        load(pkt, base, offset, 1)
+    };
     let want = want as u32;
     let (mut next, mut off) = if v6 {
-        (load(pkt, start, 6, 1)?, 40u32)
+        (byte(start, 6)?, 40u32)
     } else {
-        let hl = (load(pkt, start, 0, 1)? & 0xf) << 2;
-        (load(pkt, start, 9, 1)?, hl)
+        let hl = (byte(start, 0)? & 0xf) << 2;
+        (byte(start, 9)?, hl)
     };
     for _ in 0..PROTOCHAIN_MAX_STEPS {
         if next == want || next == IPPROTO_NONE {
@@ -183,14 +225,14 @@ pub fn protochain(pkt: &[u8], start: u32, v6: bool, want: u8) -> Result<bool, Ab
         }
         if v6 && IPV6_EXT_HEADERS.contains(&next) {
             let base = start.checked_add(off).ok_or(Abort)?;
-            let nh = load(pkt, base, 0, 1)?;
-            let len = load(pkt, base, 1, 1)?;
+            let nh = byte(base, 0)?;
+            let len = byte(base, 1)?;
             off = len.wrapping_add(1).wrapping_mul(8).wrapping_add(off);
             next = nh;
         } else if next == IPPROTO_AH {
             let base = start.checked_add(off).ok_or(Abort)?;
-            let nh = load(pkt, base, 0, 1)?;
-            let len = load(pkt, base, 1, 1)?;
+            let nh = byte(base, 0)?;
+            let len = byte(base, 1)?;
             off = len.wrapping_add(2).wrapping_mul(4);
             next = nh;
         } else {
@@ -204,6 +246,47 @@ pub fn protochain(pkt: &[u8], start: u32, v6: bool, want: u8) -> Result<bool, Ab
 mod tests {
     use super::*;
     use crate::{BinOp, CmpOp, Size};
+
+    proptest::proptest! {
+        /// A packet that agrees with another where the protocol chain's
+        /// trace says has the same answer.
+        #[test]
+        fn the_chain_depends_on_what_its_trace_says(
+            a in proptest::collection::vec(
+                proptest::prop_oneof![3 => proptest::prelude::any::<u8>(), 1 => 0u8..4, 1 => proptest::prelude::Just(0x45u8), 1 => proptest::sample::select(vec![0u8, 43, 44, 51, 60, 6, 17, 59])],
+                0..120,
+            ),
+            other in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..120),
+            v6 in proptest::prelude::any::<bool>(),
+            want in proptest::sample::select(vec![6u8, 17, 51, 58]),
+        ) {
+            let mut touched = Vec::new();
+            let answer = protochain_traced(&a, 0, v6, want, |t| touched.push(t));
+            proptest::prop_assert_eq!(answer, protochain(&a, 0, v6, want));
+            let (mut need, mut below) = (0u64, u64::MAX);
+            for t in &touched {
+                if let Touch::Bytes { at, width } = *t {
+                    let end = at + u64::from(width);
+                    if end <= a.len() as u64 {
+                        need = need.max(end);
+                    } else {
+                        below = below.min(end);
+                    }
+                }
+            }
+            let mut b = other;
+            b.resize((b.len() as u64).clamp(need, below - 1) as usize, 0);
+            for t in &touched {
+                if let Touch::Bytes { at, width } = *t {
+                    let r = at as usize..(at + u64::from(width)) as usize;
+                    if r.end <= a.len() {
+                        b[r.clone()].copy_from_slice(&a[r]);
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(protochain(&b, 0, v6, want), answer, "{:?} and {:?}", a, b);
+        }
+    }
 
     #[test]
     fn abort_under_not_and_or() {
