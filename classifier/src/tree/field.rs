@@ -346,10 +346,33 @@ impl Fields {
         &self.reads[id as usize]
     }
 
-    /// A computed field's flat program ([`Read::Generic`] values not too
-    /// deep for one).
-    pub(crate) fn flat(&self, id: FieldId) -> Option<&Flat> {
-        self.flats[id as usize].as_ref()
+    /// A computed field's value (or `None` where it aborts), telling
+    /// `touch` what it reads of the packet (see
+    /// [`Flat::eval_traced`]); `None` for a field that cannot say: a
+    /// value too deep for a flat program, a predicate other than a
+    /// protocol chain from a known header, or a plain read.
+    pub(crate) fn read_traced(
+        &self,
+        id: FieldId,
+        pkt: &[u8],
+        wirelen: u32,
+        touch: impl FnMut(sluice_ir::flat::Touch),
+    ) -> Option<Option<u32>> {
+        match &self.reads[id as usize] {
+            Read::Generic(_) => self.flats[id as usize]
+                .as_ref()
+                .map(|f| f.eval_traced(pkt, wirelen, touch)),
+            Read::Pred(Pred::ProtoChain {
+                v6,
+                start: Val::Const(start),
+                proto,
+            }) => Some(
+                sluice_ir::eval::protochain_traced(pkt, *start, *v6, *proto, touch)
+                    .ok()
+                    .map(u32::from),
+            ),
+            _ => None,
+        }
     }
 
     /// The order of two fields (see the module doc).

@@ -103,7 +103,7 @@ fn address(hdr: u32, off: u32, pkt: &[u8]) -> Option<u64> {
 }
 
 /// Bytes of a packet a [`Wide`] form covers.
-pub(super) const WIDE_BYTES: usize = 64;
+pub(super) const WIDE_BYTES: usize = 128;
 
 /// An entry's key as the first-level check reads it: a packet of at
 /// least `need` bytes and fewer than `below` (where the key's loads
@@ -111,8 +111,8 @@ pub(super) const WIDE_BYTES: usize = 64;
 /// words `& mask`, equal `value` (and whose wire length is `wirelen`, if
 /// the key has it) agrees with the entry on every field the form covers
 /// (each a load at a fixed offset, or behind an IPv4 header whose length
-/// nibble is then part of the mask, or the wire length). Eight loads and
-/// compares instead of a read per field. The fields it cannot cover (a
+/// nibble is then part of the mask, or the wire length). A load and a
+/// compare per eight bytes up to `need` instead of a read per field. The fields it cannot cover (a
 /// computed field, or a load beyond those bytes), at most [`REST`] of
 /// them, are listed in `rest` and read one by one. `need` above
 /// [`WIDE_BYTES`]: no such form (more such fields than that); every
@@ -209,17 +209,14 @@ impl Wide {
     }
 
     /// Cover computed field `f` (whose value is `k` on `pkt`) by the
-    /// bytes and the wire length its flat program reads, and the end of
-    /// the load that aborts it: a packet that agrees on them has the same
-    /// value. False (and the form as it was) when some are beyond the
-    /// form's bytes, or the field has no flat program.
+    /// bytes and the wire length it reads, and the end of the load that
+    /// aborts it: a packet that agrees on them has the same value. False
+    /// (and the form as it was) when some are beyond the form's bytes, or
+    /// the field cannot say what it reads.
     fn traced(&mut self, fields: &Fields, f: FieldId, k: u64, pkt: &[u8], wirelen: u32) -> bool {
-        let Some(flat) = fields.flat(f) else {
-            return false;
-        };
         let mut w = self.clone();
         let mut covered = true;
-        let value = flat.eval_traced(pkt, wirelen, |t| match t {
+        let value = fields.read_traced(f, pkt, wirelen, |t| match t {
             Touch::Len => w.wirelen = u64::from(wirelen),
             Touch::Bytes { at, width } => {
                 let end = at + u64::from(width);
@@ -234,6 +231,9 @@ impl Wide {
                 }
             }
         });
+        let Some(value) = value else {
+            return false;
+        };
         debug_assert_eq!(
             value.map_or(ABORT, u64::from),
             k,
@@ -312,19 +312,21 @@ impl Wide {
         {
             return Some(false);
         }
-        let mut short = [0u8; WIDE_BYTES];
-        let bytes = match pkt.get(..WIDE_BYTES) {
-            Some(b) => b,
-            None => {
-                short[..pkt.len()].copy_from_slice(pkt);
-                &short[..]
-            }
-        };
+        // The words up to `need`; the packet may end within the last one
+        // (past `need`, where the mask is zero).
+        let words = (self.need as usize).div_ceil(8);
+        let full = words.min(pkt.len() / 8);
         let mut diff = 0;
-        for (i, c) in bytes.chunks_exact(8).enumerate() {
+        for (i, c) in pkt[..8 * full].chunks_exact(8).enumerate() {
             let mut b = [0u8; 8];
             b.copy_from_slice(c);
             diff |= (u64::from_le_bytes(b) & self.mask[i]) ^ self.value[i];
+        }
+        if full < words {
+            let mut b = [0u8; 8];
+            let tail = &pkt[8 * full..];
+            b[..tail.len()].copy_from_slice(tail);
+            diff |= (u64::from_le_bytes(b) & self.mask[full]) ^ self.value[full];
         }
         Some(diff == 0)
     }

@@ -84,7 +84,8 @@ const SIGNATURES: usize = 1 << 14;
 
 /// Signatures per bucket of the signature table (one cache line): a
 /// flow keeps its place when another flow's signature falls in the same
-/// bucket.
+/// bucket, and a signature may point at several entries (packets of one
+/// flow that differ in a field the signature leaves out).
 const WAYS: usize = 4;
 
 /// Lookups per window over which the hit rate is judged.
@@ -222,11 +223,15 @@ pub struct FlowCache {
     flows: Vec<Entry>,
     /// Indices of free entries in `flows`.
     free: Vec<u32>,
-    /// Signature → entry + 1 of the last packet with it: the exact first
-    /// level (a hint: the entry's key, read from the packet, decides).
+    /// Signature → entry + 1 of the last packets with it, the latest
+    /// first in its bucket: the exact first level (a hint: the entry's
+    /// key, read from the packet, decides).
     signatures: Box<[(u64, u32)]>,
-    /// The last lookup's signature.
+    /// The last lookup's signature, and the same with the wire length
+    /// (the flows whose keys hold the length: a flow has an entry per
+    /// length, more than a bucket of the first holds).
     signature: u64,
+    signature_len: u64,
     /// The entry of the last hit or flow learnt, or [`FREE`].
     last: u32,
     entries: usize,
@@ -302,6 +307,7 @@ impl Default for FlowCache {
             free: Vec::new(),
             signatures: vec![(0, 0); SIGNATURES].into(),
             signature: 0,
+            signature_len: 0,
             last: FREE,
             entries: 0,
             key: Vec::new(),
@@ -323,6 +329,19 @@ impl Default for FlowCache {
             stats: FlowStats::default(),
         }
     }
+}
+
+/// The first way of a signature's bucket in the signature table.
+#[inline]
+fn bucket(sig: u64) -> usize {
+    sig as usize & (SIGNATURES - WAYS)
+}
+
+/// A signature with the wire length.
+#[inline]
+fn with_len(sig: u64, wirelen: u32) -> u64 {
+    let x = (sig ^ u64::from(wirelen)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    x ^ (x >> 29)
 }
 
 impl FlowCache {
@@ -481,13 +500,24 @@ impl FlowCache {
         }
         s.memo.next_packet(0);
         self.signature = signature(pkt);
-        // The exact first level: the entry the last packet with this
-        // signature found. One probe, and the entry's fields read from the
-        // packet and compared with its key, no hashing.
+        self.signature_len = with_len(self.signature, wirelen);
+        // The exact first level: the entries the last packets with this
+        // signature found (a flow whose packets differ in a field the
+        // signature leaves out, such as the length, has one entry each),
+        // the latest first. A probe each, and the entry's fields read from
+        // the packet and compared with its key, no hashing.
         let mut first = None;
-        if let Some(hint) = self.hint() {
-            let e = &self.flows[hint as usize - 1];
-            if e.sub != FREE {
+        for (sig, at) in [(self.signature, 0), (self.signature_len, WAYS)] {
+            let b = bucket(sig);
+            for way in 0..WAYS {
+                let (s1, e1) = self.signatures[b + way];
+                if s1 != sig || e1 == 0 {
+                    continue;
+                }
+                let e = &self.flows[e1 as usize - 1];
+                if e.sub == FREE {
+                    continue;
+                }
                 let st = &self.subtables[e.sub as usize];
                 let agrees = match e.wide.agrees(&st.ops, &e.key, t, pkt, wirelen, s) {
                     Some(m) => m,
@@ -499,9 +529,9 @@ impl FlowCache {
                 };
                 if agrees {
                     let sub = e.sub;
-                    return self.hit(hint - 1, sub, true);
+                    return self.hit(e1 - 1, sub, at + way == 0);
                 }
-                first = Some(e.sub);
+                first.get_or_insert(e.sub);
             }
         }
         let tries = first.into_iter().chain(
@@ -559,35 +589,25 @@ impl FlowCache {
         if self.bypass > 0 {
             return None;
         }
-        let b = signature(pkt) as usize & (SIGNATURES - WAYS);
+        let b = bucket(signature(pkt));
         Some(self.signatures[b..].as_ptr().cast())
     }
 
-    /// The bucket of the signature table for the last lookup's signature.
-    #[inline]
-    fn bucket(&self) -> usize {
-        self.signature as usize & (SIGNATURES - WAYS)
-    }
-
-    /// The entry + 1 the signature table holds for the last lookup's
-    /// signature.
-    #[inline]
-    fn hint(&self) -> Option<u32> {
-        let b = self.bucket();
-        self.signatures[b..b + WAYS]
-            .iter()
-            .find(|&&(sig, e)| sig == self.signature && e > 0)
-            .map(|&(_, e)| e)
-    }
-
-    /// Point the last lookup's signature at entry `e`: in place of its
-    /// earlier entry, else first in its bucket (the last one leaves).
+    /// Point the last lookup's signatures (with the wire length and
+    /// without) at entry `e`.
     fn remember(&mut self, e: u32) {
-        let (b, sig) = (self.bucket(), self.signature);
+        self.remember_at(self.signature, e);
+        self.remember_at(self.signature_len, e);
+    }
+
+    /// Point `sig` at entry `e`, first in its bucket: moved there if the
+    /// bucket has it, else the last one leaves.
+    fn remember_at(&mut self, sig: u64, e: u32) {
+        let b = bucket(sig);
         let bucket = &mut self.signatures[b..b + WAYS];
         let at = bucket
             .iter()
-            .position(|&(s, _)| s == sig)
+            .position(|&x| x == (sig, e + 1))
             .unwrap_or(WAYS - 1);
         bucket[..=at].rotate_right(1);
         bucket[0] = (sig, e + 1);

@@ -120,8 +120,8 @@ fn the_wide_form_implies_the_key() {
         // one beyond the form's bytes, left to be read one by one.
         Val::load(Val::load_abs(3, Size::Byte), 20, Size::Byte),
         Val::bin(BinOp::Add, Val::Len, Val::load_abs(5, Size::Byte)),
-        Val::load(Val::load_abs(3, Size::Byte), 61, Size::Word),
-        Val::load_abs(66, Size::Byte),
+        Val::load(Val::load_abs(3, Size::Byte), 125, Size::Word),
+        Val::load_abs(130, Size::Byte),
     ];
     for (i, v) in vals.iter().enumerate() {
         t.insert(
@@ -159,7 +159,7 @@ fn the_wide_form_implies_the_key() {
     };
     let (mut formed, mut claimed) = (0, 0);
     for _ in 0..3000 {
-        let len = 30 + (next() % 40) as usize;
+        let len = 30 + (next() % 120) as usize;
         // Few byte values, so that packets often agree.
         let mut a: Vec<u8> = (0..len).map(|_| (next() % 3) as u8).collect();
         a[14] = 0x44 + (next() % 3) as u8;
@@ -176,7 +176,7 @@ fn the_wide_form_implies_the_key() {
         for _ in 0..20 {
             let mut b = a.clone();
             // Shorter or longer.
-            let len = 20 + (next() % 50) as usize;
+            let len = 20 + (next() % 130) as usize;
             while b.len() < len {
                 b.push((next() % 3) as u8);
             }
@@ -204,7 +204,8 @@ fn the_wide_form_implies_the_key() {
 
 /// Computed fields are covered by the wide form, nothing left to read one
 /// by one: a word of the TCP payload by the two header lengths and the
-/// word's bytes, a sum with the wire length by that length.
+/// word's bytes, a sum with the wire length by that length, a protocol
+/// chain by the bytes its walk reads.
 #[test]
 fn the_wide_form_covers_computed_fields() {
     use sluice_ir::BinOp;
@@ -277,6 +278,29 @@ fn the_wide_form_covers_computed_fields() {
             Some(agrees)
         );
     }
+
+    // A protocol chain (`ip protochain 17`): the bytes its walk reads.
+    let mut t = DecisionTree::default();
+    let chain = Pred::ProtoChain {
+        v6: false,
+        start: Val::Const(14),
+        proto: 17,
+    };
+    t.insert(1, &Compiled::new(Filter::new(chain, 1)), 0);
+    let ops = [Op::of(&t.fields, 0)];
+    assert!(matches!(ops[0], Op::Slow(_)), "{ops:?}");
+    s.next_packet();
+    let key = [ops[0].read(&t, &pkt, 62, &mut s)];
+    let w = Wide::of(&t.fields, &ops, &key, &pkt, 62);
+    assert!(w.exists() && w.left() == 0, "{w:?}");
+    let mut agrees = |p: &[u8]| {
+        s.next_packet();
+        w.agrees(&ops, &key, &t, p, 62, &mut s).unwrap()
+    };
+    assert!(agrees(&pkt));
+    let mut other = pkt.clone();
+    other[14 + 9] = 17;
+    assert!(!agrees(&other), "another protocol");
 }
 
 /// Without `always`, a cache that never hits steps aside.
