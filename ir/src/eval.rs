@@ -263,27 +263,7 @@ mod tests {
             let mut touched = Vec::new();
             let answer = protochain_traced(&a, 0, v6, want, |t| touched.push(t));
             proptest::prop_assert_eq!(answer, protochain(&a, 0, v6, want));
-            let (mut need, mut below) = (0u64, u64::MAX);
-            for t in &touched {
-                if let Touch::Bytes { at, width } = *t {
-                    let end = at + u64::from(width);
-                    if end <= a.len() as u64 {
-                        need = need.max(end);
-                    } else {
-                        below = below.min(end);
-                    }
-                }
-            }
-            let mut b = other;
-            b.resize((b.len() as u64).clamp(need, below - 1) as usize, 0);
-            for t in &touched {
-                if let Touch::Bytes { at, width } = *t {
-                    let r = at as usize..(at + u64::from(width)) as usize;
-                    if r.end <= a.len() {
-                        b[r.clone()].copy_from_slice(&a[r]);
-                    }
-                }
-            }
+            let b = crate::flat::agreeing(&a, &touched, other);
             proptest::prop_assert_eq!(protochain(&b, 0, v6, want), answer, "{:?} and {:?}", a, b);
         }
     }

@@ -266,6 +266,35 @@ fn push(step: Step, steps: &mut Vec<Step>, depth: &mut usize) -> Option<()> {
     Some(())
 }
 
+/// For tests of traces: `other`, made to agree with `a` where `touched`
+/// (a trace on `a`) says, and no shorter than those bytes and shorter
+/// than the end of the load that aborted.
+#[cfg(test)]
+pub(crate) fn agreeing(a: &[u8], touched: &[Touch], other: Vec<u8>) -> Vec<u8> {
+    let (mut need, mut below) = (0u64, u64::MAX);
+    for t in touched {
+        if let Touch::Bytes { at, width } = *t {
+            let end = at + u64::from(width);
+            if end <= a.len() as u64 {
+                need = need.max(end);
+            } else {
+                below = below.min(end);
+            }
+        }
+    }
+    let mut b = other;
+    b.resize((b.len() as u64).clamp(need, below - 1) as usize, 0);
+    for t in touched {
+        if let Touch::Bytes { at, width } = *t {
+            let r = at as usize..(at + u64::from(width)) as usize;
+            if r.end <= a.len() {
+                b[r.clone()].copy_from_slice(&a[r]);
+            }
+        }
+    }
+    b
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,44 +356,15 @@ mod tests {
             let mut touched = Vec::new();
             let value = f.eval_traced(&a, wa, |t| touched.push(t));
             prop_assert_eq!(value, f.eval(&a, wa));
-            let (mut need, mut below, mut len) = (0u64, u64::MAX, false);
-            for t in &touched {
-                match *t {
-                    Touch::Len => len = true,
-                    Touch::Bytes { at, width } if at + u64::from(width) <= a.len() as u64 => {
-                        need = need.max(at + u64::from(width));
-                    }
-                    Touch::Bytes { at, width } => below = below.min(at + u64::from(width)),
-                }
-            }
-            let mut b = other;
-            b.resize((b.len() as u64).clamp(need, below - 1) as usize, 0);
-            for t in &touched {
-                if let Touch::Bytes { at, width } = *t {
-                    let r = at as usize..(at + u64::from(width)) as usize;
-                    if r.end <= a.len() {
-                        b[r.clone()].copy_from_slice(&a[r]);
-                    }
-                }
-            }
-            let wb = if len { wa } else { wb };
+            let b = agreeing(&a, &touched, other);
+            let wb = if touched.contains(&Touch::Len) { wa } else { wb };
             prop_assert_eq!(f.eval(&b, wb), value, "{:?} on {:?} and {:?}", v, a, b);
         }
     }
 
     #[test]
     fn the_tcp_payload_word_answers_as_the_interpreter() {
-        let hl = Val::shared(Val::ip_hdr_len(14));
-        let thl = Val::bin(
-            BinOp::Shr,
-            Val::bin(
-                BinOp::And,
-                Val::load(hl.clone(), 26, Size::Byte),
-                Val::Const(0xf0),
-            ),
-            Val::Const(2),
-        );
-        let word = Val::load(Val::bin(BinOp::Add, thl, hl), 14, Size::Word);
+        let word = Val::tcp_payload_word(14, Val::shared(Val::ip_hdr_len(14)));
         let f = Flat::new(&word).unwrap();
         // An IPv4 header of 24 bytes whose high bits are set too (they
         // are not the length), a TCP header of 20.

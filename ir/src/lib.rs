@@ -235,6 +235,32 @@ impl Val {
         )
     }
 
+    /// `tcp[((tcp[12:1] & 0xf0) >> 2):4]` behind an IPv4 header at
+    /// `offset` (`hl`, that header's length, given as the caller shares
+    /// it): the first word of the TCP payload.
+    ///
+    /// ```
+    /// use sluice_ir::{eval_val, Val};
+    /// let mut pkt = [0u8; 58];
+    /// pkt[14] = 0x45;
+    /// pkt[46] = 0x50;
+    /// pkt[54..58].copy_from_slice(b"GET ");
+    /// let v = Val::tcp_payload_word(14, Val::ip_hdr_len(14));
+    /// assert_eq!(eval_val(&v, &pkt, 58), Ok(0x4745_5420));
+    /// ```
+    pub fn tcp_payload_word(offset: u32, hl: Val) -> Val {
+        let thl = Val::bin(
+            BinOp::Shr,
+            Val::bin(
+                BinOp::And,
+                Val::load(hl.clone(), offset + 12, Size::Byte),
+                Val::Const(0xf0),
+            ),
+            Val::Const(2),
+        );
+        Val::load(Val::bin(BinOp::Add, thl, hl), offset, Size::Word)
+    }
+
     /// `lhs op rhs`, folded when both are constants and the result is defined.
     ///
     /// ```

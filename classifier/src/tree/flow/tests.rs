@@ -202,6 +202,24 @@ fn the_wide_form_implies_the_key() {
     );
 }
 
+/// Field `f` of `t` as a key of its own on `pkt`: its read, its value,
+/// and its wide form, which must cover it whole.
+fn covered(
+    t: &DecisionTree,
+    f: FieldId,
+    pkt: &[u8],
+    wirelen: u32,
+    s: &mut Scratch,
+) -> ([Op; 1], [u64; 1], Wide) {
+    let ops = [Op::of(&t.fields, f)];
+    assert!(matches!(ops[0], Op::Slow(_)), "{ops:?}");
+    s.next_packet();
+    let key = [ops[0].read(t, pkt, wirelen, s)];
+    let w = Wide::of(&t.fields, &ops, &key, pkt, wirelen);
+    assert!(w.exists() && w.left() == 0, "{w:?}");
+    (ops, key, w)
+}
+
 /// Computed fields are covered by the wide form, nothing left to read one
 /// by one: a word of the TCP payload by the two header lengths and the
 /// word's bytes, a sum with the wire length by that length, a protocol
@@ -209,17 +227,7 @@ fn the_wide_form_implies_the_key() {
 #[test]
 fn the_wide_form_covers_computed_fields() {
     use sluice_ir::BinOp;
-    let hl = Val::ip_hdr_len(14);
-    let thl = Val::bin(
-        BinOp::Shr,
-        Val::bin(
-            BinOp::And,
-            Val::load(hl.clone(), 26, Size::Byte),
-            Val::Const(0xf0),
-        ),
-        Val::Const(2),
-    );
-    let word = Val::load(Val::bin(BinOp::Add, thl, hl), 14, Size::Word);
+    let word = Val::tcp_payload_word(14, Val::ip_hdr_len(14));
     let mut t = DecisionTree::default();
     t.insert(
         1,
@@ -234,50 +242,40 @@ fn the_wide_form_covers_computed_fields() {
             )
         })
         .expect("the word's field");
-    let ops = [Op::of(&t.fields, f)];
-    assert!(matches!(ops[0], Op::Slow(_)), "{ops:?}");
     let mut pkt = vec![0u8; 62];
     pkt[14] = 0x45;
     pkt[46] = 0x50;
     pkt[54..58].copy_from_slice(b"GET ");
     let mut s = Scratch::default();
-    s.next_packet();
-    let key = [ops[0].read(&t, &pkt, 62, &mut s)];
+    let (ops, key, w) = covered(&t, f, &pkt, 62, &mut s);
     assert_eq!(key[0], 0x4745_5420);
-    let w = Wide::of(&t.fields, &ops, &key, &pkt, 62);
-    assert!(w.exists() && w.left() == 0, "{w:?}");
-    let mut agrees = |p: &[u8]| {
+    let mut agrees = |p: &[u8], wirelen| {
         s.next_packet();
-        w.agrees(&ops, &key, &t, p, 62, &mut s).unwrap()
+        w.agrees(&ops, &key, &t, p, wirelen, &mut s).unwrap()
     };
-    assert!(agrees(&pkt));
+    assert!(agrees(&pkt, 62));
     let mut other = pkt.clone();
     other[60] = 9; // past the word
     other[20] = 9; // not read
-    assert!(agrees(&other));
+    assert!(agrees(&other, 62));
     for at in [14, 46, 54, 57] {
         let mut other = pkt.clone();
         other[at] ^= 0x40;
-        assert!(!agrees(&other), "byte {at} changed");
+        assert!(!agrees(&other, 62), "byte {at} changed");
     }
-    assert!(!agrees(&pkt[..57]), "the word's load aborts");
+    assert!(!agrees(&pkt[..57], 62), "the word's load aborts");
 
     // A field that reads the wire length: the form has it.
     let mut t = DecisionTree::default();
     let v = Val::bin(BinOp::Add, Val::Len, Val::load_abs(5, Size::Byte));
     t.insert(1, &Compiled::new(Filter::new(Pred::eq(v, 9), 1)), 0);
-    let ops = [Op::of(&t.fields, 0)];
-    assert!(matches!(ops[0], Op::Slow(_)), "{ops:?}");
-    let key = [ops[0].read(&t, &pkt, 62, &mut s)];
-    let w = Wide::of(&t.fields, &ops, &key, &pkt, 62);
-    assert!(w.exists() && w.left() == 0, "{w:?}");
-    for (wirelen, agrees) in [(62, true), (63, false)] {
+    let (ops, key, w) = covered(&t, 0, &pkt, 62, &mut s);
+    let mut agrees = |p: &[u8], wirelen| {
         s.next_packet();
-        assert_eq!(
-            w.agrees(&ops, &key, &t, &pkt, wirelen, &mut s),
-            Some(agrees)
-        );
-    }
+        w.agrees(&ops, &key, &t, p, wirelen, &mut s).unwrap()
+    };
+    assert!(agrees(&pkt, 62));
+    assert!(!agrees(&pkt, 63), "another wire length");
 
     // A protocol chain (`ip protochain 17`): the bytes its walk reads.
     let mut t = DecisionTree::default();
@@ -287,12 +285,7 @@ fn the_wide_form_covers_computed_fields() {
         proto: 17,
     };
     t.insert(1, &Compiled::new(Filter::new(chain, 1)), 0);
-    let ops = [Op::of(&t.fields, 0)];
-    assert!(matches!(ops[0], Op::Slow(_)), "{ops:?}");
-    s.next_packet();
-    let key = [ops[0].read(&t, &pkt, 62, &mut s)];
-    let w = Wide::of(&t.fields, &ops, &key, &pkt, 62);
-    assert!(w.exists() && w.left() == 0, "{w:?}");
+    let (ops, key, w) = covered(&t, 0, &pkt, 62, &mut s);
     let mut agrees = |p: &[u8]| {
         s.next_packet();
         w.agrees(&ops, &key, &t, p, 62, &mut s).unwrap()
