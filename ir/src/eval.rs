@@ -48,6 +48,22 @@ pub fn load(pkt: &[u8], base: u32, offset: u32, width: u32) -> Result<u32, Abort
     })
 }
 
+/// [`load`], told to `touch` first (see [`crate::flat::Flat::eval_traced`]).
+#[inline(always)]
+pub(crate) fn load_traced(
+    pkt: &[u8],
+    touch: &mut impl FnMut(Touch),
+    base: u32,
+    offset: u32,
+    width: u32,
+) -> Result<u32, Abort> {
+    touch(Touch::Bytes {
+        at: u64::from(base) + u64::from(offset),
+        width,
+    });
+    load(pkt, base, offset, width)
+}
+
 /// Evaluate a value on a packet.
 ///
 /// ```
@@ -205,13 +221,7 @@ fn protochain_with(
     want: u8,
     touch: &mut impl FnMut(Touch),
 ) -> Result<bool, Abort> {
-    let mut byte = |base: u32, offset: u32| {
-        touch(Touch::Bytes {
-            at: u64::from(base) + u64::from(offset),
-            width: 1,
-        });
-        load(pkt, base, offset, 1)
-    };
+    let mut byte = |base: u32, offset: u32| load_traced(pkt, touch, base, offset, 1);
     let want = want as u32;
     let (mut next, mut off) = if v6 {
         (byte(start, 6)?, 40u32)

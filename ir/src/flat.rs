@@ -27,7 +27,7 @@
 //! assert_eq!(f.eval(&pkt, 60), sluice_ir::eval_val(&v, &pkt, 60).ok());
 //! ```
 
-use crate::eval::load;
+use crate::eval::load_traced;
 use crate::{BinOp, Val};
 
 /// The deepest stack a flat program may need; deeper values stay with the
@@ -135,7 +135,7 @@ impl Flat {
                     top += 1;
                 }
                 Step::Load { offset, width } => {
-                    stack[top - 1] = read(pkt, touch, stack[top - 1], offset, width)?;
+                    stack[top - 1] = load_traced(pkt, touch, stack[top - 1], offset, width).ok()?;
                 }
                 Step::Bin(op) => {
                     top -= 1;
@@ -148,33 +148,17 @@ impl Flat {
                     offset,
                     width,
                 } => {
-                    stack[top] = read(pkt, touch, base, offset, width)?;
+                    stack[top] = load_traced(pkt, touch, base, offset, width).ok()?;
                     top += 1;
                 }
                 Step::HdrLen { base, offset } => {
-                    stack[top] = (read(pkt, touch, base, offset, 1)? & 0xf) << 2;
+                    stack[top] = (load_traced(pkt, touch, base, offset, 1).ok()? & 0xf) << 2;
                     top += 1;
                 }
             }
         }
         Some(stack[0])
     }
-}
-
-/// A load of a flat program, told to `touch` first.
-#[inline(always)]
-fn read(
-    pkt: &[u8],
-    touch: &mut impl FnMut(Touch),
-    base: u32,
-    offset: u32,
-    width: u32,
-) -> Option<u32> {
-    touch(Touch::Bytes {
-        at: u64::from(base) + u64::from(offset),
-        width,
-    });
-    load(pkt, base, offset, width).ok()
 }
 
 /// What a flat program read of a packet (see [`Flat::eval_traced`]).

@@ -351,6 +351,7 @@ impl Fields {
     /// [`Flat::eval_traced`]); `None` for a field that cannot say: a
     /// value too deep for a flat program, a predicate other than a
     /// protocol chain from a known header, or a plain read.
+    #[inline]
     pub(crate) fn read_traced(
         &self,
         id: FieldId,
@@ -429,21 +430,15 @@ impl Fields {
         }
     }
 
-    /// Read a computed field (no memo).
+    /// Read a computed field (no memo): by a flat program or a protocol
+    /// chain's walk where it has one ([`Fields::read_traced`], telling
+    /// nothing), else by the IR interpreter.
     fn compute(&self, id: FieldId, pkt: &[u8], wirelen: u32) -> Option<u32> {
+        if let Some(v) = self.read_traced(id, pkt, wirelen, |_| {}) {
+            return v;
+        }
         match &self.reads[id as usize] {
-            Read::Generic(v) => match &self.flats[id as usize] {
-                Some(f) => f.eval(pkt, wirelen),
-                None => sluice_ir::eval_val(v, pkt, wirelen).ok(),
-            },
-            // The chain from a known header, without the interpreter.
-            Read::Pred(Pred::ProtoChain {
-                v6,
-                start: Val::Const(start),
-                proto,
-            }) => sluice_ir::eval::protochain(pkt, *start, *v6, *proto)
-                .ok()
-                .map(u32::from),
+            Read::Generic(v) => sluice_ir::eval_val(v, pkt, wirelen).ok(),
             Read::Pred(p) => sluice_ir::eval_pred(p, pkt, wirelen).ok().map(u32::from),
             _ => self.read(id, pkt, wirelen, &mut Memo::default()),
         }

@@ -278,8 +278,9 @@ impl Wide {
         self.need <= WIDE_BYTES as u32
     }
 
-    /// Does the packet agree with the key (read by `ops`)? `None` when
-    /// there is no form.
+    /// Does the packet agree with the key (read by `ops`)? By the words
+    /// and the fields they leave, or, without a form, every field read
+    /// one by one.
     #[inline]
     pub(super) fn agrees(
         &self,
@@ -289,15 +290,17 @@ impl Wide {
         pkt: &[u8],
         wirelen: u32,
         s: &mut Scratch,
-    ) -> Option<bool> {
-        let words = self.matches(pkt, wirelen)?;
-        Some(
-            words
-                && self.rest[..usize::from(self.rests)].iter().all(|&i| {
-                    let i = usize::from(i);
-                    ops[i].read(t, pkt, wirelen, s) == key[i]
-                }),
-        )
+    ) -> bool {
+        let mut same = |i: usize| ops[i].read(t, pkt, wirelen, s) == key[i];
+        match self.matches(pkt, wirelen) {
+            Some(words) => {
+                words
+                    && self.rest[..usize::from(self.rests)]
+                        .iter()
+                        .all(|&i| same(usize::from(i)))
+            }
+            None => (0..ops.len()).all(same),
+        }
     }
 
     /// Does the packet agree with the words (and the lengths)?

@@ -227,11 +227,10 @@ pub struct FlowCache {
     /// first in its bucket: the exact first level (a hint: the entry's
     /// key, read from the packet, decides).
     signatures: Box<[(u64, u32)]>,
-    /// The last lookup's signature, and the same with the wire length
-    /// (the flows whose keys hold the length: a flow has an entry per
+    /// The last lookup's signature (also kept with the wire length, for
+    /// the flows whose keys hold the length: a flow has an entry per
     /// length, more than a bucket of the first holds).
     signature: u64,
-    signature_len: u64,
     /// The entry of the last hit or flow learnt, or [`FREE`].
     last: u32,
     entries: usize,
@@ -307,7 +306,6 @@ impl Default for FlowCache {
             free: Vec::new(),
             signatures: vec![(0, 0); SIGNATURES].into(),
             signature: 0,
-            signature_len: 0,
             last: FREE,
             entries: 0,
             key: Vec::new(),
@@ -500,16 +498,20 @@ impl FlowCache {
         }
         s.memo.next_packet(0);
         self.signature = signature(pkt);
-        self.signature_len = with_len(self.signature, wirelen);
         // The exact first level: the entries the last packets with this
         // signature found (a flow whose packets differ in a field the
         // signature leaves out, such as the length, has one entry each),
         // the latest first. A probe each, and the entry's fields read from
         // the packet and compared with its key, no hashing.
         let mut first = None;
-        for (sig, at) in [(self.signature, 0), (self.signature_len, WAYS)] {
+        for with_length in [false, true] {
+            let sig = match with_length {
+                false => self.signature,
+                true => with_len(self.signature, wirelen),
+            };
             let b = bucket(sig);
             for way in 0..WAYS {
+                let first_way = !with_length && way == 0;
                 let (s1, e1) = self.signatures[b + way];
                 if s1 != sig || e1 == 0 {
                     continue;
@@ -519,17 +521,9 @@ impl FlowCache {
                     continue;
                 }
                 let st = &self.subtables[e.sub as usize];
-                let agrees = match e.wide.agrees(&st.ops, &e.key, t, pkt, wirelen, s) {
-                    Some(m) => m,
-                    None => st
-                        .ops
-                        .iter()
-                        .zip(e.key.iter())
-                        .all(|(op, &k)| op.read(t, pkt, wirelen, s) == k),
-                };
-                if agrees {
+                if e.wide.agrees(&st.ops, &e.key, t, pkt, wirelen, s) {
                     let sub = e.sub;
-                    return self.hit(e1 - 1, sub, at + way == 0);
+                    return self.hit(e1 - 1, sub, wirelen, first_way);
                 }
                 first.get_or_insert(e.sub);
             }
@@ -554,7 +548,7 @@ impl FlowCache {
             }
         }
         match found {
-            Some((e, i)) => self.hit(e, i, false),
+            Some((e, i)) => self.hit(e, i, wirelen, false),
             None => {
                 self.stats.misses += 1;
                 Lookup::Miss
@@ -565,13 +559,13 @@ impl FlowCache {
     /// Count a hit on entry `e` of subtable `sub`; `exact` when the first
     /// level found it.
     #[inline]
-    fn hit(&mut self, e: u32, sub: u32, exact: bool) -> Lookup {
+    fn hit(&mut self, e: u32, sub: u32, wirelen: u32, exact: bool) -> Lookup {
         self.window_hits += 1;
         self.stats.hits += 1;
         self.subtables[sub as usize].hits += 1;
         self.last = e;
         if !exact {
-            self.remember(e);
+            self.remember(e, wirelen);
         }
         Lookup::Hit
     }
@@ -593,11 +587,11 @@ impl FlowCache {
         Some(self.signatures[b..].as_ptr().cast())
     }
 
-    /// Point the last lookup's signatures (with the wire length and
-    /// without) at entry `e`.
-    fn remember(&mut self, e: u32) {
+    /// Point the last lookup's signature, without the wire length and
+    /// with it, at entry `e`.
+    fn remember(&mut self, e: u32, wirelen: u32) {
         self.remember_at(self.signature, e);
-        self.remember_at(self.signature_len, e);
+        self.remember_at(with_len(self.signature, wirelen), e);
     }
 
     /// Point `sig` at entry `e`, first in its bucket: moved there if the
@@ -825,7 +819,7 @@ impl FlowCache {
             }
         };
         self.last = e;
-        self.remember(e);
+        self.remember(e, wirelen);
         &self.flows[e as usize].slots
     }
 }
